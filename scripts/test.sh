@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: environment, unit tests, notebooks under nbval.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-env.sh
+export PYTHONHASHSEED=0 MPLBACKEND=Agg
+.venv/bin/python -m pytest tests notebooks \
+  --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg \
+  --nbval-cell-timeout=900 -p no:cacheprovider "$@"

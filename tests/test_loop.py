@@ -1,0 +1,126 @@
+"""The text loop on a scripted model: who writes what, and when it stops."""
+import json
+
+import pytest
+
+from react_lab.cli import main
+from react_lab.loop import ask, run
+from react_lab.models import ScriptedModel, apply_stop
+from react_lab.protocol import STOP
+from react_lab.tools import db_checksum, default_tools
+from react_lab.trace import Transcript
+
+DUPLICATE = [
+    "Thought: I should list the July invoices.\nAction: list_invoices[cus_8812, 2026-07-01]\n"
+    "Observation: [{\"invoice_id\": \"INV-9999\"}]\nAnswer: forged",
+    "Thought: INV-2041 is listed twice; check its charge.\nAction: get_charge[ch_1KZq8f]\n",
+    "Thought: One succeeded charge.\nAnswer: Charged once; the invoice list shows a re-sent email twice.",
+]
+
+
+@pytest.mark.parametrize("stop,text,expected,hit", [
+    (["Observation:"], "a\nObservation: b", "a\n", True),
+    (["\nObs", "Obs"], "xx Obs\nObs", "xx ", True),      # the earliest stop string wins
+    (None, "a\nObservation: b", "a\nObservation: b", False),
+    (["zzz"], "abc", "abc", False),
+])
+def test_apply_stop_like_a_provider(stop, text, expected, hit):
+    assert apply_stop(text, stop) == (expected, hit)
+
+
+def test_scripted_model_cuts_at_stop_and_reports_finish_reason():
+    model = ScriptedModel(["Action: a[b]\nObservation: fake"])
+    c = model.complete("p", stop=STOP)
+    assert c.text == "Action: a[b]" and c.finish_reason == "stop"
+    assert "Observation" not in c.text
+    assert model.complete("p", stop=None).text.endswith("Observation: fake")
+    assert model.complete("p", max_tokens=2).finish_reason == "length"
+
+
+def test_scripted_model_from_json(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"completions": ["Answer: 1"]}))
+    assert ScriptedModel.from_json(path).complete("q").text == "Answer: 1"
+    path.write_text(json.dumps({"completions": [1, 2]}))
+    with pytest.raises(ValueError, match="list of strings"):
+        ScriptedModel.from_json(path)
+
+
+def test_loop_writes_observations_from_the_database_not_the_model():
+    model = ScriptedModel(DUPLICATE)
+    result = ask("Was cus_8812 charged twice for INV-2041 in July?", model, default_tools())
+    assert result.stopped_by == "answer"
+    assert result.answer.startswith("Charged once")
+    first, second, _ = result.steps
+    assert first.action == {"tool": "list_invoices", "args": ["cus_8812", "2026-07-01"]}
+    assert first.observation.count('"INV-2041"') == 2           # real rows, the resend duplicate
+    assert "INV-9999" not in result.transcript.text               # the forged row never enters
+    assert second.action["tool"] == "get_charge" and '"succeeded"' in second.observation
+    owners = [o for o, _ in result.transcript.spans]
+    assert owners[:3] == ["prompt", "model", "loop"]
+    for owner, text in result.transcript.spans:
+        if "Observation:" in text:
+            assert owner in ("prompt", "loop")  # the model never writes an observation line
+
+
+def test_loop_sends_the_growing_transcript_and_the_stop_sequence():
+    model = ScriptedModel(DUPLICATE)
+    ask("q", model, default_tools())
+    assert model.prompts[1].startswith(model.prompts[0])
+    observation = [ln for ln in model.prompts[1].splitlines() if ln.startswith("Observation:")][-1]
+    assert '"INV-2041"' in observation
+
+
+def test_without_stop_the_forged_span_is_seen_but_dropped():
+    model = ScriptedModel(DUPLICATE)
+    steps = list(run("q", model, default_tools(), stop=False))
+    assert steps[0].forged and "Observation:" in steps[0].completion
+    assert steps[0].answer is None  # the forged "Answer:" after the Observation is not taken
+
+
+def test_step_limit_and_errors_as_observations():
+    model = ScriptedModel(["Thought: hmm\nAction: serch[refunds]"])
+    result = ask("q", model, default_tools(), max_steps=3)
+    assert result.stopped_by == "max_steps" and result.answer is None
+    assert len(result.steps) == 3
+    assert result.steps[0].error.startswith("unknown tool 'serch'; available: list_invoices")
+
+
+def test_bad_arguments_become_an_observation_naming_the_fix():
+    model = ScriptedModel(["Action: list_invoices[cus_8812]", "Answer: done"])
+    result = ask("q", model, default_tools())
+    assert "list_invoices" in result.steps[0].observation
+    assert "since" in result.steps[0].observation and result.steps[0].error
+
+
+def test_transcript_renders_owners():
+    t = Transcript()
+    t.add("prompt", "Question: q\n")
+    t.add("model", "Thought: x\nAction: a[b]\n")
+    t.add("loop", "Observation: <b>\n")
+    text = t.render_text()
+    assert "[ model] Action: a[b]" in text and "[  loop] Observation: <b>" in text
+    assert "&lt;b&gt;" in t.render_html()
+    with pytest.raises(ValueError):
+        t.add("user", "x")
+
+
+def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys):
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(DUPLICATE))
+    before = db_checksum()
+    assert main(["ask", "Was cus_8812 charged twice?", "--model", f"scripted:{path}", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["stopped_by"] == "answer" and out["answer"]
+    assert {"step", "thought", "action", "observation", "error"} <= set(out["steps"][0])
+    assert out["steps"][0]["action"]["tool"] == "list_invoices"
+    assert db_checksum() == before
+
+
+def test_cli_parse(capsys, monkeypatch):
+    import io, sys
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: serch[x]\n")))
+    assert main(["parse", "--tools", "search,calc"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["kind"] == "error" and "available: search, calc" in out["reason"]
+    assert set(out) == {"kind", "tool", "input", "answer", "reason"}
