@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .protocol import OBSERVATION, STOP, build_prompt, parse
+from .protocol import OBSERVATION, STOP, THOUGHT, build_prompt, parse
 from .tools import Tool, call_tool
 from .trace import Step, Transcript
 
@@ -75,7 +75,8 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
             event.tool_seconds = time.perf_counter() - t1
             event.observation, event.error = obs.text, obs.error
         if event.observation is not None:
-            transcript.add("loop", f"{OBSERVATION}: {event.observation}\n")
+            # The loop writes the observation, then the next thought's label for the model.
+            transcript.add("loop", f"{OBSERVATION}: {event.observation}\n{THOUGHT}:")
         if number == max_steps and event.answer is None:
             event.guard = "max_steps"
         event.seconds = time.perf_counter() - t0

@@ -131,18 +131,17 @@ class LocalModel:
     def render(self, prompt: str) -> str:
         """Wrap a plain text-protocol prompt in the model's chat template.
 
-        SmolLM2-Instruct was tuned on chat turns, so the transcript is sent as one
-        user turn (everything up to the first ``Question:``) followed by an open
-        assistant turn that the model continues. This is still a *completion*:
-        the model sees one string and writes the next characters.
+        SmolLM2-Instruct was tuned on chat turns, so everything up to the end of the
+        real question's line (the first ``Question:`` after a blank line; exemplars'
+        questions follow an ``Example:`` header) becomes one user turn, and the rest
+        (the loop's ``Thought:`` and the run so far) an open assistant turn that the
+        model continues. This is still a completion: one string in, the next characters out.
         """
         if not self.chat_template:
             return prompt
-        head, sep, tail = prompt.partition("\nQuestion:")
-        if not sep:
-            head, tail = prompt, ""
-        else:
-            tail = "Question:" + tail
+        at = prompt.find("\n\nQuestion: ")
+        end = prompt.find("\n", at + 2) if at >= 0 else -1
+        head, tail = (prompt[:end], prompt[end + 1:]) if end >= 0 else (prompt, "")
         return (f"<|im_start|>user\n{head.strip()}<|im_end|>\n"
                 f"<|im_start|>assistant\n{tail}")
 

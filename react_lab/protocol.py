@@ -119,22 +119,27 @@ EXEMPLARS: tuple[Exemplar, ...] = (
 
 
 def describe_tools(tools: Iterable[Any]) -> str:
-    """One line per tool: ``  usage - description`` (``tools`` are :class:`react_lab.tools.Tool`)."""
-    return "\n".join(f"  {t.usage} - {t.description}" for t in tools)
+    """One line per tool: ``  usage - description Example: call`` (``tools`` are :class:`react_lab.tools.Tool`).
+
+    The example call comes from the schema's ``examples``; without it the smallest
+    model copies parameter names (``get_payments[invoice_id]``) as arguments.
+    """
+    return "\n".join(f"  {t.usage} - {t.description} Example: {t.example}" for t in tools)
 
 
 def build_prompt(question: str, tools: Iterable[Any], exemplars: Iterable[Exemplar] | None = None,
                  instructions: str = INSTRUCTIONS) -> str:
     """Build the text-protocol prompt: instructions, tools in English, exemplars, the question.
 
-    Returns a string ending in ``"Question: ...\\n"``; the model continues from there.
+    Returns a string ending in ``"Question: ...\\nThought:"``: the model continues the
+    thought. (The paper's prompts end the same way, with the label of the next thought.)
     ``exemplars`` defaults to the first of :data:`EXEMPLARS`.
     """
     exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
     parts = [instructions, "", "Available tools:", describe_tools(tools)]
     for i, ex in enumerate(exemplars, 1):
         parts += ["", "Example:" if len(exemplars) == 1 else f"Example {i}:", ex.render()]
-    parts += ["", f"Question: {question}", ""]
+    parts += ["", f"Question: {question}", f"{THOUGHT}:"]
     return "\n".join(parts)
 
 

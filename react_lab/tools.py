@@ -81,11 +81,11 @@ def _schema(**properties: dict) -> dict:
 
 
 CUSTOMER_ID = {"type": "string", "pattern": r"^cus_[0-9]{4}$",
-               "description": "customer id, e.g. cus_8812"}
+               "description": "customer id, e.g. cus_8812", "examples": ["cus_0000"]}
 INVOICE_ID = {"type": "string", "pattern": r"^INV-[0-9]{4}$",
-              "description": "invoice id, e.g. INV-2041"}
+              "description": "invoice id, e.g. INV-2041", "examples": ["INV-0000"]}
 CHARGE_ID = {"type": "string", "pattern": r"^ch_[A-Za-z0-9]+$",
-             "description": "card charge id, e.g. ch_1KZq8f"}
+             "description": "card charge id, e.g. ch_1KZq8f", "examples": ["ch_0000"]}
 
 
 # --- the read-only tools: plain functions, conn first (bound by default_tools) ----------
@@ -93,7 +93,8 @@ CHARGE_ID = {"type": "string", "pattern": r"^ch_[A-Za-z0-9]+$",
 LIST_INVOICES = _schema(
     customer_id=CUSTOMER_ID,
     since={"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$",
-           "description": "earliest issue date to include, YYYY-MM-DD"})
+           "description": "earliest issue date to include, YYYY-MM-DD",
+           "examples": ["2026-01-01"]})
 
 
 def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> list[dict]:
@@ -130,7 +131,8 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
 
 
 SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200,
-                        "description": "a few keywords, e.g. duplicate charge refund"})
+                        "description": "a few keywords, e.g. duplicate charge refund",
+                        "examples": ["refund policy"]})
 
 
 def search(conn: sqlite3.Connection, query: str) -> list[dict]:
@@ -202,7 +204,8 @@ def _no_invoice(invoice_id: str) -> str:
 
 CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200,
                            "description": "arithmetic with + - * / // % ** and parentheses,"
-                                          " e.g. (129.00 + 45.00) * 2"})
+                                          " e.g. (129.00 + 45.00) * 2",
+                           "examples": ["(129.00 + 45.00) * 2"]})
 MAX_EXPONENT = 100
 MAX_MAGNITUDE = 1e100
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -259,7 +262,7 @@ def _checked(value: int | float) -> int | float:
 SCHEDULE_PAYMENT = _schema(
     invoice_id={**INVOICE_ID, "description": "supplier invoice id, e.g. INV-2291"},
     amount={"type": "number", "exclusiveMinimum": 0,
-            "description": "amount to pay in dollars, e.g. 48200 or 129.00"})
+            "description": "amount to pay in dollars, e.g. 48200 or 129.00", "examples": [100]})
 
 
 def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | str) -> dict:
@@ -305,6 +308,12 @@ class Tool:
     def usage(self) -> str:
         """Return the text-protocol form, e.g. 'list_invoices[customer_id, since]'."""
         return f"{self.name}[{', '.join(self.parameters['properties'])}]"
+
+    @property
+    def example(self) -> str:
+        """Return a text-protocol call built from the schema's examples, e.g. 'get_charge[ch_0000]'."""
+        props = self.parameters["properties"].values()
+        return f"{self.name}[{', '.join(str(p.get('examples', ['...'])[0]) for p in props)}]"
 
     def openai_schema(self) -> dict:
         """Return the OpenAI function-calling form of this tool."""

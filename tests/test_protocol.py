@@ -220,6 +220,6 @@ def test_prompt_has_labels_tools_exemplar_and_question():
     for tool in tools.values():
         assert tool.usage in prompt
     assert EXEMPLARS[0].question in prompt and EXEMPLARS[1].question not in prompt
-    assert prompt.endswith("Question: Was cus_8812 charged twice?\n")
+    assert prompt.endswith("Question: Was cus_8812 charged twice?\nThought:")
     three = build_prompt("q", tools.values(), EXEMPLARS)
     assert all(ex.question in three for ex in EXEMPLARS)
