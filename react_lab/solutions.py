@@ -1,0 +1,57 @@
+"""Reference solutions to the notebook exercises: the one place they live.
+
+Instructors: CI runs every notebook with these filled in (``REACT_LAB_SOLUTIONS=1``).
+Learners: try the exercise first; each solution is a few lines.
+"""
+from __future__ import annotations
+
+import re
+
+_ACTION = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)
+
+
+def parse_action(text: str):
+    """Notebook 01: the anchored action line as (tool, [args]), or None."""
+    match = _ACTION.search(text)
+    if match is None:
+        return None
+    return match.group(1), [a.strip() for a in match.group(2).split(",")]
+
+
+def dispatch(tools: dict, name: str, args: list) -> str:
+    """Notebook 02: run the tool by name; unknown tools and errors become text."""
+    if name not in tools:
+        return f"Error: unknown tool {name!r}; available: {', '.join(tools)}"
+    try:
+        import json
+
+        return json.dumps(tools[name].fn(*args), default=str)
+    except Exception as exc:
+        return f"Error: {type(exc).__name__}: {exc}"
+
+
+def cut_forgery(text: str) -> str:
+    """Notebook 03: cut at the first line starting with 'Observation', trim a partial stop word."""
+    match = re.search(r"^Observation", text, re.MULTILINE)
+    if match:
+        text = text[:match.start()]
+    head, newline, last = text.rpartition("\n")
+    if newline and last and "Observation".startswith(last):
+        text = head + newline
+    return text
+
+
+def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
+    """Notebook 05: the prefix once, plus every earlier step's assistant text and observation."""
+    return P + (k - 1) * (A + O)
+
+
+def is_repeat(history: list, tool: str, args) -> bool:
+    """Notebook 06: an exact repeat is the same tool with the same arguments."""
+    return (tool, args) in history
+
+
+def normalise_amount(text: str):
+    """Notebook 08: the first number in the text, thousands separators dropped, as dollars."""
+    match = re.search(r"\d[\d,]*(?:\.\d+)?", text)
+    return float(match.group(0).replace(",", "")) if match else None
