@@ -8,9 +8,9 @@ ride in it, and they grow differently:
 * each step's assistant text ``A`` and observation ``O`` are written once and then
   re-sent by every later request, so they add ``(A + O) * N * (N - 1) / 2`` -- a parabola.
 
-This module has four parts, in the order the notebook ``05_cost.ipynb`` uses them:
-token counting with cl100k_base (no network), the cost model and its plot, the
-``react-lab cost`` command, and helpers that hold a real run of the loop up against
+The module follows the notebook ``05_cost.ipynb``: token counting with cl100k_base
+(no network), the cost model with its plot and widget, the ``react-lab cost`` command,
+prompts of two sizes to count, and helpers that hold a real run of the loop up against
 the model. Token counts are always integers of *tokens*; "the seed" is the article
 this lab is built from (P=1,000, O=600, A=100, N=10 gives 7,300 tokens at step 10 and
 41,500 in total; a 1,400-token prefix over 8 steps is 11,200).
@@ -422,11 +422,13 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
 
     * ``reported``: the backend's prompt tokens; ``evaluated``: the tokens it actually
       ran through the network (the rest came from its KV cache);
-    * ``A`` and ``O``: the assistant text kept in the transcript and the observation
-      line the loop wrote, each counted on its own;
+    * ``A`` and ``O``: the text the model wrote (as kept in the transcript) and the
+      text the loop appended after it (the observation line and the next ``Thought:``
+      label), each counted on its own;
     * ``predicted``: ``P + sum of (A_j + O_j) for j < k``, with ``P`` the reported
       prompt tokens of step 1 (chat template included);
-    * ``predicted_mean``: :func:`per_step` with the run's mean A and O (rounded);
+    * ``mean_A``, ``mean_O``: means over the steps whose text was re-sent (all but the
+      last), and ``predicted_mean``: :func:`per_step` with them (rounded);
     * ``error``: ``reported - predicted`` (tokenizer merges across span boundaries).
     """
     spans = result.transcript.spans[1:]  # after the prompt: one "model" span per step, maybe a "loop" span
@@ -443,7 +445,9 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
     predicted = [P]
     for k in range(1, n):
         predicted.append(predicted[-1] + A[k - 1] + O[k - 1])
-    mean_a, mean_o = round(sum(A) / n), round(sum(O) / n)
+    # The last step's text is never re-sent, so the means are over the steps before it.
+    resent = max(n - 1, 1)
+    mean_a, mean_o = sum(A[:resent]) / resent, sum(O[:resent]) / resent
     return {
         "steps": list(range(1, n + 1)),
         "reported": reported,
@@ -451,9 +455,40 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
         "completion_tokens": [s.completion_tokens for s in result.steps],
         "P": P, "A": A[:n], "O": O[:n],
         "predicted": predicted,
-        "predicted_mean": per_step(P, mean_o, mean_a, n),
+        "mean_A": mean_a, "mean_O": mean_o,
+        "predicted_mean": per_step(P, round(mean_o), round(mean_a), n),
         "error": [r - p for r, p in zip(reported, predicted)],
     }
+
+
+class ForcedModel:
+    """Send every prompt to a real model, but answer from a script (teacher forcing).
+
+    The wrapped ``model`` reads each prompt and writes one token that is thrown away,
+    so ``prompt_tokens`` and ``evaluated_tokens`` are its real numbers; the text is the
+    next of ``completions`` (the last one repeats), counted with ``model.count_tokens``.
+    Use it to get a run of a known number of steps, with real token accounting, from a
+    model that would stop early.
+    """
+
+    def __init__(self, model, completions: Sequence[str]):
+        if not completions:
+            raise ValueError("a forced model needs at least one completion")
+        self.model, self.completions, self.calls = model, list(completions), 0
+
+    @property
+    def name(self) -> str:
+        return f"forced:{self.model.name}"
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = 256):
+        from .models import Completion
+
+        real = self.model.complete(prompt, stop=stop, max_tokens=1)
+        text = self.completions[min(self.calls, len(self.completions) - 1)]
+        self.calls += 1
+        return Completion(text=text, finish_reason="stop", prompt_tokens=real.prompt_tokens,
+                          completion_tokens=self.model.count_tokens(text), seconds=real.seconds,
+                          evaluated_tokens=real.evaluated_tokens)
 
 
 def plot_run(measured: dict, *, title: str | None = None):
@@ -483,6 +518,7 @@ def plot_run(measured: dict, *, title: str | None = None):
     right.legend(fontsize=8)
     for ax in (left, right):
         ax.set_xticks(steps)
+        ax.yaxis.set_major_formatter("{x:,.0f}")
     if title:
         fig.suptitle(title)
     return fig
