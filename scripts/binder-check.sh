@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Check the Binder path without Docker: a fresh virtual environment built from the binder/
+# files only (requirements.txt, then postBuild), then every notebook executed under nbval
+# with the network unavailable to the kernel (a network namespace with loopback only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+VENV="$PWD/.binder-venv"
+rm -rf "$VENV"
+echo "==> Binder check: fresh environment from binder/requirements.txt + binder/postBuild"
+"$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet --progress-bar off -r binder/requirements.txt
+# postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
+PATH="$VENV/bin:$PATH" bash binder/postBuild
+# binder/start sets the kernel's environment; run the notebooks through it.
+run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0
+  bash binder/start "$VENV/bin/python" -m pytest notebooks
+  --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
+  --nbval-cell-timeout=900 -p no:cacheprovider "$@")
+if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
+  echo "==> executing every notebook with no network (loopback only)"
+  unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"
+else
+  echo "==> cannot make a network namespace here; blocking sockets in the kernel instead"
+  guard="$(mktemp -d)"
+  cat > "$guard/sitecustomize.py" <<'PY'
+import socket
+_connect = socket.socket.connect
+def _loopback_only(self, address):
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, str) and not (host.startswith("127.") or host in ("::1", "localhost")):
+        raise OSError(f"network disabled for the Binder check: {address!r}")
+    return _connect(self, address)
+socket.socket.connect = _loopback_only
+PY
+  PYTHONPATH="$guard${PYTHONPATH:+:$PYTHONPATH}" "${run_notebooks[@]}"
+fi
