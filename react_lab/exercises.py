@@ -68,6 +68,25 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
                  "only a line that starts with the label"),
         ],
     ),
+    "missing_fields": (
+        "missing_fields(schema, args) -> list[str]: the schema's required properties absent from args, in order",
+        lambda: [
+            Case((_tools()["list_invoices"].parameters, {"customer_id": "cus_8812"}), ["since"]),
+            Case((_tools()["list_invoices"].parameters, {}), ["customer_id", "since"]),
+            Case((_tools()["list_invoices"].parameters, {"customer_id": "cus_8812", "since": "2026-07-01"}), []),
+            Case((_tools()["get_charge"].parameters, {"charge": "ch_1KZq8f"}), ["charge_id"],
+                 "a misspelt key does not count"),
+        ],
+    ),
+    "truncate_observation": (
+        "truncate_observation(text, max_chars) -> str: text unchanged if it fits; otherwise its first "
+        "max_chars characters + ' ...[truncated N characters]' where N is how many were cut",
+        lambda: [
+            Case(("short", 10), "short"),
+            Case(("abcdefghij", 4), "abcd ...[truncated 6 characters]"),
+            Case(("x" * 5, 5), "xxxxx", "exactly the limit fits"),
+        ],
+    ),
     "prompt_tokens_at_step": (
         "prompt_tokens_at_step(P, O, A, k) -> int: prompt tokens sent at step k (1-based)",
         lambda: [Case((1000, 600, 100, 1), 1000), Case((1000, 600, 100, 10), 7300),

@@ -41,6 +41,18 @@ def cut_forgery(text: str) -> str:
     return text
 
 
+def missing_fields(schema: dict, args: dict) -> list:
+    """Notebook 04: what JSON Schema's ``required`` keyword reports, by hand."""
+    return [name for name in schema.get("required", []) if name not in args]
+
+
+def truncate_observation(text: str, max_chars: int) -> str:
+    """Notebook 07: cut to a budget and say so, so the model knows there was more."""
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]} ...[truncated {len(text) - max_chars} characters]"
+
+
 def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
     """Notebook 05: the prefix once, plus every earlier step's assistant text and observation."""
     return P + (k - 1) * (A + O)

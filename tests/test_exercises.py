@@ -11,6 +11,8 @@ WRONG = {
         re.search(r"Action:\s*(\w+)\[(.*)\]", text)),           # unanchored, no comma split
     "dispatch": lambda tools, name, args: str(tools[name].fn(*args)),  # raises on bad input
     "cut_forgery": lambda text: text.split("Observation:")[0],      # misses the partial stop word
+    "missing_fields": lambda schema, args: [k for k in schema["properties"] if k not in args][:1],
+    "truncate_observation": lambda text, n: text[:n] + "...",       # no count, cuts at the limit
     "prompt_tokens_at_step": lambda P, O, A, k: P + k * (A + O),    # off by one step
     "is_repeat": lambda history, tool, args: any(a == args for _, a in history),  # ignores the tool
     "normalise_amount": lambda text: float(re.sub(r"[^\d.]", "", text) or 0),  # "0" for no number
