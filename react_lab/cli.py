@@ -22,15 +22,50 @@ def cmd_ask(args) -> int:
     from .models import load_model
     from .tools import default_tools
 
-    model = load_model(args.model)
-    result = ask(args.question, model, default_tools(), stop=not args.no_stop,
-                 max_steps=args.max_steps, max_tokens=args.max_tokens)
+    if getattr(args, "protocol", "text") == "native":
+        from .native import ask_native, load_chat_model
+
+        result = ask_native(args.question, load_chat_model(args.model), default_tools(),
+                            max_steps=args.max_steps, max_tokens=args.max_tokens)
+    else:
+        model = load_model(args.model)
+        result = ask(args.question, model, default_tools(), stop=not args.no_stop,
+                     max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
     if args.json:
         _print_json(result.to_dict())
     else:
         print(result.transcript.render_text())
         print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
     return 0
+
+
+def _guards(args):
+    """The run's :class:`react_lab.guards.Guards` from the ``ask`` options (0 switches a limit off)."""
+    from .guards import Guards
+
+    return Guards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
+                  tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
+                  price_in=args.price_in, price_out=args.price_out)
+
+
+def _add_guard_options(parser: argparse.ArgumentParser) -> None:
+    """The guard limits of ``ask``; defaults are :class:`react_lab.guards.Guards`'s."""
+    from .guards import Guards
+
+    d = Guards()
+    g = parser.add_argument_group("guards (0 switches a limit off)")
+    g.add_argument("--token-budget", type=int, default=d.token_budget,
+                   help="prompt + completion tokens per run (default %(default)s)")
+    g.add_argument("--time-budget", type=float, default=d.time_budget,
+                   help="wall-clock seconds per run (default %(default)s)")
+    g.add_argument("--tool-timeout", type=float, default=d.tool_timeout,
+                   help="seconds per tool call (default %(default)s)")
+    g.add_argument("--price-in", type=float, default=d.price_in,
+                   help="dollars per million prompt tokens (default %(default)s)")
+    g.add_argument("--price-out", type=float, default=d.price_out,
+                   help="dollars per million completion tokens (default %(default)s)")
+    g.add_argument("--money-budget", type=float, default=d.money_budget,
+                   help="dollars per run at those prices (default %(default)s)")
 
 
 def cmd_parse(args) -> int:
@@ -56,10 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("question")
     a.add_argument("--model", default="local",
                    help="local (embedded SmolLM2), scripted:FILE.json, openai or openai:MODEL")
+    a.add_argument("--protocol", choices=["text", "native"], default="text",
+                   help="text: ReAct labels parsed by regex; native: structured tool calls "
+                        "(the local model's replies constrained by a JSON-Schema grammar)")
     a.add_argument("--no-stop", action="store_true", help="send no stop sequence")
     a.add_argument("--max-steps", type=int, default=6)
     a.add_argument("--max-tokens", type=int, default=192, help="completion tokens per step")
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_guard_options(a)
     a.set_defaults(func=cmd_ask)
 
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "

@@ -121,3 +121,82 @@ def read_jsonl(path: str | Path) -> list[dict]:
     """Read a JSONL file back into a list of dicts (blank lines skipped)."""
     with Path(path).open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+# --------------------------------------------------------------------------- step-event logs
+
+#: The columns of one step event, in the order :func:`html_table` shows them.
+EVENT_FIELDS = ("run_id", "task_id", "step", "thought", "tool", "args", "args_valid",
+                "observation_tokens", "observation_chars", "seconds", "prompt_tokens",
+                "completion_tokens", "error", "guard", "answer")
+
+
+def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=None,
+               count_tokens=None) -> dict:
+    """Flatten one :class:`Step` into a log record with the fields of :data:`EVENT_FIELDS`.
+
+    ``args`` are the arguments as dispatched, named by the tool's schema when ``tools``
+    (name -> :class:`react_lab.tools.Tool`) is given; ``args_valid`` says whether they
+    pass that JSON Schema (None without ``tools`` or without a call). Observation size
+    is in characters and in tokens of ``count_tokens`` (default: cl100k_base through
+    :func:`react_lab.cost.count_tokens`, the same count for every backend). ``seconds``
+    is the step's wall-clock time.
+    """
+    if count_tokens is None:
+        from .cost import count_tokens
+    tool = step.action["tool"] if step.action else None
+    args, valid = (step.action or {}).get("args"), None
+    spec = (tools or {}).get(tool)
+    if spec is not None:
+        names = list(spec.parameters["properties"])
+        if isinstance(args, (list, tuple)) and len(args) <= len(names):
+            args = dict(zip(names, args))
+        import jsonschema  # imported here: only logging needs it
+
+        valid = isinstance(args, dict) and jsonschema.Draft202012Validator(
+            spec.parameters, format_checker=jsonschema.FormatChecker()).is_valid(args)
+    observation = step.observation or ""
+    return {"run_id": run_id, "task_id": task_id, "step": step.step, "thought": step.thought,
+            "tool": tool, "args": args, "args_valid": valid,
+            "observation_tokens": count_tokens(observation) if observation else 0,
+            "observation_chars": len(observation), "seconds": round(step.seconds, 4),
+            "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
+            "error": step.error, "guard": step.guard, "answer": step.answer}
+
+
+def log_run(result, path: str | Path, run_id: str, *, task_id: str | None = None,
+            tools=None) -> Path:
+    """Append one JSON line per step of ``result`` (a ``loop.RunResult``) to ``path``.
+
+    Each line is a :func:`step_event`; read them back with :func:`load_steps`.
+    """
+    return write_jsonl(path, (step_event(s, run_id=run_id, task_id=task_id, tools=tools)
+                              for s in result.steps))
+
+
+def load_steps(path: str | Path) -> list[dict]:
+    """Load a step-event log written by :func:`log_run` as a list of dicts (one per step)."""
+    return read_jsonl(path)
+
+
+def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
+               max_chars: int = 60) -> str:
+    """Render dicts as an HTML table (no pandas); cells are escaped and cut at ``max_chars``.
+
+    ``columns`` defaults to the keys of the first row. Floats show three significant digits.
+    """
+    rows = list(rows)
+    columns = list(columns or (rows[0] if rows else []))
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            value = f"{value:.3g}"
+        elif not isinstance(value, str) and value is not None:
+            value = json.dumps(value, ensure_ascii=False, default=str)
+        text = "" if value is None else value
+        text = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+        return f"<td style='text-align:left'>{html.escape(text)}</td>"
+
+    head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in columns) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

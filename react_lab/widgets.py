@@ -57,3 +57,117 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
 
     button.on_click(advance)
     return box
+
+
+def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int | None = None):
+    """Return a VBox that runs one first-step completion with the stop sequence on or off.
+
+    Controls: ``stop`` (Checkbox: send ``protocol.STOP``), ``question`` (Dropdown over
+    ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
+    click: ``output`` (HTML: the raw completion, forged span highlighted by
+    :func:`react_lab.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
+    forged or not), ``completion`` (the last :class:`react_lab.models.Completion`).
+    ``model`` defaults to the embedded model, loaded on the first click.
+    """
+    import html
+
+    import ipywidgets as w
+
+    from . import forge, protocol
+    from .tools import default_tools
+
+    tools = default_tools() if tools is None else tools
+    max_tokens = forge.MAX_TOKENS if max_tokens is None else max_tokens
+    options = list(questions) if questions is not None else forge.questions(20)
+    stop = w.Checkbox(value=True, description="send stop sequence", indent=False)
+    question = w.Dropdown(options=options, value=options[0], description="question",
+                          layout=w.Layout(width="95%"))
+    button = w.Button(description="Complete", icon="play", button_style="primary")
+    status = w.HTML("<i>Pick a question, switch the stop sequence on or off, press Complete.</i>")
+    output = w.HTML("")
+    box = w.VBox([question, w.HBox([stop, button]), status, output])
+    box.stop, box.question, box.run_button = stop, question, button
+    box.status, box.output, box.completion = status, output, None
+
+    def complete(_=None):
+        nonlocal model
+        if model is None:
+            from .models import local_model
+
+            model = local_model()
+        prompt = protocol.build_prompt(question.value, tools.values())
+        c = model.complete(prompt, stop=protocol.STOP if stop.value else None, max_tokens=max_tokens)
+        forged = protocol.find_forged(c.text) is not None
+        box.completion = c
+        sent = f"stop={html.escape(str(protocol.STOP))}" if stop.value else "no stop sequence"
+        verdict = ("<b style='color:#b91c1c'>the model wrote its own Observation</b>" if forged
+                   else "no model-written Observation")
+        status.value = (f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
+                        f"{c.completion_tokens} completion tokens &middot; {verdict}")
+        output.value = forge.highlight_forged(c.text)
+
+    button.on_click(complete)
+    return box
+
+
+def make_approval_widget():
+    """Return a VBox that holds side-effecting tool calls for a human's approve/deny.
+
+    Pass ``box.approve`` as ``Guards(approve=box.approve)``. A loop cannot wait for a
+    click while its cell runs, so the gate answers at once: a call approved beforehand
+    (each approval is used once) runs; any other call is refused and shown as
+    ``pending`` until a human presses ``approve_button`` (the next identical call may
+    run) or ``deny_button``. Attributes: ``pending`` (``(tool, args)`` or None),
+    ``approved`` (list of approved ``(tool, args)`` not used yet), ``decisions`` (list of
+    ``{"tool", "args", "decision"}``), ``request`` and ``history`` (HTML).
+    """
+    import html
+
+    import ipywidgets as w
+
+    request = w.HTML("<i>No side-effecting call is waiting.</i>")
+    approve_button = w.Button(description="Approve", icon="check", button_style="warning",
+                              disabled=True)
+    deny_button = w.Button(description="Deny", icon="times", button_style="success", disabled=True)
+    history = w.HTML("")
+    box = w.VBox([request, w.HBox([approve_button, deny_button]), history])
+    box.request, box.history = request, history
+    box.approve_button, box.deny_button = approve_button, deny_button
+    box.pending, box.approved, box.decisions = None, [], []
+
+    def call_text(tool, args) -> str:
+        shown = ", ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+        return f"<code>{html.escape(tool)}[{html.escape(shown)}]</code>"
+
+    def record(tool, args, decision: str) -> None:
+        box.decisions.append({"tool": tool, "args": args, "decision": decision})
+        history.value = "<br>".join(f"{call_text(d['tool'], d['args'])}: {html.escape(d['decision'])}"
+                                for d in box.decisions)
+
+    def settle(decision: str) -> None:
+        if box.pending is None:
+            return
+        tool, args = box.pending
+        if decision == "approved by a human":
+            box.approved.append((tool, args))
+        record(tool, args, decision)
+        box.pending = None
+        approve_button.disabled = deny_button.disabled = True
+        request.value = f"{call_text(tool, args)} was {decision.split(' by ')[0]}."
+
+    def approve(tool: str, args) -> bool:
+        if (tool, args) in box.approved:
+            box.approved.remove((tool, args))
+            record(tool, args, "ran (approved earlier)")
+            return True
+        box.pending = (tool, args)
+        record(tool, args, "refused: waiting for a human")
+        approve_button.disabled = deny_button.disabled = False
+        request.value = (f"The agent wants to run {call_text(tool, args)}, which changes the "
+                         "world. It was refused for now. Approve lets the next identical call run.")
+        return False
+
+    approve_button.on_click(lambda _: settle("approved by a human"))
+    deny_button.on_click(lambda _: settle("denied by a human"))
+    box.approve = approve
+    return box

@@ -82,7 +82,10 @@ def test_step_limit_and_errors_as_observations():
     model = ScriptedModel(["Thought: hmm\nAction: serch[refunds]"])
     result = ask("q", model, default_tools(), max_steps=3)
     assert result.stopped_by == "max_steps" and result.answer is None
-    assert len(result.steps) == 3
+    # Three steps ran; then the loop asked once for a best-effort answer (the script gave none).
+    assert len(result.steps) == 4 and [s.step for s in result.steps] == [1, 2, 3, 4]
+    assert result.steps[2].guard == result.steps[3].guard == "max_steps"
+    assert result.steps[3].action is None and not result.best_effort
     assert result.steps[0].error.startswith("unknown tool 'serch'; available: list_invoices")
 
 

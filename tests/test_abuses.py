@@ -1,0 +1,91 @@
+"""Three abuses x three defences: what the regex runs, what the schema names, what the grammar refuses."""
+import json
+
+import pytest
+
+from react_lab.abuses import (ABUSES, DEFENCES, OUTCOMES, outcome_table, plot_trust_boundary,
+                              reply_text, run_abuses)
+from react_lab.cli import main
+from react_lab.tools import db_checksum
+
+# (regex, schema) per abuse: the classic loop never names a field; the schema always does.
+EXPECTED = {
+    "malformed: missing comma": ("type_error", "rejected"),
+    "malformed: date in words": ("wrong_call", "rejected"),
+    "malformed: comma inside an argument": ("type_error", "ok"),
+    "missing: required argument left out": ("type_error", "rejected"),
+    "undeclared: extra argument": ("type_error", "rejected"),
+    "undeclared: extra argument in a declared slot": ("wrong_call", "rejected"),
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return {(o.abuse, o.defence): o for o in run_abuses(defences=("regex", "schema"))}
+
+
+def test_every_abuse_meets_both_defences_as_expected(outcomes):
+    assert {a.label for a in ABUSES} == set(EXPECTED)
+    for label, (regex, schema) in EXPECTED.items():
+        assert outcomes[(label, "regex")].outcome == regex, outcomes[(label, "regex")].detail
+        assert outcomes[(label, "schema")].outcome == schema, outcomes[(label, "schema")].detail
+
+
+def test_the_regex_runs_a_silently_wrong_query(outcomes):
+    wrong = outcomes[("malformed: date in words", "regex")]
+    assert wrong.rows == []                                   # "no invoices", which is false
+    assert "i.issued >= 'July 1st'" in wrong.sql[-1]
+    assert "the intended call returns 3 rows" in wrong.detail
+    slot = outcomes[("undeclared: extra argument in a declared slot", "regex")]
+    assert "i.issued >= 'include_deleted'" in slot.sql[-1] and slot.rows == []
+
+
+def test_the_schema_names_the_missing_and_the_undeclared_field(outcomes):
+    assert outcomes[("missing: required argument left out", "schema")].detail.startswith(
+        "since: required argument is missing")
+    assert outcomes[("undeclared: extra argument", "schema")].detail.startswith(
+        "include_deleted: not a declared argument")
+    assert "since: 'July 1st' is not a 'date'" in outcomes[("malformed: date in words", "schema")].detail
+    assert "TypeError" in outcomes[("missing: required argument left out", "regex")].detail
+
+
+def test_nothing_touches_the_shipped_database():
+    before = db_checksum()
+    run_abuses(defences=("regex", "schema"))
+    assert db_checksum() == before
+
+
+def test_the_table_and_the_picture_render(outcomes):
+    table = outcome_table(list(outcomes.values()))
+    assert table.count("<tr>") == len(ABUSES) + 1 and "wrong_call" in table
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = plot_trust_boundary()
+    assert len(fig.axes) == 1 and "decision" in fig.axes[0].get_title()
+
+
+def test_unknown_defence_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown defence 'regexp'; use regex, schema, grammar"):
+        run_abuses(defences=("regexp",))
+
+
+@pytest.mark.model
+def test_cli_abuses_json_with_the_grammar_on_the_embedded_model(capsys):
+    assert main(["abuses", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(ABUSES) * len(DEFENCES)
+    assert all(set(r) == {"abuse", "defence", "outcome", "detail"} for r in rows)
+    assert all(r["outcome"] in OUTCOMES for r in rows)
+    grammar = {r["abuse"]: r for r in rows if r["defence"] == "grammar"}
+    for label, (_, schema) in EXPECTED.items():
+        # the grammar refuses exactly what the schema rejects
+        assert grammar[label]["outcome"] == ("impossible" if schema == "rejected" else "ok"), grammar[label]
+        # and what the model wrote when invited to the abuse passed the schema
+        assert "schema-valid" in grammar[label]["detail"] or "sampled: None" in grammar[label]["detail"]
+        assert "INVALID" not in grammar[label]["detail"]
+
+
+def test_reply_text_embeds_the_arguments_verbatim():
+    for abuse in ABUSES:
+        assert abuse.arguments in reply_text(abuse)

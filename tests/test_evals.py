@@ -1,0 +1,388 @@
+"""The evaluation harness: task set, scorer, runner, cache, metrics, logs and the CLI."""
+import importlib.util
+import json
+import re
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from react_lab import evals
+from react_lab.cli import main
+from react_lab.data.build_tasks import build_tasks
+from react_lab.evals import Task, metrics, percentile, score
+from react_lab.loop import ask
+from react_lab.models import ScriptedModel
+from react_lab.tools import db_checksum, default_tools, open_db
+from react_lab.trace import EVENT_FIELDS, html_table, load_steps, log_run
+
+TASKS = evals.load_tasks()
+
+
+# --------------------------------------------------------------------------- the task set
+
+def test_task_set_is_deterministic_and_matches_the_committed_file():
+    conn = open_db()
+    assert build_tasks(conn) == build_tasks(conn)
+    committed = json.loads(evals.TASKS_PATH.read_text(encoding="utf-8"))
+    assert build_tasks(conn) == committed, "tasks.json is stale: python -m react_lab.data.build_tasks"
+
+
+def test_task_set_shape():
+    assert len(TASKS) >= 50
+    assert len({t.id for t in TASKS}) == len(TASKS)
+    categories = {t.category for t in TASKS}
+    assert {"count_invoices", "latest_date", "duplicate", "paid_in_full", "help",
+            "no_tool", "multi_step"} <= categories
+    assert sum(not t.oracle for t in TASKS) >= 3                  # answerable without a tool
+    assert sum(len(t.oracle) >= 2 for t in TASKS) >= 5            # two or three calls
+    assert {t.gold for t in TASKS if t.kind == "yesno"} == {"yes", "no"}
+    tools = default_tools()
+    assert all(tool in tools for t in TASKS for tool, _ in t.oracle)
+    # No exemplar question (or its customer / invoice) is in the set: it could be copied.
+    from react_lab.protocol import EXEMPLARS
+    assert not {e.question for e in EXEMPLARS} & {t.question for t in TASKS}
+    assert not [t.id for t in TASKS if "cus_4417" in t.question or "INV-2323" in t.question]
+
+
+def test_gold_answers_recomputed_by_independent_sql():
+    """Recompute a sample of gold answers from raw rows, with different queries and Python."""
+    conn = open_db()
+    by_id = {t.id: t for t in TASKS}
+    checked = 0
+    for t in TASKS:
+        cus = next(iter(re.findall(r"cus_\d+", t.question)), None)
+        inv = next(iter(re.findall(r"INV-\d+", t.question)), None)
+        if t.category == "latest_date":
+            rows = [r[0] for r in conn.execute("SELECT issued FROM invoices WHERE customer_id = ?", (cus,))]
+            assert t.gold == sorted(rows)[-1]
+        elif t.category == "count_invoices":
+            rows = conn.execute("SELECT id, issued FROM invoices WHERE customer_id = ?", (cus,))
+            assert int(t.gold) == len({i for i, d in rows if d >= "2026-05-01"})
+        elif t.category == "duplicate":
+            statuses = [r[0] for r in conn.execute("SELECT status FROM charges WHERE invoice_id = ?", (inv,))]
+            assert t.gold == ("yes" if statuses.count("succeeded") >= 2 else "no")
+        elif t.category == "paid_in_full":
+            total = conn.execute("SELECT total FROM invoices WHERE id = ?", (inv,)).fetchone()[0]
+            paid = sum(r[0] for r in conn.execute("SELECT amount FROM payments WHERE invoice_id = ?", (inv,)))
+            assert t.gold == ("yes" if paid >= total - 0.005 else "no")
+        elif t.category == "invoice_total":
+            assert float(t.gold) == conn.execute("SELECT total FROM invoices WHERE id = ?", (inv,)).fetchone()[0]
+        else:
+            continue
+        checked += 1
+    assert checked >= 20
+    assert by_id["count_invoices-01"].gold == "4"   # cus_8812: INV-2041 listed twice, counted once
+
+
+def test_oracle_calls_surface_the_gold_answer():
+    """Every tool task is answerable from its oracle's observations (literal kinds)."""
+    tools = default_tools()
+    for t in TASKS:
+        if not t.oracle or t.kind not in ("date", "id", "choice", "text"):
+            continue
+        result = ask(t.question, evals.oracle_model(t), tools)
+        observations = " ".join(s.observation or "" for s in result.steps)
+        assert t.gold.lower() in observations.lower(), t.id
+
+
+# --------------------------------------------------------------------------- the scorer
+
+def _task(gold, kind, unit=None, choices=()):
+    return Task(id="x", category="x", question="q", gold=gold, kind=kind, unit=unit,
+                choices=tuple(choices))
+
+
+STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
+
+
+@pytest.mark.parametrize("answer,task,ok", [
+    # numbers: formats and units
+    ("129", _task("129.00", "number", "dollars"), True),
+    ("129.0", _task("129.00", "number", "dollars"), True),
+    ("The total is $129.00.", _task("129.00", "number", "dollars"), True),
+    ("129 dollars", _task("129.00", "number", "dollars"), True),
+    ("12900 cents", _task("129.00", "number", "dollars"), True),
+    ("$48,200.00", _task("48200.00", "number", "dollars"), True),
+    ("12900", _task("129.00", "number", "dollars"), False),          # bare cents are not dollars
+    ("$12.90", _task("129.00", "number", "dollars"), False),
+    ("INV-0129 is unpaid", _task("129.00", "number", "dollars"), False),  # digits of an id
+    ("$129.00", _task("12900", "number", "cents"), True),
+    ("129", _task("12900", "number", "cents"), False),
+    ("four invoices", _task("4", "number", "count"), True),
+    ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
+    ("sixty days", _task("60", "number", "days"), True),
+    # dates
+    ("2026-07-14", _task("2026-07-14", "date"), True),
+    ("It was issued on July 14, 2026.", _task("2026-07-14", "date"), True),
+    ("14 July 2026", _task("2026-07-14", "date"), True),
+    ("on the 14th of July, 2026", _task("2026-07-14", "date"), True),
+    ("Jul 14th 2026", _task("2026-07-14", "date"), True),
+    ("2026-07-15", _task("2026-07-14", "date"), False),
+    ("July 14", _task("2026-07-14", "date"), False),                  # no year
+    ("07/14/2026", _task("2026-07-14", "date"), False),               # slashes are ambiguous
+    # ids
+    ("inv-2041", _task("INV-2041", "id"), True),
+    ("The latest is INV 2041.", _task("INV-2041", "id"), True),
+    ("INV-20411", _task("INV-2041", "id"), False),
+    ("INV-2014", _task("INV-2041", "id"), False),
+    ("cus_2041", _task("INV-2041", "id"), False),
+    # yes / no: the first one said counts
+    ("Yes, it was charged twice.", _task("yes", "yesno"), True),
+    ("true", _task("yes", "yesno"), True),
+    ("No, only once.", _task("yes", "yesno"), False),
+    ("It was charged twice.", _task("yes", "yesno"), False),          # says neither
+    ("No.", _task("no", "yesno"), True),
+    ("Yes. There is no second charge.", _task("no", "yesno"), False),
+    ("I don't know.", _task("no", "yesno"), False),
+    # choices: longest match first
+    ("It is paid.", _task("paid", "choice", choices=STATUSES), True),
+    ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
+    ("PAST_DUE", _task("past_due", "choice", choices=STATUSES), True),
+    ("past due", _task("past_due", "choice", choices=STATUSES), True),
+    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),
+    # text
+    ("bluequill payroll services.", _task("Bluequill Payroll Services", "text"), True),
+    ("Bluequill", _task("Bluequill Payroll Services", "text"), False),
+    # any kind: nothing, or a dump
+    (None, _task("4", "number", "count"), False),
+    ("   ", _task("4", "number", "count"), False),
+    ("4 " * 200, _task("4", "number", "count"), False),
+])
+def test_score(answer, task, ok):
+    assert score(answer, task) is ok
+
+
+def test_score_rejects_an_unknown_kind():
+    with pytest.raises(ValueError, match="unknown task kind"):
+        score("x", _task("x", "colour"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.sampled_from(TASKS))
+def test_score_never_raises_on_model_text(answer, task):
+    assert score(answer, task) in (True, False)
+
+
+def test_dates_and_numbers_in():
+    assert evals.dates_in("from 2026-07-14 to 1 Aug 2026, not 2026-02-30") == ["2026-07-14", "2026-08-01"]
+    assert evals.numbers_in("INV-2041: $1,850.50 and 12900 cents on 2026-07-03") == [
+        (1850.5, "dollars"), (12900.0, "cents")]
+
+
+# --------------------------------------------------------------------------- proving the harness
+
+def test_oracle_scores_100_percent_and_dont_know_scores_0(tmp_path):
+    before = db_checksum()
+    oracle = evals.evaluate(TASKS, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                            progress=False)
+    assert [r["task_id"] for r in oracle.records if not r["correct"]] == []
+    m = oracle.metrics
+    assert m["success_rate"] == 1.0 and m["tool_error_rate"] == 0.0 and m["step_limit_rate"] == 0.0
+    assert m["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
+    idk = evals.evaluate(TASKS, evals.dont_know_model, model_name="dont_know", cache_dir=tmp_path,
+                         progress=False)
+    assert idk.metrics["success_rate"] == 0.0 and idk.metrics["answered_rate"] == 1.0
+    assert db_checksum() == before
+
+
+def test_cache_rerun_computes_nothing_new_and_a_change_recomputes(tmp_path):
+    tasks = TASKS[:6]
+    first = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                           progress=False)
+    assert first.computed == 6 and first.cache_path.is_file()
+    again = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                           progress=False)
+    assert again.computed == 0 and all(r["cached"] for r in again.records)
+    assert [r["correct"] for r in again.records] == [r["correct"] for r in first.records]
+    assert len(load_steps(again.log_path)) == sum(len(r["steps"]) for r in first.records)
+    # A line cut short by an interrupted write is skipped, not fatal.
+    with first.cache_path.open("a", encoding="utf-8") as fh:
+        fh.write('{"key": "trunc')
+    assert evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                          progress=False).computed == 0
+    assert first.cache_path.read_text(encoding="utf-8").endswith('"trunc\n')
+    # A different tool description changes the prompt prefix, so every task is recomputed.
+    import dataclasses
+    tools = default_tools()
+    tools["find_invoice"] = dataclasses.replace(tools["find_invoice"], description="Look up an invoice.")
+    changed = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", tools=tools,
+                             cache_dir=tmp_path, progress=False)
+    assert changed.computed == 6 and changed.run_id != first.run_id
+    # Extending the set computes only the new tasks.
+    more = evals.evaluate(TASKS[:8], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                          progress=False)
+    assert more.computed == 2
+
+
+def test_per_task_timeout_is_wall_clock_between_steps(tmp_path):
+    class Slow(ScriptedModel):
+        def complete(self, prompt, **kw):
+            time.sleep(0.05)
+            return super().complete(prompt, **kw)
+
+    task = next(t for t in TASKS if len(t.oracle) >= 2)
+    run = evals.evaluate([task], lambda t: Slow(["Action: search[refund]"]), model_name="slow",
+                         timeout=0.01, max_steps=4, cache_dir=tmp_path, progress=False)
+    record = run.records[0]
+    assert record["stopped_by"] == "timeout" and len(record["steps"]) == 1
+    assert run.metrics["timeout_rate"] == 1.0 and run.metrics["step_limit_rate"] == 0.0
+    again = evals.evaluate([task], lambda t: Slow(["Action: search[refund]"]), model_name="slow",
+                           timeout=0.01, max_steps=4, cache_dir=tmp_path, progress=False)
+    assert again.computed == 1     # a timeout reflects the machine's load: never cached
+
+
+def test_unknown_protocol_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="use text or native"):
+        evals.evaluate(TASKS[:1], evals.oracle_model, protocol="json", cache_dir=tmp_path)
+
+
+# --------------------------------------------------------------------------- metrics
+
+def _event(tool=None, args=None, error=None, answer=None, p=100, c=10):
+    return {"tool": tool, "args": args, "error": error, "answer": answer,
+            "prompt_tokens": p, "completion_tokens": c}
+
+
+HANDCRAFTED = [
+    {"correct": True, "answer": "129", "stopped_by": "answer", "seconds": 1.0, "category": "a",
+     "steps": [_event("find_invoice", {"invoice_id": "INV-1"}), _event(answer="129")]},
+    {"correct": False, "answer": None, "stopped_by": "max_steps", "seconds": 4.0, "category": "a",
+     "steps": [_event("list_invoices", ["cus_1"], error="bad since"),
+               _event("list_invoices", ["cus_1"], error="bad since"),       # a repeat
+               _event(error="no action and no answer found"),               # a parse error
+               _event("search", {"query": "refund"}, p=200, c=20)]},
+    {"correct": True, "answer": "387", "stopped_by": "answer", "seconds": 1.0, "category": "b",
+     "steps": [_event(answer="387", p=50, c=5)]},
+]
+
+
+def test_metrics_on_handcrafted_runs():
+    m = metrics(HANDCRAFTED)
+    assert m["n"] == 3
+    assert m["success_rate"] == pytest.approx(2 / 3)
+    assert m["mean_steps"] == pytest.approx(7 / 3)
+    assert m["p95_steps"] == 4
+    assert m["step_limit_rate"] == pytest.approx(1 / 3)
+    assert m["tool_error_rate"] == pytest.approx(2 / 4)
+    assert m["tool_error_rate_by_tool"] == {"find_invoice": 0.0, "list_invoices": 1.0, "search": 0.0}
+    assert m["tool_calls_by_tool"] == {"find_invoice": 1, "list_invoices": 2, "search": 1}
+    assert m["repeat_action_rate"] == pytest.approx(1 / 4)
+    assert m["parse_error_rate"] == pytest.approx(1 / 7)
+    assert m["tokens_per_task"] == pytest.approx((220 + (110 * 3 + 220) + 55) / 3)
+    assert m["seconds_per_task"] == pytest.approx(2.0)
+    assert evals.success_by_category(HANDCRAFTED) == {"a": 0.5, "b": 1.0}
+
+
+def test_metrics_of_nothing_are_zero_not_an_error():
+    m = metrics([])
+    assert m["n"] == 0 and m["success_rate"] == 0.0 and m["p95_steps"] == 0.0
+
+
+@pytest.mark.parametrize("values,q,expected", [
+    (list(range(1, 21)), 95, 19), (list(range(1, 21)), 100, 20), ([3], 95, 3),
+    ([1, 2, 3, 4], 50, 2), ([5, 1, 4], 95, 5),
+])
+def test_percentile_nearest_rank(values, q, expected):
+    assert percentile(values, q) == expected
+
+
+# --------------------------------------------------------------------------- step-event logs
+
+def test_step_events_jsonl_round_trip(tmp_path):
+    model = ScriptedModel([" Look it up.\nAction: find_invoice[INV-2041]\n",
+                           " Try again.\nAction: list_invoices[cus_8812]\n",
+                           " Done.\nAnswer: 129.00"])
+    tools = default_tools()
+    result = ask("What is the total of INV-2041?", model, tools)
+    path = log_run(result, tmp_path / "run.jsonl", "run-1", task_id="t1", tools=tools)
+    log_run(result, path, "run-2", task_id="t1", tools=tools)      # appends
+    events = load_steps(path)
+    assert len(events) == 6 and [e["run_id"] for e in events] == ["run-1"] * 3 + ["run-2"] * 3
+    first, second, last = events[:3]
+    assert set(first) == set(EVENT_FIELDS)
+    assert first["tool"] == "find_invoice" and first["args"] == {"invoice_id": "INV-2041"}
+    assert first["args_valid"] is True and first["error"] is None
+    assert first["observation_chars"] == len(result.steps[0].observation)
+    assert 0 < first["observation_tokens"] < first["observation_chars"]
+    assert second["args"] == {"customer_id": "cus_8812"} and second["args_valid"] is False
+    assert second["error"] and last["answer"] == "129.00" and last["tool"] is None
+    table = html_table(events, ["step", "tool", "args", "error"], max_chars=20)
+    assert table.count("<tr>") == 7 and "&quot;" in table and "…" in table
+
+
+def test_cached_records_keep_their_transcript(tmp_path):
+    run = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                         progress=False)
+    again = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
+                           progress=False)
+    html = evals.transcript_of(again.records[0]).render_html()
+    assert "written by the model" in html and "written by the loop" in html
+    assert evals.transcript_of(again.records[0]).text == evals.transcript_of(run.records[0]).text
+
+
+def test_metrics_html_and_plot():
+    named = {"a": metrics(HANDCRAFTED), "b": metrics(HANDCRAFTED[:1])}
+    html = evals.metrics_html(named)
+    assert "success_rate" in html and html.count("<tr>") == len(evals.METRIC_ROWS) + 1
+    fig = evals.plot_metrics(named, {k: evals.success_by_category(HANDCRAFTED) for k in named})
+    assert len(fig.axes) == 4
+
+
+# --------------------------------------------------------------------------- the CLI
+
+JSON_KEYS = {"success_rate", "mean_steps", "p95_steps", "step_limit_rate", "tool_error_rate",
+             "repeat_action_rate", "tokens_per_task", "n", "seconds"}
+
+
+@pytest.mark.parametrize("model,rate", [("oracle", 1.0), ("dont_know", 0.0)])
+def test_cli_eval_json(model, rate, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
+    assert main(["eval", "--n", "5", "--model", model, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert JSON_KEYS <= set(out) and out["n"] == 5 and out["success_rate"] == rate
+    assert out["computed"] == 5 and str(tmp_path) in out["log"]
+
+
+def test_cli_eval_text_output(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
+    assert main(["eval", "--n", "3", "--model", "oracle"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("✓") == 3 and "success_rate: 1.000" in out
+
+
+def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("react_lab.native")
+    from functools import partial
+
+    run = evals.evaluate(TASKS, partial(evals.oracle_model, protocol="native"), protocol="native",
+                         model_name="oracle", cache_dir=tmp_path, progress=False)
+    assert [r["task_id"] for r in run.records if not r["correct"]] == []
+    assert run.metrics["tool_error_rate"] == 0.0
+    assert run.metrics["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
+    assert "written by the loop" in evals.transcript_of(run.records[0]).render_html()
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
+    assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["success_rate"] == 0.0 and out["protocol"] == "native"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("react_lab.native") is not None,
+                    reason="react_lab.native exists")
+def test_cli_eval_native_without_the_module_says_so(capsys):
+    assert main(["eval", "--n", "1", "--protocol", "native"]) == 2
+    assert "react_lab.native" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- the real model
+
+@pytest.mark.model
+def test_embedded_model_completes_three_tasks(tmp_path):
+    from react_lab.models import local_model
+
+    run = evals.evaluate(TASKS[:3], local_model(), cache_dir=tmp_path, max_steps=3,
+                         max_tokens=96, progress=False)
+    m = run.metrics
+    assert m["n"] == 3 and run.computed == 3
+    assert 0.0 <= m["success_rate"] <= 1.0 and 1 <= m["mean_steps"] <= 3
+    assert m["tokens_per_task"] > 0 and all(r["stopped_by"] for r in run.records)
