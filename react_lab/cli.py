@@ -26,7 +26,8 @@ def cmd_ask(args) -> int:
         from .native import ask_native, load_chat_model
 
         result = ask_native(args.question, load_chat_model(args.model), default_tools(),
-                            max_steps=args.max_steps, max_tokens=args.max_tokens)
+                            max_steps=args.max_steps, max_tokens=args.max_tokens,
+                            guards=_guards(args))
     else:
         model = load_model(args.model)
         result = ask(args.question, model, default_tools(), stop=not args.no_stop,

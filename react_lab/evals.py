@@ -99,12 +99,11 @@ _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{
 _IDS = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
 _NUMBER = re.compile(r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
                      r"(\s*(?:cents?\b|¢)|\s*(?:dollars?\b|usd\b))?", re.I)
-_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-    "fifteen sixteen seventeen eighteen nineteen twenty".split())}
-_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "ninety": 90})
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.I)
-_YESNO = re.compile(r"\b(yes|no|true|false)\b", re.I)
+#: Yes/no as the answer's first word, standing alone: "No." and "Yes, twice" count,
+#: "no action was found" and "no more tool calls" do not.
+_YESNO = re.compile(r"(yes|no|true|false)(?=[\s]*(?:[.,;:!)]|$))", re.I)
+#: A leading tag in brackets, such as the loop's "[best effort]", is not part of the answer.
+_TAG = re.compile(r"^\s*\[[^\]\n]{0,40}\]\s*")
 
 
 def dates_in(text: str) -> list[str]:
@@ -131,8 +130,8 @@ def numbers_in(text: str) -> list[tuple[float, str | None]]:
 
     Dates and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so
     their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
-    the word dollars/USD marks dollars, cents/¢ marks cents. The words zero to twenty,
-    thirty, forty, fifty, sixty and ninety count as numbers.
+    the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
+    words are too common in text that is not an answer ("write one line").
     """
     for regex in (_ISO, _MDY, _DMY, _IDS):
         text = regex.sub(" ", text)
@@ -144,10 +143,8 @@ def numbers_in(text: str) -> list[tuple[float, str | None]]:
         unit = (unit or "").strip().lower()
         kind = "cents" if unit.startswith(("cent", "¢")) else (
             "dollars" if dollar or unit else None)
-        found.append((m.start(), value, kind))
-    found += [(m.start(), float(_WORDS[m.group(1).lower()]), None)
-              for m in _NUMBER_WORD.finditer(text)]
-    return [(value, kind) for _, value, kind in sorted(found)]
+        found.append((value, kind))
+    return found
 
 
 def _in_unit(value: float, said: str | None, wanted: str | None) -> float:
@@ -172,21 +169,29 @@ def _compact(text: str) -> str:
 def score(answer: str | None, task: Task) -> bool:
     """Return True when ``answer`` states ``task.gold``; the rules, by ``task.kind``:
 
-    * any kind: no answer, or one longer than :data:`MAX_ANSWER_CHARS` characters, is wrong;
+    * any kind: no answer, or one longer than :data:`MAX_ANSWER_CHARS` characters, is
+      wrong; a leading tag in brackets (the loop's ``[best effort]``) is ignored;
     * ``number``: some number in the answer equals the gold within 0.005 after unit
       conversion -- "129", "129.0", "$129.00", "129 dollars" and "12900 cents" all state
-      129 dollars; a bare "12900" does not (see :func:`numbers_in`);
+      129 dollars; a bare "12900" does not, nor does "one hundred" (see :func:`numbers_in`);
     * ``date``: some date in the answer is the gold date, in any format of :func:`dates_in`;
     * ``id``: the gold id appears as a whole word, ignoring case and the separator
       between prefix and digits (``inv 2041`` states ``INV-2041``; ``INV-20411`` does not);
-    * ``yesno``: the *first* of yes/no/true/false in the answer is the gold one;
-    * ``choice``: the first of ``task.choices`` mentioned is the gold one (longest match
-      first, underscores read as spaces, so "partially paid" is not "paid");
+    * ``yesno``: the answer *begins* with yes/no/true/false as a word of its own ("No.",
+      "Yes, twice"); "no more tool calls" or "no action found" say neither;
+    * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
+      (longest match first, underscores read as spaces, so "partially paid" is not
+      "paid"); an answer naming two options ("open, not past due") is a hedge;
     * ``text``: the gold's words appear in order (case and punctuation ignored).
 
+    The strict yes/no and choice rules are there because a small model often echoes
+    the loop's own messages as its answer, and those contain "no" and the labels.
     Never raises on model text.
     """
-    if not isinstance(answer, str) or not answer.strip() or len(answer) > MAX_ANSWER_CHARS:
+    if not isinstance(answer, str) or len(answer) > MAX_ANSWER_CHARS:
+        return False
+    answer = _TAG.sub("", answer)
+    if not answer.strip():
         return False
     gold, kind = task.gold, task.kind
     if kind == "number":
@@ -199,13 +204,14 @@ def score(answer: str | None, task: Task) -> bool:
         return re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])",
                          _compact(answer)) is not None
     if kind == "yesno":
-        m = _YESNO.search(answer)
+        m = _YESNO.match(answer.strip(" \t\n*\"'"))
         said = m and {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
         return said == gold
     if kind == "choice":
         options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
-        m = re.search(r" (" + "|".join(map(re.escape, options)) + r") ", _words(answer))
-        return m is not None and m.group(1) == _words(gold).strip()
+        named = set(re.findall(r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )",
+                               _words(answer)))
+        return named == {_words(gold).strip()}
     if kind == "text":
         return _words(gold) in _words(answer)
     raise ValueError(f"unknown task kind {kind!r}; use number, date, id, yesno, choice or text")
@@ -499,7 +505,8 @@ def metrics(records: Sequence[dict]) -> dict:
     * ``tool_error_rate``: share of tool calls whose observation was an error (a failed
       call, or one a guard refused, e.g. a repeat), and ``tool_error_rate_by_tool`` with
       ``tool_calls_by_tool``; calls to a tool that does not exist never reach a tool and
-      count in ``parse_error_rate`` (share of steps the parser rejected) instead;
+      count in ``parse_error_rate`` (share of steps with no readable action or answer:
+      a parse error, or a native reply cut off by ``max_tokens``) instead;
     * ``repeat_action_rate``: share of tool calls identical (tool and arguments) to an
       earlier call in the same run;
     * ``tokens_per_task``: mean of prompt + completion tokens summed over a task's steps,

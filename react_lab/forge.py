@@ -14,8 +14,8 @@ ends the completion where that line would begin. This module measures the differ
   that were generated (and billed) only to be cut off;
 * :func:`highlight_forged` renders a completion as HTML with the forged span marked.
 
-The seed article's claim, measured live beside ours: 61 of 100 completions without a
-stop sequence ran into a fabricated ``Observation:`` line.
+:data:`SEED_CLAIM` is a seed article's figure, printed beside our measurement: 61 of 100
+completions without a stop sequence ran into a fabricated ``Observation:`` line.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -34,12 +35,12 @@ from . import protocol
 from .tools import default_tools, open_db
 
 #: Completion tokens per call. SmolLM2 spells digits one token each, so its thought and
-#: action take 24-61 tokens before the first forged ``Observation`` (measured on 100
-#: questions); 80 leaves room for the forgery and keeps 200 completions to about 3 minutes.
+#: action take 24 to 70 tokens before the first forged ``Observation`` (measured on the
+#: 100 questions); 80 leaves room for the forgery and keeps 200 completions to minutes.
 MAX_TOKENS = 80
 
 #: Bumped when the experiment changes, so old cached results are not reused.
-EXPERIMENT_VERSION = 2
+EXPERIMENT_VERSION = 3
 
 #: The seed article's measurement without a stop sequence: (forged, completions).
 SEED_CLAIM = (61, 100)
@@ -100,10 +101,11 @@ _KINDS: dict[str, tuple[str, Callable[[sqlite3.Row], tuple[str, str]]]] = {
         lambda r: (f"Did charge {r['id']} go through?",
                    r["status"] + (f" ({r['why']})" if r["why"] else ""))),
     "listed_twice": (
-        "SELECT s.invoice_id AS id, i.customer_id, count(*) AS sends,"
-        " group_concat(s.reason) AS reasons FROM invoice_sends s"
-        " JOIN invoices i ON i.id = s.invoice_id WHERE i.kind = 'customer'"
-        " GROUP BY s.invoice_id HAVING count(*) >= 2",
+        "SELECT i.id, i.customer_id, count(*) AS sends,"
+        " (SELECT group_concat(reason) FROM (SELECT reason FROM invoice_sends"
+        "   WHERE invoice_id = i.id ORDER BY sent_at)) AS reasons"
+        " FROM invoice_sends s JOIN invoices i ON i.id = s.invoice_id"
+        " WHERE i.kind = 'customer' GROUP BY i.id HAVING count(*) >= 2",
         lambda r: (f"Why is {r['id']} listed more than once for {r['customer_id']}?",
                    f"emailed {r['sends']} times: {r['reasons']}")),
     "help": (
@@ -125,11 +127,11 @@ def question_set(n: int, conn: sqlite3.Connection | None = None) -> list[Questio
     answer the database gives, computed by SQL. Raises ``ValueError`` if ``n`` is
     below 1 or more than the database has questions for.
     """
-    conn = open_db() if conn is None else conn
     pools: list[list[Question]] = []
-    for kind, (sql, make) in _KINDS.items():
-        rows = sorted(conn.execute(sql), key=lambda r: _spread(f"{kind}:{r['id']}"))
-        pools.append([Question(text, kind, answer) for text, answer in map(make, rows)])
+    with closing(open_db()) if conn is None else nullcontext(conn) as db:
+        for kind, (sql, make) in _KINDS.items():
+            rows = sorted(db.execute(sql), key=lambda r: _spread(f"{kind}:{r['id']}"))
+            pools.append([Question(text, kind, answer) for text, answer in map(make, rows)])
     capacity = sum(map(len, pools))
     if not 1 <= n <= capacity:
         raise ValueError(f"n must be between 1 and {capacity} (questions the database supports); got {n}")
@@ -195,7 +197,7 @@ def why_stopped(trial: dict) -> str:
 
 
 def summarize(trials: Sequence[dict]) -> dict:
-    """Count one arm: ``{"forged", "parsed", "finals", "finish_reasons", "why_stopped", "completion_tokens"}``.
+    """Count one arm: ``{"forged", "parsed", "finals", "finish_reasons", "completion_tokens"}``.
 
     ``parsed`` counts completions where the strict regex found an action; ``finals``
     those the strict parser reads as an answer (``"Answer:"`` anywhere in the text,
@@ -206,10 +208,17 @@ def summarize(trials: Sequence[dict]) -> dict:
         "parsed": sum(t["strict"] == "action" for t in trials),
         "finals": sum(t["strict"] == "final" for t in trials),
         "finish_reasons": dict(sorted(Counter(t["finish_reason"] for t in trials).items())),
-        "why_stopped": {k: sum(why_stopped(t) == k for t in trials)
-                        for k in ("forged", "length", "end_of_text")},
         "completion_tokens": sum(t["completion_tokens"] for t in trials),
     }
+
+
+def why_stopped_counts(trials: Sequence[dict]) -> dict:
+    """Split completions sent without ``stop`` by :func:`why_stopped`: ``{"forged", "length", "end_of_text"}``.
+
+    Only meaningful without ``stop``: with it, finish reason ``"stop"`` does not tell a
+    stop-sequence hit from the end of the model's text.
+    """
+    return {k: sum(why_stopped(t) == k for t in trials) for k in ("forged", "length", "end_of_text")}
 
 
 # --------------------------------------------------------------------------- the experiment
@@ -225,7 +234,8 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     only difference. Returns ``{"n", "model", "max_tokens", "seconds", "with_stop":
     summary, "without_stop": summary, "trials": {arm: [trial, ...]}}`` (see
     :func:`summarize` and :func:`complete_once`); ``seconds`` is wall time, and each
-    summary adds its arm's ``"seconds"`` (model time).
+    summary adds its arm's ``"seconds"`` (model time); ``without_stop`` also has
+    ``"why_stopped"`` (:func:`why_stopped_counts`).
     """
     from tqdm.auto import tqdm
 
@@ -241,6 +251,7 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     seconds = time.perf_counter() - t0
     summaries = {arm: {**summarize(trials[arm]),
                        "seconds": round(sum(t["seconds"] for t in trials[arm]), 2)} for arm in ARMS}
+    summaries["without_stop"]["why_stopped"] = why_stopped_counts(trials["without_stop"])
     return {"n": len(question_texts), "model": getattr(model, "name", type(model).__name__),
             "max_tokens": max_tokens, "seconds": round(seconds, 2), **summaries, "trials": trials}
 
@@ -354,17 +365,16 @@ def plot_forge_rate(result: dict, claim: tuple[int, int] = SEED_CLAIM, ax=None):
         _, ax = plt.subplots(figsize=(7, 3.6))
     n = result["n"]
     per100 = lambda k: 100 * k / n  # noqa: E731 -- a rate, so any n compares with the claim
-    labels = ["with stop", "without stop"]
     forged = [per100(result[a]["forged"]) for a in ARMS]
     parsed = [per100(result[a]["parsed"]) for a in ARMS]
-    xs = [0.0, 1.0]
-    bars_f = ax.bar([x - 0.2 for x in xs], forged, 0.25, label="forged Observation", color="#dc2626")
-    bars_p = ax.bar(xs, parsed, 0.25, label="strict regex finds an action", color="#2563eb")
-    bar_c = ax.bar([1.25], [100 * claim[0] / claim[1]], 0.25, color="#d1d5db", hatch="//",
+    # with stop: forged, parsed; without stop: forged, the seed's claim beside it, parsed
+    bars_f = ax.bar([-0.14, 0.74], forged, 0.25, label="forged Observation", color="#dc2626")
+    bar_c = ax.bar([1.0], [100 * claim[0] / claim[1]], 0.25, color="#d1d5db", hatch="//",
                    edgecolor="#6b7280", label=f"seed claim: {claim[0]} of {claim[1]} forged")
-    for bars in (bars_f, bars_p, bar_c):
+    bars_p = ax.bar([0.14, 1.26], parsed, 0.25, label="strict regex finds an action", color="#2563eb")
+    for bars in (bars_f, bar_c, bars_p):
         ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_xticks(xs, labels)
+    ax.set_xticks([0, 1], ["with stop", "without stop"])
     ax.set_ylim(0, 115)
     ax.set_ylabel("per 100 completions")
     ax.set_title(f"{result['model']}, {n} questions, max_tokens={result['max_tokens']}")

@@ -130,15 +130,15 @@ def best_effort(model, transcript: Transcript, guards: Guards, guard: str, numbe
     transcript.add("loop", BEST_EFFORT_NUDGE.format(guard=guard))
     completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)
     guards.spend(completion)
-    answer = guards.best_effort_answer(completion.text)
+    # The loop's own words (its nudges and error observations), not the tools' data.
+    loop_said = [text for owner, text in transcript.spans
+                 if owner == "loop" and ("Error:" in text or "allows no more" in text)]
+    answer = guards.best_effort_answer(completion.text, loop_said=loop_said)
     transcript.add("model", f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
-    return Step(step=number, completion=completion.text, guard=guard,
-                answer=f"[best effort] {answer}" if answer else None,
-                error=None if answer else "no answer, even when asked for a best effort",
-                finish_reason=completion.finish_reason, prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                evaluated_tokens=completion.evaluated_tokens, model_seconds=completion.seconds,
-                seconds=time.perf_counter() - t0)
+    return Step.of(number, completion, guard=guard,
+                   answer=f"[best effort] {answer}" if answer else None,
+                   error=None if answer else "no answer, even when asked for a best effort",
+                   seconds=time.perf_counter() - t0)
 
 
 def ask(question: str, model, tools: dict[str, Tool], *, progress: bool = False,

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from .guards import BEST_EFFORT_AFTER, MORE, Guards, Outcome
 from .protocol import unknown_tool_message
 from .tools import Observation, Tool, call_tool, tool_schemas
 from .trace import Step, Transcript
@@ -615,51 +616,133 @@ def _connection(tool: Tool | None) -> sqlite3.Connection | None:
 def run_native(question: str, chat_model, tools: dict[str, Tool], *, max_steps: int = 6,
                max_tokens: int = 192, system: str = SYSTEM,
                approve: Callable[[str, dict], bool] | None = None,
-               messages: list[dict] | None = None) -> Iterator[Step]:
+               messages: list[dict] | None = None, guards: Guards | None = None) -> Iterator[Step]:
     """Run the native tool-calling loop, yielding one :class:`Step` per model call.
 
     ``chat_model`` is any backend with ``chat(messages, tools=, max_tokens=)``. Pass a
-    ``messages`` list to watch the conversation grow (it is filled in place). Each call
-    is validated before it runs; errors come back as tool results. A step's ``action``
-    is ``{"tool", "args"}`` of its first call (plus ``"calls"``, all of them, when the
-    reply made several); its ``observation`` is the result (results joined by newlines).
-    The last step carries ``answer``, and ``guard="max_steps"`` if the limit ended the run.
+    ``messages`` list to watch the conversation grow (it is filled in place). A step's
+    ``action`` is ``{"tool", "args"}`` of its first call (plus ``"calls"``, all of them,
+    when the reply made several); its ``observation`` is the results joined by newlines.
+
+    The guards are the text loop's (:class:`react_lab.guards.Guards`; default: every limit
+    on), called at the same places: token and money budgets after each reply; each call
+    checked against its schema and then run *through the guards* (repeats, retry cap,
+    approval, timeout, truncation with a ``more`` tool offered while a page waits, data
+    markers), one call at a time in the order the model wrote them, since the guards keep
+    count; answer checks on a text reply (a rejected answer goes back as a user message);
+    old tool results compacted past ``guards.compact_at`` tokens. ``approve``, when given,
+    replaces ``guards.approve``. A step's ``guard`` names the guard that acted; when the
+    step limit or a refusal guard ends the run and ``guards.best_effort`` is on, one more
+    request *without tools* asks for an answer, labelled ``[best effort]``.
     """
+    guards = guards if guards is not None else Guards()
+    if approve is not None:
+        guards.approve = approve
+    guards.start(question)
     messages = messages if messages is not None else []
     if not messages:
-        messages += [{"role": "system", "content": system}, {"role": "user", "content": question}]
-    schemas = tool_schemas(tools)
+        messages += [{"role": "system", "content": guards.instructions(system)},
+                     {"role": "user", "content": question}]
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        reply = chat_model.chat(messages, tools=schemas, max_tokens=max_tokens)
+        offered = {**tools, MORE: guards.more_tool()} if guards.pages else tools
+        reply = chat_model.chat(messages, tools=tool_schemas(offered), max_tokens=max_tokens)
+        guards.spend(reply)  # guard: token and money budgets
         messages.append(reply.message())
-        event = Step(step=number, thought=reply.thought, completion=reply.text,
-                     finish_reason=reply.finish_reason, prompt_tokens=reply.prompt_tokens,
-                     completion_tokens=reply.completion_tokens,
-                     evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds)
+        event = Step.of(number, reply, thought=reply.thought)
         if reply.tool_calls:
             t1 = time.perf_counter()
-            results = execute_calls(tools, reply.tool_calls, approve)
+            outcomes = [_run_guarded(guards, offered, call) for call in reply.tool_calls]
             event.tool_seconds = time.perf_counter() - t1
-            for call, obs in zip(reply.tool_calls, results):
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": obs.text})
+            for call, outcome in zip(reply.tool_calls, outcomes):
+                messages.append({"role": "tool", "tool_call_id": call["id"],
+                                 "content": outcome.text})
             event.action = _action(reply.tool_calls)
-            event.observation = "\n".join(obs.text for obs in results)
-            errors = [obs.error for obs in results if obs.error]
+            event.observation = "\n".join(o.text for o in outcomes)
+            errors = [o.error for o in outcomes if o.error]
             event.error = "\n".join(errors) if errors else None
+            event.guard = next((o.guard for o in outcomes if o.guard), None)
         elif reply.content is not None:
-            event.answer = reply.content
+            rejected = guards.check_answer(reply.content)  # guard: grounding, placeholders, citations
+            if rejected is None:
+                event.answer = reply.content
+            else:
+                event.observation, event.error, event.guard = (rejected.text, rejected.error,
+                                                               rejected.guard)
+                messages.append({"role": "user", "content": rejected.text})
         else:
             event.error = event.observation = (
                 f"the reply was cut off after {reply.completion_tokens} tokens (max_tokens="
                 f"{max_tokens}) before it was complete; reply with a shorter thought")
             messages.append({"role": "user", "content": event.error})
-        if number == max_steps and event.answer is None:
-            event.guard = "max_steps"
+        if event.answer is None and guards.compact_messages(messages):  # guard: context size
+            event.guard = event.guard or "compacted"
+        ended = None
+        if event.answer is None:
+            ended = guards.stop_reason() or ("max_steps" if number == max_steps else None)
+            event.guard = ended or event.guard  # guard: budgets, ignored refusals, step limit
         event.seconds = time.perf_counter() - t0
         yield event
         if event.answer is not None:
             return
+        if ended:
+            if guards.best_effort and ended in BEST_EFFORT_AFTER:  # guard: step limit, best effort
+                yield best_effort_native(chat_model, messages, guards, ended, number + 1,
+                                         max_tokens)
+            return
+
+
+#: What the loop tells the model when no more tool calls are allowed.
+BEST_EFFORT_REQUEST = ("The loop allows no more tool calls ({guard}). Answer the question now "
+                       "from the tool results above, as well as they allow.")
+
+
+def best_effort_native(chat_model, messages: list[dict], guards: Guards, guard: str, number: int,
+                       max_tokens: int) -> Step:
+    """Ask once, with no tools offered, for an answer from what the run found.
+
+    The answer is labelled ``[best effort]``; a reply that still holds no answer (or
+    only repeats the loop's own words) leaves the step's ``answer`` None and says so in
+    ``error``. The step's ``guard`` is the limit that ended the run.
+    """
+    t0 = time.perf_counter()
+    request = BEST_EFFORT_REQUEST.format(guard=guard)
+    messages.append({"role": "user", "content": request})
+    reply = chat_model.chat(messages, tools=[], max_tokens=max_tokens, tool_choice="none")
+    guards.spend(reply)
+    messages.append(reply.message())
+    loop_said = [str(m.get("content") or "") for m in messages[2:]  # the loop's own words
+                 if m["role"] == "user" or str(m.get("content") or "").startswith("Error:")]
+    answer = (guards.best_effort_answer(reply.content, loop_said=loop_said)
+              if reply.content and not reply.tool_calls else None)
+    return Step.of(number, reply, thought=reply.thought, guard=guard,
+                   answer=f"[best effort] {answer}" if answer else None,
+                   error=None if answer else "no answer, even when asked for a best effort",
+                   seconds=time.perf_counter() - t0)
+
+
+def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict) -> Outcome:
+    """Run one OpenAI-shaped call through the guards; the schema check runs inside them.
+
+    The guards see the decoded arguments (the raw string if they are not JSON), so a
+    repeat is a repeat however the model spaced its JSON. The approval gate is the
+    guards' (``guards.approve``); :func:`execute_call` is told yes once they have let the
+    call through.
+    """
+    name = str(call.get("function", {}).get("name"))
+    raw = call.get("function", {}).get("arguments", "{}")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except (ValueError, RecursionError):
+        args = raw
+    if name == MORE:
+        return guards.run_tool(tools, name, args if isinstance(args, dict) else {"page": args})
+    return guards.run_tool(tools, name, args,
+                           call=lambda t, n, a: execute_call(t, call, approve=_yes))
+
+
+def _yes(name: str, args: dict) -> bool:
+    return True
 
 
 def _action(calls: Sequence[dict]) -> dict:
@@ -688,9 +771,11 @@ def ask_native(question: str, chat_model, tools: dict[str, Tool], **kwargs):
 
     messages: list[dict] = []
     steps = list(run_native(question, chat_model, tools, messages=messages, **kwargs))
-    answer = steps[-1].answer if steps else None
-    stopped_by = "answer" if answer is not None else (steps[-1].guard if steps else "max_steps")
-    return RunResult(question, answer, stopped_by or "max_steps", steps, conversation(messages))
+    last = steps[-1] if steps else Step(step=0, guard="max_steps")
+    # As in react_lab.loop.ask: an accepted answer has no guard; a best-effort one has the limit's.
+    stopped_by = "answer" if last.answer is not None and last.guard is None else last.guard or "max_steps"
+    return RunResult(question, last.answer, stopped_by, steps, conversation(messages),
+                     best_effort=last.answer is not None and stopped_by != "answer")
 
 
 def conversation(messages: Sequence[dict]) -> Transcript:

@@ -44,6 +44,15 @@ class Step:
     seconds: float = 0.0
     guard: str | None = None
 
+    @classmethod
+    def of(cls, number: int, reply, **fields) -> "Step":
+        """A step whose model-call fields come from ``reply``: a
+        :class:`react_lab.models.Completion` or a :class:`react_lab.native.ChatReply`
+        (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
+        return cls(step=number, completion=reply.text, finish_reason=reply.finish_reason,
+                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
+                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds, **fields)
+
     def to_dict(self) -> dict:
         """A JSON-serialisable dict of every field."""
         return asdict(self)
@@ -183,14 +192,15 @@ def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
                max_chars: int = 60) -> str:
     """Render dicts as an HTML table (no pandas); cells are escaped and cut at ``max_chars``.
 
-    ``columns`` defaults to the keys of the first row. Floats show three significant digits.
+    ``columns`` defaults to the keys of the first row. Floats show three significant
+    digits, or whole numbers with thousands commas from 100 up.
     """
     rows = list(rows)
     columns = list(columns or (rows[0] if rows else []))
 
     def cell(value) -> str:
         if isinstance(value, float):
-            value = f"{value:.3g}"
+            value = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
         elif not isinstance(value, str) and value is not None:
             value = json.dumps(value, ensure_ascii=False, default=str)
         text = "" if value is None else value

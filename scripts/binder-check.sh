@@ -13,8 +13,10 @@ echo "==> Binder check: fresh environment from binder/requirements.txt + binder/
 "$VENV/bin/python" -m pip install --quiet --progress-bar off -r binder/requirements.txt
 # postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
 PATH="$VENV/bin:$PATH" bash binder/postBuild
-# binder/start sets the kernel's environment; run the notebooks through it.
-run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0
+# binder/start sets the kernel's environment; run the notebooks through it. A fresh results
+# cache, so every number the notebooks print is computed in this run.
+cache="$(mktemp -d)"
+run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_LAB_CACHE="$cache"
   bash binder/start "$VENV/bin/python" -m pytest notebooks
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
   --nbval-cell-timeout=900 -p no:cacheprovider "$@")

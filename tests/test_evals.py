@@ -109,9 +109,11 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("INV-0129 is unpaid", _task("129.00", "number", "dollars"), False),  # digits of an id
     ("$129.00", _task("12900", "number", "cents"), True),
     ("129", _task("12900", "number", "cents"), False),
-    ("four invoices", _task("4", "number", "count"), True),
+    ("4 invoices", _task("4", "number", "count"), True),
+    ("four invoices", _task("4", "number", "count"), False),          # digits only
+    ("no action found; write one line", _task("1", "number", "count"), False),
     ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
-    ("sixty days", _task("60", "number", "days"), True),
+    ("[best effort] 60 days", _task("60", "number", "days"), True),   # the loop's tag is ignored
     # dates
     ("2026-07-14", _task("2026-07-14", "date"), True),
     ("It was issued on July 14, 2026.", _task("2026-07-14", "date"), True),
@@ -127,20 +129,26 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("INV-20411", _task("INV-2041", "id"), False),
     ("INV-2014", _task("INV-2041", "id"), False),
     ("cus_2041", _task("INV-2041", "id"), False),
-    # yes / no: the first one said counts
+    # yes / no: the answer begins with it, as a word of its own
     ("Yes, it was charged twice.", _task("yes", "yesno"), True),
     ("true", _task("yes", "yesno"), True),
     ("No, only once.", _task("yes", "yesno"), False),
     ("It was charged twice.", _task("yes", "yesno"), False),          # says neither
     ("No.", _task("no", "yesno"), True),
+    ("[best effort] No", _task("no", "yesno"), True),
     ("Yes. There is no second charge.", _task("no", "yesno"), False),
     ("I don't know.", _task("no", "yesno"), False),
+    ("The loop allows no more tool calls", _task("no", "yesno"), False),  # an echo of the loop
+    ("no action and no answer found", _task("no", "yesno"), False),
     # choices: longest match first
     ("It is paid.", _task("paid", "choice", choices=STATUSES), True),
     ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
     ("PAST_DUE", _task("past_due", "choice", choices=STATUSES), True),
     ("past due", _task("past_due", "choice", choices=STATUSES), True),
-    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),
+    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),  # a hedge
+    ("It is past due, and past due again", _task("past_due", "choice", choices=STATUSES), True),
+    ("no action found; write 'Action: x' or 'Answer: y'",
+     _task("action", "choice", choices=("thought", "action", "observation", "answer")), False),
     # text
     ("bluequill payroll services.", _task("Bluequill Payroll Services", "text"), True),
     ("Bluequill", _task("Bluequill Payroll Services", "text"), False),

@@ -88,7 +88,6 @@ def test_experiment_counts_each_arm_exactly():
     assert model.calls == 8 and result["n"] == 4
     assert result["with_stop"] == {
         "forged": 0, "parsed": 2, "finals": 1, "finish_reasons": {"length": 1, "stop": 3},
-        "why_stopped": {"forged": 0, "length": 1, "end_of_text": 3},
         "completion_tokens": 37, "seconds": 0.0}
     free = result["without_stop"]
     assert free["forged"] == 2
@@ -111,6 +110,22 @@ def test_truncation_recovers_the_stopped_text_and_counts_the_waste():
     assert 0 < costs["tail_share"] < 1
 
 
+@pytest.mark.parametrize("forged,finish,expected", [
+    (True, "length", "forged"),      # a forgery that also ran out of tokens counts as forged
+    (True, "stop", "forged"),
+    (False, "length", "length"),
+    (False, "stop", "end_of_text"),
+])
+def test_why_stopped(forged, finish, expected):
+    assert forge.why_stopped({"forged": forged, "finish_reason": finish}) == expected
+
+
+# Model text built from protocol fragments, so generated examples do contain forgeries.
+MODEL_TEXT = st.lists(st.sampled_from(["\n", "Observation: ", "Observation 2:", "**Observation**:", "Obs",
+                                       "Action: a[b]", "Answer: x", "<b>", "&amp;", " "]) | st.text(max_size=8),
+                      max_size=12).map("".join)
+
+
 @pytest.mark.parametrize("text,expected", [
     ("Action: a[b]\nObservation: fake\nAnswer: x", "Action: a[b]"),
     ("Action: a[b]\nObs", "Action: a[b]"),                 # a stop word caught a token late
@@ -122,7 +137,7 @@ def test_truncate_forged(text, expected):
     assert forge.truncate_forged(text) == expected
 
 
-@given(st.text())
+@given(MODEL_TEXT)
 def test_truncate_forged_never_raises_and_leaves_no_observation_line(text):
     kept = forge.truncate_forged(text)
     assert text.startswith(kept) or text.replace("\r\n", "\n").startswith(kept)
@@ -151,10 +166,24 @@ def test_highlight_marks_every_forged_observation():
     assert out.count('class="forged-after"') == 2
 
 
-@given(st.text())
+def test_highlight_escapes_inside_the_forged_span():
+    out = forge.highlight_forged("ok\nObservation: <b>&</b>\n<i>then</i>")
+    assert "<b>" not in out and "<i>" not in out and "&lt;b&gt;&amp;" in out
+
+
+@given(MODEL_TEXT)
 def test_highlight_keeps_every_character(text):
     out = forge.highlight_forged(text)
     assert html.unescape(re.sub(r"<[^>]+>", "", out)) == text
+
+
+def test_plot_puts_the_claim_beside_the_measured_rates():
+    result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False)
+    fig = forge.plot_forge_rate(result)
+    heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
+    assert heights == sorted([0, 50, 61, 50, 25])   # forged 0/4 and 2/4, claim 61, parsed 2/4 and 1/4
+    import matplotlib.pyplot as plt
+    plt.close(fig)
 
 
 # --------------------------------------------------------------------------- cache and CLI
