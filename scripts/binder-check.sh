@@ -19,7 +19,7 @@ cache="$(mktemp -d)"
 run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_LAB_CACHE="$cache"
   bash binder/start "$VENV/bin/python" -m pytest notebooks
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
-  --nbval-cell-timeout=900 -p no:cacheprovider "$@")
+  --nbval-cell-timeout=2400 -p no:cacheprovider "$@")
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
   echo "==> executing every notebook with no network (loopback only)"
   unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"
