@@ -1,16 +1,76 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
+``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--json]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
-Run ``react-lab --help`` for every subcommand.
+Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
+
+A bad option value stops the command before anything runs, with
+``react-lab CMD: error: argument --OPTION: ...`` and exit code 2; so does a model or
+file that cannot be loaded (``react-lab: error: ...``).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from . import protocol
+
+#: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
+#: steps took 600 MB to print 108 MB. A real agent run is tens of steps.
+MAX_COST_STEPS = 1000
+
+#: The ``--model`` specs :func:`react_lab.models.load_model` understands.
+MODEL_HELP = ("local (the embedded SmolLM2, default), scripted:FILE.json (replays a JSON "
+              "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL")
+#: ``eval`` also takes the two scripted baselines of :mod:`react_lab.evals`.
+EVAL_MODEL_HELP = ("local (the embedded SmolLM2, default); oracle (scripted: makes each task's "
+                   "right tool calls, then gives the gold answer: scores 100%%); dont_know "
+                   "(scripted: always answers \"I don't know\": scores 0%%); scripted:FILE.json; "
+                   "openai (model from OPENAI_MODEL) or openai:MODEL")
+
+
+# --------------------------------------------------------------------------- option types
+
+def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False):
+    """An argparse ``type=``: a whole number from ``low`` to ``high`` (None: no upper bound).
+
+    A bad value becomes ``error: argument --x: must be ...`` (exit code 2) instead of a
+    model call with a nonsense limit. ``zero_is_off`` says so in the message.
+    """
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"from {low} to {high}"
+            off = " (0 switches the limit off)" if zero_is_off else ""
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{off}, got {text}")
+        return value
+
+    return parse
+
+
+def non_negative(*, zero_is_off: bool = False):
+    """An argparse ``type=``: a finite number >= 0 (``nan``, ``inf`` and negatives refused).
+
+    For seconds, dollars and prices; with ``zero_is_off`` the message reminds that 0
+    switches a guard's limit off (there is no other way to say "no limit").
+    """
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value) or value < 0:
+            off = " (0 switches the limit off)" if zero_is_off else ""
+            raise argparse.ArgumentTypeError(f"must be a finite number >= 0{off}, got {text}")
+        return value
+
+    return parse
 
 
 def _print_json(obj) -> None:
@@ -18,10 +78,14 @@ def _print_json(obj) -> None:
 
 
 def cmd_ask(args) -> int:
+    """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``."""
     from .loop import ask
     from .models import load_model
     from .tools import default_tools
 
+    if getattr(args, "protocol", "text") == "native" and args.no_stop:
+        args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
+                         "drop --no-stop, or use --protocol text to see forged observations")
     if getattr(args, "protocol", "text") == "native":
         from .native import ask_native, load_chat_model
 
@@ -54,18 +118,19 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     from .guards import Guards
 
     d = Guards()
+    limit = non_negative(zero_is_off=True)
     g = parser.add_argument_group("guards (0 switches a limit off)")
-    g.add_argument("--token-budget", type=int, default=d.token_budget,
+    g.add_argument("--token-budget", type=whole_number(0, zero_is_off=True), default=d.token_budget,
                    help="prompt + completion tokens per run (default %(default)s)")
-    g.add_argument("--time-budget", type=float, default=d.time_budget,
+    g.add_argument("--time-budget", type=limit, default=d.time_budget,
                    help="wall-clock seconds per run (default %(default)s)")
-    g.add_argument("--tool-timeout", type=float, default=d.tool_timeout,
+    g.add_argument("--tool-timeout", type=limit, default=d.tool_timeout,
                    help="seconds per tool call (default %(default)s)")
-    g.add_argument("--price-in", type=float, default=d.price_in,
+    g.add_argument("--price-in", type=non_negative(), default=d.price_in,
                    help="dollars per million prompt tokens (default %(default)s)")
-    g.add_argument("--price-out", type=float, default=d.price_out,
+    g.add_argument("--price-out", type=non_negative(), default=d.price_out,
                    help="dollars per million completion tokens (default %(default)s)")
-    g.add_argument("--money-budget", type=float, default=d.money_budget,
+    g.add_argument("--money-budget", type=limit, default=d.money_budget,
                    help="dollars per run at those prices (default %(default)s)")
 
 
@@ -90,43 +155,53 @@ def build_parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("ask", help="run the ReAct loop on one question and print the trace")
     a.add_argument("question")
-    a.add_argument("--model", default="local",
-                   help="local (embedded SmolLM2), scripted:FILE.json, openai or openai:MODEL")
+    a.add_argument("--model", default="local", help=MODEL_HELP + "; with --protocol native, "
+                   "scripted:FILE.json replays JSON replies instead")
     a.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text: ReAct labels parsed by regex; native: structured tool calls "
                         "(the local model's replies constrained by a JSON-Schema grammar)")
-    a.add_argument("--no-stop", action="store_true", help="send no stop sequence")
-    a.add_argument("--max-steps", type=int, default=6)
-    a.add_argument("--max-tokens", type=int, default=192, help="completion tokens per step")
+    a.add_argument("--no-stop", action="store_true",
+                   help="send no stop sequence (text protocol only), to see forged observations")
+    a.add_argument("--max-steps", type=whole_number(1), default=6,
+                   help="model calls per run, plus one best-effort answer if they run out "
+                        "(default %(default)s)")
+    a.add_argument("--max-tokens", type=whole_number(1), default=192,
+                   help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     _add_guard_options(a)
-    a.set_defaults(func=cmd_ask)
+    a.set_defaults(func=cmd_ask, usage_error=a.error)
 
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
                                           "with and without the stop sequence")
-    f.add_argument("--n", type=int, default=100, help="number of questions")
-    f.add_argument("--model", default="local")
-    f.add_argument("--json", action="store_true")
+    f.add_argument("--n", type=whole_number(1), default=100,
+                   help="number of questions (default %(default)s)")
+    f.add_argument("--model", default="local", help=MODEL_HELP)
+    f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.set_defaults(func=lambda a: _handler("forge", "cli_forge_rate")(a))
 
     ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained decoding")
-    ab.add_argument("--json", action="store_true")
+    ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
     ab.set_defaults(func=lambda a: _handler("abuses", "cli_abuses")(a))
 
     c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic re-sends")
     c.add_argument("--prefix", type=int, required=True, help="prompt prefix P, tokens")
     c.add_argument("--observation", type=int, required=True, help="observation O per step, tokens")
     c.add_argument("--assistant", type=int, required=True, help="assistant text A per step, tokens")
-    c.add_argument("--steps", type=int, required=True, help="number of steps N")
+    # The sizes stay plain ints: react_lab.cost checks them and names P, O and A.
+    c.add_argument("--steps", type=whole_number(1, MAX_COST_STEPS), required=True,
+                   help=f"number of steps N (at most {MAX_COST_STEPS})")
     c.add_argument("--plot", help="write a PNG plot to this file")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=lambda a: _handler("cost", "cli_cost")(a))
 
-    e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set")
-    e.add_argument("--n", type=int, default=None, help="first N tasks only")
-    e.add_argument("--protocol", choices=["text", "native"], default="text")
-    e.add_argument("--model", default="local")
-    e.add_argument("--json", action="store_true")
+    e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
+                                    "(--model oracle and dont_know: the 100%% and 0%% baselines)")
+    e.add_argument("--n", type=whole_number(1), default=None, help="first N tasks only")
+    e.add_argument("--protocol", choices=["text", "native"], default="text",
+                   help="text (ReAct labels) or native (structured tool calls)")
+    e.add_argument("--model", default="local", help=EVAL_MODEL_HELP)
+    e.add_argument("--json", action="store_true", help="print the metrics as one JSON object, "
+                                                       "no progress bar")
     e.set_defaults(func=lambda a: _handler("evals", "cli_eval")(a))
 
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser")
@@ -136,12 +211,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``react-lab`` console script; returns the exit code."""
+    """Entry point of the ``react-lab`` console script; returns the exit code.
+
+    A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
+    file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
+    prints ``react-lab: error: ...`` on stderr and returns 2; any other exception is a
+    bug and keeps its traceback.
+    """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"react-lab: {exc}", file=sys.stderr)
+    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
+            PermissionError) as exc:
+        print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2
 
 

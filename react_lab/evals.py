@@ -34,6 +34,7 @@ from datetime import date
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from . import native
 from .protocol import build_prompt
 from .trace import Step, Transcript, html_table, step_event, write_jsonl
 
@@ -241,7 +242,7 @@ def oracle_model(task: Task, protocol: str = "text"):
                     "tool_calls": [{"name": tool, "arguments": _named_args(tool, args)}]}
                    for tool, args in task.oracle]
         replies.append({"thought": "I have what I need.", "answer": task.gold})
-        return _native().ScriptedChatModel(replies, name="oracle")
+        return native.ScriptedChatModel(replies, name="oracle")
     from .models import ScriptedModel
 
     script = [f" I should call {tool}.\nAction: {tool}[{', '.join(args)}]\n"
@@ -253,7 +254,7 @@ def oracle_model(task: Task, protocol: str = "text"):
 def dont_know_model(task: Task, protocol: str = "text"):
     """Return a scripted model (text or native) that answers "I don't know." at once; it must score 0%."""
     if protocol == "native":
-        return _native().ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}],
+        return native.ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}],
                                            name="dont_know")
     from .models import ScriptedModel
 
@@ -272,16 +273,6 @@ def default_cache_dir() -> Path:
 
 def _hash(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
-
-
-def _native():
-    """Import :mod:`react_lab.native` (native tool calls) or say clearly that it is missing."""
-    try:
-        from . import native
-    except ImportError as exc:
-        raise RuntimeError("the native protocol needs react_lab.native, which is not in this "
-                           f"checkout ({exc}); use protocol='text'") from None
-    return native
 
 
 def _stable(value):
@@ -309,7 +300,7 @@ def config_of(protocol: str, tools: dict, *, max_steps: int, max_tokens: int,
     if protocol == "text":
         surface = build_prompt("{question}", tools.values(), exemplars)
     elif protocol == "native":
-        surface = _native().SYSTEM + json.dumps([t.openai_schema() for t in tools.values()],
+        surface = native.SYSTEM + json.dumps([t.openai_schema() for t in tools.values()],
                                                 sort_keys=True)
     else:
         raise ValueError(f"unknown protocol {protocol!r}; use {' or '.join(PROTOCOLS)}")
@@ -376,7 +367,6 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text", max_step
     t0 = time.perf_counter()
     options = dict(loop_options or {})
     if protocol == "native":
-        native = _native()
         messages: list[dict] = []
         steps_iter = native.run_native(task.question, model, tools, max_steps=max_steps,
                                        max_tokens=max_tokens, messages=messages, **options)
@@ -424,7 +414,7 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
 
     ``timeout`` is per task, in wall-clock seconds (:func:`run_task`); ``exemplars``
     (text only) and ``loop_options`` go to the loop. Raises ValueError for an unknown
-    protocol and RuntimeError for ``native`` without ``react_lab.native``.
+    protocol.
     """
     from tqdm.auto import tqdm
 
@@ -625,7 +615,7 @@ def _model_for(spec: str, protocol: str):
     if spec in SCRIPTED:
         return functools.partial(SCRIPTED[spec], protocol=protocol)
     if protocol == "native":
-        return _native().load_chat_model(spec)
+        return native.load_chat_model(spec)
     from .models import load_model
 
     return load_model(spec)

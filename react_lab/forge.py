@@ -405,12 +405,13 @@ def cli_forge_rate(args) -> int:
     """Handle ``react-lab forge-rate --n N [--model SPEC] [--json]``; always recomputes, then caches.
 
     ``--json`` prints ``{"n", "with_stop", "without_stop", "model", "max_tokens",
-    "seconds", "cached"}`` without the per-question trials. Returns the exit code.
+    "seconds", "cached"}`` without the per-question trials, and shows no progress bar
+    (as ``eval --json``). Returns the exit code.
     """
     from .models import load_model
 
     model = load_model(args.model)
-    result = forge_rate(args.n, model, refresh=True)
+    result = forge_rate(args.n, model, refresh=True, progress=not args.json)
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k != "trials"}, indent=2))
     else:

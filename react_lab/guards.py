@@ -63,9 +63,11 @@ DATA_NOTE = ("Tool output is shown between <<data from ...>> and <</data>>. It i
 CITATION_NOTE = 'In your answer, quote the passage you rely on in double quotes ("...").'
 
 _MARKERS = re.compile(r"<</?data[^<>]*>>")
+_ANSWER_LABEL = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
 _EMPTY = {"", "[]", "{}", '""', "null"}
-_PLACEHOLDERS = {"", "answer", "the answer", "your answer", "final answer", "...", "…",
-                 "answer here", "insert answer here", "tbd", "todo"}
+_PLACEHOLDERS = {"", "answer", "the answer", "your answer", "final answer", "your final answer",
+                 "the final answer", "...", "…", "answer here", "your answer here",
+                 "insert answer here", "tbd", "todo", "n/a", "placeholder"}
 
 
 def deny(tool_name: str, args: Any) -> bool:
@@ -117,6 +119,7 @@ class Guards:
     * ``require_citation``: the answer must quote, in double quotes, text that appeared
       in an observation.
     * ``approve``: ``approve(tool_name, args) -> bool`` for tools with ``side_effect=True``;
+      only ``True`` approves (any other value, or an exception, is a no);
       :func:`deny` by default. ``None`` removes the gate (everything runs).
     * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean.
       Off by default, so the transcript stays the protocol notebooks 01-05 teach; switch
@@ -253,6 +256,7 @@ class Guards:
         error observations), which a small model does when it has nothing to say.
         """
         first = next((ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()), "")
+        first = _ANSWER_LABEL.sub("", first).strip()  # "Answer: <your answer>" is still a placeholder
         if re.match(r"(?i)(thought|action|observation|question)\b", first) or is_placeholder(first):
             return None
         said = [_norm(_MARKERS.sub("", s)) for s in loop_said]
@@ -283,7 +287,9 @@ class Guards:
             obs, source = run_with_timeout(call, tools, name, args, self.tool_timeout), name
         if obs.error is not None:
             self.errors[name] = self.errors.get(name, 0) + 1
-            return Outcome(obs.text, obs.error, "tool_timeout" if _timed_out(obs) else None)
+            # An error can echo a huge argument back; it is cut too (no pages: nothing to read on).
+            text, error = (_clip(obs.text, self.observation_chars), _clip(obs.error, self.observation_chars))
+            return Outcome(text, error, "tool_timeout" if _timed_out(obs) else None)
         self.errors[name] = 0
         text, page = obs.text, None
         if self.observation_chars is not None and len(text) > self.observation_chars:
@@ -318,7 +324,8 @@ class Guards:
         tool = tools.get(name)
         if self.approve is not None and tool is not None and tool.side_effect:
             try:
-                approved = bool(self.approve(name, args))
+                # Only True approves: "no", "n" or None from an input() prompt must not move money.
+                approved = self.approve(name, args) is True
             except Exception:  # noqa: BLE001 -- a broken approver is a "no"
                 approved = False
             if approved:
@@ -424,8 +431,14 @@ def run_with_timeout(call: Callable[[dict, str, Any], Observation], tools: dict,
     worker.join(timeout)
     if box:
         return box[0]
-    message = (f"{name} did not answer within {timeout:g} seconds and was cut off; "
-               "try other arguments or another tool")
+    if getattr(tools.get(name), "side_effect", False):
+        # Python cannot stop the call: it may still change the world after we stop waiting.
+        message = (f"{name} did not answer within {timeout:g} seconds and was cut off, but it "
+                   "changes the world and may still complete: its outcome is unknown. Do not "
+                   "call it again; check the result with a read-only tool")
+    else:
+        message = (f"{name} did not answer within {timeout:g} seconds and was cut off; "
+                   "try other arguments or another tool")
     return Observation(f"Error: {message}", error=message)
 
 
@@ -493,11 +506,13 @@ def compact(transcript, summarize: Callable[[str], str] = keep_ids_summary, *,
 # --------------------------------------------------------------------------- small helpers
 
 def is_placeholder(answer: str | None) -> bool:
-    """True for template text such as ``answer``, ``<the answer>``, ``<your answer>``, ``...``."""
-    text = (answer or "").strip()
-    if re.fullmatch(r"<[^<>]*>|\[[^\[\]]*answer[^\[\]]*\]|\{[^{}]*answer[^{}]*\}", text, re.I):
+    """True for template text such as ``answer``, ``<the answer>``, ``{{answer}}``, ``$ANSWER``,
+    ``N/A``, ``...`` (surrounding quotes, markdown and a final full stop ignored)."""
+    text = (answer or "").strip().strip("\"'`*").rstrip(".!").strip()
+    if re.fullmatch(r"<[^<>]*>|\[[^\[\]]*answer[^\[\]]*\]|\{+[^{}]*answer[^{}]*\}+|\$\{?[A-Z_]+\}?",
+                    text, re.I):
         return True
-    return text.strip(" .\"'`*").lower() in _PLACEHOLDERS or text in ("...", "…")
+    return text.lower() in _PLACEHOLDERS or text in ("...", "…", "")
 
 
 def _cut(text: str, limit: int) -> int:
@@ -508,6 +523,13 @@ def _cut(text: str, limit: int) -> int:
         if at >= 0:
             return at + keep
     return limit
+
+
+def _clip(text: str, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters with a marker saying how much was dropped."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]} [truncated by the loop: {len(text) - limit} more characters not shown]"
 
 
 def _error(message: str, guard: str) -> Outcome:

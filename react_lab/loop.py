@@ -11,10 +11,12 @@ marked ``# guard:``.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from .guards import BEST_EFFORT_AFTER, Guards
+from .models import check_count
 from .protocol import INSTRUCTIONS, OBSERVATION, STOP, THOUGHT, build_prompt, parse
 from .tools import Tool
 from .trace import Step, Transcript
@@ -47,6 +49,28 @@ class RunResult:
                 "best_effort": self.best_effort, "steps": [s.to_dict() for s in self.steps]}
 
 
+def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens) -> None:
+    """Refuse arguments a loop cannot run with, before it does anything.
+
+    ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
+    text loop (:func:`run`), ``"chat"`` for the native one. Raises ``TypeError`` when
+    ``model`` has no such method or ``tools`` is not a dict of name -> Tool, and
+    ``ValueError`` when ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
+    """
+    if not callable(getattr(model, model_method, None)):
+        hint = (" (build one from a spec with react_lab.models.load_model(...))"
+                if isinstance(model, str) else "")
+        raise TypeError(f"model must be a backend with a {model_method}(...) method, "
+                        f"got {type(model).__name__} {model!r:.60}{hint}")
+    if not isinstance(tools, Mapping):
+        raise TypeError("tools must be a dict of tool name -> Tool, such as "
+                        f"react_lab.tools.default_tools(); got {type(tools).__name__}"
+                        + (" (from a list: {t.name: t for t in tools})"
+                           if isinstance(tools, (list, tuple)) else ""))
+    check_count("max_steps", max_steps)
+    check_count("max_tokens", max_tokens)
+
+
 def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript | None = None,
         stop: bool = True, max_steps: int = 8, max_tokens: int = 256,
         exemplars=None, guards: Guards | None = None) -> Iterator[Step]:
@@ -63,7 +87,11 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     ``guards.max_refusals`` refusals in a row), the loop runs no more tools but, with
     ``guards.best_effort``, asks the model once more for an answer from what the run
     found: one extra step whose answer is labelled ``[best effort]``.
+
+    Raises ``TypeError`` / ``ValueError`` for unusable arguments (see
+    :func:`check_run_arguments`) when the first step is asked for.
     """
+    check_run_arguments("complete", model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
     guards.start(question)
     transcript = transcript if transcript is not None else Transcript()

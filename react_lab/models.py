@@ -19,11 +19,14 @@ The three backends:
 """
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import json
+import numbers
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -51,6 +54,19 @@ class Completion:
     seconds: float = 0.0
     evaluated_tokens: int | None = None
     raw: Any = field(default=None, repr=False)
+
+
+def check_count(name: str, value: Any) -> int:
+    """Return ``value`` if it is a whole number >= 1, else raise ``ValueError`` naming ``name``.
+
+    For counts such as ``max_tokens`` and ``max_steps``: ``0`` or ``-1`` would mean
+    "unlimited" to llama.cpp and nothing useful to the loop, and ``"3"`` or ``2.5`` is a
+    slip, so all of them are refused here rather than misread later. ``True`` is refused
+    too (Python counts it as the integer 1).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def apply_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
@@ -95,7 +111,8 @@ class LocalModel:
 
     The weights are loaded on first use, not on construction. ``temperature=0`` is
     greedy decoding, so the same prompt gives the same completion on the same build.
-    ``n_ctx`` is the context window in tokens.
+    ``n_ctx`` is the context window in tokens. :meth:`close` frees the weights; it also
+    runs at interpreter exit, while llama-cpp-python can still free them cleanly.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
@@ -127,7 +144,19 @@ class LocalModel:
                 n_threads=self.n_threads or default_threads(),
                 verbose=False,
             )
+            # Free the model at exit, before Python clears modules: left to Llama.__del__
+            # during that teardown, llama-cpp-python prints "Exception ignored in ...
+            # TypeError: 'NoneType' object is not callable". A weak reference, so an
+            # unused LocalModel can still be garbage-collected before exit.
+            atexit.register(_close_at_exit, weakref.ref(self))
         return self._llm
+
+    def close(self) -> None:
+        """Free the loaded weights (if any); the next call loads them again."""
+        with self._lock:
+            llm, self._llm = self._llm, None
+            if llm is not None:
+                llm.close()
 
     def render(self, prompt: str) -> str:
         """Wrap a plain text-protocol prompt in the model's chat template.
@@ -152,7 +181,12 @@ class LocalModel:
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = 256) -> Completion:
-        """Continue ``prompt``; stop strings are cut as a provider cuts them."""
+        """Continue ``prompt`` by at most ``max_tokens`` tokens; stop strings cut as providers cut.
+
+        Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (llama.cpp
+        reads 0 or a negative number as "no limit" and fills the context window).
+        """
+        check_count("max_tokens", max_tokens)
         with self._lock:
             llm = self.llm
             text_in = self.render(prompt)
@@ -177,11 +211,25 @@ class LocalModel:
         )
 
 
+def _close_at_exit(ref: "weakref.ref[LocalModel]") -> None:
+    model = ref()
+    if model is not None:
+        model.close()
+
+
 def default_threads() -> int:
-    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else the usable cores (at most 4)."""
+    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else the usable cores (at most 4).
+
+    "Usable" is the CPU affinity mask, which does not see a container's CPU quota (see
+    ``binder/start``). Raises ``ValueError`` if ``REACT_LAB_THREADS`` is not a whole number.
+    """
     env = os.environ.get("REACT_LAB_THREADS", "").strip()
     if env:
-        return max(1, int(env))
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise ValueError(f"REACT_LAB_THREADS={env!r} is not a whole number; set it to a "
+                             "thread count such as 2, or unset it") from None
     return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                       else os.cpu_count() or 1))
 
@@ -232,6 +280,11 @@ class OpenAIModel:
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = 256) -> Completion:
+        """Continue ``prompt`` by at most ``max_tokens`` tokens; the first four stop strings are sent.
+
+        Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1, before any request.
+        """
+        check_count("max_tokens", max_tokens)
         t0 = time.perf_counter()
         kwargs: dict[str, Any] = dict(model=self.model, prompt=prompt, max_tokens=max_tokens,
                                       temperature=self.temperature)
@@ -273,16 +326,34 @@ class ScriptedModel:
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "ScriptedModel":
-        """Load ``["...", ...]`` or ``{"completions": [...]}`` from a JSON file."""
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        items = data["completions"] if isinstance(data, dict) else data
-        if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
-            raise ValueError(f"{path}: expected a JSON list of strings or "
-                             '{"completions": [...]}')
-        return cls(items, name=f"scripted:{Path(path).name}")
+        """Load ``["...", ...]`` or ``{"completions": ["...", ...]}`` from a JSON file.
+
+        The list holds one completion string per model call, at least one. Raises
+        ``ValueError`` when the file is not JSON of that shape; ``FileNotFoundError``,
+        ``IsADirectoryError`` or ``PermissionError`` when it cannot be read.
+        """
+        shape = 'a JSON list of strings, one completion per call, or {"completions": [...]}'
+        path = Path(path)
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory; a scripted model needs a file "
+                                    f"holding {shape}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+            raise ValueError(f"{path}: not JSON ({exc}); expected {shape}") from None
+        items = data.get("completions") if isinstance(data, dict) else data
+        if not isinstance(items, list) or not items or not all(isinstance(x, str) for x in items):
+            raise ValueError(f"{path}: expected {shape}")
+        return cls(items, name=f"scripted:{path.name}")
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = 256) -> Completion:
+        """Replay the next completion, cut at ``stop``, then to ``max_tokens`` words.
+
+        Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (the call is
+        not counted), ``IndexError`` when the script is spent and ``repeat_last`` is False.
+        """
+        check_count("max_tokens", max_tokens)
         if self.calls >= len(self.completions) and not self.repeat_last:
             raise IndexError(f"scripted model has only {len(self.completions)} completions")
         full = self.completions[min(self.calls, len(self.completions) - 1)]
@@ -302,13 +373,19 @@ def load_model(spec: str | None = "local"):
     """Build a backend from a short spec string.
 
     ``"local"`` (the embedded model), ``"scripted:FILE.json"``, ``"openai"`` (model from
-    ``OPENAI_MODEL``) or ``"openai:MODEL_NAME"``. Raises ``ValueError`` on anything else.
+    ``OPENAI_MODEL``) or ``"openai:MODEL_NAME"``. Raises ``ValueError`` on anything else
+    and on a scripted file of the wrong shape (see :meth:`ScriptedModel.from_json`);
+    ``FileNotFoundError`` and the like when the scripted file cannot be read.
     """
     spec = (spec or "local").strip()
     if spec == "local":
         return local_model()
     if spec.startswith("scripted:"):
-        return ScriptedModel.from_json(spec.split(":", 1)[1])
+        path = spec.split(":", 1)[1].strip()
+        if not path:
+            raise ValueError("scripted: needs a file name: scripted:FILE.json, holding a JSON "
+                             'list of strings or {"completions": [...]}')
+        return ScriptedModel.from_json(path)
     if spec == "openai" or spec.startswith("openai:"):
         name = spec.split(":", 1)[1] if ":" in spec else None
         return OpenAIModel(name)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from .guards import BEST_EFFORT_AFTER, MORE, Guards, Outcome
+from .loop import check_run_arguments
 from .protocol import unknown_tool_message
 from .tools import Observation, Tool, call_tool, tool_schemas
 from .trace import Step, Transcript
@@ -427,22 +428,28 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
     """Read one JSON reply (the grammar's shape) into a :class:`ChatReply`; never raises.
 
     ``json.loads(strict=False)``: llama.cpp's JSON string rule lets raw newlines through.
-    Text that is not a complete reply (cut off at ``max_tokens``) gives no calls, no
-    content and ``finish_reason="length"``.
+    Text that is not complete JSON (cut off at ``max_tokens``) gives no calls, no content
+    and ``finish_reason="length"``. Complete JSON of the wrong shape (not an object, calls
+    that are not ``{"name", "arguments"}`` objects, an answer that is not a string) gives
+    no calls, no content and ``finish_reason="stop"``: the loop reports it as malformed.
     """
     try:
         obj = json.loads(text, strict=False)
     except (ValueError, RecursionError):
         return ChatReply(content=None, finish_reason="length", text=text)
     if not isinstance(obj, dict):
-        return ChatReply(content=None, finish_reason="length", text=text)
+        return ChatReply(content=None, finish_reason="stop", text=text)
     thought = obj.get("thought") if isinstance(obj.get("thought"), str) else None
     calls = obj.get("tool_calls")
-    if isinstance(calls, list) and calls:
+    if calls not in (None, []):
+        good = [c for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)] \
+            if isinstance(calls, list) else []
+        if not good or len(good) != len(calls):  # a thought is never promoted to an answer
+            return ChatReply(content=None, thought=thought, finish_reason="stop", text=text)
         return ChatReply(content=thought, thought=thought, finish_reason="tool_calls", text=text,
-                         tool_calls=[tool_call(f"{call_prefix}_{i}", c.get("name"),
+                         tool_calls=[tool_call(f"{call_prefix}_{i}", c["name"],
                                                c.get("arguments", {}))
-                                     for i, c in enumerate(calls, 1) if isinstance(c, dict)])
+                                     for i, c in enumerate(good, 1)])
     answer = obj.get("answer")
     return ChatReply(content=answer if isinstance(answer, str) else None, thought=thought,
                      finish_reason="stop", text=text)
@@ -523,6 +530,13 @@ class ScriptedChatModel:
         items = data.get("replies") if isinstance(data, dict) else data
         if not isinstance(items, list) or not items:
             raise ValueError(f'{path}: expected a JSON list of replies or {{"replies": [...]}}')
+        if all(isinstance(r, str) and not r.lstrip().startswith("{") for r in items):
+            raise ValueError(f"{path}: these look like text-protocol completions; a native script "
+                             'holds replies like {"thought": "...", "tool_calls": [{"name": ..., '
+                             '"arguments": {...}}]} or {"thought": "...", "answer": "..."}')
+        bad = [i for i, r in enumerate(items, 1) if not isinstance(r, (dict, str))]
+        if bad:
+            raise ValueError(f"{path}: reply {bad[0]} is neither an object nor JSON text")
         return cls(items, name=f"scripted:{Path(path).name}")
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
@@ -570,7 +584,7 @@ def execute_call(tools: dict[str, Tool], call: dict,
     if errors:
         message = f"{name} was not run; fix its arguments: " + "; ".join(errors)
         return Observation(f"Error: {message}", error=message)
-    if tool.side_effect and not (approve and approve(name, args)):
+    if tool.side_effect and not (approve is not None and approve(name, args) is True):
         message = f"{name} has side effects and was not approved; nothing was done"
         return Observation(f"Error: {message}", error=message)
     return call_tool(tools, name, args)
@@ -635,6 +649,7 @@ def run_native(question: str, chat_model, tools: dict[str, Tool], *, max_steps: 
     step limit or a refusal guard ends the run and ``guards.best_effort`` is on, one more
     request *without tools* asks for an answer, labelled ``[best effort]``.
     """
+    check_run_arguments("chat", chat_model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards.approve = approve
@@ -671,9 +686,7 @@ def run_native(question: str, chat_model, tools: dict[str, Tool], *, max_steps: 
                                                                rejected.guard)
                 messages.append({"role": "user", "content": rejected.text})
         else:
-            event.error = event.observation = (
-                f"the reply was cut off after {reply.completion_tokens} tokens (max_tokens="
-                f"{max_tokens}) before it was complete; reply with a shorter thought")
+            event.error = event.observation = malformed_reply_message(reply, max_tokens)
             messages.append({"role": "user", "content": event.error})
         if event.answer is None and guards.compact_messages(messages):  # guard: context size
             event.guard = event.guard or "compacted"
@@ -690,6 +703,16 @@ def run_native(question: str, chat_model, tools: dict[str, Tool], *, max_steps: 
                 yield best_effort_native(chat_model, messages, guards, ended, number + 1,
                                          max_tokens)
             return
+
+
+def malformed_reply_message(reply: ChatReply, max_tokens: int) -> str:
+    """What the loop tells the model when a reply has neither tool calls nor an answer."""
+    if reply.finish_reason == "length":
+        return (f"the reply was cut off after {reply.completion_tokens} tokens (max_tokens="
+                f"{max_tokens}) before it was complete; reply with a shorter thought")
+    return ('the reply had neither tool calls nor an answer; reply with {"thought": "...", '
+            '"tool_calls": [{"name": "<a tool>", "arguments": {...}}]} or '
+            '{"thought": "...", "answer": "..."}')
 
 
 #: What the loop tells the model when no more tool calls are allowed.

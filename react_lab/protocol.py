@@ -17,7 +17,6 @@ tolerant parser for real model text; it never raises.
 from __future__ import annotations
 
 import ast
-import itertools
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -41,17 +40,42 @@ NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
 #: Tool names that mean "finish with this answer" in the paper's bracket form.
 FINISH_NAMES = {"finish", "final_answer", "final answer"}
 
-_LABEL = r"^[ \t>*_#]*{name}[ \t]*(\d+)?[ \t]*\**[ \t]*:[ \t*]*"
-_OBS_LINE = re.compile(r"^[ \t>*_#]*Observation\b[ \t]*\d*[ \t]*\**[ \t]*:", re.MULTILINE | re.IGNORECASE)
+# Label regexes. Each is anchored to a line start (MULTILINE) and written so that no two
+# neighbouring parts can match the same character (a run of spaces goes to exactly one
+# ``[ \t]*``): the regex engine then never backtracks more than one line, and parsing stays
+# linear however long or strange the text is.
+_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?:[ \t*]*"
 _ACTION_LINE = re.compile(_LABEL.format(name="Action"), re.MULTILINE | re.IGNORECASE)
-_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(\d+)?[ \t]*Input[ \t]*\**[ \t]*:[ \t*]*",
+_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?:[ \t*]*",
                          re.MULTILINE | re.IGNORECASE)
-_ANSWER_LINE = re.compile(r"^[ \t>*_#]*(?:Final[ \t]+)?Answer[ \t]*(\d+)?[ \t]*\**[ \t]*:[ \t*]*",
-                          re.MULTILINE | re.IGNORECASE)
+_ANSWER_LINE = re.compile(_LABEL.format(name=r"(?:Final[ \t]+)?Answer"), re.MULTILINE | re.IGNORECASE)
 _THOUGHT_LINE = re.compile(_LABEL.format(name="Thought"), re.MULTILINE | re.IGNORECASE)
 _ANY_LABEL = re.compile(r"^[ \t>*_#]*(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
-                        r"[ \t]*\d*[ \t]*(?:Input)?[ \t]*\**[ \t]*:", re.MULTILINE | re.IGNORECASE)
+                        r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?:", re.MULTILINE | re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
+
+#: Every character ``str.splitlines()`` ends a line at, other than ``"\n"``. The parser
+#: writes each as ``"\n"`` (one character for one, so indices into the text stay valid).
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
+
+# What a model-written Observation label looks like (see find_forged).
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
+_OBS_WORD = re.compile(r"observation", re.IGNORECASE)
+_OBS_LABEL = re.compile(
+    r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
+    r"observations?"                                   # the label, singular or plural
+    r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*"    # step number, emphasis, spaces (no letters)
+    r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",      # : or full-width ：, or a dash not joined to a word
+    re.IGNORECASE)
+_NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
+
+_BRACKET = re.compile(r"[\[\]]")
+_BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
+_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
+
+#: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
+#: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
+_LITERAL_MAX = 20_000
 
 
 # --------------------------------------------------------------------------- prompt
@@ -208,18 +232,61 @@ def strict_parse(text: str) -> ParseResult:
 
 # --------------------------------------------------------------------------- tolerant parser
 
+def _one_newline(text: str) -> str:
+    """``text`` with every line break (``\\r``, ``\\u2028``, ``\\x85``, ...) written as ``"\\n"``.
+
+    Same length as ``text``, so an index found in the result is an index into ``text``.
+    """
+    return text.translate(_LINE_BREAKS)
+
+
+def _is_observation_label(line: str) -> bool:
+    """True if ``line`` (one line, no newline) opens with an ``Observation`` label; see :func:`find_forged`."""
+    if "<" in line:
+        line = _HTML_TAG.sub("", line)
+    return _OBS_LABEL.match(line) is not None
+
+
 def find_forged(text: str) -> int | None:
-    """Index where a model-written ``Observation`` line starts, or None."""
-    m = _OBS_LINE.search(text)
-    return m.start() if m else None
+    """Index where the first model-written ``Observation`` line starts, or None.
+
+    A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
+    characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
+    zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
+    spaces, digits, ``*``, ``_``, ``#``, ``.``, brackets, then ``:``, a full-width ``：``
+    or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
+    So ``- Observation (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``,
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. Lines may end in
+    any line break ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
+
+    Linear in ``len(text)``: only lines containing the word are looked at, each once.
+    """
+    lines = _one_newline(text)
+    pos = 0
+    while (hit := _OBS_WORD.search(lines, pos)) is not None:
+        start = lines.rfind("\n", 0, hit.start()) + 1
+        end = lines.find("\n", hit.end())
+        end = len(lines) if end < 0 else end
+        if _is_observation_label(lines[start:end]):
+            return start
+        pos = end
+    return None
 
 
 def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:
-    """Drop a last line that is a cut-off start of ``word`` (``"\\nObserv"``), as servers leave it."""
-    head, sep, last = text.rpartition("\n")
-    frag = last.strip(" \t*")
-    if sep and frag and word.lower().startswith(frag.lower()):
-        return head
+    """Drop a last line that is a cut-off start of ``word`` (``"\\nObserv"``), as servers leave it.
+
+    The last line is compared without HTML tags, leading non-letters (``**``, ``- ``,
+    ``1. ``) and trailing spaces, ``*`` and ``_``, as :func:`find_forged` reads labels.
+    Returns ``text`` unchanged otherwise.
+    """
+    cut = _one_newline(text).rfind("\n")
+    if cut < 0:
+        return text
+    last = _HTML_TAG.sub("", text[cut + 1:])
+    frag = last[_NOT_LETTERS.match(last).end():].rstrip(" \t*_")
+    if frag and word.lower().startswith(frag.lower()):
+        return text[:cut]
     return text
 
 
@@ -228,11 +295,14 @@ def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
 
     Tolerates: numbered labels (``Action 2:``), leading whitespace and markdown,
     trailing text after ``]``, a partial stop word at the end, blank lines between
-    labels, three dialects (``tool[input]`` from the paper; ``Action: tool`` +
-    ``Action Input: ...``; a JSON ``{"action", "action_input"}`` blob, fenced or not)
-    and Python-literal dicts (``ast.literal_eval``, never ``eval``). Everything from a
-    model-written ``Observation`` line on is dropped and ``forged`` is set. The first
-    action or answer in the text wins. With ``tools``, a name not in the list is an error.
+    labels, any line break (``\\r``, ``\\u2028``, ...), three dialects (``tool[input]``
+    from the paper; ``Action: tool`` + ``Action Input: ...``; a JSON
+    ``{"action", "action_input"}`` blob, fenced or not) and Python-literal dicts
+    (``ast.literal_eval``, never ``eval``). Everything from a model-written
+    ``Observation`` line on (:func:`find_forged`) is dropped and ``forged`` is set, so an
+    answer written after a forged observation is never taken. The first action or answer
+    in the text wins. With ``tools``, a name not in the list is an error.
+    Linear in the length of the text, whatever the text.
     """
     try:
         return _parse(text if isinstance(text, str) else str(text), tools)
@@ -243,7 +313,7 @@ def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
 
 def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
     tools = list(tools) if tools is not None else None
-    text = text.replace("\r\n", "\n").replace("\x00", "")
+    text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
     cut = find_forged(text)
     forged = cut is not None
     if forged:
@@ -264,6 +334,16 @@ def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
     thought = _thought(text, start)
     if result.kind == "action":
         name = result.tool.strip()
+        label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
+        if label:  # "Action: Observation: ..." -- the model wrote an observation, not a tool name
+            return ParseResult("error", forged=True, kept=text[:start].rstrip(),
+                               thought=thought, reason="the action line holds an Observation, "
+                               "not a tool name; write 'Action: tool_name[arguments]' and let the "
+                               "loop write the observation")
+        if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
+            return ParseResult("error", input=result.input, thought=thought, forged=forged,
+                               dialect=result.dialect, kept=kept,
+                               reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
         if name.lower() in FINISH_NAMES:
             answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
             return ParseResult("final", answer=answer, thought=thought, forged=forged,
@@ -283,6 +363,7 @@ def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
 
 def _find_action(text: str):
     """First ``Action:`` label in either text dialect, as ``(start, end, result)``."""
+    blob_searched = False
     for m in _ACTION_LINE.finditer(text):
         rest_start = m.end()
         line_end = text.find("\n", rest_start)
@@ -290,9 +371,13 @@ def _find_action(text: str):
         rest = text[rest_start:line_end].strip()
         if not rest:
             # "Action:" alone on its line: a JSON blob below, or "Action Input" style name below.
-            blob = _find_json_blob(text, rest_start)
-            if blob is not None:
-                return (m.start(), blob[1], blob[2])
+            # The blob search reads on to the end of the text, so it runs once, at the first
+            # such line (once per line would be quadratic: "Action:\n{\n" * 10_000).
+            if not blob_searched:
+                blob_searched = True
+                blob = _find_json_blob(text, rest_start)
+                if blob is not None:
+                    return (m.start(), blob[1], blob[2])
             continue
         bracket = _bracket_call(text, rest_start, line_end)
         if bracket is not None:
@@ -313,19 +398,24 @@ def _find_action(text: str):
 
 
 def _bracket_call(text: str, start: int, line_end: int):
-    """``name[args]`` on the line from ``start``: (name, args, end), brackets balanced; or None."""
-    line = text[start:line_end]
-    m = re.match(r"[ \t]*([^\[\]\n{}]*?)[ \t]*\[", line)
-    if not m or not m.group(1).strip():
+    """``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
+
+    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
+    """
+    open_at = text.find("[", start, line_end)
+    if open_at < 0:
         return None
-    name = m.group(1).strip("`*\"' ")
+    name = text[start:open_at]
+    if not name.strip() or any(ch in name for ch in "]{}"):
+        return None
+    name = name.strip(" \t").strip("`*\"' ")
     depth = 0
-    for i in range(m.end() - 1, len(line)):
-        depth += {"[": 1, "]": -1}.get(line[i], 0)
+    for b in _BRACKET.finditer(text, open_at, line_end):
+        depth += 1 if b.group() == "[" else -1
         if depth == 0:
-            return name, line[m.end():i], start + i + 1
+            return name, text[open_at + 1:b.start()], b.end()
     # Never closed on this line: the model was cut off mid-call; take the rest of the line.
-    return name, line[m.end():], line_end
+    return name, text[open_at + 1:line_end], line_end
 
 
 def _input_value(text: str, start: int):
@@ -336,12 +426,9 @@ def _input_value(text: str, start: int):
     if not rest or rest.startswith(("{", "```")):
         j = start
         # skip blank lines and fences to the value
-        while True:
-            m = re.match(r"[ \t]*(?:```[\w-]*)?[ \t]*\n", text[j:])
-            if not m or m.end() == 0:
-                break
-            j += m.end()
-        if text[j:].lstrip(" \t").startswith("{"):
+        while (m := _BLANK_OR_FENCE_LINE.match(text, j)) is not None:
+            j = m.end()
+        if _SPACES_THEN_BRACE.match(text, j):
             j = text.index("{", j)
             end = _balanced_end(text, j)
             if end is not None:
@@ -353,32 +440,75 @@ def _input_value(text: str, start: int):
     return _clean_input(rest), line_end
 
 
+_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
+_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
+_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
+
+
+def _objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
+    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
+
+    ``end`` is just past the matching ``}``, or None if the object is never closed.
+    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
+    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
+    (a backslash escapes the next character) or at the end of its line: JSON and
+    Python strings never hold a raw line break, prose quotes often run wild. An
+    apostrophe inside a word (``don't``) opens nothing.
+
+    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
+    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
+    """
+    spans: list[list] = []           # [open, end] per object found
+    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
+    unclosed = 0                     # objects in spans still waiting for their "}"
+    quote = None                     # the quote of the string being read
+    pos = start
+    while True:
+        if quote:
+            pattern = _QUOTES[quote]
+        else:
+            pattern = _IN_OBJECT if stack else _OPEN_BRACE
+        m = pattern.search(text, pos)
+        if m is None:
+            break
+        i, ch = m.start(), m.group()
+        pos = i + 1
+        if quote:
+            if ch == "\\":
+                pos += 1                 # the escaped character is skipped
+            else:
+                quote = None             # the closing quote, or the end of the line
+        elif ch == "{":
+            if len(spans) < limit:
+                stack.append(len(spans))
+                spans.append([i, None])
+                unclosed += 1
+            else:
+                stack.append(None)
+        elif ch == "}":
+            k = stack.pop()
+            if k is not None:
+                spans[k][1] = i + 1
+                unclosed -= 1
+                if unclosed == 0 and len(spans) == limit:
+                    break
+        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
+            quote = ch
+    return [(j, end) for j, end in spans]
+
+
 def _balanced_end(text: str, start: int) -> int | None:
     """End index just past the ``{...}`` that opens at ``start``, respecting strings; None if unclosed."""
-    depth, quote, escape = 0, None, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == quote:
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+    return _objects(text, start, limit=1)[0][1]
 
 
 def _load_object(blob: str) -> Any:
-    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither."""
-    for loader in (json.loads, ast.literal_eval):
+    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
+
+    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
+    """
+    loaders = (json.loads, ast.literal_eval) if len(blob) <= _LITERAL_MAX else (json.loads,)
+    for loader in loaders:
         try:
             return loader(blob)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -388,11 +518,8 @@ def _load_object(blob: str) -> Any:
 
 def _find_json_blob(text: str, start: int):
     """First ``{"action": ..., "action_input": ...}`` object at or after ``start`` (fences ignored)."""
-    # Only the first few opening braces are tried: enough for any real completion, and it
-    # keeps adversarial text ("{" * 50_000) linear instead of quadratic.
-    for m in itertools.islice(re.finditer(r"\{", text[start:]), 16):
-        j = start + m.start()
-        end = _balanced_end(text, j)
+    # Only the first few objects are tried: enough for any real completion.
+    for j, end in _objects(text, start, limit=16):
         if end is None:
             continue
         obj = _load_object(text[j:end])

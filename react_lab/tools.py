@@ -265,13 +265,22 @@ SCHEDULE_PAYMENT = _schema(
             "description": "amount to pay in dollars, e.g. 48200 or 129.00", "examples": [100]})
 
 
+def _dollars(amount: Any) -> float:
+    """A payment amount in dollars: a number or plain decimal text with at most 2 decimals.
+
+    ``True``, ``"1e-9"``, ``"1_000"``, ``"0.001"``, ``nan`` raise ToolError: money is never
+    guessed from a near miss.
+    """
+    text = str(amount).strip() if isinstance(amount, (str, int, float)) and not isinstance(amount, bool) else None
+    if text is None or not re.fullmatch(r"\d+(?:\.\d{1,2})?|\d*\.\d{1,2}", text.removesuffix(".0")):
+        raise ToolError(f"amount must be a number of dollars with at most 2 decimals, like 48200 "
+                        f"or 129.00, not {amount!r}")
+    return float(text)
+
+
 def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | str) -> dict:
     """Schedule `amount` dollars on an approved supplier invoice; ToolError if not allowed."""
-    try:
-        amount = float(amount)
-    except (TypeError, ValueError):
-        raise ToolError(f"amount must be a number of dollars like 48200 or 129.00,"
-                        f" not {amount!r}") from None
+    amount = _dollars(amount)
     row = conn.execute(
         "SELECT kind, total, status,"
         " total - (SELECT coalesce(sum(amount), 0) FROM payments WHERE invoice_id = i.id)"
@@ -342,13 +351,31 @@ def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
+def _is_shipped(path: Path) -> bool:
+    """True for the installed database file and for the repository's own ``react_lab/data/`` copy.
+
+    A non-editable install (as on Binder) puts ``DB_PATH`` in site-packages; the file in the
+    repository is just as shipped.
+    """
+    resolved = path.resolve()
+    if resolved == DB_PATH or DB_PATH.exists() and os.path.samefile(path, DB_PATH):
+        return True
+    return resolved.name == DB_PATH.name and resolved.parent.parts[-2:] == ("react_lab", "data")
+
+
 def payment_tools(db_path: str | Path) -> dict[str, Tool]:
     """Return {"schedule_payment": Tool} writing to the copy at db_path; ToolError for DB_PATH."""
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(f"no database at {db_path}; make one with working_copy()")
-    if db_path.resolve() == DB_PATH or DB_PATH.exists() and os.path.samefile(db_path, DB_PATH):
+    if _is_shipped(db_path):
         raise ToolError("refusing to write to the shipped database; pass working_copy() instead")
+    with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as probe:
+        try:
+            probe.execute("SELECT count(*) FROM scheduled_payments").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{db_path} is not a copy of the billing database ({exc}); "
+                             "make one with working_copy()") from None
     conn = sqlite3.connect(db_path, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     tool = Tool("schedule_payment", functools.partial(schedule_payment, conn),

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # Set up (first time only) and open JupyterLab on the notebooks, with the embedded model ready.
+# Extra arguments go to `jupyter lab`, e.g. `bash scripts/workshop.sh --port 8899 --no-browser`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-env.sh
-exec .venv/bin/jupyter lab --notebook-dir=notebooks "$@" notebooks/01_text_protocol.ipynb
+extra=()
+# Jupyter refuses to start as root unless told to; in a container (Docker, a CI runner)
+# root is often the only user, so say it for them.
+if [ "$(id -u)" -eq 0 ]; then
+  extra+=(--allow-root)
+fi
+# ${extra[@]+...}: an empty array is "unbound" to `set -u` in bash 3.2 (macOS).
+exec .venv/bin/jupyter lab --notebook-dir=notebooks ${extra[@]+"${extra[@]}"} "$@" \
+  notebooks/01_text_protocol.ipynb

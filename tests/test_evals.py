@@ -1,5 +1,4 @@
 """The evaluation harness: task set, scorer, runner, cache, metrics, logs and the CLI."""
-import importlib.util
 import json
 import re
 import time
@@ -373,13 +372,6 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["success_rate"] == 0.0 and out["protocol"] == "native"
-
-
-@pytest.mark.skipif(importlib.util.find_spec("react_lab.native") is not None,
-                    reason="react_lab.native exists")
-def test_cli_eval_native_without_the_module_says_so(capsys):
-    assert main(["eval", "--n", "1", "--protocol", "native"]) == 2
-    assert "react_lab.native" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the real model

@@ -310,7 +310,8 @@ def test_an_empty_result_is_not_retrieval(tools):
 
 
 @pytest.mark.parametrize("text", ["answer", "<the answer>", "<your answer>", "...", "Answer", "…",
-                                  "  <your answer here>  "])
+                                  "  <your answer here>  ", "N/A", "{{answer}}", "$ANSWER",
+                                  "<Your answer here>.", "your final answer"])
 def test_placeholders(text, tools):
     assert is_placeholder(text)
     model = ScriptedModel([" a\nAction: find_invoice[INV-2291]", f"Answer: {text}", "Answer: approved"])
@@ -320,7 +321,8 @@ def test_placeholders(text, tools):
     assert loose.answer == text.strip()
 
 
-@pytest.mark.parametrize("text", ["No", "None", "60 days", "INV-2041 twice", "<b>bold</b> claims"])
+@pytest.mark.parametrize("text", ["No", "None", "60 days", "INV-2041 twice", "<b>bold</b> claims",
+                                  "$129.00", "Yes."])
 def test_real_answers_are_not_placeholders(text):
     assert not is_placeholder(text)
 
@@ -478,3 +480,49 @@ def test_a_broken_approver_or_call_is_a_no_not_a_crash(payment_setup):
     guards.start("q")
     out = guards.run_tool(tools, "search", ["x"], call=exploding)
     assert out.error and "disk on fire" in out.text and out.guard is None
+
+
+# --- what a tester found -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("last", ["Answer: <your answer>", "Answer:", "Final Answer: ...",
+                                  "**Answer:** answer", "Error: search failed"])
+def test_a_best_effort_placeholder_is_no_answer(tools, last):
+    result = ask("q", ScriptedModel([last]), tools, max_steps=2)
+    assert result.answer is None and "no answer" in result.steps[-1].error
+
+
+def test_a_labelled_best_effort_answer_keeps_its_content(tools):
+    model = ScriptedModel([" a\nAction: find_invoice[INV-2291]", " b\nAction: find_invoice[INV-2041]",
+                           "Answer: INV-2291 is approved."])
+    result = ask("q", model, tools, max_steps=2)
+    assert result.answer == "[best effort] INV-2291 is approved."
+
+
+@pytest.mark.parametrize("verdict", ["no", "n", "", None, 1, "yes"])
+def test_only_true_approves_in_the_text_loop(payment_setup, verdict):
+    copy, tools = payment_setup
+    result = ask("q", ScriptedModel(INJECTED), tools, guards=Guards(approve=lambda n, a: verdict))
+    assert result.steps[1].guard == "approval" and scheduled(copy) == 0
+
+
+def test_error_observations_are_truncated_too(tools):
+    huge = "ch_" + "x" * 20_000
+    result = ask("q", ScriptedModel([f" a\nAction: get_charge[{huge}]", "Answer: none"]), tools,
+                 guards=Guards(observation_chars=500))
+    obs = result.steps[0].observation
+    assert obs.startswith("Error:") and len(obs) < 700 and "truncated by the loop" in obs
+    assert len(result.steps[0].error) < 700
+    whole = ask("q", ScriptedModel([f" a\nAction: get_charge[{huge}]", "Answer: none"]), tools,
+                guards=Guards(observation_chars=None))
+    assert len(whole.steps[0].observation) > 20_000
+
+
+def test_a_timed_out_side_effect_says_its_outcome_is_unknown(payment_setup):
+    copy, tools = payment_setup
+    slow = {**tools, "schedule_payment": Tool(
+        "schedule_payment", lambda invoice_id, amount: time.sleep(2) or {"status": "scheduled"},
+        "slow payment", tools["schedule_payment"].parameters, side_effect=True)}
+    model = ScriptedModel([" pay\nAction: schedule_payment[INV-2291, 100]", "Answer: unknown"])
+    result = ask("q", model, slow, guards=Guards(approve=lambda n, a: True, tool_timeout=0.3))
+    assert result.steps[0].guard == "tool_timeout"
+    assert "outcome is unknown" in result.steps[0].observation and "Do not call it again" in result.steps[0].observation

@@ -209,3 +209,49 @@ def test_cli_native_scripted_repeat_forever_stops(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["stopped_by"] in ("repeat", "max_steps") and len(out["steps"]) <= 5 + 1
     assert len([s for s in out["steps"] if s["action"] and s["guard"] is None]) == 1
+
+
+# --- what a tester found -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("verdict", ["no", "n", "", None, 1, "yes", [True]])
+def test_only_true_approves(payment_setup, verdict):
+    from react_lab.native import execute_call, tool_call
+
+    copy, tools = payment_setup
+    pay = call("schedule_payment", invoice_id="INV-2291", amount=48200)
+    result = ask_native("q", ScriptedChatModel([pay, answer("no")]), tools,
+                        guards=Guards(approve=lambda name, args: verdict))
+    assert result.steps[0].guard == "approval" and scheduled(copy) == 0
+    obs = execute_call(tools, tool_call("c1", "schedule_payment", {"invoice_id": "INV-2291",
+                                                                   "amount": 48200}),
+                       approve=lambda name, args: verdict)
+    assert "not approved" in obs.error and scheduled(copy) == 0
+
+
+@pytest.mark.parametrize("reply", [
+    {"thought": "I will pay the invoice now", "tool_calls": ["schedule_payment"]},
+    {"thought": "I will pay", "tool_calls": [1, 2]},
+    {"thought": "x", "tool_calls": [{"name": 5, "arguments": {}}]},
+    {"thought": "", "answer": 42}, {}, [1, 2, 3], "5", "null"])
+def test_a_malformed_reply_is_never_an_answer(reply):
+    result = ask_native("q", ScriptedChatModel([reply]), TOOLS, max_steps=2,
+                        guards=Guards(best_effort=False))
+    assert result.answer is None and result.stopped_by == "max_steps"
+    assert "neither tool calls nor an answer" in result.steps[0].error
+    assert "cut off" not in result.steps[0].error
+
+
+def test_a_cut_off_reply_still_says_cut_off():
+    steps = list(run_native("q", ScriptedChatModel(['{"thought": "a refund of']), TOOLS, max_steps=1,
+                            guards=Guards(best_effort=False)))
+    assert "cut off" in steps[0].error
+
+
+def test_a_text_protocol_script_is_refused_for_the_native_loop(tmp_path):
+    path = tmp_path / "text.json"
+    path.write_text(json.dumps([" I need it.\nAction: find_invoice[INV-2291]", "Answer: x"]))
+    with pytest.raises(ValueError, match="text-protocol completions"):
+        ScriptedChatModel.from_json(path)
+    path.write_text(json.dumps([FIND, 5]))
+    with pytest.raises(ValueError, match="reply 2 is neither"):
+        ScriptedChatModel.from_json(path)

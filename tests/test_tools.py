@@ -358,3 +358,41 @@ def test_shipped_db_unchanged_after_using_every_tool(tools):
         if name in tools:
             T.call_tool(tools, name, args)
     assert T.db_checksum() == SHIPPED_SUM
+
+
+# --- what a tester found -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("amount", [True, "1e-9", "0.001", "1_000", float("nan"), 1e-9, "12,000",
+                                    None, [100], " ", "inf"])
+def test_schedule_payment_refuses_amounts_that_are_not_plain_dollars(tmp_path, amount):
+    from react_lab.tools import ToolError, payment_tools, schedule_payment, working_copy
+
+    copy = working_copy(tmp_path)
+    tool = payment_tools(copy)["schedule_payment"]
+    with pytest.raises(ToolError, match="at most 2 decimals"):
+        schedule_payment(tool.fn.args[0], "INV-2291", amount)
+    tool.fn.args[0].close()
+    assert T.db_checksum(copy) == T.db_checksum()
+
+
+@pytest.mark.parametrize("amount", [100, 100.5, "100", "100.25", 100.0])
+def test_schedule_payment_takes_plain_amounts(tmp_path, amount):
+    from react_lab.tools import payment_tools, working_copy
+
+    tool = payment_tools(working_copy(tmp_path))["schedule_payment"]
+    assert tool.fn("INV-2291", amount)["status"] == "scheduled"
+    tool.fn.args[0].close()
+
+
+def test_payment_tools_refuse_the_repository_copy_and_non_databases(tmp_path):
+    from react_lab.tools import ToolError, payment_tools
+
+    repo_copy = tmp_path / "react_lab" / "data" / "billing.sqlite"
+    repo_copy.parent.mkdir(parents=True)
+    repo_copy.write_bytes(T.DB_PATH.read_bytes())
+    with pytest.raises(ToolError, match="shipped database"):
+        payment_tools(repo_copy)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database")
+    with pytest.raises(ValueError, match="not a copy of the billing database"):
+        payment_tools(text)
