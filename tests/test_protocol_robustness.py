@@ -85,6 +85,12 @@ def test_json_action_found_past_prose_braces_and_stray_quotes(text):
     assert (r.kind, r.tool, r.input) == ("action", "search", "refunds")
 
 
+@pytest.mark.parametrize("text", ["Action: ''", 'Action: ""\nAction Input: refunds', "Action: ``"])
+def test_an_action_line_without_a_tool_name_is_an_error(text):
+    r = parse(text)
+    assert r.kind == "error" and "names no tool" in r.reason
+
+
 # ---- forged observations, whatever their spelling -----------------------------------------
 
 FORGED = [
