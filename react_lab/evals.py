@@ -3,8 +3,9 @@
 "Read ten traces, then measure." This module is the measuring half, in four parts, in
 the order ``08_evaluation.ipynb`` uses them:
 
-1. the task set -- 50 questions over the billing database and the help articles, with
-   gold answers computed by SQL (``react_lab/data/build_tasks.py`` writes ``tasks.json``);
+1. the task set -- 206 questions over the billing database and the help articles, with
+   gold answers computed by SQL (``react_lab/data/build_tasks.py`` writes ``tasks.json``),
+   split into a ``dev`` half to tune on and a ``test`` half to report on;
 2. the scorer -- :func:`score` compares an answer to the gold one after normalising
    numbers, dates, ids and yes/no (the rules are in its docstring);
 3. the runner -- :func:`evaluate` runs any backend over the set with the text protocol
@@ -74,12 +75,20 @@ class Task:
                    sql=d.get("sql", ""), params=tuple(d.get("params", ())))
 
 
-def load_tasks(path: str | Path = TASKS_PATH, *, n: int | None = None) -> list[Task]:
-    """Load the evaluation set (first ``n`` tasks if given); FileNotFoundError names the build command."""
+def load_tasks(path: str | Path = TASKS_PATH, *, n: int | None = None,
+               split: str | None = None) -> list[Task]:
+    """Load the evaluation set: every task, or those of ``split`` (``"dev"`` or ``"test"``).
+
+    Then the first ``n`` tasks if given. Tune on ``dev``; report results on ``test``.
+    FileNotFoundError names the build command; ValueError for a bad ``n`` or ``split``.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no task set at {path}; build it: python -m react_lab.data.build_tasks")
-    tasks = [Task.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))]
+    if split not in (None, "dev", "test"):
+        raise ValueError(f"unknown split {split!r}; use dev or test (or None for all tasks)")
+    tasks = [Task.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))
+             if split is None or d.get("split") == split]
     if n is not None and n < 1:
         raise ValueError(f"n must be at least 1, not {n}")
     return tasks[:n] if n else tasks
