@@ -8,12 +8,13 @@ from __future__ import annotations
 import sys
 import time
 
+from .cost import encoding
+from .models import local_model, smollm2_path
+from .tools import DB_PATH, open_db
+
 
 def checks():
     """Yield ``(name, ok, detail)`` for each readiness check (loads the model once)."""
-    from .models import local_model, smollm2_path
-    from .tools import DB_PATH, open_db
-
     try:
         path = smollm2_path()
         yield "embedded model file", True, f"{path.name} ({path.stat().st_size / 1e6:.0f} MB)"
@@ -31,8 +32,6 @@ def checks():
     n = conn.execute("select count(*) from invoices").fetchone()[0]
     yield "billing database", True, f"{DB_PATH.name}: {n} invoices, opened read-only"
     try:
-        from .cost import encoding
-
         yield "tiktoken cl100k_base (offline)", True, f"{len(encoding().encode('hello world'))} tokens"
     except ImportError:
         pass

@@ -17,6 +17,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import solutions
+from .tools import default_tools
+
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
 
 
@@ -30,8 +33,6 @@ class Case:
 
 
 def _tools():
-    from .tools import default_tools
-
     return default_tools()
 
 
@@ -154,8 +155,6 @@ def check(name: str, fn: Callable) -> bool:
     ``AssertionError``, so CI notices a wrong reference solution.
     """
     if solutions_mode():
-        from . import solutions
-
         fn = getattr(solutions, name)
     passed, total, failure = run_cases(name, fn)
     source = " (reference solution)" if solutions_mode() else ""

@@ -16,6 +16,10 @@ The three backends:
 * :class:`ScriptedModel` -- replays fixed completions and applies ``stop`` the way a
   provider does (cut at the first stop string, stop string not returned,
   ``finish_reason="stop"``).
+
+:class:`ForcedModel` wraps a real backend: the real model reads every prompt (real token
+counts) but the text comes from a script. The chat backends of native tool calling are
+in :mod:`react_lab.chat`.
 """
 from __future__ import annotations
 
@@ -27,12 +31,16 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 GGUF_ENV = "REACT_LAB_GGUF"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+#: Completion tokens per model call when the caller does not say (both loops, the CLI).
+MAX_TOKENS = 256
 
 
 @dataclass
@@ -67,6 +75,28 @@ def check_count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens) -> None:
+    """Refuse arguments a loop cannot run with, before it does anything.
+
+    ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
+    text loop (:func:`run`), ``"chat"`` for the native one. Raises ``TypeError`` when
+    ``model`` has no such method or ``tools`` is not a dict of name -> Tool, and
+    ``ValueError`` when ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
+    """
+    if not callable(getattr(model, model_method, None)):
+        hint = (" (build one from a spec with react_lab.models.load_model(...))"
+                if isinstance(model, str) else "")
+        raise TypeError(f"model must be a backend with a {model_method}(...) method, "
+                        f"got {type(model).__name__} {model!r:.60}{hint}")
+    if not isinstance(tools, Mapping):
+        raise TypeError("tools must be a dict of tool name -> Tool, such as "
+                        f"react_lab.tools.default_tools(); got {type(tools).__name__}"
+                        + (" (from a list: {t.name: t for t in tools})"
+                           if isinstance(tools, (list, tuple)) else ""))
+    check_count("max_steps", max_steps)
+    check_count("max_tokens", max_tokens)
 
 
 def apply_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
@@ -135,7 +165,7 @@ class LocalModel:
     def llm(self):
         """The underlying ``llama_cpp.Llama``, loaded once."""
         if self._llm is None:
-            from llama_cpp import Llama  # heavy import, done lazily
+            from llama_cpp import Llama  # heavy, optional: loads llama.cpp
 
             self._llm = Llama(
                 model_path=str(self.path or smollm2_path()),
@@ -180,25 +210,30 @@ class LocalModel:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = 256) -> Completion:
+                 max_tokens: int = MAX_TOKENS) -> Completion:
         """Continue ``prompt`` by at most ``max_tokens`` tokens; stop strings cut as providers cut.
 
         Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (llama.cpp
         reads 0 or a negative number as "no limit" and fills the context window).
         """
         check_count("max_tokens", max_tokens)
+        return self.generate(self.render(prompt), max_tokens=max_tokens,
+                             temperature=self.temperature, stop=list(stop) if stop else None,
+                             seed=self.seed)
+
+    def generate(self, text: str, **options) -> Completion:
+        """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is (no template).
+
+        One generation at a time on the shared weights. ``evaluated_tokens`` counts the
+        prompt tokens after the prefix shared with the previous call: llama.cpp keeps
+        that prompt's KV cache and evaluates only the rest again (at least one token).
+        """
         with self._lock:
             llm = self.llm
-            text_in = self.render(prompt)
-            tokens = llm.tokenize(text_in.encode("utf-8"), add_bos=False, special=True)
-            # llama.cpp keeps the previous prompt's KV cache: only the tokens after the
-            # longest common prefix are evaluated again.
-            cached = _common_prefix(list(llm._input_ids[: llm.n_tokens]), tokens)
+            tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            cached = common_prefix(llm._input_ids[: llm.n_tokens], tokens)
             t0 = time.perf_counter()
-            out = llm.create_completion(
-                text_in, max_tokens=max_tokens, temperature=self.temperature,
-                stop=list(stop) if stop else None, seed=self.seed,
-            )
+            out = llm.create_completion(text, **options)
             seconds = time.perf_counter() - t0
         choice = out["choices"][0]
         usage = out.get("usage", {})
@@ -234,7 +269,8 @@ def default_threads() -> int:
                       else os.cpu_count() or 1))
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading items ``a`` and ``b`` share (token ids of two prompts)."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -254,6 +290,25 @@ def local_model() -> LocalModel:
     return _LOCAL
 
 
+def openai_model_name(model: str | None) -> str:
+    """``model``, else ``OPENAI_MODEL``; ValueError when neither names a model."""
+    name = model or os.environ.get("OPENAI_MODEL")
+    if not name:
+        raise ValueError("no model name: pass model= or set OPENAI_MODEL")
+    return name
+
+
+def openai_client(*, base_url: str | None = None, api_key: str | None = None,
+                  timeout: float = 60.0):
+    """An ``openai.OpenAI`` client; ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL``
+    and ``OPENAI_API_KEY`` (a local server needs no key: ``"not-needed"`` is sent)."""
+    from openai import OpenAI  # slow to import (~0.5 s); only the OpenAI backends need it
+
+    return OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+                  api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+                  timeout=timeout)
+
+
 class OpenAIModel:
     """Any OpenAI-compatible completions endpoint, through the ``openai`` SDK.
 
@@ -264,29 +319,19 @@ class OpenAIModel:
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None,
                  api_key: str | None = None, temperature: float = 0.0, timeout: float = 60.0):
-        from openai import OpenAI
-
-        self.model = model or os.environ.get("OPENAI_MODEL")
-        if not self.model:
-            raise ValueError("no model name: pass model= or set OPENAI_MODEL")
-        self.client = OpenAI(base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
-                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-                             timeout=timeout)
+        self.name = openai_model_name(model)
+        self.client = openai_client(base_url=base_url, api_key=api_key, timeout=timeout)
         self.temperature = temperature
 
-    @property
-    def name(self) -> str:
-        return self.model
-
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = 256) -> Completion:
+                 max_tokens: int = MAX_TOKENS) -> Completion:
         """Continue ``prompt`` by at most ``max_tokens`` tokens; the first four stop strings are sent.
 
         Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1, before any request.
         """
         check_count("max_tokens", max_tokens)
         t0 = time.perf_counter()
-        kwargs: dict[str, Any] = dict(model=self.model, prompt=prompt, max_tokens=max_tokens,
+        kwargs: dict[str, Any] = dict(model=self.name, prompt=prompt, max_tokens=max_tokens,
                                       temperature=self.temperature)
         if stop:
             kwargs["stop"] = list(stop)[:4]  # the API accepts at most four stop strings
@@ -318,11 +363,7 @@ class ScriptedModel:
         self.repeat_last = repeat_last
         self.prompts: list[str] = []
         self.calls = 0
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        return self._name
+        self.name = name
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "ScriptedModel":
@@ -347,7 +388,7 @@ class ScriptedModel:
         return cls(items, name=f"scripted:{path.name}")
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = 256) -> Completion:
+                 max_tokens: int = MAX_TOKENS) -> Completion:
         """Replay the next completion, cut at ``stop``, then to ``max_tokens`` words.
 
         Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (the call is
@@ -367,6 +408,35 @@ class ScriptedModel:
         return Completion(text=text, finish_reason=reason,
                           prompt_tokens=len(prompt.split()),
                           completion_tokens=len(text.split()))
+
+
+class ForcedModel:
+    """Send every prompt to a real model, but answer from a script (teacher forcing).
+
+    The wrapped model (``inner``) reads each prompt and writes one token that is thrown
+    away, so ``prompt_tokens`` and ``evaluated_tokens`` are its real numbers; the text is
+    the next of ``completions`` (the last one repeats), counted with
+    ``inner.count_tokens``. Use it to get a run of a known number of steps, with real
+    token accounting, from a model that would stop early.
+    """
+
+    def __init__(self, model, completions: Sequence[str]):
+        if not completions:
+            raise ValueError("a forced model needs at least one completion")
+        self.inner, self.completions, self.calls = model, list(completions), 0
+
+    @property
+    def name(self) -> str:
+        return f"forced:{self.inner.name}"
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
+                 max_tokens: int = MAX_TOKENS) -> Completion:
+        real = self.inner.complete(prompt, stop=stop, max_tokens=1)
+        text = self.completions[min(self.calls, len(self.completions) - 1)]
+        self.calls += 1
+        return Completion(text=text, finish_reason="stop", prompt_tokens=real.prompt_tokens,
+                          completion_tokens=self.inner.count_tokens(text), seconds=real.seconds,
+                          evaluated_tokens=real.evaluated_tokens)
 
 
 def load_model(spec: str | None = "local"):

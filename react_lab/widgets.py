@@ -6,6 +6,16 @@ set ``.value`` on a control, call ``.click()`` on a button, read the attributes.
 """
 from __future__ import annotations
 
+import html
+
+from . import forge
+from .loop import run
+from .models import local_model
+from .parser import find_forged
+from .protocol import STOP, build_prompt
+from .tools import default_tools
+from .trace import Transcript
+
 
 def make_stepper_widget(question: str, model, tools, **run_kwargs):
     """Return a VBox that advances the text loop one step per click of its button.
@@ -16,15 +26,10 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     :class:`react_lab.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
     :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``).
     """
-    import html
-
-    import ipywidgets as w
-
-    from .loop import run
-    from .trace import Transcript
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     transcript = Transcript()
-    events = run(question, model, tools, transcript=transcript, **run_kwargs)
+    steps = run(question, model, tools, transcript=transcript, **run_kwargs)
     button = w.Button(description="Next step", icon="step-forward", button_style="primary")
     status = w.HTML("<i>Press the button: the model writes, then the loop writes.</i>")
     view = w.HTML(transcript.render_html())
@@ -34,16 +39,16 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
 
     def describe(step) -> str:
         if step.answer is not None:
-            return f"step {step.step}: the model answered: <b>{html.escape(step.answer)}</b>"
+            return f"step {step.number}: the model answered: <b>{html.escape(step.answer)}</b>"
         if step.action:
             what = f"<code>{html.escape(step.action['tool'])}{html.escape(str(step.action['args']))}</code>"
-            return f"step {step.step}: the model asked for {what}; the loop ran it and wrote the observation"
-        return f"step {step.step}: no action parsed; the loop wrote: {html.escape(step.error or '')}"
+            return f"step {step.number}: the model asked for {what}; the loop ran it and wrote the observation"
+        return f"step {step.number}: no action parsed; the loop wrote: {html.escape(step.error or '')}"
 
     def advance(_=None):
         if box.done:
             return
-        step = next(events, None)
+        step = next(steps, None)
         if step is None:
             box.done = True
         else:
@@ -62,19 +67,14 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
 def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int | None = None):
     """Return a VBox that runs one first-step completion with the stop sequence on or off.
 
-    Controls: ``stop`` (Checkbox: send ``protocol.STOP``), ``question`` (Dropdown over
+    Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
     :func:`react_lab.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
     forged or not), ``completion`` (the last :class:`react_lab.models.Completion`).
     ``model`` defaults to the embedded model, loaded on the first click.
     """
-    import html
-
-    import ipywidgets as w
-
-    from . import forge, protocol
-    from .tools import default_tools
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     tools = default_tools() if tools is None else tools
     max_tokens = forge.MAX_TOKENS if max_tokens is None else max_tokens
@@ -92,14 +92,12 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     def complete(_=None):
         nonlocal model
         if model is None:
-            from .models import local_model
-
             model = local_model()
-        prompt = protocol.build_prompt(question.value, tools.values())
-        c = model.complete(prompt, stop=protocol.STOP if stop.value else None, max_tokens=max_tokens)
-        forged = protocol.find_forged(c.text) is not None
+        prompt = build_prompt(question.value, tools.values())
+        c = model.complete(prompt, stop=STOP if stop.value else None, max_tokens=max_tokens)
+        forged = find_forged(c.text) is not None
         box.completion = c
-        sent = f"stop={html.escape(str(protocol.STOP))}" if stop.value else "no stop sequence"
+        sent = f"stop={html.escape(str(STOP))}" if stop.value else "no stop sequence"
         verdict = ("<b style='color:#b91c1c'>the model wrote its own Observation</b>" if forged
                    else "no model-written Observation")
         status.value = (f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
@@ -121,9 +119,7 @@ def make_approval_widget():
     ``approved`` (list of approved ``(tool, args)`` not used yet), ``decisions`` (list of
     ``{"tool", "args", "decision"}``), ``request`` and ``history`` (HTML).
     """
-    import html
-
-    import ipywidgets as w
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     request = w.HTML("<i>No side-effecting call is waiting.</i>")
     approve_button = w.Button(description="Approve", icon="check", button_style="warning",

@@ -1,12 +1,12 @@
-"""The text protocol: the seed's strict regex, the tolerant parser, real-world cases."""
+"""The text protocol and the tolerant parser: the seed's strict regex, real-world cases, the prompt."""
 import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from react_lab.protocol import (ACTION_RE, STOP, find_forged, parse, strict_parse,
-                                trim_partial_stop)
+from react_lab.parser import find_forged, parse, trim_partial_stop
+from react_lab.protocol import ACTION_RE, STOP, strict_parse
 
 CASES_FILE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "public-parse-failures.jsonl"
 CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()] \
@@ -170,7 +170,7 @@ LABELLY = st.sampled_from(["Thought:", "Action:", "Action 2:", "Action Input:", 
 @given(st.lists(st.one_of(LABELLY, st.text(max_size=12)), max_size=40), st.booleans())
 def test_parser_never_raises_on_labelled_noise(parts, with_tools):
     r = parse("".join(parts), tools=["search", "calc"] if with_tools else None)
-    assert r.kind in {"action", "final", "error"}
+    assert (r.reason is not None) == (r.kind == "error")  # only an error carries a reason
     if r.kind == "action":
         assert isinstance(r.tool, str) and r.tool
         assert isinstance(r.input, (str, dict))
@@ -179,13 +179,16 @@ def test_parser_never_raises_on_labelled_noise(parts, with_tools):
     # No model-written Observation line is kept. (The word itself may be kept, in a tool
     # input for instance: "Action: search[Observation:]\nObservation: x".)
     assert find_forged(r.kept) is None
-    assert strict_parse("".join(parts)).kind in {"action", "final", "error"}
+    strict = strict_parse("".join(parts))
+    assert (strict.kind == "final") == ("Answer:" in "".join(parts))  # the classic loop's order
+    assert (strict.reason is not None) == (strict.kind == "error")
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_parser_never_raises_on_binary(data):
-    assert parse(data.decode("utf-8", errors="replace")).kind in {"action", "final", "error"}
+    r = parse(data.decode("utf-8", errors="replace"))
+    assert (r.reason is not None) == (r.kind == "error") and find_forged(r.kept) is None
 
 
 def test_parser_survives_enormous_and_adversarial_text():
@@ -200,11 +203,12 @@ def test_parser_survives_enormous_and_adversarial_text():
 
 def test_exemplars_match_the_tools():
     """An exemplar teaches by example, so its observations must be what the tools really return."""
-    from react_lab.protocol import EXEMPLARS
+    from react_lab.protocol import EXEMPLARS, EXTRA_EXEMPLARS
     from react_lab.tools import call_tool, default_tools
 
     tools = default_tools()
-    for ex in EXEMPLARS:
+    assert len(EXEMPLARS) == len(EXTRA_EXEMPLARS) == 3
+    for ex in (*EXEMPLARS, *EXTRA_EXEMPLARS):
         for _, action, observation in ex.steps:
             parsed = parse(f"Action: {action}", tools=list(tools))
             assert parsed.kind == "action", action
@@ -225,3 +229,17 @@ def test_prompt_has_labels_tools_exemplar_and_question():
     assert prompt.endswith("Question: Was cus_8812 charged twice?\nThought:")
     three = build_prompt("q", tools.values(), EXEMPLARS)
     assert all(ex.question in three for ex in EXEMPLARS)
+
+
+def test_the_guards_add_to_the_prompt_through_build_prompt_only():
+    from react_lab.guards import CITATION_NOTE, DATA_NOTE, Guards
+    from react_lab.protocol import EXEMPLARS, INSTRUCTIONS, build_prompt
+    from react_lab.tools import default_tools
+
+    tools = default_tools()
+    plain = build_prompt("q", tools.values())
+    guards = Guards(mark_data=True, require_citation=True)
+    marked = build_prompt("q", tools.values(), notes=guards.notes(), mark=guards.mark)
+    assert marked.startswith(f"{INSTRUCTIONS}\n{DATA_NOTE}\n{CITATION_NOTE}\n")
+    assert EXEMPLARS[0].question in marked and "Observation: <<data from list_invoices>> [" in marked
+    assert build_prompt("q", tools.values(), notes=Guards().notes(), mark=Guards().mark) == plain

@@ -22,6 +22,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from react_lab import protocol  # the prompt's own text is the source for two questions
+from react_lab.tools import open_db
+
 OUT = Path(__file__).resolve().parent / "tasks.json"
 
 CUSTOMER_STATUSES = ["open", "past_due", "partially_paid", "paid", "refunded"]
@@ -213,8 +216,6 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     for expr in ["129 * 3", "48200 - 1850"]:
         t.add("no_tool", f"What is {expr}? Answer directly.", f"SELECT {expr}", (), "number",
               fmt=lambda v: f"{v:g}", oracle=[])
-    from react_lab import protocol  # the prompt's own text is the source for these two
-
     who = re.search(r"Observation: .*?The (\w+) writes", protocol.INSTRUCTIONS).group(1)
     for question, gold, choices in [
         ("In this protocol, who writes the Observation lines: the model or the program?",
@@ -229,8 +230,6 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
 
 def write_tasks(out: str | Path = OUT, db: str | Path | None = None) -> Path:
     """Build the tasks from the shipped database (or ``db``) and write them as JSON."""
-    from react_lab.tools import open_db
-
     conn = open_db(db)
     try:
         tasks = build_tasks(conn)
