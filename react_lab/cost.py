@@ -31,6 +31,7 @@ import tiktoken_ext.openai_public
 from tiktoken.load import load_tiktoken_bpe
 
 from . import protocol
+from .tools import call_tool, default_tools
 
 # --------------------------------------------------------------------------- counting tokens
 
@@ -342,12 +343,20 @@ def cli_cost(args) -> int:
 def lab_exemplars(n: int) -> list:
     """``n`` exemplars: :data:`react_lab.protocol.EXEMPLARS` first, then its ``EXTRA_EXEMPLARS``.
 
-    All of them are worked exchanges over the shipped database with real tool output
-    (the tests check it). Raises ``ValueError`` if ``n`` is more than are available.
+    The extra exemplars' observations are the real tools' output on the shipped
+    database. Raises ``ValueError`` if ``n`` is more than are available.
     """
     chosen = list(protocol.EXEMPLARS[:n])
     known = {ex.question for ex in chosen}
-    chosen += [ex for ex in protocol.EXTRA_EXEMPLARS if ex.question not in known][:n - len(chosen)]
+    tools = default_tools()
+    for question, calls, final_thought, answer in protocol.EXTRA_EXEMPLARS:
+        if len(chosen) >= n:
+            break
+        if question in known:
+            continue
+        steps = tuple((thought, f"{tool}[{', '.join(args)}]", call_tool(tools, tool, args).text)
+                      for thought, tool, args in calls)
+        chosen.append(protocol.Exemplar(question, steps, final_thought, answer))
     if len(chosen) < n:
         raise ValueError(f"only {len(chosen)} exemplars are available, asked for {n}")
     return chosen

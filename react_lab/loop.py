@@ -49,15 +49,15 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     transcript = transcript if transcript is not None else Transcript()
     if not transcript.spans:  # the prompt prefix: instructions, tools, exemplars, the question
         transcript.add("prompt", build_prompt(question, tools.values(), exemplars,
-                                              notes=guards.notes(), mark=guards.mark))  # guard: data markers, citations
+                                              notes=guards.notes(), mark=guards.mark))  # guard: prompt notes
     for number in range(1, max_steps + 1):
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # the step's wall-clock seconds start here
         # 1. Send the whole transcript; the stop sequence ends the completion before an Observation.
         completion = model.complete(transcript.text, stop=STOP if stop else None, max_tokens=max_tokens)
         guards.spend(completion)  # guard: token and money budgets
-        parsed = parse(completion.text, tools=guards.tool_names(tools))
-        # 2. Append the completion: only what the model legitimately wrote (a forged
-        #    Observation, and everything after it, is dropped).
+        # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
+        #    up to the first action or answer, never an Observation the model wrote itself.
+        parsed = parse(completion.text, tools=guards.tool_names(tools))  # guard: more[page] while a page waits
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         step = Step.of(number, completion, thought=parsed.thought, forged=parsed.forged)
         if parsed.kind == "final":  # 3. Stop on an answer...
@@ -66,16 +66,17 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
                 step.answer = parsed.answer
             else:  # ...unless a guard sends it back as the observation.
                 step.record(rejected)
-        elif parsed.kind == "error":  # 4. Parse the action; what the parser could not read goes back.
+        elif parsed.kind == "error":  # 4. No action could be read: the parser's reason goes back.
             step.error = step.observation = parsed.reason
-        else:  # 5. Dispatch: run the tool, through the guards.
+        else:  # 5. Run the tool the action names, through the guards.
             step.action = {"tool": parsed.tool, "args": parsed.args}
-            step.record(guards.run_tool(tools, parsed.tool, parsed.args))  # guard: refusals, approval, timeout, size
+            step.record(guards.run_tool(tools, parsed.tool, parsed.args))  # guard: refusals, timeout, size
         if step.observation is not None:  # 6. The loop writes the observation, then the next label.
             transcript.add("loop", f"{OBSERVATION}: {step.observation}\n{THOUGHT}:",
                            kind="error" if step.error else "observation")
             if compact_transcript(transcript, guards):  # guard: context size
                 step.guard = "compacted"
+        # "answer", the name of the guard that ends the run, or None to go on:
         ended = end_step(step, guards, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
         yield step
         if ended:

@@ -105,18 +105,19 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     guards.start(question)
     messages = messages if messages is not None else []
     if not messages:
-        messages += [{"role": "system", "content": "\n".join([system, *guards.notes()])},  # guard: data markers, citations
+        notes = guards.notes()  # guard: prompt notes (data markers, citations)
+        messages += [{"role": "system", "content": "\n".join([system, *notes])},
                      {"role": "user", "content": question}]
     loop_said: list[str] = []  # the loop's own words to the model: its notes and error results
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        offered = {**tools, MORE: guards.more_tool()} if guards.pages else tools
+        offered = {**tools, MORE: guards.more_tool()} if guards.pages else tools  # guard: more[page]
         reply = model.chat(messages, tools=tool_schemas(offered), max_tokens=max_tokens)
         guards.spend(reply)  # guard: token and money budgets
         messages.append(reply.message())
         step = Step.of(number, reply, thought=reply.thought)
-        if reply.tool_calls:  # guard: each call through the guards (schema check inside)
-            observations = [_run_guarded(guards, offered, call) for call in reply.tool_calls]
+        if reply.tool_calls:  # each call runs through the guards, its schema checked inside them
+            observations = [_run_guarded(guards, offered, c) for c in reply.tool_calls]  # guard: calls
             for call, obs in zip(reply.tool_calls, observations):
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": obs.text})
             _record_calls(step, reply.tool_calls, observations)

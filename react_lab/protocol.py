@@ -100,34 +100,25 @@ EXEMPLARS: tuple[Exemplar, ...] = (
     ),
 )
 
-#: Three more, for prompts of production size (notebook 05 counts their tokens); checked
-#: against the database like :data:`EXEMPLARS`.
-EXTRA_EXEMPLARS: tuple[Exemplar, ...] = (
-    Exemplar(
-        question="Was charge ch_2mWuhH refunded?",
-        steps=(("I should look the charge up by its id.", "get_charge[ch_2mWuhH]",
-                '{"charge_id": "ch_2mWuhH", "customer_id": "cus_5777", "invoice_id": "INV-1837", "amount": 420000, "status": "refunded", "created": "2026-04-13T09:12:22", "failure_reason": null}'),),
-        final_thought="Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
-        answer="Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded.",
-    ),
-    Exemplar(
-        question="How much is still unpaid on supplier invoice INV-2291?",
-        steps=(("I need the invoice and its total first.", "find_invoice[INV-2291]",
-                '{"invoice_id": "INV-2291", "kind": "supplier", "supplier_id": "sup_101", "supplier_name": "Kestrel Rack & Power Leasing", "issued": "2026-07-02", "due": "2026-09-30", "total": 48200.0, "status": "approved", "memo": "Server rack lease, July 2026"}'),
-               ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments[INV-2291]",
-                '{"invoice_id": "INV-2291", "payments": [], "scheduled": []}')),
-        final_thought="There are no payments and none scheduled, so the whole total is unpaid.",
-        answer="All 48,200.00 dollars of INV-2291 are unpaid.",
-    ),
-    Exemplar(
-        question="When was cus_4417's last invoice issued?",
-        steps=(("I need this customer's recent invoices, newest first.",
-                "list_invoices[cus_4417, 2026-07-01]",
-                '[{"invoice_id": "INV-2088", "issued": "2026-07-14", "due": "2026-07-14", "total": 4200.0, "status": "paid", "memo": "Enterprise plan, July 2026", "emailed_at": "2026-07-14T08:10:47", "charge_ids": ["ch_9nfKQD"]}]'),),
-        final_thought="The newest invoice, INV-2088, was issued on 2026-07-14.",
-        answer="The last invoice of cus_4417, INV-2088, was issued on 2026-07-14.",
-    ),
-)
+#: Three more, for prompts of production size (notebook 05 counts their tokens), written
+#: ``(question, [(thought, tool, args)], final_thought, answer)``. The observations are
+#: not written here: :func:`react_lab.cost.lab_exemplars` runs the real tools for them.
+EXTRA_EXEMPLARS = [
+    ("Was charge ch_2mWuhH refunded?",
+     [("I should look the charge up by its id.", "get_charge", ["ch_2mWuhH"])],
+     "Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
+     "Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded."),
+    ("How much is still unpaid on supplier invoice INV-2291?",
+     [("I need the invoice and its total first.", "find_invoice", ["INV-2291"]),
+      ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments", ["INV-2291"])],
+     "There are no payments and none scheduled, so the whole total is unpaid.",
+     "All 48,200.00 dollars of INV-2291 are unpaid."),
+    ("When was cus_4417's last invoice issued?",
+     [("I need this customer's recent invoices, newest first.", "list_invoices",
+       ["cus_4417", "2026-07-01"])],
+     "The newest invoice, INV-2088, was issued on 2026-07-14.",
+     "The last invoice of cus_4417, INV-2088, was issued on 2026-07-14."),
+]
 
 
 def describe_tools(tools: Iterable[Any]) -> str:

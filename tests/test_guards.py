@@ -464,6 +464,17 @@ def test_a_best_effort_placeholder_is_no_answer(tools, last):
     assert result.answer is None and "no answer" in result.steps[-1].error
 
 
+def test_a_best_effort_that_repeats_the_loops_words_is_no_answer_but_data_is(tools):
+    steps = [" a\nAction: get_charge[ch_bad1]", " b\nAction: find_invoice[INV-2291]"]
+    echo = ask("q", ScriptedModel([*steps, "no charge 'ch_bad1'; charge ids look like ch_1KZq8f"]), tools,
+               max_steps=2)
+    assert echo.answer is None and "no answer" in echo.steps[-1].error
+    data = ask("q", ScriptedModel([*steps, "Kestrel Rack & Power Leasing"]), tools, max_steps=2)
+    assert data.answer == "[best effort] Kestrel Rack & Power Leasing"
+    kinds = dict(zip(data.transcript.kinds, [t for _, t in data.transcript.spans]))
+    assert kinds["error"].startswith("Observation: Error: no charge") and "(max_steps)" in kinds["nudge"]
+
+
 def test_a_labelled_best_effort_answer_keeps_its_content(tools):
     model = ScriptedModel([" a\nAction: find_invoice[INV-2291]", " b\nAction: find_invoice[INV-2041]",
                            "Answer: INV-2291 is approved."])

@@ -203,12 +203,11 @@ def test_parser_survives_enormous_and_adversarial_text():
 
 def test_exemplars_match_the_tools():
     """An exemplar teaches by example, so its observations must be what the tools really return."""
-    from react_lab.protocol import EXEMPLARS, EXTRA_EXEMPLARS
+    from react_lab.protocol import EXEMPLARS
     from react_lab.tools import call_tool, default_tools
 
     tools = default_tools()
-    assert len(EXEMPLARS) == len(EXTRA_EXEMPLARS) == 3
-    for ex in (*EXEMPLARS, *EXTRA_EXEMPLARS):
+    for ex in EXEMPLARS:
         for _, action, observation in ex.steps:
             parsed = parse(f"Action: {action}", tools=list(tools))
             assert parsed.kind == "action", action
