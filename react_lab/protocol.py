@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
-LABELS = (THOUGHT, ACTION, OBSERVATION)
 
 #: Sent as ``stop=``: the provider ends the completion where an observation would begin
 #: and leaves these characters out. Two forms, because models also write the label on

@@ -8,7 +8,7 @@ so the same database always gives the same 50 tasks (no randomness, no clock).
 Each task records:
 
 * ``question`` -- what the agent is asked;
-* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.evals.score` compares it
+* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.tasks.score` compares it
   (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with ``choices``,
   ``text``);
 * ``oracle`` -- the tool calls an oracle would make, ``[tool, [args...]]`` in order;
