@@ -66,7 +66,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
                 step.answer = parsed.answer
             else:  # ...unless a guard sends it back as the observation.
                 step.record(rejected)
-        elif parsed.kind == "error":  # 4. No action could be read: the parser's reason goes back.
+        elif parsed.kind == "error":  # 4. No usable action (none, or no such tool): the reason goes back.
             step.error = step.observation = parsed.reason
         else:  # 5. Run the tool the action names, through the guards.
             step.action = {"tool": parsed.tool, "args": parsed.args}
