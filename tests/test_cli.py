@@ -31,7 +31,6 @@ def usage_error(capsys, argv: list[str]) -> str:
     return capsys.readouterr().err
 
 
-
 # --------------------------------------------------------------------------- option values
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5"])
