@@ -94,7 +94,6 @@ def test_eval_and_forge_rate_refuse_bad_counts(capsys, argv, option):
     assert f"react-lab {argv[0]}: error: argument {option}:" in err
 
 
-
 # --------------------------------------------------------------------------- loading
 
 @pytest.mark.parametrize("make_spec,says", [
@@ -137,7 +136,6 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
         main(["ask", "q"])
 
 
-
 # --------------------------------------------------------------------------- --no-stop
 
 def test_no_stop_with_the_native_protocol_is_a_usage_error(capsys, script):
@@ -149,7 +147,6 @@ def test_no_stop_with_the_native_protocol_is_a_usage_error(capsys, script):
 def test_no_stop_with_the_text_protocol_still_runs(capsys, script):
     assert main(["ask", "q", "--no-stop", "--model", f"scripted:{script}", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["stopped_by"] == "answer"
-
 
 
 # --------------------------------------------------------------------------- help, progress
