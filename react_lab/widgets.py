@@ -21,29 +21,25 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     """Return a VBox that advances the text loop one step per click of its button.
 
     Attributes: ``next_button`` (Button), ``view`` (HTML: the transcript coloured by
-    owner), ``status`` (HTML: the last step's action, observation or answer),
+    owner), ``status`` (HTML) and ``status_text`` (the same as plain text, to print):
+    the last step's action, observation or answer (:func:`describe_step`),
     ``transcript`` (:class:`react_lab.trace.Transcript`), ``steps`` (list of
     :class:`react_lab.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
-    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``).
+    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``). The box carries
+    the CSS class ``react-lab-stepper`` (the browser test finds it by that).
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     transcript = Transcript()
     steps = run(question, model, tools, transcript=transcript, **run_kwargs)
     button = w.Button(description="Next step", icon="step-forward", button_style="primary")
-    status = w.HTML("<i>Press the button: the model writes, then the loop writes.</i>")
+    hint = "Press the button: the model writes, then the loop writes."
+    status = w.HTML(f"<i>{hint}</i>")
     view = w.HTML(transcript.render_html())
     box = w.VBox([w.HBox([button, status]), view])
-    box.next_button, box.status, box.view = button, status, view
+    box.add_class("react-lab-stepper")
+    box.next_button, box.status, box.status_text, box.view = button, status, hint, view
     box.transcript, box.steps, box.done = transcript, [], False
-
-    def describe(step) -> str:
-        if step.answer is not None:
-            return f"step {step.number}: the model answered: <b>{html.escape(step.answer)}</b>"
-        if step.action:
-            what = f"<code>{html.escape(step.action['tool'])}{html.escape(str(step.action['args']))}</code>"
-            return f"step {step.number}: the model asked for {what}; the loop ran it and wrote the observation"
-        return f"step {step.number}: no action parsed; the loop wrote: {html.escape(step.error or '')}"
 
     def advance(_=None):
         if box.done:
@@ -53,7 +49,8 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
             box.done = True
         else:
             box.steps.append(step)
-            status.value = describe(step)
+            box.status_text = describe_step(step)
+            status.value = html.escape(box.status_text)
             box.done = step.answer is not None
         view.value = transcript.render_html()
         if box.done:
@@ -62,6 +59,22 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
 
     button.on_click(advance)
     return box
+
+
+def describe_step(step) -> str:
+    """Say in one line of plain text what happened in ``step`` (a :class:`react_lab.trace.Step`).
+
+    E.g. ``step 1: the model asked for list_invoices[cus_8812, 2026-07-01]; the loop ran
+    it and wrote the observation``. Plain text: the stepper escapes it for its HTML.
+    """
+    if step.answer is not None:
+        return f"step {step.number}: the model answered: {step.answer}"
+    if step.action:
+        args = step.action["args"]
+        shown = ", ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+        return (f"step {step.number}: the model asked for {step.action['tool']}[{shown}]; "
+                "the loop ran it and wrote the observation")
+    return f"step {step.number}: no action parsed; the loop wrote: {step.error or ''}"
 
 
 def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int | None = None):
