@@ -60,5 +60,5 @@ def test_a_demonstration_instance_leaves_the_learners_instance_fresh():
 def test_describe_step_names_the_error_when_no_action_parsed():
     step = Step(number=3, error="no Action line", observation="no Action line")
     assert describe_step(step) == "step 3: no action parsed; the loop wrote: no Action line"
-    assert describe_step(Step(step=1, action={"tool": "get_charge", "args": {"charge_id": "ch_1"}})) \
+    assert describe_step(Step(number=1, action={"tool": "get_charge", "args": {"charge_id": "ch_1"}})) \
         .startswith("step 1: the model asked for get_charge[{'charge_id': 'ch_1'}]")
