@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 from .grammar import check_grammar, reply_grammar
 from .models import MAX_TOKENS, local_model, openai_client, openai_model_name
+from .schema import decode_arguments
 
 # --------------------------------------------------------------------------- replies
 
@@ -151,14 +152,6 @@ def assistant_json(msg: dict) -> str:
              for c in calls]
     return json.dumps({"thought": msg.get("content") or "", "tool_calls": items},
                       ensure_ascii=False)
-
-
-def decode_arguments(arguments: Any) -> Any:
-    """A call's ``arguments`` decoded from JSON text; the raw value when it is not JSON."""
-    try:
-        return json.loads(arguments) if isinstance(arguments, str) else arguments
-    except (ValueError, RecursionError):
-        return arguments  # keep what the model sent
 
 
 def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .models import local_model
+from .schema import NEEDS
 
 #: Longest thought and answer a local reply may write, in characters: a small model
 #: otherwise loops inside one string ("a refund of a refund of ...") until max_tokens.
@@ -54,12 +55,15 @@ def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str 
 def decodable(schema: Any) -> Any:
     """Return a copy of ``schema`` that llama-cpp-python's schema-to-grammar converter handles.
 
-    Two rewrites: ``\\d`` (and ``\\w``, ``\\s``) in a ``pattern`` become character classes
+    Three rewrites: ``\\d`` (and ``\\w``, ``\\s``) in a ``pattern`` become character classes
     (the converter copies ``\\d`` into the grammar, llama.cpp cannot parse it, and
     llama-cpp-python then crashes the process); a ``format: date`` string drops its
     ``pattern`` (the converter prefers the pattern, and its own ``date`` rule is stricter:
-    months 01-12, days 01-31). What a grammar cannot say -- February has 28 days,
-    ``exclusiveMinimum`` -- :func:`react_lab.schema.validate_call` still checks after decoding.
+    months 01-12, days 01-31); a ``pattern`` that asks for "a letter or digit somewhere"
+    (:data:`react_lab.schema.NEEDS`: Unicode classes llama.cpp grammars lack) or is not
+    anchored as ``^...$`` (the converter refuses it) is dropped. What a grammar cannot say
+    -- February has 28 days, ``exclusiveMinimum``, a query with a word in it --
+    :func:`react_lab.schema.validate_call` still checks after decoding.
     """
     if isinstance(schema, list):
         return [decodable(s) for s in schema]
@@ -68,6 +72,9 @@ def decodable(schema: Any) -> Any:
     out = {k: decodable(v) for k, v in schema.items()}
     if out.get("format") == "date":
         out.pop("pattern", None)
+    if isinstance(out.get("pattern"), str) and (out["pattern"] in NEEDS or not (
+            out["pattern"].startswith("^") and out["pattern"].endswith("$"))):
+        out.pop("pattern")
     if isinstance(out.get("pattern"), str):
         out["pattern"] = (out["pattern"].replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]")
                           .replace(r"\s", "[ \\t\\n]"))

@@ -17,13 +17,13 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterator, Sequence
 
-from .chat import ChatReply, assistant_json, decode_arguments
+from .chat import ChatReply, assistant_json
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .models import MAX_TOKENS, check_run_arguments
 from .protocol import unknown_tool_message
-from .schema import check_arguments
+from .schema import check_arguments, decode_arguments, example_args
 from .tools import Observation, Tool, call_tool, tool_schemas
 from .trace import RunResult, Step, Transcript
 
@@ -55,7 +55,8 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
         return Observation(f"Error: {message}", error=message)
     args, errors = check_arguments(tool, call["function"].get("arguments", "{}"))
     if errors:
-        message = f"{name} was not run; fix its arguments: " + "; ".join(errors)
+        message = (f"{name} was not run; fix its arguments: " + "; ".join(errors)
+                   + f"; a valid call: {name}({example_args(tool)})")
         return Observation(f"Error: {message}", error=message)
     return call_tool(tools, name, args)
 

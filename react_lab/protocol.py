@@ -187,11 +187,22 @@ class ParseResult:
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """The one wording for a call to a tool that does not exist."""
+    """The one wording for a call to a tool that does not exist (a long name is cut: one short line)."""
     names = list(available)
     if not names:
-        return f"unknown tool {name!r}; no tools are available"
-    return f"unknown tool {name!r}; available: {', '.join(names)}"
+        return f"unknown tool {shown(name, 120)}; no tools are available"
+    return f"unknown tool {shown(name, 120)}; available: {', '.join(names)}"
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut: what the model reads stays short."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, ``...`` before its last (closing) character."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + "..." + text[-1]
 
 
 # --------------------------------------------------------------------------- strict parser

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from .protocol import unknown_tool_message
+from .protocol import shown, unknown_tool_message
+from .schema import HAS_NUMBER, HAS_WORD, NEEDS, clean_arguments
 
 DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
@@ -145,20 +146,21 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
     return dict(row)
 
 
-SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200,
+SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_WORD,
                         "description": "a few keywords, e.g. duplicate charge refund",
                         "examples": ["refund policy"]})
 
 
 def search(conn: sqlite3.Connection, query: str) -> list[dict]:
-    """Return the top 3 help-article passages for the query's words ([] if it has none).
+    """Return the top 3 help-article passages for the query's words; ToolError if it has none.
 
     Each word is quoted, so FTS5 syntax in the query (quotes, AND, *, column:) is
-    matched as plain text and can never raise a syntax error.
+    matched as plain text and can never raise a syntax error. A query without a word
+    (``"???"``) is refused: an empty result would tell the model no article exists.
     """
     words = re.findall(r"[^\W_]+", str(query))[:20]
     if not words:
-        return []
+        raise ToolError(f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy")
     match = " OR ".join(f'"{word}"' for word in words)
     rows = conn.execute(
         "SELECT article_id, title, snippet(help_articles, 2, '', '', '...', 64) AS snippet"
@@ -217,7 +219,7 @@ def _no_invoice(invoice_id: str) -> str:
 
 # --- calc: arithmetic through the ast, never eval() --------------------------------------
 
-CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200,
+CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_NUMBER,
                            "description": "arithmetic with + - * / // % ** and parentheses,"
                                           " e.g. (129.00 + 45.00) * 2",
                            "examples": ["(129.00 + 45.00) * 2"]})
@@ -459,6 +461,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
     if tool is None:
         return _failed(unknown_tool_message(name, tools))
     args = [args] if isinstance(args, str) else args
+    args, errors = clean_arguments(tool, args)  # the argument rule: no tool sees "INV-2041\n"
+    if errors:
+        return _failed(f"{tool.name} was not run: {'; '.join(errors)}")
     positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
     try:
         inspect.signature(tool.fn).bind(*positional, **keywords)

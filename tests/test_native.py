@@ -11,7 +11,7 @@ from react_lab.chat import (ChatReply, LocalChatModel, OpenAIChatModel, Scripted
 from react_lab.cli import main
 from react_lab.grammar import decodable, grammar_check, reply_grammar, reply_schema
 from react_lab.native import SYSTEM, ask_native, run_native
-from react_lab.schema import check_arguments, validate_call
+from react_lab.schema import check_arguments, clean_arguments, validate_call
 from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()
@@ -62,12 +62,14 @@ def test_validate_call_never_raises_on_arbitrary_dicts(args, name):
     errors = validate_call(TOOLS[name], args)
     assert all(isinstance(e, str) and e for e in errors)
     assert len(set(errors)) == len(errors)  # one message per problem
-    # the schema check and jsonschema agree on what is valid
+    # the schema check and jsonschema agree on what is valid, after the argument rule
+    # (strings stripped; a control character inside is refused: see react_lab.schema)
+    cleaned, refused = clean_arguments(TOOLS[name], args)
     valid = jsonschema.Draft202012Validator(
-        TOOLS[name].parameters, format_checker=jsonschema.FormatChecker()).is_valid(args) \
+        TOOLS[name].parameters, format_checker=jsonschema.FormatChecker()).is_valid(cleaned) \
         if all(isinstance(k, str) for k in args) else None
     if valid is not None:
-        assert (errors == []) == valid
+        assert (errors == []) == (valid and not refused)
 
 
 @settings(max_examples=200, deadline=None)
