@@ -8,37 +8,38 @@ model wrote itself. :func:`parse` reads all of them and never raises; the loop u
 Two more pieces read model text the same way: :func:`find_forged` finds the first
 model-written ``Observation`` line, and :func:`truncate_forged` cuts a completion there,
 as a stop sequence would have (the parser keeps only that part, and so can a client
-whose provider rejects ``stop``). The machinery below them -- a brace scanner that
-stays linear on any input, label regexes that never backtrack far -- is not needed to
-follow the loop.
+whose provider rejects ``stop``). The machinery below them -- label regexes that never
+backtrack far -- is not needed to follow the loop; calls written as JSON or as call
+syntax ``tool(...)`` are read by :mod:`react_lab.calls`.
 """
 from __future__ import annotations
 
-import ast
 import json
 import re
-from typing import Any, Iterable
+from typing import Iterable
 
-from .protocol import OBSERVATION, ParseResult, unknown_tool_message
+from .calls import (FINISH_NAMES, call_as_answer, clean_input, cut_off, cut_off_call, find_json_call,
+                    is_tool_name, object_at, object_without_call, paren_call)
+from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
 
 #: Words models write in place of a tool when they mean "no tool".
 NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
 
-#: Tool names that mean "finish with this answer" in the paper's bracket form.
-FINISH_NAMES = {"finish", "final_answer", "final answer"}
 
 # Label regexes. Each is anchored to a line start (MULTILINE) and written so that no two
 # neighbouring parts can match the same character (a run of spaces goes to exactly one
 # ``[ \t]*``): the regex engine then never backtracks more than one line, and parsing stays
 # linear however long or strange the text is.
-_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?:[ \t*]*"
+# A label ends in ":" or a full-width "\uff1a" / small "\ufe55" colon (CJK text writes those).
+_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*"
 _ACTION_LINE = re.compile(_LABEL.format(name="Action"), re.MULTILINE | re.IGNORECASE)
-_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?:[ \t*]*",
+_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*",
                          re.MULTILINE | re.IGNORECASE)
 _ANSWER_LINE = re.compile(_LABEL.format(name=r"(?:Final[ \t]+)?Answer"), re.MULTILINE | re.IGNORECASE)
 _THOUGHT_LINE = re.compile(_LABEL.format(name="Thought"), re.MULTILINE | re.IGNORECASE)
 _ANY_LABEL = re.compile(r"^[ \t>*_#]*(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
-                        r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?:", re.MULTILINE | re.IGNORECASE)
+                        r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55]",
+                        re.MULTILINE | re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
 
 #: Every character ``str.splitlines()`` ends a line at, other than ``"\n"``. The parser
@@ -58,11 +59,6 @@ _NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character
 
 _BRACKET = re.compile(r"[\[\]]")
 _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
-_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
-
-#: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
-#: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
-_LITERAL_MAX = 20_000
 
 
 # --------------------------------------------------------------------------- tolerant parser
@@ -162,15 +158,23 @@ def starts_with_label(line: str) -> bool:
 def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
     """Parse real model text into an action, a final answer, or an error. Never raises.
 
-    Tolerates: numbered labels (``Action 2:``), leading whitespace and markdown,
-    trailing text after ``]``, a partial stop word at the end, blank lines between
-    labels, any line break (``\\r``, ``\\u2028``, ...), three dialects (``tool[input]``
-    from the paper; ``Action: tool`` + ``Action Input: ...``; a JSON
-    ``{"action", "action_input"}`` blob, fenced or not) and Python-literal dicts
-    (``ast.literal_eval``, never ``eval``). Everything from a model-written
-    ``Observation`` line on (:func:`find_forged`) is dropped and ``forged`` is set, so an
-    answer written after a forged observation is never taken. The first action or answer
-    in the text wins. With ``tools``, a name not in the list is an error.
+    Tolerates: numbered and lower-case labels (``Action 2:``, ``action:``), full-width
+    colons (``Action：``), leading whitespace and markdown, trailing text after ``]``, a
+    missing ``]``, a partial stop word at the end, blank lines between labels, any line
+    break (``\\r``, ``\\u2028``, ...), four dialects (``tool[input]`` from the paper;
+    ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
+    literals or keywords inside; a JSON call blob, fenced or not, its name and input under
+    any of the keys in :data:`react_lab.calls.NAME_KEYS` and
+    :data:`react_lab.calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
+    never ``eval``). A JSON call written after an answer label is the call, not the answer.
+    Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
+    dropped and ``forged`` is set, so an answer written after a forged observation is
+    never taken. The first action or answer in the text wins.
+
+    Errors, each one line that says what to write instead: a tool name that is not an
+    identifier (a sentence, markup, ``search: x``) -- never dispatched; with ``tools``, a
+    name not in the list; a call cut off before its ``}``; a JSON object that looks like a
+    call but uses keys the parser does not read (the keys are named); an empty answer.
     Linear in the length of the text, whatever the text.
     """
     try:
@@ -187,16 +191,18 @@ def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
 
     candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
     if not candidates:
-        blob = _find_json_blob(text, 0)
+        blob = find_json_call(text, 0)
         if blob is not None:
             candidates.append(blob)
     if not candidates:
         return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
-                           reason="no action and no answer found; write one line "
-                                  "'Action: tool_name[arguments]', or 'Answer: ...' when done")
+                           reason=_no_call_reason(text))
     start, end, result = min(candidates, key=lambda c: c[0])
     kept = text[:end].rstrip()
     thought = _thought(text, start)
+    if result.kind == "error":  # a call or an answer the model can fix: the reason says how
+        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason,
+                           thought=thought, forged=forged, dialect=result.dialect, kept=kept)
     if result.kind == "action":
         name = result.tool.strip()
         label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
@@ -211,16 +217,24 @@ def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
                                reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
         if name.lower() in FINISH_NAMES:
             answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-            return ParseResult("final", answer=answer, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept)
+            return ParseResult("final" if answer.strip() else "error", answer=answer or None,
+                               reason=None if answer.strip() else _NO_ANSWER, thought=thought,
+                               forged=forged, dialect=result.dialect, kept=kept)
         if name.lower().strip(".") in NO_TOOL_WORDS:
             return ParseResult("error", tool=name, thought=thought, forged=forged, dialect=result.dialect,
-                               kept=kept, reason=f"{name!r} is not an available tool and no final-answer "
+                               kept=kept, reason=f"{shown(name, 120)} is not an available tool and no final-answer "
                                "label is present; ask for a listed tool or an 'Answer:'/'Final Answer:' line")
+        if not is_tool_name(name) and not (tools is not None and name in tools):
+            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
+                               dialect=result.dialect, kept=kept, reason=_not_a_name_reason(name, tools))
         if tools is not None and name not in tools:
             return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools))
+                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools)
+                               if " " not in name else _not_a_name_reason(name, tools))
         return ParseResult("action", tool=name, input=result.input, thought=thought, forged=forged,
+                           dialect=result.dialect, kept=kept)
+    if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+        return ParseResult("error", reason=_NO_ANSWER, thought=thought, forged=forged,
                            dialect=result.dialect, kept=kept)
     return ParseResult(result.kind, answer=result.answer, thought=thought, forged=forged,
                        dialect=result.dialect, kept=kept)
@@ -240,23 +254,29 @@ def _find_action(text: str):
             # such line (once per line would be quadratic: "Action:\n{\n" * 10_000).
             if not blob_searched:
                 blob_searched = True
-                blob = _find_json_blob(text, rest_start)
+                blob = find_json_call(text, rest_start)
                 if blob is not None:
                     return (m.start(), blob[1], blob[2])
             continue
+        call = paren_call(text, rest_start, line_end)
+        if call is not None:  # "Action: search(...)": call syntax, read as a call
+            return (m.start(), call[1], call[2])
         bracket = _bracket_call(text, rest_start, line_end)
         if bracket is not None:
             name, value, end = bracket
-            return (m.start(), end, ParseResult("action", tool=name, input=_clean_input(value),
+            return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
                                                 dialect="brackets"))
         if rest.startswith("{"):
-            blob = _find_json_blob(text, rest_start)
+            blob = find_json_call(text, rest_start)
             if blob is not None:
                 return (m.start(), blob[1], blob[2])
+            return (m.start(), line_end, object_without_call(text, text.index("{", rest_start)))
         name = rest.strip("`*\"' ")
         inp = _INPUT_LINE.search(text, line_end)
         if inp and not _ANY_LABEL.search(text[line_end:inp.start()].replace("Action Input", "")):
             value, end = _input_value(text, inp.end())
+            if isinstance(value, str) and value.startswith("{") and object_at(value, 0)[1] is None:
+                return (m.start(), end, cut_off(name, "the Action Input object"))
             return (m.start(), end, ParseResult("action", tool=name, input=value, dialect="action_input"))
         return (m.start(), line_end, ParseResult("action", tool=name, input="", dialect="action_input"))
     return None
@@ -293,116 +313,14 @@ def _input_value(text: str, start: int):
         # skip blank lines and fences to the value
         while (m := _BLANK_OR_FENCE_LINE.match(text, j)) is not None:
             j = m.end()
-        if _SPACES_THEN_BRACE.match(text, j):
-            j = text.index("{", j)
-            end = _balanced_end(text, j)
-            if end is not None:
-                return _clean_input(text[j:end]), end
+        obj = object_at(text, j)
+        if obj is not None and obj[1] is not None:
+            return clean_input(text[obj[0]:obj[1]]), obj[1]
         if not rest:
             nxt = text.find("\n", j)
             nxt = len(text) if nxt < 0 else nxt
-            return _clean_input(text[j:nxt]), nxt
-    return _clean_input(rest), line_end
-
-
-_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
-_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
-_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
-
-
-def _objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
-    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
-
-    ``end`` is just past the matching ``}``, or None if the object is never closed.
-    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
-    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
-    (a backslash escapes the next character) or at the end of its line: JSON and
-    Python strings never hold a raw line break, prose quotes often run wild. An
-    apostrophe inside a word (``don't``) opens nothing.
-
-    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
-    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
-    """
-    spans: list[list] = []           # [open, end] per object found
-    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
-    unclosed = 0                     # objects in spans still waiting for their "}"
-    quote = None                     # the quote of the string being read
-    pos = start
-    while True:
-        if quote:
-            pattern = _QUOTES[quote]
-        else:
-            pattern = _IN_OBJECT if stack else _OPEN_BRACE
-        m = pattern.search(text, pos)
-        if m is None:
-            break
-        i, ch = m.start(), m.group()
-        pos = i + 1
-        if quote:
-            if ch == "\\":
-                pos += 1                 # the escaped character is skipped
-            else:
-                quote = None             # the closing quote, or the end of the line
-        elif ch == "{":
-            if len(spans) < limit:
-                stack.append(len(spans))
-                spans.append([i, None])
-                unclosed += 1
-            else:
-                stack.append(None)
-        elif ch == "}":
-            k = stack.pop()
-            if k is not None:
-                spans[k][1] = i + 1
-                unclosed -= 1
-                if unclosed == 0 and len(spans) == limit:
-                    break
-        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
-            quote = ch
-    return [(j, end) for j, end in spans]
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    """End index just past the ``{...}`` that opens at ``start``, respecting strings; None if unclosed."""
-    return _objects(text, start, limit=1)[0][1]
-
-
-def _load_object(blob: str) -> Any:
-    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
-
-    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
-    """
-    loaders = (json.loads, ast.literal_eval) if len(blob) <= _LITERAL_MAX else (json.loads,)
-    for loader in loaders:
-        try:
-            return loader(blob)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-    return None
-
-
-def _find_json_blob(text: str, start: int):
-    """First ``{"action": ..., "action_input": ...}`` object at or after ``start`` (fences ignored)."""
-    # Only the first few objects are tried: enough for any real completion.
-    for j, end in _objects(text, start, limit=16):
-        if end is None:
-            continue
-        obj = _load_object(text[j:end])
-        if not isinstance(obj, dict):
-            continue
-        name = next((obj[k] for k in ("action", "tool", "name") if isinstance(obj.get(k), str)), None)
-        if name is None:
-            continue
-        value = next((obj[k] for k in ("action_input", "tool_input", "arguments", "args", "input",
-                                       "parameters") if k in obj), "")
-        if isinstance(value, str) and value.strip().startswith("{"):
-            loaded = _load_object(value)
-            value = loaded if isinstance(loaded, dict) else value
-        if name.strip().lower() in FINISH_NAMES:
-            answer = value if isinstance(value, str) else json.dumps(value)
-            return (j, end, ParseResult("final", answer=answer, dialect="json"))
-        return (j, end, ParseResult("action", tool=name, input=value, dialect="json"))
-    return None
+            return clean_input(text[j:nxt]), nxt
+    return clean_input(rest), line_end
 
 
 def _find_answer(text: str):
@@ -414,19 +332,12 @@ def _find_answer(text: str):
     nxt = _ANY_LABEL.search(answer)
     if nxt:
         answer = answer[:nxt.start()]
+    call = call_as_answer(text, m.end())
+    if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
+        return (m.start(), call[1], call[2])
+    if not answer.strip():
+        return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
     return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
-
-
-def _clean_input(value: str) -> Any:
-    """Trim, parse an object if it is one, strip one pair of quotes wrapping the whole input."""
-    value = value.strip()
-    if value.startswith("{") and value.endswith("}"):
-        obj = _load_object(value)
-        if isinstance(obj, dict):
-            return obj
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`" and value[0] not in value[1:-1]:
-        return value[1:-1].strip()
-    return value
 
 
 def _thought(text: str, upto: int) -> str | None:
@@ -438,3 +349,43 @@ def _thought(text: str, upto: int) -> str | None:
     head = re.sub(r"^Question:.*$", "", head, flags=re.MULTILINE)
     head = _FENCE.sub("", head).strip()
     return head or None
+
+
+# --------------------------------------------------------------------------- messages
+
+_FIRST_WORD = re.compile(r"[^\W\d][\w.-]*")
+#: Another model's call markup (``<function=search>``, ``<tool_call>``), and the name it holds.
+_MARKUP = re.compile(r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)",
+                     re.IGNORECASE)
+_NO_ANSWER = ("the answer is empty; write the answer after the label on the same line, "
+              "e.g. 'Answer: INV-2088 was issued on 2026-07-14'")
+
+
+def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
+    """Why ``name`` (from an Action line) cannot be a tool name, and the form to write instead."""
+    if name.lstrip().startswith("<"):
+        tag = _MARKUP.search(name)
+        return (f"{shown(name, 60)} is XML-like markup, not a tool name; write "
+                f"'Action: {clip(tag.group(1), 40) if tag and tag.group(1) else 'tool_name'}[arguments]'")
+    first = _FIRST_WORD.match(name)
+    form = "'Action: tool_name[arguments]'"
+    if first and tools and first.group() in tools:
+        form = f"'Action: {first.group()}[...]' with the input inside the brackets"
+    if tools is not None:
+        return f"{unknown_tool_message(name, tools)}; write {form}"
+    return (f"{shown(name, 120)} is not a tool name (a tool name is an identifier such as search or "
+            f"list_invoices); write {form}")
+
+
+def _no_call_reason(text: str) -> str:
+    """The message for a completion with no action and no answer: what was found instead, and what to write."""
+    markup = _MARKUP.search(text)
+    if markup is not None:
+        name = markup.group(1) or "tool_name"
+        return (f"found {shown(markup.group(0), 40)} markup, which this protocol does not read; "
+                f"write 'Action: {clip(name, 40)}[arguments]'")
+    cut = cut_off_call(text)
+    if cut is not None:
+        return cut.reason
+    return ("no action and no answer found; write one line 'Action: tool_name[arguments]', "
+            "or 'Answer: ...' when done")
