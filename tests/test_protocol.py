@@ -1,41 +1,12 @@
-"""The text protocol and the tolerant parser: the seed's strict regex, real-world cases, the prompt."""
-import json
-from pathlib import Path
+"""The text protocol and the tolerant parser: the seed's strict regex, each public case's kind, the prompt.
 
+The public cases themselves are tests/test_public_cases.py.
+"""
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from react_lab.parser import find_forged, parse, trim_partial_stop
 from react_lab.protocol import ACTION_RE, STOP, strict_parse
-
-CASES_FILE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "public-parse-failures.jsonl"
-CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()] \
-    if CASES_FILE.exists() else []
-# The tool list a case's framework declared, where the expected value depends on it.
-CASE_TOOLS = {"action-line-is-a-sentence": ["Search"]}
-
-
-def test_cases_file_is_present():
-    assert len(CASES) >= 12, f"expected the public cases at {CASES_FILE}"
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_public_case(case):
-    result = parse(case["model_output"], tools=CASE_TOOLS.get(case["id"]))
-    expected = case["expected"]
-    assert result.kind == expected["kind"], result
-    if expected["kind"] == "action":
-        assert result.tool == expected["tool"]
-        assert result.input == expected["input"]
-    elif expected["kind"] == "final":
-        assert result.answer == expected["answer"]
-    else:
-        # The reason must be one the model can act on: it names the bad tool and the way out.
-        assert result.tool is not None and repr(result.tool) in result.reason
-        for name in CASE_TOOLS.get(case["id"], []):
-            assert name in result.reason
-        if "no final-answer label" in expected["reason"]:
-            assert result.reason == expected["reason"]
 
 
 # ---- each case's whole kind of drift, not only its string --------------------------------
