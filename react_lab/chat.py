@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .grammar import check_grammar, reply_grammar
-from .models import MAX_TOKENS, local_model, openai_client, openai_model_name
+from .models import (MAX_TOKENS, endpoint_error, endpoint_settings, local_model, model_spec,
+                     openai_client)
 from .schema import decode_arguments
 
 # --------------------------------------------------------------------------- replies
@@ -188,28 +189,54 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
 class OpenAIChatModel:
     """Any OpenAI-compatible chat completions endpoint with native tool calling.
 
-    ``model``, ``base_url`` and ``api_key`` default to ``OPENAI_MODEL``, ``OPENAI_BASE_URL``
-    and ``OPENAI_API_KEY``. Calls ``client.chat.completions.create(model, messages,
-    tools=..., max_tokens=...)``. Pass ``client=`` to use a client you built (or a fake).
+    Settings come from :func:`react_lab.models.endpoint_settings` (``OPENAI_MODEL``,
+    ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``).
+    Calls ``client.chat.completions.create(model, messages, tools=..., max_tokens=...)``;
+    no ``stop`` is sent (the reply's structure ends it), so a provider that refuses
+    ``stop`` needs nothing here. An endpoint that cannot serve a request raises
+    :class:`react_lab.models.EndpointError`, one line naming what to fix. Pass
+    ``client=`` to use a client you built (or a fake).
+
+    llama-cpp-python's server fills ``tool_calls`` only with ``--chat_format
+    chatml-function-calling`` (``python -m react_lab.serve`` starts it so); with its
+    default chat format the tools are ignored and a call, if the model writes one, comes
+    back as text (:func:`react_lab.leaks.leaked_calls`).
     """
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0, timeout: float = 60.0,
-                 client=None):
-        self.name = openai_model_name(model)
-        self.client = client or openai_client(base_url=base_url, api_key=api_key, timeout=timeout)
+                 api_key: str | None = None, temperature: float = 0.0,
+                 timeout: float | None = None, max_retries: int | None = None, client=None):
+        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
+                                          timeout=timeout, max_retries=max_retries)
+        self.name = self.settings["model"]
+        self.client = client if client is not None else openai_client(self.settings)
         self.temperature = temperature
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
-        """Send the conversation and the tool schemas; return the provider's reply."""
-        kwargs: dict[str, Any] = dict(model=self.name, messages=list(messages),
+        """Send the conversation and the tool schemas; return the provider's reply.
+
+        An assistant message whose ``content`` is None (calls only) is sent with ``""``:
+        OpenAI accepts either, llama-cpp-python's server only a string. Raises
+        :class:`react_lab.models.EndpointError` when the endpoint cannot serve the request.
+        """
+        import openai
+
+        sent = [dict(m, content="") if m.get("role") == "assistant" and m.get("content") is None
+                else m for m in messages]
+        kwargs: dict[str, Any] = dict(model=self.name, messages=sent,
                                       max_tokens=max_tokens, temperature=self.temperature)
         if tools:
             kwargs["tools"] = list(tools)
             kwargs["tool_choice"] = tool_choice
         t0 = time.perf_counter()
-        out = self.client.chat.completions.create(**kwargs)
+        try:
+            out = self.client.chat.completions.create(**kwargs)
+        except openai.OpenAIError as exc:
+            raise endpoint_error(exc, model=self.name,
+                                 base_url=str(getattr(self.client, "base_url", "")),
+                                 retries=self.settings["max_retries"],
+                                 timeout=self.settings["timeout"], client=self.client) from None
         choice, usage = out.choices[0], out.usage
         msg = choice.message
         calls = [tool_call(c.id, c.function.name, c.function.arguments or "{}")
@@ -263,12 +290,13 @@ class ScriptedChatModel:
         return reply
 
 
-def load_chat_model(spec: str | None = "local"):
+def load_chat_model(spec: str | None = None):
     """Build a chat backend: ``local``, ``openai``, ``openai:MODEL`` or ``scripted:FILE.json``.
 
-    Raises ValueError on anything else.
+    With no spec, ``REACT_LAB_MODEL`` names it (default local), as for
+    :func:`react_lab.models.load_model`. Raises ValueError on anything else.
     """
-    spec = (spec or "local").strip()
+    spec = model_spec(spec)
     if spec == "local":
         return LocalChatModel()
     if spec.startswith("scripted:"):

@@ -16,11 +16,11 @@ import json
 import math
 import sys
 
-from . import abuses, cost, evals, forge, models
+from . import abuses, cost, doctor, evals, forge, models
 from .chat import load_chat_model
 from .guards import Guards
 from .loop import MAX_STEPS, ask
-from .models import MAX_TOKENS
+from .models import MAX_TOKENS, EndpointError
 from .native import ask_native
 from .parser import parse
 from .tools import default_tools
@@ -30,10 +30,12 @@ from .tools import default_tools
 MAX_COST_STEPS = 1000
 
 #: The ``--model`` specs :func:`react_lab.models.load_model` understands.
-MODEL_HELP = ("local (the embedded SmolLM2, default), scripted:FILE.json (replays a JSON "
+MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+              "another), scripted:FILE.json (replays a JSON "
               "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL")
 #: ``eval`` also takes the two scripted baselines of :mod:`react_lab.evals`.
-EVAL_MODEL_HELP = ("local (the embedded SmolLM2, default); oracle (scripted: makes each task's "
+EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+                   "another); oracle (scripted: makes each task's "
                    "right tool calls, then gives the gold answer: scores 100%%); dont_know "
                    "(scripted: always answers \"I don't know\": scores 0%%); scripted:FILE.json; "
                    "openai (model from OPENAI_MODEL) or openai:MODEL")
@@ -147,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
                                    "question and print the trace")
     a.add_argument("question")
-    a.add_argument("--model", default="local", help=MODEL_HELP + "; with --protocol native, "
+    a.add_argument("--model", default=None, help=MODEL_HELP + "; with --protocol native, "
                    "scripted:FILE.json replays JSON replies instead")
     a.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
@@ -168,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "with and without the stop sequence (react_lab.forge)")
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
-    f.add_argument("--model", default="local", help=MODEL_HELP)
+    f.add_argument("--model", default=None, help=MODEL_HELP)
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.set_defaults(func=forge.cli_forge_rate)
 
@@ -195,10 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--n", type=whole_number(1), default=None, help="first N tasks only")
     e.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text (ReAct labels) or native (structured tool calls)")
-    e.add_argument("--model", default="local", help=EVAL_MODEL_HELP)
+    e.add_argument("--model", default=None, help=EVAL_MODEL_HELP)
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object, "
                                                        "no progress bar")
+    e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
+                   help="runs in flight at once against an endpoint (default %(default)s); "
+                        "results are the same as a serial run's")
     e.set_defaults(func=evals.cli_eval)
+
+    d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
+                                      "and the endpoint when OPENAI_BASE_URL is set")
+    d.set_defaults(func=lambda a: doctor.main())
 
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
                                       "(react_lab.parser)")
@@ -212,14 +221,16 @@ def main(argv: list[str] | None = None) -> int:
 
     A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
     file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
-    prints ``react-lab: error: ...`` on stderr and returns 2; any other exception is a
-    bug and keeps its traceback.
+    prints ``react-lab: error: ...`` on stderr and returns 2, and so does an endpoint
+    that cannot serve a request (:class:`react_lab.models.EndpointError`: unreachable,
+    unknown model, refused key, timeout, still failing after the retries); any other
+    exception is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            PermissionError) as exc:
+            PermissionError, EndpointError) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2
 

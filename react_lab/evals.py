@@ -18,6 +18,7 @@ Before any real model is judged, two scripted models prove the harness:
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -27,6 +28,7 @@ import os
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -34,8 +36,9 @@ from typing import Iterable, Sequence
 from tqdm.auto import tqdm
 
 from .chat import ScriptedChatModel, load_chat_model
+from .guards import Guards
 from .loop import run
-from .models import ScriptedModel, load_model
+from .models import EndpointError, ScriptedModel, check_count, load_model, model_spec
 from .native import SYSTEM, conversation, run_native
 from .protocol import build_prompt
 from .tasks import Task, load_tasks, score
@@ -218,7 +221,7 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
              timeout: float = 60.0, exemplars=None,
              loop_options: dict | None = None, model_name: str | None = None,
              cache_dir: str | Path | None = None, use_cache: bool = True,
-             progress: bool = True) -> EvalRun:
+             progress: bool = True, concurrency: int = 1) -> EvalRun:
     """Run every task and score it; reuse cached records whose key has not changed.
 
     ``model`` is a backend (a completion model for ``protocol="text"``, a chat model
@@ -235,9 +238,18 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     each call (:func:`react_lab.trace.read_jsonl` reads it).
 
     ``timeout`` is per task, in wall-clock seconds (:func:`run_task`); ``exemplars``
-    (text only) and ``loop_options`` go to the loop. Raises ValueError for an unknown
-    protocol.
+    (text only) and ``loop_options`` go to the loop.
+
+    ``concurrency`` keeps up to that many runs in flight at once (threads), for a
+    backend that serves requests in parallel (an OpenAI-compatible endpoint); the records
+    are identical in content to a serial run's and come back in task order. Each run then
+    gets its own database connection (when ``tools`` is not given) and its own copy of
+    any :class:`react_lab.guards.Guards` in ``loop_options``. The embedded model runs one
+    generation at a time, so it gains nothing from it. Raises ValueError for an unknown
+    protocol or a ``concurrency`` below 1.
     """
+    check_count("concurrency", concurrency)
+    shared_tools = tools
     tools = default_tools() if tools is None else tools
     per_task = not (hasattr(model, "complete") or hasattr(model, "chat"))
     name = (model_name or getattr(model, "name", None)
@@ -251,33 +263,58 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     cached = _read_cache(cache_path) if use_cache else {}
     log_path.unlink(missing_ok=True)
 
+    def compute(task: Task, key: str) -> dict:
+        # With runs in flight at once, each gets its own read-only database connection
+        # and its own copy of the guards (they keep per-run state).
+        own_tools = default_tools() if shared_tools is None and concurrency > 1 else tools
+        options = _run_options(loop_options) if concurrency > 1 else loop_options
+        t1 = time.perf_counter()
+        result = run_task(
+            task, model(task) if per_task else model, own_tools, protocol=protocol,
+            max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
+            loop_options=options)
+        return {"run_id": run_id, "key": key, "task_id": task.id, "model": name,
+                "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
+                "seconds": round(time.perf_counter() - t1, 3),
+                "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools)
+                          for s in result.steps],
+                "transcript": [list(span) for span in result.transcript.spans]}
+
     t0, records, computed = time.perf_counter(), [], 0
-    bar = tqdm(tasks, desc=run_id, disable=not progress, unit="task")
-    for task in bar:
-        key = _hash([name, protocol, task.id, task.question, config])[:16]
-        record = cached.get(key)
-        if record is None:
-            t1 = time.perf_counter()
-            result = run_task(
-                task, model(task) if per_task else model, tools, protocol=protocol,
-                max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
-                loop_options=loop_options)
-            record = {"run_id": run_id, "key": key, "task_id": task.id, "model": name,
-                      "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
-                      "seconds": round(time.perf_counter() - t1, 3),
-                      "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools)
-                                for s in result.steps],
-                      "transcript": [list(span) for span in result.transcript.spans]}
-            if use_cache and result.stopped_by != "timeout":
-                write_jsonl(cache_path, [record])
-            computed += 1
-        record = dict(record, category=task.category, question=task.question, gold=task.gold,
-                      correct=score(record["answer"], task), cached=key in cached)
-        records.append(record)
-        write_jsonl(log_path, record["steps"])
-        bar.set_postfix(success=f"{sum(r['correct'] for r in records)}/{len(records)}")
+    keys = [_hash([name, protocol, task.id, task.question, config])[:16] for task in tasks]
+    # Up to `concurrency` runs in flight; results are taken in task order, so the records,
+    # the cache and the log are those of a serial run. One at a time runs here, inline.
+    pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+    futures = [pool.submit(compute, task, key) if pool and key not in cached else None
+               for task, key in zip(tasks, keys)]
+    bar = tqdm(total=len(tasks), desc=run_id, disable=not progress, unit="task")
+    try:
+        for task, key, future in zip(tasks, keys, futures):
+            record = cached.get(key)
+            if record is None:
+                record = future.result() if future is not None else compute(task, key)
+                if use_cache and record["stopped_by"] != "timeout":
+                    write_jsonl(cache_path, [record])
+                computed += 1
+            record = dict(record, category=task.category, question=task.question, gold=task.gold,
+                          correct=score(record["answer"], task), cached=key in cached)
+            records.append(record)
+            write_jsonl(log_path, record["steps"])
+            bar.update()
+            bar.set_postfix(success=f"{sum(r['correct'] for r in records)}/{len(records)}")
+    finally:
+        bar.close()
+        if pool is not None:  # an error (or Ctrl-C) cancels the runs not yet started
+            pool.shutdown(wait=True, cancel_futures=True)
     return EvalRun(run_id, records, computed, time.perf_counter() - t0, log_path,
                    cache_path if use_cache else None)
+
+
+def _run_options(loop_options: dict | None) -> dict | None:
+    """``loop_options`` for one of several runs in flight: a copy of each Guards (per-run state)."""
+    if not loop_options:
+        return loop_options
+    return {k: copy.copy(v) if isinstance(v, Guards) else v for k, v in loop_options.items()}
 
 
 def transcript_of(record: dict) -> Transcript:
@@ -439,15 +476,20 @@ def cli_eval(args) -> int:
     """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
 
     ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
-    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``. Results are cached under
+    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``, ``concurrency`` (runs in
+    flight against an endpoint, :func:`evaluate`). Results are cached under
     :func:`default_cache_dir`. Returns the exit code.
     """
     tasks = load_tasks(n=args.n)
+    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
     try:
         model = _model_for(args.model, args.protocol)
         run = evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                       model_name=args.model if args.model in SCRIPTED else None)
+                       model_name=args.model if args.model in SCRIPTED else None,
+                       concurrency=getattr(args, "concurrency", 1))
     except RuntimeError as exc:
+        if isinstance(exc, EndpointError):
+            raise  # the CLI prints it as one "react-lab: error: ..." line
         print(f"react-lab eval: {exc}", file=sys.stderr)
         return 2
     m = run.metrics

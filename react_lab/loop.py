@@ -59,7 +59,9 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         #    up to the first action or answer, never an Observation the model wrote itself.
         parsed = parse(completion.text, tools=guards.tool_names(tools))  # guard: more[page] while a page waits
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
-        step = Step.of(number, completion, thought=parsed.thought, forged=parsed.forged)
+        # A client-side stop (a provider that refused `stop`) already cut the forgery off.
+        step = Step.of(number, completion, thought=parsed.thought,
+                       forged=parsed.forged or getattr(completion, "forged_tokens", 0) > 0)
         if parsed.kind == "final":  # 3. Stop on an answer...
             rejected = guards.check_answer(parsed.answer)  # guard: grounding, placeholders, citations
             if rejected is None:

@@ -20,6 +20,7 @@ from typing import Callable, Iterator, Sequence
 from .chat import ChatReply, assistant_json
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
+from .leaks import leaked_calls
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .models import MAX_TOKENS, check_run_arguments
 from .protocol import unknown_tool_message
@@ -98,6 +99,15 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     replaces ``guards.approve``. A step's ``guard`` names the guard that acted; when the
     step limit or a refusal guard ends the run and ``guards.best_effort`` is on, one more
     request *without tools* asks for an answer, labelled ``[best effort]``.
+
+    Leaked calls: a reply with no ``tool_calls`` whose text holds a tool call
+    (:func:`react_lab.leaks.leaked_calls`: a ``<tool_call>`` block, a ``{"name",
+    "arguments"}`` or ``{"tool_name", "tool_input"}`` object, a list of them, fenced or
+    not) is never taken as the answer. When every call names a declared tool with valid
+    arguments the loop runs them as if they had come in ``tool_calls`` -- the model meant
+    them; a server whose chat template missed the format is not the model's error -- and
+    marks the step ``leaked``. Otherwise nothing runs, and an error observation tells the
+    model to send its calls in the tool-call field (:func:`leak_message`).
     """
     check_run_arguments("chat", model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
@@ -115,14 +125,27 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
         offered = {**tools, MORE: guards.more_tool()} if guards.pages else tools  # guard: more[page]
         reply = model.chat(messages, tools=tool_schemas(offered), max_tokens=max_tokens)
         guards.spend(reply)  # guard: token and money budgets
-        messages.append(reply.message())
-        step = Step.of(number, reply, thought=reply.thought)
-        if reply.tool_calls:  # each call runs through the guards, its schema checked inside them
-            observations = [_run_guarded(guards, offered, c) for c in reply.tool_calls]  # guard: calls
-            for call, obs in zip(reply.tool_calls, observations):
+        # A call written in the text instead of the tool-call field is never the answer:
+        # it runs when it is valid (the step is marked leaked), else the model is told.
+        leaked = [] if reply.tool_calls else leaked_calls(reply.content)
+        problems = leak_problems(offered, leaked)
+        calls = reply.tool_calls or (leaked if not problems else [])
+        message = reply.message()
+        if leaked and calls:
+            message["tool_calls"] = calls  # the conversation shows the calls the loop ran
+        messages.append(message)
+        step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
+        if calls:  # each call runs through the guards, its schema checked inside them
+            observations = [_run_guarded(guards, offered, c) for c in calls]  # guard: calls
+            for call, obs in zip(calls, observations):
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": obs.text})
-            _record_calls(step, reply.tool_calls, observations)
+            _record_calls(step, calls, observations)
             loop_said += [obs.text for obs in observations if obs.error]
+        elif leaked:  # a leaked call that cannot run: nothing runs, the model is told why
+            step.error = leak_message(leaked, problems)
+            step.observation = f"Error: {step.error}"
+            messages.append({"role": "user", "content": step.observation})
+            loop_said.append(step.observation)
         elif reply.content is not None:
             rejected = guards.check_answer(reply.content)  # guard: grounding, placeholders, citations
             if rejected is None:
@@ -158,6 +181,27 @@ def _record_calls(step: Step, calls: Sequence[dict], observations: list[Observat
     step.error = "\n".join(errors) if errors else None
     step.guard = next((o.guard for o in observations if o.guard), None)
     step.tool_seconds = sum(o.seconds for o in observations)
+
+
+def leak_problems(tools: dict[str, Tool], calls: Sequence[dict]) -> list[str]:
+    """Why leaked ``calls`` cannot run: an unknown tool or invalid arguments, one message each ([] if none)."""
+    problems = []
+    for call in calls:
+        name = call["function"]["name"]
+        tool = tools.get(name)
+        if tool is None:
+            problems.append(unknown_tool_message(name, tools))
+            continue
+        problems += [f"{name}: {e}" for e in check_arguments(tool, call["function"]["arguments"])[1]]
+    return problems
+
+
+def leak_message(calls: Sequence[dict], problems: Sequence[str]) -> str:
+    """What the loop tells the model when a call written in its text cannot run."""
+    names = ", ".join(c["function"]["name"] for c in calls)
+    return (f"the reply wrote a tool call ({names}) in its text, not in the tool-call field, "
+            f"and it cannot run: {'; '.join(problems)}. Nothing was run; send each call in "
+            "the tool_calls field, with a declared tool and valid arguments")
 
 
 def malformed_reply_message(reply: ChatReply, max_tokens: int) -> str:

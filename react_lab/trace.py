@@ -33,6 +33,12 @@ class Step:
     "args": list | dict}`` or None. Token counts are the model backend's;
     ``model_seconds``, ``tool_seconds`` and ``seconds`` (the whole step) are wall-clock
     seconds. ``guard`` names the guard that acted in this step.
+    ``stop_mode`` is who applied the stop sequence (``"server"``, ``"client"`` when the
+    provider refused ``stop`` and the backend cut the text, None when none was sent or
+    the backend is in-process); ``forged_tokens`` counts the completion tokens generated
+    (and billed) from a model-written ``Observation`` on that the client cut off.
+    ``leaked`` is True when a native reply wrote its tool call in the message text
+    instead of the tool-call field (see :mod:`react_lab.leaks`).
     """
 
     number: int
@@ -51,6 +57,9 @@ class Step:
     tool_seconds: float = 0.0
     seconds: float = 0.0
     guard: str | None = None
+    stop_mode: str | None = None
+    forged_tokens: int = 0
+    leaked: bool = False
 
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":
@@ -59,7 +68,9 @@ class Step:
         (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
         return cls(number, completion=reply.text, finish_reason=reply.finish_reason,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds, **fields)
+                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds,
+                   stop_mode=getattr(reply, "stop_mode", None),
+                   forged_tokens=getattr(reply, "forged_tokens", 0), **fields)
 
     def record(self, observation) -> None:
         """Write ``observation`` (a :class:`react_lab.tools.Observation`) into this step:
@@ -207,7 +218,8 @@ def read_jsonl(path: str | Path) -> list[dict]:
 #: The columns of one step's log record, in the order :func:`html_table` shows them.
 EVENT_FIELDS = ("run_id", "task_id", "step", "thought", "tool", "args", "args_valid",
                 "observation_tokens", "observation_chars", "seconds", "prompt_tokens",
-                "completion_tokens", "error", "guard", "answer")
+                "completion_tokens", "error", "guard", "answer", "stop_mode", "forged_tokens",
+                "leaked")
 
 
 def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=None,
@@ -237,7 +249,9 @@ def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=Non
             "observation_tokens": count_tokens(observation) if observation else 0,
             "observation_chars": len(observation), "seconds": round(step.seconds, 4),
             "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
-            "error": step.error, "guard": step.guard, "answer": step.answer}
+            "error": step.error, "guard": step.guard, "answer": step.answer,
+            "stop_mode": step.stop_mode, "forged_tokens": step.forged_tokens,
+            "leaked": step.leaked}
 
 
 def log_run(result, path: str | Path, run_id: str, *, task_id: str | None = None,
