@@ -148,25 +148,23 @@ class _Handler(BaseHTTPRequestHandler):
             s.in_flight += 1
             s.max_in_flight = max(s.max_in_flight, s.in_flight)
             failure = s.fail_first.pop(0) if s.fail_first else None
-        try:
-            time.sleep(s.delay)
-            auth = self.headers.get("Authorization", "")
-            if s.api_key is not None and auth != f"Bearer {s.api_key}":
-                return self._send(401, UNAUTHORIZED_BODY)
-            if body.get("model") not in s.models:
-                return self._send(404, not_found_body(str(body.get("model"))))
-            if failure is not None:
-                return self._send(failure, status_body(failure), {"retry-after-ms": "20"})
-            if s.refuse_stop and body.get("stop"):
-                return self._send(400, REFUSE_STOP_BODY)
-            if self.path.rstrip("/") == "/v1/completions":
-                return self._completion(body)
-            if self.path.rstrip("/") == "/v1/chat/completions":
-                return self._chat(body)
-            self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
-        finally:
-            with s.lock:
-                s.in_flight -= 1
+        time.sleep(s.delay)
+        with s.lock:  # counted out before the answer is written: the client may send its next one
+            s.in_flight -= 1
+        auth = self.headers.get("Authorization", "")
+        if s.api_key is not None and auth != f"Bearer {s.api_key}":
+            return self._send(401, UNAUTHORIZED_BODY)
+        if body.get("model") not in s.models:
+            return self._send(404, not_found_body(str(body.get("model"))))
+        if failure is not None:
+            return self._send(failure, status_body(failure), {"retry-after-ms": "20"})
+        if s.refuse_stop and body.get("stop"):
+            return self._send(400, REFUSE_STOP_BODY)
+        if self.path.rstrip("/") == "/v1/completions":
+            return self._completion(body)
+        if self.path.rstrip("/") == "/v1/chat/completions":
+            return self._chat(body)
+        self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
     def _completion(self, body: dict) -> None:
         prompt = body.get("prompt") or ""
