@@ -55,8 +55,12 @@ def server_command(*, host: str = "127.0.0.1", port: int = 8000, threads: int | 
 
 
 def learner_exports(host: str, port: int) -> str:
-    """The shell line a learner runs to point every notebook and command at this server."""
-    address = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    """The shell line a learner runs to point every notebook and command at this server.
+
+    A server listening on every address (``0.0.0.0``) is written ``HOST``: the learner
+    puts in the address of the instructor's machine.
+    """
+    address = "HOST" if host in ("0.0.0.0", "::") else host  # every address: say which to use
     return (f"export OPENAI_BASE_URL=http://{address}:{port}/v1 OPENAI_MODEL={MODEL_ALIAS} "
             f"REACT_LAB_MODEL=openai REACT_LAB_EXTRA_BODY={shlex.quote(EXTRA_BODY)}")
 
@@ -81,10 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"react-lab serve: error: {exc}", file=sys.stderr)
         return 2
-    where = "this machine's address" if args.host in ("0.0.0.0", "::") else args.host
+    where = " (HOST: this machine's address on the room's network)" if args.host in ("0.0.0.0", "::") else ""
     print(f"serving {Path(cmd[4]).name} as {MODEL_ALIAS!r} on {args.host}:{args.port}; "
-          f"learners run (with {where} as the host):\n  {learner_exports(args.host, args.port)}",
-          flush=True)
+          f"learners run{where}:\n  {learner_exports(args.host, args.port)}", flush=True)
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:

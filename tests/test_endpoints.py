@@ -266,3 +266,17 @@ def test_load_model_reads_the_backend_from_one_variable(env):
     env.setenv("REACT_LAB_MODEL", "gpt")
     with pytest.raises(ValueError, match="REACT_LAB_MODEL"):
         load_model()
+
+
+def test_the_workshop_recipe_is_the_one_the_code_prints():
+    """docs/workshop.md shows the serve command and exactly the exports it prints."""
+    from pathlib import Path
+
+    from react_lab.serve import learner_exports, server_command
+
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "workshop.md").read_text()
+    assert "python -m react_lab.serve --host 0.0.0.0 --port 8000" in guide
+    assert learner_exports("0.0.0.0", 8000) in guide
+    cmd = server_command(host="0.0.0.0", port=8000, threads=2)
+    assert cmd[1:3] == ["-m", "llama_cpp.server"] and "chatml-function-calling" in cmd
+    assert cmd[cmd.index("--n_ctx") + 1] == str(LocalModel().n_ctx)

@@ -8,6 +8,7 @@ with nothing cached.
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ from react_lab import forge
 from react_lab.models import LocalModel, OpenAIModel
 from react_lab.parser import truncate_forged
 from react_lab.protocol import STOP, build_prompt
-from react_lab.serve import EXTRA_BODY, MODEL_ALIAS
+from react_lab.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
 from react_lab.tools import call_tool, default_tools
 
 pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'")
@@ -37,11 +38,15 @@ def server():
 
 @pytest.fixture
 def served_env(server):
-    """The environment a learner sets to use the server (``react_lab.serve.learner_exports``)."""
+    """The environment a learner sets: exactly the line ``python -m react_lab.serve`` prints."""
+    host, port = server.split("//")[1].split("/")[0].split(":")
+    exports = shlex.split(learner_exports(host, int(port)))
+    assert exports[0] == "export"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REACT_LAB_"))}
-    env.update(OPENAI_BASE_URL=server, OPENAI_MODEL=MODEL_ALIAS, REACT_LAB_EXTRA_BODY=EXTRA_BODY,
-               REACT_LAB_THREADS=os.environ.get("REACT_LAB_THREADS", "2"),
+    env.update(dict(item.split("=", 1) for item in exports[1:]))
+    env.update(REACT_LAB_THREADS=os.environ.get("REACT_LAB_THREADS", "2"),
                PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    assert env["OPENAI_BASE_URL"] == server and env["REACT_LAB_MODEL"] == "openai"
     return env
 
 
