@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "no progress bar")
     e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
                    help="runs in flight at once against an endpoint (default %(default)s); "
-                        "results are the same as a serial run's")
+                        "records come back in task order, as a serial run's")
     e.set_defaults(func=evals.cli_eval)
 
     d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "

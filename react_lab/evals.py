@@ -242,7 +242,9 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
 
     ``concurrency`` keeps up to that many runs in flight at once (threads), for a
     backend that serves requests in parallel (an OpenAI-compatible endpoint); the records
-    are identical in content to a serial run's and come back in task order. Each run then
+    come back in task order, identical in content to a serial run's when the backend's
+    answer depends on the request alone (a llama.cpp server that reuses the previous
+    request's KV cache can answer interleaved runs differently). Each run then
     gets its own database connection (when ``tools`` is not given) and its own copy of
     any :class:`react_lab.guards.Guards` in ``loop_options``. The embedded model runs one
     generation at a time, so it gains nothing from it. Raises ValueError for an unknown
