@@ -242,11 +242,16 @@ def call_as_answer(text: str, start: int):
     blob = find_json_call(text, m.end() - 1)
     if blob is None or blob[0] != m.end() - 1 or blob[2].kind == "error":
         return None
-    obj = load_object(text[blob[0]:blob[1]])
+    return blob if names_a_call(load_object(text[blob[0]:blob[1]])) else None
+
+
+def names_a_call(obj: Any) -> bool:
+    """True if a decoded object is unmistakably a call: it has an input key, or a name key other than ``name``.
+
+    ``{"name": "Acme", "total": 4200}`` is data that happens to be JSON, not a call.
+    """
     norms = {_norm_key(k) for k in obj} if isinstance(obj, dict) else set()
-    if norms & set(_INPUT_NORMS) or norms & (set(_NAME_NORMS) - {"name"}):
-        return blob
-    return None
+    return bool(norms & set(_INPUT_NORMS) or norms & (set(_NAME_NORMS) - {"name"}))
 
 
 def object_without_call(text: str, brace: int) -> ParseResult:
