@@ -13,9 +13,7 @@ _spec.loader.exec_module(store)
 
 # Notebooks stored before scripts/store-notebooks.py existed. Re-store each with the script
 # and delete it here: the strict xfail turns into a failure the moment one passes.
-NOT_YET_STORED = {"01_text_protocol.ipynb", "03_forged_observations.ipynb",
-                  "04_parser_vs_schema.ipynb", "05_cost.ipynb", "06_guards.ipynb",
-                  "07_context_control.ipynb", "08_evaluation.ipynb"}
+NOT_YET_STORED: set[str] = set()
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
