@@ -30,7 +30,7 @@ def main() -> None:
     rows, t_start = [], time.perf_counter()
     for question in QUESTIONS:
         for step in run(question, model, tools, max_steps=args.steps, max_tokens=128):
-            rows.append((question[:38], step.step, step.model_seconds, step.seconds))
+            rows.append((question[:38], step.number, step.model_seconds, step.seconds))
     wall = time.perf_counter() - t_start
     print(f"{'question':40} {'step':>4} {'model s':>8} {'step s':>8} {'overhead':>9}")
     for q, n, m, s in rows:

@@ -8,9 +8,9 @@ and meets three defences:
 * ``regex`` -- the classic loop: :func:`react_lab.protocol.strict_parse`, a split on
   commas, ``tool.fn(*args)``. Nothing checks the arguments; we record the SQL that ran.
 * ``schema`` -- JSON Schema validation of the structured call
-  (:func:`react_lab.native.check_arguments`).
+  (:func:`react_lab.schema.check_arguments`).
 * ``grammar`` -- schema-constrained decoding: the native loop's reply grammar, run through
-  llama.cpp's own grammar sampler (:func:`react_lab.native.grammar_check`). A call the
+  llama.cpp's own grammar sampler (:func:`react_lab.grammar.grammar_check`). A call the
   grammar refuses can never be generated.
 
 Outcomes: ``wrong_call`` (ran and returned misleading rows), ``type_error`` (Python raised
@@ -19,12 +19,17 @@ names the field), ``impossible`` (cannot be generated), ``ok``.
 """
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .chat import LocalChatModel
+from .grammar import grammar_check, reply_grammar
+from .native import SYSTEM
 from .protocol import strict_parse
-from .tools import Tool, default_tools, open_db, record_sql, tool_schemas
+from .schema import check_arguments
+from .tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
 
 DEFENCES = ("regex", "schema", "grammar")
 OUTCOMES = ("wrong_call", "type_error", "rejected", "impossible", "ok")
@@ -103,8 +108,7 @@ def regex_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
         return Outcome(abuse.label, "regex", "rejected", parsed.reason or "no action")
     args = [a.strip() for a in parsed.input.split(",")]
     tool = tools[parsed.tool]
-    conn = _connection(tool)
-    with record_sql(conn) as sql:
+    with record_sql(connection(tool)) as sql:
         try:
             rows = tool.fn(*args)
         except TypeError as exc:
@@ -121,8 +125,6 @@ def regex_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
 
 def schema_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
     """Decode the native arguments and validate them against the tool's JSON Schema."""
-    from .native import check_arguments
-
     args, errors = check_arguments(tools[abuse.tool], abuse.arguments)
     if errors:
         return Outcome(abuse.label, "schema", "rejected", "; ".join(errors))
@@ -136,15 +138,13 @@ def reply_text(abuse: Abuse) -> str:
     return f'{{"thought": "", "tool_calls": [{call}]}}'
 
 
-def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, chat_model=None) -> Outcome:
+def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, model=None) -> Outcome:
     """Check the abusive reply against the reply grammar with llama.cpp's grammar sampler.
 
-    With ``chat_model`` (a :class:`react_lab.native.LocalChatModel`), also sample one
-    reply to :attr:`Abuse.invitation` under the grammar (``tool_choice="required"``) and
-    report the call the model wrote and whether it passes the schema.
+    With ``model`` (a :class:`react_lab.chat.LocalChatModel`), also sample one reply to
+    :attr:`Abuse.invitation` under the grammar (``tool_choice="required"``) and report
+    the call the model wrote and whether it passes the schema.
     """
-    from .native import grammar_check, reply_grammar
-
     text = reply_text(abuse)
     check = grammar_check(reply_grammar(tool_schemas(tools)), text)
     if check.accepted:
@@ -155,21 +155,19 @@ def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, chat_model=None) ->
         out = Outcome(abuse.label, "grammar", "impossible",
                       f"the grammar {what} at character {at} of the arguments: "
                       f"{abuse.arguments[:at]}⟨here⟩")
-    if chat_model is not None:
-        out.sampled = sample_call(abuse, chat_model, tools)
+    if model is not None:
+        out.sampled = sample_call(abuse, model, tools)
         s = out.sampled
         out.detail += (f"; sampled: {s['tool']}({json.dumps(s['args'])}) -- "
                        + ("schema-valid" if s["valid"] else "INVALID: " + "; ".join(s["errors"])))
     return out
 
 
-def sample_call(abuse: Abuse, chat_model, tools: dict[str, Tool]) -> dict:
+def sample_call(abuse: Abuse, model, tools: dict[str, Tool]) -> dict:
     """Ask the model for the abuse in words; return ``{"tool", "args", "valid", "errors", "text"}``."""
-    from .native import SYSTEM, check_arguments
-
     messages = [{"role": "system", "content": SYSTEM},
                 {"role": "user", "content": abuse.invitation}]
-    reply = chat_model.chat(messages, tools=tool_schemas(tools), max_tokens=160,
+    reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=160,
                             tool_choice="required")
     if not reply.tool_calls:
         return {"tool": None, "args": None, "valid": False, "text": reply.text,
@@ -181,11 +179,11 @@ def sample_call(abuse: Abuse, chat_model, tools: dict[str, Tool]) -> dict:
 
 
 def run_abuses(abuses=ABUSES, defences=DEFENCES, *, tools: dict[str, Tool] | None = None,
-               chat_model=None) -> list[Outcome]:
+               model=None) -> list[Outcome]:
     """Feed every abuse to every defence; return the outcomes, abuse by abuse.
 
     The ``grammar`` defence loads the embedded model (it needs its vocabulary); with
-    ``chat_model`` it also samples one call per abuse (a few seconds each).
+    ``model`` (a chat backend) it also samples one call per abuse (a few seconds each).
     """
     tools = default_tools(open_db()) if tools is None else tools
     outcomes = []
@@ -196,14 +194,10 @@ def run_abuses(abuses=ABUSES, defences=DEFENCES, *, tools: dict[str, Tool] | Non
             elif defence == "schema":
                 outcomes.append(schema_defence(abuse, tools))
             elif defence == "grammar":
-                outcomes.append(grammar_defence(abuse, tools, chat_model=chat_model))
+                outcomes.append(grammar_defence(abuse, tools, model=model))
             else:
                 raise ValueError(f"unknown defence {defence!r}; use {', '.join(DEFENCES)}")
     return outcomes
-
-
-def _connection(tool: Tool):
-    return tool.fn.args[0]  # default_tools binds the connection: partial(fn, conn)
 
 
 def _count(rows) -> str:
@@ -228,8 +222,6 @@ _HEADERS = {"regex": "regex + comma split (classic loop)", "schema": "JSON Schem
 
 def outcome_table(outcomes: list[Outcome]) -> str:
     """Render outcomes as an HTML table: one row per abuse, one column per defence."""
-    import html
-
     abuses = list(dict.fromkeys(o.abuse for o in outcomes))
     defences = list(dict.fromkeys(o.defence for o in outcomes))
     cells = {(o.abuse, o.defence): o for o in outcomes}
@@ -252,7 +244,7 @@ def outcome_table(outcomes: list[Outcome]) -> str:
 
 def plot_trust_boundary():
     """Draw where "these characters are a tool call" is decided, text vs native; return the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     fig, ax = plt.subplots(figsize=(10, 4.2))
@@ -296,9 +288,7 @@ def cli_abuses(args) -> int:
     Prints a JSON list of ``{"abuse", "defence", "outcome", "detail"}`` with ``--json``,
     else one line per outcome. Returns the exit code.
     """
-    from .native import LocalChatModel
-
-    outcomes = run_abuses(chat_model=LocalChatModel())
+    outcomes = run_abuses(model=LocalChatModel())
     if getattr(args, "json", False):
         print(json.dumps([o.to_dict() for o in outcomes], indent=2, ensure_ascii=False))
     else:

@@ -16,17 +16,26 @@ import json
 import math
 import sys
 
-from . import protocol
+from . import abuses, cost, doctor, evals, forge, models
+from .chat import load_chat_model
+from .guards import Guards
+from .loop import MAX_STEPS, ask
+from .models import MAX_TOKENS, EndpointError
+from .native import ask_native
+from .parser import parse
+from .tools import default_tools
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
 #: steps took 600 MB to print 108 MB. A real agent run is tens of steps.
 MAX_COST_STEPS = 1000
 
 #: The ``--model`` specs :func:`react_lab.models.load_model` understands.
-MODEL_HELP = ("local (the embedded SmolLM2, default), scripted:FILE.json (replays a JSON "
+MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+              "another), scripted:FILE.json (replays a JSON "
               "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL")
 #: ``eval`` also takes the two scripted baselines of :mod:`react_lab.evals`.
-EVAL_MODEL_HELP = ("local (the embedded SmolLM2, default); oracle (scripted: makes each task's "
+EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+                   "another); oracle (scripted: makes each task's "
                    "right tool calls, then gives the gold answer: scores 100%%); dont_know "
                    "(scripted: always answers \"I don't know\": scores 0%%); scripted:FILE.json; "
                    "openai (model from OPENAI_MODEL) or openai:MODEL")
@@ -79,21 +88,15 @@ def _print_json(obj) -> None:
 
 def cmd_ask(args) -> int:
     """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``."""
-    from .loop import ask
-    from .models import load_model
-    from .tools import default_tools
-
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
     if getattr(args, "protocol", "text") == "native":
-        from .native import ask_native, load_chat_model
-
         result = ask_native(args.question, load_chat_model(args.model), default_tools(),
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
                             guards=_guards(args))
     else:
-        model = load_model(args.model)
+        model = models.load_model(args.model)
         result = ask(args.question, model, default_tools(), stop=not args.no_stop,
                      max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
     if args.json:
@@ -106,8 +109,6 @@ def cmd_ask(args) -> int:
 
 def _guards(args):
     """The run's :class:`react_lab.guards.Guards` from the ``ask`` options (0 switches a limit off)."""
-    from .guards import Guards
-
     return Guards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
                   tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
                   price_in=args.price_in, price_out=args.price_out)
@@ -115,8 +116,6 @@ def _guards(args):
 
 def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     """The guard limits of ``ask``; defaults are :class:`react_lab.guards.Guards`'s."""
-    from .guards import Guards
-
     d = Guards()
     limit = non_negative(zero_is_off=True)
     g = parser.add_argument_group("guards (0 switches a limit off)")
@@ -135,17 +134,11 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_parse(args) -> int:
+    """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    _print_json(protocol.parse(text, tools=tools).to_dict())
+    _print_json(parse(text, tools=tools).to_dict())
     return 0
-
-
-def _handler(module: str, name: str):
-    """Import ``react_lab.<module>.<name>`` only when its subcommand runs (keeps startup fast)."""
-    import importlib
-
-    return getattr(importlib.import_module(f"react_lab.{module}"), name)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,37 +146,41 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="react-lab", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
 
-    a = sub.add_parser("ask", help="run the ReAct loop on one question and print the trace")
+    a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
+                                   "question and print the trace")
     a.add_argument("question")
-    a.add_argument("--model", default="local", help=MODEL_HELP + "; with --protocol native, "
+    a.add_argument("--model", default=None, help=MODEL_HELP + "; with --protocol native, "
                    "scripted:FILE.json replays JSON replies instead")
     a.add_argument("--protocol", choices=["text", "native"], default="text",
-                   help="text: ReAct labels parsed by regex; native: structured tool calls "
-                        "(the local model's replies constrained by a JSON-Schema grammar)")
+                   help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
+                        "react_lab.parser); native: structured tool calls (react_lab.native; the "
+                        "local model's replies constrained by a JSON-Schema grammar, react_lab.grammar)")
     a.add_argument("--no-stop", action="store_true",
                    help="send no stop sequence (text protocol only), to see forged observations")
-    a.add_argument("--max-steps", type=whole_number(1), default=6,
+    a.add_argument("--max-steps", type=whole_number(1), default=MAX_STEPS,
                    help="model calls per run, plus one best-effort answer if they run out "
                         "(default %(default)s)")
-    a.add_argument("--max-tokens", type=whole_number(1), default=192,
+    a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     _add_guard_options(a)
     a.set_defaults(func=cmd_ask, usage_error=a.error)
 
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
-                                          "with and without the stop sequence")
+                                          "with and without the stop sequence (react_lab.forge)")
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
-    f.add_argument("--model", default="local", help=MODEL_HELP)
+    f.add_argument("--model", default=None, help=MODEL_HELP)
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
-    f.set_defaults(func=lambda a: _handler("forge", "cli_forge_rate")(a))
+    f.set_defaults(func=forge.cli_forge_rate)
 
-    ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained decoding")
+    ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
+                                       "decoding (react_lab.abuses)")
     ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
-    ab.set_defaults(func=lambda a: _handler("abuses", "cli_abuses")(a))
+    ab.set_defaults(func=abuses.cli_abuses)
 
-    c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic re-sends")
+    c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic "
+                                    "re-sends (react_lab.cost)")
     c.add_argument("--prefix", type=int, required=True, help="prompt prefix P, tokens")
     c.add_argument("--observation", type=int, required=True, help="observation O per step, tokens")
     c.add_argument("--assistant", type=int, required=True, help="assistant text A per step, tokens")
@@ -192,19 +189,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"number of steps N (at most {MAX_COST_STEPS})")
     c.add_argument("--plot", help="write a PNG plot to this file")
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    c.set_defaults(func=lambda a: _handler("cost", "cli_cost")(a))
+    c.set_defaults(func=cost.cli_cost)
 
     e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
-                                    "(--model oracle and dont_know: the 100%% and 0%% baselines)")
+                                    "(react_lab.evals, react_lab.tasks; --model oracle and "
+                                    "dont_know: the 100%% and 0%% baselines)")
     e.add_argument("--n", type=whole_number(1), default=None, help="first N tasks only")
     e.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text (ReAct labels) or native (structured tool calls)")
-    e.add_argument("--model", default="local", help=EVAL_MODEL_HELP)
+    e.add_argument("--model", default=None, help=EVAL_MODEL_HELP)
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object, "
                                                        "no progress bar")
-    e.set_defaults(func=lambda a: _handler("evals", "cli_eval")(a))
+    e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
+                   help="runs in flight at once against an endpoint (default %(default)s); "
+                        "records come back in task order, as a serial run's")
+    e.set_defaults(func=evals.cli_eval)
 
-    pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser")
+    d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
+                                      "and the endpoint when OPENAI_BASE_URL is set")
+    d.set_defaults(func=lambda a: doctor.main())
+
+    pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
+                                      "(react_lab.parser)")
     pr.add_argument("--tools", help="comma-separated tool names; any other name is an error")
     pr.set_defaults(func=cmd_parse)
     return p
@@ -215,14 +221,16 @@ def main(argv: list[str] | None = None) -> int:
 
     A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
     file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
-    prints ``react-lab: error: ...`` on stderr and returns 2; any other exception is a
-    bug and keeps its traceback.
+    prints ``react-lab: error: ...`` on stderr and returns 2, and so does an endpoint
+    that cannot serve a request (:class:`react_lab.models.EndpointError`: unreachable,
+    unknown model, refused key, timeout, still failing after the retries); any other
+    exception is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            PermissionError) as exc:
+            PermissionError, EndpointError) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2
 

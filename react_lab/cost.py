@@ -10,19 +10,28 @@ ride in it, and they grow differently:
 
 The module follows the notebook ``05_cost.ipynb``: token counting with cl100k_base
 (no network), the cost model with its plot and widget, the ``react-lab cost`` command,
-prompts of two sizes to count, and helpers that hold a real run of the loop up against
-the model. Token counts are always integers of *tokens*; "the seed" is the article
+exemplars for prompts of two sizes (with :func:`react_lab.tools.production_tools`), and
+helpers that hold a real run of the loop up against the model (with
+:class:`react_lab.models.ForcedModel`). Token counts are always integers of *tokens*; "the seed" is the article
 this lab is built from (P=1,000, O=600, A=100, N=10 gives 7,300 tokens at step 10 and
 41,500 in total; a 1,400-token prefix over 8 steps is 11,200).
 """
 from __future__ import annotations
 
 import functools
+import html
 import importlib.util
 import json
-import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
+from unittest import mock
+
+import tiktoken
+import tiktoken_ext.openai_public
+from tiktoken.load import load_tiktoken_bpe
+
+from . import protocol
+from .tools import call_tool, default_tools
 
 # --------------------------------------------------------------------------- counting tokens
 
@@ -56,10 +65,7 @@ def _cl100k_registry() -> tuple[str, dict[str, int], str]:
     The registry's ``cl100k_base()`` would download the rank file, so its loader is
     swapped, for this one call, for a stub that records the hash and loads nothing.
     """
-    from unittest import mock
-
-    import tiktoken_ext.openai_public as registry
-
+    registry = tiktoken_ext.openai_public
     seen = {}
 
     def no_download(url, expected_hash=None):
@@ -77,9 +83,6 @@ def load_encoding(path: str | Path | None = None, expected_hash: str = CL100K_SH
     ``path`` defaults to :func:`cl100k_path`. The file must hash to ``expected_hash``
     (sha256 hex); otherwise :class:`EncodingFileError` says which file and what to do.
     """
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
     path = Path(path) if path else cl100k_path()
     try:
         ranks = load_tiktoken_bpe(str(path), expected_hash=expected_hash)
@@ -218,7 +221,7 @@ def plot_cost(P: int, O: int, A: int, N: int, *, title: str | None = None):
     The crossover steps are marked. Returns a ``matplotlib.figure.Figure`` (not shown,
     not registered with pyplot).
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # heavy, optional: only plots need it
     from matplotlib.ticker import MaxNLocator
 
     cost = run_cost(P, O, A, N)
@@ -274,9 +277,7 @@ def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
     (an HTML widget with :func:`describe_cost`), ``.output`` and ``.redraws``
     (how many times it has drawn).
     """
-    import html
-
-    import ipywidgets as widgets
+    import ipywidgets as widgets  # heavy, optional: only the notebooks' controls need it
     from IPython.display import display
 
     def slider(value, low, high, step, text):
@@ -339,77 +340,26 @@ def cli_cost(args) -> int:
 
 # --------------------------------------------------------------------------- prompts to count
 
-#: Worked exchanges used when :data:`react_lab.protocol.EXEMPLARS` has fewer than a
-#: prompt needs: ``(question, [(thought, tool, args)], final_thought, answer)``. The
-#: observations are not written here: :func:`lab_exemplars` runs the real tools.
-EXTRA_EXEMPLARS = [
-    ("Was charge ch_2mWuhH refunded?",
-     [("I should look the charge up by its id.", "get_charge", ["ch_2mWuhH"])],
-     "Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
-     "Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded."),
-    ("How much is still unpaid on supplier invoice INV-2291?",
-     [("I need the invoice and its total first.", "find_invoice", ["INV-2291"]),
-      ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments", ["INV-2291"])],
-     "There are no payments and none scheduled, so the whole total is unpaid.",
-     "All 48,200.00 dollars of INV-2291 are unpaid."),
-    ("When was cus_4417's last invoice issued?",
-     [("I need this customer's recent invoices, newest first.", "list_invoices",
-       ["cus_4417", "2026-07-01"])],
-     "The newest invoice, INV-2088, was issued on 2026-07-14.",
-     "The last invoice of cus_4417, INV-2088, was issued on 2026-07-14."),
-]
-
-
 def lab_exemplars(n: int) -> list:
-    """``n`` exemplars: :data:`react_lab.protocol.EXEMPLARS` first, then :data:`EXTRA_EXEMPLARS`.
+    """``n`` exemplars: :data:`react_lab.protocol.EXEMPLARS` first, then its ``EXTRA_EXEMPLARS``.
 
     The extra exemplars' observations are the real tools' output on the shipped
     database. Raises ``ValueError`` if ``n`` is more than are available.
     """
-    from .protocol import EXEMPLARS, Exemplar
-    from .tools import call_tool, default_tools
-
-    chosen = list(EXEMPLARS[:n])
+    chosen = list(protocol.EXEMPLARS[:n])
     known = {ex.question for ex in chosen}
     tools = default_tools()
-    for question, calls, final_thought, answer in EXTRA_EXEMPLARS:
+    for question, calls, final_thought, answer in protocol.EXTRA_EXEMPLARS:
         if len(chosen) >= n:
             break
         if question in known:
             continue
         steps = tuple((thought, f"{tool}[{', '.join(args)}]", call_tool(tools, tool, args).text)
                       for thought, tool, args in calls)
-        chosen.append(Exemplar(question, steps, final_thought, answer))
+        chosen.append(protocol.Exemplar(question, steps, final_thought, answer))
     if len(chosen) < n:
         raise ValueError(f"only {len(chosen)} exemplars are available, asked for {n}")
     return chosen
-
-
-def _refund_stand_in(charge_id: str):
-    from .tools import ToolError
-
-    raise ToolError("refund_charge is described in the production-sized prompt only; "
-                    "react_lab does not run refunds")
-
-
-def production_tools() -> list:
-    """Eight tool descriptions for a production-sized prompt: describe them, don't call them.
-
-    The six read-only tools, ``schedule_payment`` (its description, built on a throwaway
-    copy of the database whose connection is closed again) and ``refund_charge``, a
-    stand-in that exists only as a description, to reach the seed's eight.
-    """
-    from .tools import CHARGE_ID, Tool, default_tools, payment_tools, working_copy
-
-    tools = list(default_tools().values())
-    with tempfile.TemporaryDirectory(prefix="react_lab_cost_") as tmp:
-        payment = payment_tools(working_copy(tmp))["schedule_payment"]
-        payment.fn.args[0].close()  # the sqlite3 connection bound to the copy
-    refund = Tool("refund_charge", _refund_stand_in,
-                  "Refund one succeeded card charge in full; amounts are in cents. Moves real money.",
-                  {"type": "object", "properties": {"charge_id": CHARGE_ID},
-                   "required": ["charge_id"], "additionalProperties": False}, side_effect=True)
-    return tools + [payment, refund]
 
 
 # --------------------------------------------------------------------------- measuring a real run
@@ -461,42 +411,12 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
     }
 
 
-class ForcedModel:
-    """Send every prompt to a real model, but answer from a script (teacher forcing).
-
-    The wrapped ``model`` reads each prompt and writes one token that is thrown away,
-    so ``prompt_tokens`` and ``evaluated_tokens`` are its real numbers; the text is the
-    next of ``completions`` (the last one repeats), counted with ``model.count_tokens``.
-    Use it to get a run of a known number of steps, with real token accounting, from a
-    model that would stop early.
-    """
-
-    def __init__(self, model, completions: Sequence[str]):
-        if not completions:
-            raise ValueError("a forced model needs at least one completion")
-        self.model, self.completions, self.calls = model, list(completions), 0
-
-    @property
-    def name(self) -> str:
-        return f"forced:{self.model.name}"
-
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = 256):
-        from .models import Completion
-
-        real = self.model.complete(prompt, stop=stop, max_tokens=1)
-        text = self.completions[min(self.calls, len(self.completions) - 1)]
-        self.calls += 1
-        return Completion(text=text, finish_reason="stop", prompt_tokens=real.prompt_tokens,
-                          completion_tokens=self.model.count_tokens(text), seconds=real.seconds,
-                          evaluated_tokens=real.evaluated_tokens)
-
-
 def plot_run(measured: dict, *, title: str | None = None):
     """Plot a measured run: reported vs predicted prompt tokens, and evaluated vs billed tokens.
 
     ``measured`` is :func:`measure_run`'s dict. Returns a ``matplotlib.figure.Figure``.
     """
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # heavy, optional: only plots need it
 
     steps = measured["steps"]
     fig = Figure(figsize=(10, 3.8), layout="constrained")

@@ -1,13 +1,10 @@
-"""Measure an agent: a fixed task set with gold answers, a scorer, a cached runner, metrics.
+"""Measure an agent: run it over the fixed task set with a cache, log every step, compute metrics.
 
-"Read ten traces, then measure." This module is the measuring half, in four parts, in
-the order ``08_evaluation.ipynb`` uses them:
+"Read ten traces, then measure." This module is the measuring half, in the order
+``08_evaluation.ipynb`` uses it (the task set and the scorer are :mod:`react_lab.tasks`):
 
-1. the task set -- 206 questions over the billing database and the help articles, with
-   gold answers computed by SQL (``react_lab/data/build_tasks.py`` writes ``tasks.json``),
-   split into a ``dev`` half to tune on and a ``test`` half to report on;
-2. the scorer -- :func:`score` compares an answer to the gold one after normalising
-   numbers, dates, ids and yes/no (the rules are in its docstring);
+1. the task set and 2. the scorer -- :func:`react_lab.tasks.load_tasks` and
+   :func:`react_lab.tasks.score`;
 3. the runner -- :func:`evaluate` runs any backend over the set with the text protocol
    (``react_lab.loop``) or native tool calls (``react_lab.native``), one JSONL step-event
    log per evaluation run, and a cache so a re-run only computes what changed;
@@ -21,6 +18,7 @@ Before any real model is judged, two scripted models prove the harness:
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import hashlib
@@ -30,211 +28,40 @@ import os
 import re
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import native
-from .protocol import build_prompt
-from .trace import Step, Transcript, html_table, step_event, write_jsonl
+from tqdm.auto import tqdm
 
-TASKS_PATH = Path(__file__).resolve().parent / "data" / "tasks.json"
+from .chat import ScriptedChatModel, load_chat_model
+from .guards import Guards
+from .loop import run
+from .models import EndpointError, ScriptedModel, check_count, load_model, model_spec
+from .native import SYSTEM, conversation, run_native
+from .protocol import build_prompt
+from .tasks import Task, load_tasks, score
+from .tools import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH, default_tools
+from .trace import RunResult, Transcript, html_table, step_event, write_jsonl
+
 PROTOCOLS = ("text", "native")
 #: The ``stopped_by`` of a run the step limit ended (a best-effort answer may follow).
 STEP_LIMIT = "max_steps"
 
-
-# =========================================================================== 1. the task set
-
-@dataclass(frozen=True)
-class Task:
-    """One evaluation task: a question, its gold answer and how to compare, the oracle's calls.
-
-    ``kind`` is ``number`` (``unit``: dollars, cents, count or days), ``date``, ``id``,
-    ``yesno``, ``choice`` (one of ``choices``) or ``text``. ``oracle`` is a tuple of
-    ``(tool, args)`` calls, in order. ``sql``/``params`` produced ``gold``.
-    """
-
-    id: str
-    category: str
-    question: str
-    gold: str
-    kind: str
-    unit: str | None = None
-    choices: tuple[str, ...] = ()
-    oracle: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    sql: str = ""
-    params: tuple = ()
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Task":
-        return cls(id=d["id"], category=d["category"], question=d["question"], gold=d["gold"],
-                   kind=d["kind"], unit=d.get("unit"), choices=tuple(d.get("choices", ())),
-                   oracle=tuple((tool, tuple(args)) for tool, args in d.get("oracle", ())),
-                   sql=d.get("sql", ""), params=tuple(d.get("params", ())))
+#: The evaluation's budget, smaller than the loops' defaults: 50 tasks on a 2-core laptop
+#: must run in minutes, and every task's oracle needs at most 3 calls and an answer.
+EVAL_MAX_STEPS, EVAL_MAX_TOKENS = 4, 128
 
 
-def load_tasks(path: str | Path = TASKS_PATH, *, n: int | None = None,
-               split: str | None = None) -> list[Task]:
-    """Load the evaluation set: every task, or those of ``split`` (``"dev"`` or ``"test"``).
-
-    Then the first ``n`` tasks if given. Tune on ``dev``; report results on ``test``.
-    FileNotFoundError names the build command; ValueError for a bad ``n`` or ``split``.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no task set at {path}; build it: python -m react_lab.data.build_tasks")
-    if split not in (None, "dev", "test"):
-        raise ValueError(f"unknown split {split!r}; use dev or test (or None for all tasks)")
-    tasks = [Task.from_dict(d) for d in json.loads(path.read_text(encoding="utf-8"))
-             if split is None or d.get("split") == split]
-    if n is not None and n < 1:
-        raise ValueError(f"n must be at least 1, not {n}")
-    return tasks[:n] if n else tasks
-
-
-# =========================================================================== 2. the scorer
-
-#: A longer answer is scored wrong: a dump of rows is not an answer, and any gold
-#: value would be "somewhere in it".
-MAX_ANSWER_CHARS = 300
-
-_MONTHS = {m: i for i, m in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug",
-                                        "sep", "oct", "nov", "dec"], 1)}
-_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_MDY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
-_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I)
-_IDS = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
-_NUMBER = re.compile(r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
-                     r"(\s*(?:cents?\b|¢)|\s*(?:dollars?\b|usd\b))?", re.I)
-#: Yes/no as the answer's first word, standing alone: "No." and "Yes, twice" count,
-#: "no action was found" and "no more tool calls" do not.
-_YESNO = re.compile(r"(yes|no|true|false)(?=[\s]*(?:[.,;:!)]|$))", re.I)
-#: A leading tag in brackets, such as the loop's "[best effort]", is not part of the answer.
-_TAG = re.compile(r"^\s*\[[^\]\n]{0,40}\]\s*")
-
-
-def dates_in(text: str) -> list[str]:
-    """Return the dates written in ``text`` as ISO strings, in order of appearance.
-
-    Understands ``2026-07-14``, ``July 14, 2026`` / ``Jul 14 2026`` / ``July 14th, 2026``
-    and ``14 July 2026`` / ``14th of July, 2026``. Impossible dates are skipped.
-    """
-    found = []
-    for regex, order in ((_ISO, "ymd"), (_MDY, "mdy"), (_DMY, "dmy")):
-        for m in regex.finditer(text):
-            a, b, c = m.groups()
-            y, mo, d = {"ymd": (a, b, c), "mdy": (c, a, b), "dmy": (c, b, a)}[order]
-            mo = _MONTHS[mo[:3].lower()] if not mo.isdigit() else int(mo)
-            try:
-                found.append((m.start(), date(int(y), mo, int(d)).isoformat()))
-            except ValueError:
-                continue
-    return [iso for _, iso in sorted(found)]
-
-
-def numbers_in(text: str) -> list[tuple[float, str | None]]:
-    """Return ``(value, unit)`` for every number in ``text``; unit is ``"cents"``, ``"dollars"`` or None.
-
-    Dates and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so
-    their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
-    the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
-    words are too common in text that is not an answer ("write one line").
-    """
-    for regex in (_ISO, _MDY, _DMY, _IDS):
-        text = regex.sub(" ", text)
-    found = []
-    for m in _NUMBER.finditer(text):
-        sign, dollar, whole, frac, unit = m.groups()
-        value = float(whole.replace(",", "") + (frac or ""))
-        value = -value if sign else value
-        unit = (unit or "").strip().lower()
-        kind = "cents" if unit.startswith(("cent", "¢")) else (
-            "dollars" if dollar or unit else None)
-        found.append((value, kind))
-    return found
-
-
-def _in_unit(value: float, said: str | None, wanted: str | None) -> float:
-    """Convert a number said in ``said`` units to the gold's ``wanted`` unit (cents <-> dollars only)."""
-    if wanted == "dollars" and said == "cents":
-        return value / 100
-    if wanted == "cents" and said == "dollars":
-        return value * 100
-    return value
-
-
-def _words(text: str) -> str:
-    """Casefold, turn everything but letters and digits into single spaces, pad with spaces."""
-    return " " + " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split()) + " "
-
-
-def _compact(text: str) -> str:
-    """Casefold and join a letter prefix to its digits: ``"INV - 2041"`` -> ``"inv2041"`` (for ids)."""
-    return re.sub(r"([a-z])[\s_\-]+(?=\d)", r"\1", text.casefold())
-
-
-def score(answer: str | None, task: Task) -> bool:
-    """Return True when ``answer`` states ``task.gold``; the rules, by ``task.kind``:
-
-    * any kind: no answer, or one longer than :data:`MAX_ANSWER_CHARS` characters, is
-      wrong; a leading tag in brackets (the loop's ``[best effort]``) is ignored;
-    * ``number``: some number in the answer equals the gold within 0.005 after unit
-      conversion -- "129", "129.0", "$129.00", "129 dollars" and "12900 cents" all state
-      129 dollars; a bare "12900" does not, nor does "one hundred" (see :func:`numbers_in`);
-    * ``date``: some date in the answer is the gold date, in any format of :func:`dates_in`;
-    * ``id``: the gold id appears as a whole word, ignoring case and the separator
-      between prefix and digits (``inv 2041`` states ``INV-2041``; ``INV-20411`` does not);
-    * ``yesno``: the answer *begins* with yes/no/true/false as a word of its own ("No.",
-      "Yes, twice"); "no more tool calls" or "no action found" say neither;
-    * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
-      (longest match first, underscores read as spaces, so "partially paid" is not
-      "paid"); an answer naming two options ("open, not past due") is a hedge;
-    * ``text``: the gold's words appear in order (case and punctuation ignored).
-
-    The strict yes/no and choice rules are there because a small model often echoes
-    the loop's own messages as its answer, and those contain "no" and the labels.
-    Never raises on model text.
-    """
-    if not isinstance(answer, str) or len(answer) > MAX_ANSWER_CHARS:
-        return False
-    answer = _TAG.sub("", answer)
-    if not answer.strip():
-        return False
-    gold, kind = task.gold, task.kind
-    if kind == "number":
-        target = float(gold)
-        return any(abs(_in_unit(v, unit, task.unit) - target) < 0.005
-                   for v, unit in numbers_in(answer))
-    if kind == "date":
-        return gold in dates_in(answer)
-    if kind == "id":
-        return re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])",
-                         _compact(answer)) is not None
-    if kind == "yesno":
-        m = _YESNO.match(answer.strip(" \t\n*\"'"))
-        said = m and {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
-        return said == gold
-    if kind == "choice":
-        options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
-        named = set(re.findall(r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )",
-                               _words(answer)))
-        return named == {_words(gold).strip()}
-    if kind == "text":
-        return _words(gold) in _words(answer)
-    raise ValueError(f"unknown task kind {kind!r}; use number, date, id, yesno, choice or text")
 
 
 # =========================================================================== scripted models
 
 def _named_args(tool: str, args: Sequence[str]) -> dict:
     """Name positional oracle arguments by the tool's schema: ``("INV-2041",)`` -> ``{"invoice_id": ...}``."""
-    from . import tools as t
-
-    schema = {"list_invoices": t.LIST_INVOICES, "get_charge": t.GET_CHARGE, "search": t.SEARCH,
-              "find_invoice": t.FIND_INVOICE, "get_payments": t.GET_PAYMENTS, "calc": t.CALC}[tool]
+    schema = {"list_invoices": LIST_INVOICES, "get_charge": GET_CHARGE, "search": SEARCH,
+              "find_invoice": FIND_INVOICE, "get_payments": GET_PAYMENTS, "calc": CALC}[tool]
     return dict(zip(schema["properties"], args))
 
 
@@ -242,7 +69,7 @@ def oracle_model(task: Task, protocol: str = "text"):
     """Return a scripted model that makes ``task.oracle``'s calls in order, then answers the gold answer.
 
     Text protocol: a :class:`~react_lab.models.ScriptedModel` writing ``Action:`` lines;
-    native: a ``react_lab.native.ScriptedChatModel`` replying with tool calls. Either
+    native: a :class:`~react_lab.chat.ScriptedChatModel` replying with tool calls. Either
     way it runs through the real loop, tools and scorer, so 100% on the set proves the
     harness (tools reachable, gold answers stated the way the scorer reads them).
     """
@@ -251,9 +78,7 @@ def oracle_model(task: Task, protocol: str = "text"):
                     "tool_calls": [{"name": tool, "arguments": _named_args(tool, args)}]}
                    for tool, args in task.oracle]
         replies.append({"thought": "I have what I need.", "answer": task.gold})
-        return native.ScriptedChatModel(replies, name="oracle")
-    from .models import ScriptedModel
-
+        return ScriptedChatModel(replies, name="oracle")
     script = [f" I should call {tool}.\nAction: {tool}[{', '.join(args)}]\n"
               for tool, args in task.oracle]
     script.append(f" I have what I need.\nAnswer: {task.gold}")
@@ -263,10 +88,8 @@ def oracle_model(task: Task, protocol: str = "text"):
 def dont_know_model(task: Task, protocol: str = "text"):
     """Return a scripted model (text or native) that answers "I don't know." at once; it must score 0%."""
     if protocol == "native":
-        return native.ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}],
-                                           name="dont_know")
-    from .models import ScriptedModel
-
+        return ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}],
+                                 name="dont_know")
     return ScriptedModel([" I cannot tell.\nAnswer: I don't know."], name="dont_know")
 
 
@@ -309,8 +132,8 @@ def config_of(protocol: str, tools: dict, *, max_steps: int, max_tokens: int,
     if protocol == "text":
         surface = build_prompt("{question}", tools.values(), exemplars)
     elif protocol == "native":
-        surface = native.SYSTEM + json.dumps([t.openai_schema() for t in tools.values()],
-                                                sort_keys=True)
+        surface = SYSTEM + json.dumps([tool.openai_schema() for tool in tools.values()],
+                                      sort_keys=True)
     else:
         raise ValueError(f"unknown protocol {protocol!r}; use {' or '.join(PROTOCOLS)}")
     return {"protocol": protocol, "surface": surface, "max_steps": max_steps,
@@ -361,29 +184,25 @@ class EvalRun:
         return metrics(self.records)
 
 
-def run_task(task: Task, model, tools: dict, *, protocol: str = "text", max_steps: int = 4,
-             max_tokens: int = 128, timeout: float = 60.0, exemplars=None,
-             loop_options: dict | None = None):
-    """Run one task; return ``(answer, stopped_by, steps, transcript)``.
+def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
+             max_steps: int = EVAL_MAX_STEPS, max_tokens: int = EVAL_MAX_TOKENS,
+             timeout: float = 60.0, exemplars=None, loop_options: dict | None = None) -> RunResult:
+    """Run one task; return its :class:`react_lab.trace.RunResult`.
 
-    Text protocol: :func:`react_lab.loop.run`; native: ``react_lab.native.run_native``
+    Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
     (``loop_options`` are passed on as keyword arguments). ``timeout`` is wall-clock
     seconds, checked after every step that did not answer (a step in progress
-    finishes); when it has passed the run ends with ``stopped_by="timeout"``. Otherwise
-    ``stopped_by`` follows :func:`react_lab.loop.ask`: ``"answer"``, or the guard named
-    by the last step.
+    finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
+    answer. Otherwise ``stopped_by`` is ``"answer"``, or the guard named by the last step.
     """
     t0 = time.perf_counter()
     options = dict(loop_options or {})
+    messages: list[dict] = []
+    transcript = Transcript()
     if protocol == "native":
-        messages: list[dict] = []
-        steps_iter = native.run_native(task.question, model, tools, max_steps=max_steps,
-                                       max_tokens=max_tokens, messages=messages, **options)
-        transcript = None
+        steps_iter = run_native(task.question, model, tools, max_steps=max_steps,
+                                max_tokens=max_tokens, messages=messages, **options)
     else:
-        from .loop import run
-
-        transcript = Transcript()
         steps_iter = run(task.question, model, tools, transcript=transcript, max_steps=max_steps,
                          max_tokens=max_tokens, exemplars=exemplars, **options)
     steps, stopped_by = [], None
@@ -392,20 +211,17 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text", max_step
         if step.answer is None and time.perf_counter() - t0 > timeout:
             stopped_by = "timeout"
             break
-    if transcript is None:
-        transcript = native.conversation(messages)
-    last = steps[-1] if steps else Step(step=0, guard="max_steps")
-    if stopped_by is None:
-        stopped_by = ("answer" if last.answer is not None and last.guard is None
-                      else last.guard or "max_steps")
-    return (None if stopped_by == "timeout" else last.answer), stopped_by, steps, transcript
+    if protocol == "native":
+        transcript = conversation(messages)
+    return RunResult.from_steps(task.question, steps, transcript, stopped_by=stopped_by)
 
 
 def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dict | None = None,
-             max_steps: int = 4, max_tokens: int = 128, timeout: float = 60.0, exemplars=None,
+             max_steps: int = EVAL_MAX_STEPS, max_tokens: int = EVAL_MAX_TOKENS,
+             timeout: float = 60.0, exemplars=None,
              loop_options: dict | None = None, model_name: str | None = None,
              cache_dir: str | Path | None = None, use_cache: bool = True,
-             progress: bool = True) -> EvalRun:
+             progress: bool = True, concurrency: int = 1) -> EvalRun:
     """Run every task and score it; reuse cached records whose key has not changed.
 
     ``model`` is a backend (a completion model for ``protocol="text"``, a chat model
@@ -419,16 +235,23 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     is not cached, since it says more about the machine's load than about the model.
     Answers are re-scored on every call, so a scorer change needs no re-run. Every step
     of every task is logged to ``<cache_dir>/logs/<run_id>.steps.jsonl``, rewritten
-    each call (:func:`react_lab.trace.load_steps` reads it).
+    each call (:func:`react_lab.trace.read_jsonl` reads it).
 
     ``timeout`` is per task, in wall-clock seconds (:func:`run_task`); ``exemplars``
-    (text only) and ``loop_options`` go to the loop. Raises ValueError for an unknown
-    protocol.
+    (text only) and ``loop_options`` go to the loop.
+
+    ``concurrency`` keeps up to that many runs in flight at once (threads), for a
+    backend that serves requests in parallel (an OpenAI-compatible endpoint); the records
+    come back in task order, identical in content to a serial run's when the backend's
+    answer depends on the request alone (a llama.cpp server that reuses the previous
+    request's KV cache can answer interleaved runs differently). Each run then
+    gets its own database connection (when ``tools`` is not given) and its own copy of
+    any :class:`react_lab.guards.Guards` in ``loop_options``. The embedded model runs one
+    generation at a time, so it gains nothing from it. Raises ValueError for an unknown
+    protocol or a ``concurrency`` below 1.
     """
-    from tqdm.auto import tqdm
-
-    from .tools import default_tools
-
+    check_count("concurrency", concurrency)
+    shared_tools = tools
     tools = default_tools() if tools is None else tools
     per_task = not (hasattr(model, "complete") or hasattr(model, "chat"))
     name = (model_name or getattr(model, "name", None)
@@ -442,33 +265,58 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     cached = _read_cache(cache_path) if use_cache else {}
     log_path.unlink(missing_ok=True)
 
+    def compute(task: Task, key: str) -> dict:
+        # With runs in flight at once, each gets its own read-only database connection
+        # and its own copy of the guards (they keep per-run state).
+        own_tools = default_tools() if shared_tools is None and concurrency > 1 else tools
+        options = _run_options(loop_options) if concurrency > 1 else loop_options
+        t1 = time.perf_counter()
+        result = run_task(
+            task, model(task) if per_task else model, own_tools, protocol=protocol,
+            max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
+            loop_options=options)
+        return {"run_id": run_id, "key": key, "task_id": task.id, "model": name,
+                "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
+                "seconds": round(time.perf_counter() - t1, 3),
+                "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools)
+                          for s in result.steps],
+                "transcript": [list(span) for span in result.transcript.spans]}
+
     t0, records, computed = time.perf_counter(), [], 0
-    bar = tqdm(tasks, desc=run_id, disable=not progress, unit="task")
-    for task in bar:
-        key = _hash([name, protocol, task.id, task.question, config])[:16]
-        record = cached.get(key)
-        if record is None:
-            t1 = time.perf_counter()
-            answer, stopped_by, steps, transcript = run_task(
-                task, model(task) if per_task else model, tools, protocol=protocol,
-                max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
-                loop_options=loop_options)
-            record = {"run_id": run_id, "key": key, "task_id": task.id, "model": name,
-                      "protocol": protocol, "answer": answer, "stopped_by": stopped_by,
-                      "seconds": round(time.perf_counter() - t1, 3),
-                      "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools)
-                                for s in steps],
-                      "transcript": [list(span) for span in transcript.spans]}
-            if use_cache and stopped_by != "timeout":
-                write_jsonl(cache_path, [record])
-            computed += 1
-        record = dict(record, category=task.category, question=task.question, gold=task.gold,
-                      correct=score(record["answer"], task), cached=key in cached)
-        records.append(record)
-        write_jsonl(log_path, record["steps"])
-        bar.set_postfix(success=f"{sum(r['correct'] for r in records)}/{len(records)}")
+    keys = [_hash([name, protocol, task.id, task.question, config])[:16] for task in tasks]
+    # Up to `concurrency` runs in flight; results are taken in task order, so the records,
+    # the cache and the log are those of a serial run. One at a time runs here, inline.
+    pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+    futures = [pool.submit(compute, task, key) if pool and key not in cached else None
+               for task, key in zip(tasks, keys)]
+    bar = tqdm(total=len(tasks), desc=run_id, disable=not progress, unit="task")
+    try:
+        for task, key, future in zip(tasks, keys, futures):
+            record = cached.get(key)
+            if record is None:
+                record = future.result() if future is not None else compute(task, key)
+                if use_cache and record["stopped_by"] != "timeout":
+                    write_jsonl(cache_path, [record])
+                computed += 1
+            record = dict(record, category=task.category, question=task.question, gold=task.gold,
+                          correct=score(record["answer"], task), cached=key in cached)
+            records.append(record)
+            write_jsonl(log_path, record["steps"])
+            bar.update()
+            bar.set_postfix(success=f"{sum(r['correct'] for r in records)}/{len(records)}")
+    finally:
+        bar.close()
+        if pool is not None:  # an error (or Ctrl-C) cancels the runs not yet started
+            pool.shutdown(wait=True, cancel_futures=True)
     return EvalRun(run_id, records, computed, time.perf_counter() - t0, log_path,
                    cache_path if use_cache else None)
+
+
+def _run_options(loop_options: dict | None) -> dict | None:
+    """``loop_options`` for one of several runs in flight: a copy of each Guards (per-run state)."""
+    if not loop_options:
+        return loop_options
+    return {k: copy.copy(v) if isinstance(v, Guards) else v for k, v in loop_options.items()}
 
 
 def transcript_of(record: dict) -> Transcript:
@@ -578,7 +426,7 @@ def plot_metrics(named: dict[str, dict], by_category: dict[str, dict] | None = N
     Panels: the rates (0..1), steps per task (mean and p95), tokens per task, and, when
     ``by_category`` (name -> :func:`success_by_category`) is given, success per category.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
 
     rates = ["success_rate", "step_limit_rate", "tool_error_rate", "repeat_action_rate",
              "parse_error_rate"]
@@ -619,30 +467,31 @@ def plot_metrics(named: dict[str, dict], by_category: dict[str, dict] | None = N
 def _model_for(spec: str, protocol: str):
     """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
 
-    Text: :func:`react_lab.models.load_model` specs; native: ``react_lab.native.load_chat_model``.
+    Text: :func:`react_lab.models.load_model` specs; native: :func:`react_lab.chat.load_chat_model`.
     """
     if spec in SCRIPTED:
         return functools.partial(SCRIPTED[spec], protocol=protocol)
-    if protocol == "native":
-        return native.load_chat_model(spec)
-    from .models import load_model
-
-    return load_model(spec)
+    return load_chat_model(spec) if protocol == "native" else load_model(spec)
 
 
 def cli_eval(args) -> int:
     """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
 
     ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
-    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``. Results are cached under
+    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``, ``concurrency`` (runs in
+    flight against an endpoint, :func:`evaluate`). Results are cached under
     :func:`default_cache_dir`. Returns the exit code.
     """
     tasks = load_tasks(n=args.n)
+    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
     try:
         model = _model_for(args.model, args.protocol)
         run = evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                       model_name=args.model if args.model in SCRIPTED else None)
+                       model_name=args.model if args.model in SCRIPTED else None,
+                       concurrency=getattr(args, "concurrency", 1))
     except RuntimeError as exc:
+        if isinstance(exc, EndpointError):
+            raise  # the CLI prints it as one "react-lab: error: ..." line
         print(f"react-lab eval: {exc}", file=sys.stderr)
         return 2
     m = run.metrics

@@ -17,7 +17,12 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import solutions
+from .tools import default_tools
+
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
+#: What :func:`run_cases` reports when the function still raises ``NotImplementedError``.
+NOT_WRITTEN = "not written yet: replace the `raise NotImplementedError` line"
 
 
 @dataclass(frozen=True)
@@ -30,8 +35,6 @@ class Case:
 
 
 def _tools():
-    from .tools import default_tools
-
     return default_tools()
 
 
@@ -128,7 +131,7 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
         try:
             got = fn(*args)
         except NotImplementedError:
-            return 0, len(cases), "not written yet: replace the `raise NotImplementedError` line"
+            return 0, len(cases), NOT_WRITTEN
         except Exception as exc:  # a learner's bug: report it, keep the notebook running
             failure = failure or f"{name}({shown}) raised {type(exc).__name__}: {exc}"
             continue
@@ -150,14 +153,18 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
 def check(name: str, fn: Callable) -> bool:
     """Check ``fn`` (or, in solutions mode, the reference solution) and print ✓ or what is wrong.
 
-    Returns True when every case passes. In solutions mode a failure raises
-    ``AssertionError``, so CI notices a wrong reference solution.
+    Returns True when every case passes. A stub that still raises ``NotImplementedError``
+    gets the learner's "not written yet — write ..." message, not a failure. In
+    solutions mode a failure raises ``AssertionError``, so CI notices a wrong reference
+    solution.
     """
     if solutions_mode():
-        from . import solutions
-
         fn = getattr(solutions, name)
     passed, total, failure = run_cases(name, fn)
+    if failure == NOT_WRITTEN and not solutions_mode():
+        print(f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "
+              "`raise NotImplementedError` line in the cell above, then run this cell again.")
+        return False
     source = " (reference solution)" if solutions_mode() else ""
     if failure is None:
         print(f"✓ {name}: {passed}/{total} cases pass{source}")

@@ -9,9 +9,9 @@ ends the completion where that line would begin. This module measures the differ
 * :func:`run_experiment` completes each question's first step twice, with and
   without ``stop``, and counts forged observations, strict-regex actions and finish
   reasons per arm; :func:`forge_rate` does the same with a results cache on disk;
-* :func:`truncate_forged` is the client-side fallback for providers that reject
-  ``stop`` or catch it a token late, and :func:`truncation_costs` counts the tokens
-  that were generated (and billed) only to be cut off;
+* :func:`react_lab.parser.truncate_forged` is the client-side fallback for providers
+  that reject ``stop`` or catch it a token late, and :func:`truncation_costs` counts
+  the tokens that were generated (and billed) only to be cut off;
 * :func:`highlight_forged` renders a completion as HTML with the forged span marked.
 
 :data:`SEED_CLAIM` is a seed article's figure, printed beside our measurement: 61 of 100
@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from tqdm.auto import tqdm
+
 from . import protocol
-from .tools import default_tools, open_db
+from .models import load_model, local_model
+from .parser import find_forged, truncate_forged
+from .tools import MONTHS, default_tools, open_db
 
 #: Completion tokens per call. SmolLM2 spells digits one token each, so its thought and
 #: action take 24 to 70 tokens before the first forged ``Observation`` (measured on the
@@ -49,9 +53,6 @@ CACHE_ENV = "REACT_LAB_CACHE"
 
 ARMS = ("with_stop", "without_stop")
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
-
 
 # --------------------------------------------------------------------------- questions
 
@@ -65,7 +66,7 @@ class Question:
 
 
 def _month(date: str) -> str:
-    return _MONTHS[int(date[5:7]) - 1]
+    return MONTHS[int(date[5:7]) - 1]
 
 
 # Each kind: SQL returning rows, and a function from a row to (question, answer).
@@ -150,21 +151,8 @@ def questions(n: int) -> list[str]:
 
 def forged_tail(text: str) -> str:
     """Return the part of a completion from its first model-written ``Observation`` line on ('' if none)."""
-    cut = protocol.find_forged(text)
+    cut = find_forged(text)
     return "" if cut is None else text[cut:]
-
-
-def truncate_forged(text: str) -> str:
-    """Cut a completion client-side as ``stop`` would have: drop the forged span, trim ``"\\nObs"``.
-
-    For providers that reject ``stop`` (some hosted reasoning models) or servers that
-    catch the stop word a token late and return its first piece. Returns the text
-    before the first model-written ``Observation`` line, without trailing whitespace or
-    a last line that is a cut-off start of ``Observation``. Never raises.
-    """
-    cut = protocol.find_forged(text)
-    kept = text if cut is None else text[:cut]
-    return protocol.trim_partial_stop(kept.rstrip()).rstrip()
 
 
 def complete_once(model, question: str, *, stop: bool, max_tokens: int = MAX_TOKENS,
@@ -179,7 +167,7 @@ def complete_once(model, question: str, *, stop: bool, max_tokens: int = MAX_TOK
     tools = default_tools() if tools is None else tools
     prompt = protocol.build_prompt(question, tools.values())
     c = model.complete(prompt, stop=protocol.STOP if stop else None, max_tokens=max_tokens)
-    at = protocol.find_forged(c.text)
+    at = find_forged(c.text)
     return {"question": question, "stop": stop, "text": c.text, "finish_reason": c.finish_reason,
             "completion_tokens": c.completion_tokens, "forged": at is not None, "forged_at": at,
             "strict": protocol.strict_parse(c.text).kind, "seconds": round(c.seconds, 4)}
@@ -237,8 +225,6 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     summary adds its arm's ``"seconds"`` (model time); ``without_stop`` also has
     ``"why_stopped"`` (:func:`why_stopped_counts`).
     """
-    from tqdm.auto import tqdm
-
     tools = default_tools()
     trials: dict[str, list[dict]] = {arm: [] for arm in ARMS}
     t0 = time.perf_counter()
@@ -286,8 +272,6 @@ def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, refres
     neither reads nor writes the cache.
     """
     if model is None:
-        from .models import local_model
-
         model = local_model()
     texts = questions(n)
     path = cache_dir() / f"forge-{cache_key(model, texts, max_tokens)}.json"
@@ -336,7 +320,7 @@ def highlight_forged(text: str) -> str:
     fiction) is a ``<mark class="forged-after">``. Text before it is left plain. All
     model text is HTML-escaped.
     """
-    cut = protocol.find_forged(text)
+    cut = find_forged(text)
     parts = [html.escape(text if cut is None else text[:cut])]
     pos = cut
     while pos is not None:
@@ -344,7 +328,7 @@ def highlight_forged(text: str) -> str:
         line_end = len(text) if line_end < 0 else line_end
         parts.append(f'<mark class="forged-observation" style="{FORGED_LINE_STYLE}">'
                      f"{html.escape(text[pos:line_end])}</mark>")
-        nxt = protocol.find_forged(text[line_end:])
+        nxt = find_forged(text[line_end:])
         after_end = len(text) if nxt is None else line_end + nxt
         if after_end > line_end:
             parts.append(f'<mark class="forged-after" style="{FORGED_AFTER_STYLE}">'
@@ -359,7 +343,7 @@ def plot_forge_rate(result: dict, claim: tuple[int, int] = SEED_CLAIM, ax=None):
 
     Returns the matplotlib ``Figure``. ``claim`` is ``(forged, completions)`` without stop.
     """
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
 
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 3.6))
@@ -408,8 +392,6 @@ def cli_forge_rate(args) -> int:
     "seconds", "cached"}`` without the per-question trials, and shows no progress bar
     (as ``eval --json``). Returns the exit code.
     """
-    from .models import load_model
-
     model = load_model(args.model)
     result = forge_rate(args.n, model, refresh=True, progress=not args.json)
     if args.json:

@@ -1,29 +1,25 @@
-"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, a parser.
+"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, the seed's regex.
 
 ReAct (Yao et al., 2022, "ReAct: Synergizing Reasoning and Acting in Language Models")
 has the model write ``Thought:`` and ``Action: tool[input]`` lines into its own text.
 The program, not the model, writes each ``Observation:`` line. Three pieces make
-that work, and all three live here:
+that work:
 
-* the prompt, which teaches the format by example (the *exemplar*);
+* the prompt, which teaches the format by example (the *exemplar*): :func:`build_prompt`;
 * :data:`STOP`, the stop sequence that cuts the completion before the model can
   write an observation of its own;
-* the parser, which decides which characters are a tool call.
-
-There are two parsers. :data:`ACTION_RE` with :func:`strict_parse` is the classic
-loop's anchored regex, kept exactly as a teaching artifact. :func:`parse` is the
-tolerant parser for real model text; it never raises.
+* the parser, which decides which characters are a tool call. Here is the classic
+  loop's: :data:`ACTION_RE` with :func:`strict_parse`, kept exactly as a teaching
+  artifact. The tolerant parser the loop uses on real model text is
+  :func:`react_lab.parser.parse`; both return a :class:`ParseResult`.
 """
 from __future__ import annotations
 
-import ast
-import json
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
-LABELS = (THOUGHT, ACTION, OBSERVATION)
 
 #: Sent as ``stop=``: the provider ends the completion where an observation would begin
 #: and leaves these characters out. Two forms, because models also write the label on
@@ -33,49 +29,6 @@ STOP = ["Observation:", "\nObservation"]
 #: The classic loop's action regex: ``^Action:`` anchored to a line start (MULTILINE),
 #: a word-character tool name, everything inside the brackets as one string.
 ACTION_RE = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)
-
-#: Words models write in place of a tool when they mean "no tool".
-NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
-
-#: Tool names that mean "finish with this answer" in the paper's bracket form.
-FINISH_NAMES = {"finish", "final_answer", "final answer"}
-
-# Label regexes. Each is anchored to a line start (MULTILINE) and written so that no two
-# neighbouring parts can match the same character (a run of spaces goes to exactly one
-# ``[ \t]*``): the regex engine then never backtracks more than one line, and parsing stays
-# linear however long or strange the text is.
-_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?:[ \t*]*"
-_ACTION_LINE = re.compile(_LABEL.format(name="Action"), re.MULTILINE | re.IGNORECASE)
-_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?:[ \t*]*",
-                         re.MULTILINE | re.IGNORECASE)
-_ANSWER_LINE = re.compile(_LABEL.format(name=r"(?:Final[ \t]+)?Answer"), re.MULTILINE | re.IGNORECASE)
-_THOUGHT_LINE = re.compile(_LABEL.format(name="Thought"), re.MULTILINE | re.IGNORECASE)
-_ANY_LABEL = re.compile(r"^[ \t>*_#]*(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
-                        r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?:", re.MULTILINE | re.IGNORECASE)
-_FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
-
-#: Every character ``str.splitlines()`` ends a line at, other than ``"\n"``. The parser
-#: writes each as ``"\n"`` (one character for one, so indices into the text stay valid).
-_LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
-
-# What a model-written Observation label looks like (see find_forged).
-_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
-_OBS_WORD = re.compile(r"observation", re.IGNORECASE)
-_OBS_LABEL = re.compile(
-    r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
-    r"observations?"                                   # the label, singular or plural
-    r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*"    # step number, emphasis, spaces (no letters)
-    r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",      # : or full-width ：, or a dash not joined to a word
-    re.IGNORECASE)
-_NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
-
-_BRACKET = re.compile(r"[\[\]]")
-_BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
-_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
-
-#: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
-#: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
-_LITERAL_MAX = 20_000
 
 
 # --------------------------------------------------------------------------- prompt
@@ -103,10 +56,15 @@ class Exemplar:
     final_thought: str
     answer: str
 
-    def render(self) -> str:
-        """Render as protocol text, ``Question:`` line first."""
+    def render(self, mark: Callable[[str, str], str] | None = None) -> str:
+        """Render as protocol text, ``Question:`` line first.
+
+        ``mark(observation, tool_name)``, when given, rewrites each observation as the
+        loop will write live ones (the guards' data markers).
+        """
         lines = [f"Question: {self.question}"]
         for thought, action, observation in self.steps:
+            observation = mark(observation, action.split("[")[0]) if mark else observation
             lines += [f"{THOUGHT}: {thought}", f"{ACTION}: {action}", f"{OBSERVATION}: {observation}"]
         lines += [f"{THOUGHT}: {self.final_thought}", f"Answer: {self.answer}"]
         return "\n".join(lines)
@@ -141,6 +99,26 @@ EXEMPLARS: tuple[Exemplar, ...] = (
     ),
 )
 
+#: Three more, for prompts of production size (notebook 05 counts their tokens), written
+#: ``(question, [(thought, tool, args)], final_thought, answer)``. The observations are
+#: not written here: :func:`react_lab.cost.lab_exemplars` runs the real tools for them.
+EXTRA_EXEMPLARS = [
+    ("Was charge ch_2mWuhH refunded?",
+     [("I should look the charge up by its id.", "get_charge", ["ch_2mWuhH"])],
+     "Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
+     "Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded."),
+    ("How much is still unpaid on supplier invoice INV-2291?",
+     [("I need the invoice and its total first.", "find_invoice", ["INV-2291"]),
+      ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments", ["INV-2291"])],
+     "There are no payments and none scheduled, so the whole total is unpaid.",
+     "All 48,200.00 dollars of INV-2291 are unpaid."),
+    ("When was cus_4417's last invoice issued?",
+     [("I need this customer's recent invoices, newest first.", "list_invoices",
+       ["cus_4417", "2026-07-01"])],
+     "The newest invoice, INV-2088, was issued on 2026-07-14.",
+     "The last invoice of cus_4417, INV-2088, was issued on 2026-07-14."),
+]
+
 
 def describe_tools(tools: Iterable[Any]) -> str:
     """One line per tool: ``  usage - description Example: call`` (``tools`` are :class:`react_lab.tools.Tool`).
@@ -152,17 +130,20 @@ def describe_tools(tools: Iterable[Any]) -> str:
 
 
 def build_prompt(question: str, tools: Iterable[Any], exemplars: Iterable[Exemplar] | None = None,
-                 instructions: str = INSTRUCTIONS) -> str:
+                 instructions: str = INSTRUCTIONS, *, notes: Sequence[str] = (),
+                 mark: Callable[[str, str], str] | None = None) -> str:
     """Build the text-protocol prompt: instructions, tools in English, exemplars, the question.
 
     Returns a string ending in ``"Question: ...\\nThought:"``: the model continues the
     thought. (The paper's prompts end the same way, with the label of the next thought.)
-    ``exemplars`` defaults to the first of :data:`EXEMPLARS`.
+    ``exemplars`` defaults to the first of :data:`EXEMPLARS`. ``notes`` are lines added
+    after the instructions and ``mark`` rewrites the exemplars' observations (see
+    :meth:`Exemplar.render`): the loop fills both from its guards.
     """
     exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
-    parts = [instructions, "", "Available tools:", describe_tools(tools)]
+    parts = ["\n".join([instructions, *notes]), "", "Available tools:", describe_tools(tools)]
     for i, ex in enumerate(exemplars, 1):
-        parts += ["", "Example:" if len(exemplars) == 1 else f"Example {i}:", ex.render()]
+        parts += ["", "Example:" if len(exemplars) == 1 else f"Example {i}:", ex.render(mark)]
     parts += ["", f"Question: {question}", f"{THOUGHT}:"]
     return "\n".join(parts)
 
@@ -206,11 +187,22 @@ class ParseResult:
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """The one wording for a call to a tool that does not exist."""
+    """The one wording for a call to a tool that does not exist (a long name is cut: one short line)."""
     names = list(available)
     if not names:
-        return f"unknown tool {name!r}; no tools are available"
-    return f"unknown tool {name!r}; available: {', '.join(names)}"
+        return f"unknown tool {shown(name, 120)}; no tools are available"
+    return f"unknown tool {shown(name, 120)}; available: {', '.join(names)}"
+
+
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut: what the model reads stays short."""
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, ``...`` before its last (closing) character."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + "..." + text[-1]
 
 
 # --------------------------------------------------------------------------- strict parser
@@ -230,346 +222,3 @@ def strict_parse(text: str) -> ParseResult:
     return ParseResult("action", tool=match.group(1), input=match.group(2), dialect="strict")
 
 
-# --------------------------------------------------------------------------- tolerant parser
-
-def _one_newline(text: str) -> str:
-    """``text`` with every line break (``\\r``, ``\\u2028``, ``\\x85``, ...) written as ``"\\n"``.
-
-    Same length as ``text``, so an index found in the result is an index into ``text``.
-    """
-    return text.translate(_LINE_BREAKS)
-
-
-def _is_observation_label(line: str) -> bool:
-    """True if ``line`` (one line, no newline) opens with an ``Observation`` label; see :func:`find_forged`."""
-    if "<" in line:
-        line = _HTML_TAG.sub("", line)
-    return _OBS_LABEL.match(line) is not None
-
-
-def find_forged(text: str) -> int | None:
-    """Index where the first model-written ``Observation`` line starts, or None.
-
-    A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
-    characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
-    zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
-    spaces, digits, ``*``, ``_``, ``#``, ``.``, brackets, then ``:``, a full-width ``：``
-    or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
-    So ``- Observation (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``,
-    ``Observation shows that x: y`` and ``the observation: ...`` do not. Lines may end in
-    any line break ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
-
-    Linear in ``len(text)``: only lines containing the word are looked at, each once.
-    """
-    lines = _one_newline(text)
-    pos = 0
-    while (hit := _OBS_WORD.search(lines, pos)) is not None:
-        start = lines.rfind("\n", 0, hit.start()) + 1
-        end = lines.find("\n", hit.end())
-        end = len(lines) if end < 0 else end
-        if _is_observation_label(lines[start:end]):
-            return start
-        pos = end
-    return None
-
-
-def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:
-    """Drop a last line that is a cut-off start of ``word`` (``"\\nObserv"``), as servers leave it.
-
-    The last line is compared without HTML tags, leading non-letters (``**``, ``- ``,
-    ``1. ``) and trailing spaces, ``*`` and ``_``, as :func:`find_forged` reads labels.
-    Returns ``text`` unchanged otherwise.
-    """
-    cut = _one_newline(text).rfind("\n")
-    if cut < 0:
-        return text
-    last = _HTML_TAG.sub("", text[cut + 1:])
-    frag = last[_NOT_LETTERS.match(last).end():].rstrip(" \t*_")
-    if frag and word.lower().startswith(frag.lower()):
-        return text[:cut]
-    return text
-
-
-def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
-    """Parse real model text into an action, a final answer, or an error. Never raises.
-
-    Tolerates: numbered labels (``Action 2:``), leading whitespace and markdown,
-    trailing text after ``]``, a partial stop word at the end, blank lines between
-    labels, any line break (``\\r``, ``\\u2028``, ...), three dialects (``tool[input]``
-    from the paper; ``Action: tool`` + ``Action Input: ...``; a JSON
-    ``{"action", "action_input"}`` blob, fenced or not) and Python-literal dicts
-    (``ast.literal_eval``, never ``eval``). Everything from a model-written
-    ``Observation`` line on (:func:`find_forged`) is dropped and ``forged`` is set, so an
-    answer written after a forged observation is never taken. The first action or answer
-    in the text wins. With ``tools``, a name not in the list is an error.
-    Linear in the length of the text, whatever the text.
-    """
-    try:
-        return _parse(text if isinstance(text, str) else str(text), tools)
-    except Exception as exc:  # a parser must never take the loop down  # pragma: no cover
-        return ParseResult("error", reason=f"could not read the completion ({type(exc).__name__}); "
-                                           "write one line: Action: tool[input]")
-
-
-def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
-    tools = list(tools) if tools is not None else None
-    text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
-    cut = find_forged(text)
-    forged = cut is not None
-    if forged:
-        text = text[:cut]
-    text = trim_partial_stop(text.rstrip()).rstrip()
-
-    candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
-    if not candidates:
-        blob = _find_json_blob(text, 0)
-        if blob is not None:
-            candidates.append(blob)
-    if not candidates:
-        return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
-                           reason="no action and no answer found; write one line "
-                                  "'Action: tool_name[arguments]', or 'Answer: ...' when done")
-    start, end, result = min(candidates, key=lambda c: c[0])
-    kept = text[:end].rstrip()
-    thought = _thought(text, start)
-    if result.kind == "action":
-        name = result.tool.strip()
-        label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
-        if label:  # "Action: Observation: ..." -- the model wrote an observation, not a tool name
-            return ParseResult("error", forged=True, kept=text[:start].rstrip(),
-                               thought=thought, reason="the action line holds an Observation, "
-                               "not a tool name; write 'Action: tool_name[arguments]' and let the "
-                               "loop write the observation")
-        if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
-            return ParseResult("error", input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept,
-                               reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
-        if name.lower() in FINISH_NAMES:
-            answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-            return ParseResult("final", answer=answer, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept)
-        if name.lower().strip(".") in NO_TOOL_WORDS:
-            return ParseResult("error", tool=name, thought=thought, forged=forged, dialect=result.dialect,
-                               kept=kept, reason=f"{name!r} is not an available tool and no final-answer "
-                               "label is present; ask for a listed tool or an 'Answer:'/'Final Answer:' line")
-        if tools is not None and name not in tools:
-            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools))
-        return ParseResult("action", tool=name, input=result.input, thought=thought, forged=forged,
-                           dialect=result.dialect, kept=kept)
-    return ParseResult(result.kind, answer=result.answer, thought=thought, forged=forged,
-                       dialect=result.dialect, kept=kept)
-
-
-def _find_action(text: str):
-    """First ``Action:`` label in either text dialect, as ``(start, end, result)``."""
-    blob_searched = False
-    for m in _ACTION_LINE.finditer(text):
-        rest_start = m.end()
-        line_end = text.find("\n", rest_start)
-        line_end = len(text) if line_end < 0 else line_end
-        rest = text[rest_start:line_end].strip()
-        if not rest:
-            # "Action:" alone on its line: a JSON blob below, or "Action Input" style name below.
-            # The blob search reads on to the end of the text, so it runs once, at the first
-            # such line (once per line would be quadratic: "Action:\n{\n" * 10_000).
-            if not blob_searched:
-                blob_searched = True
-                blob = _find_json_blob(text, rest_start)
-                if blob is not None:
-                    return (m.start(), blob[1], blob[2])
-            continue
-        bracket = _bracket_call(text, rest_start, line_end)
-        if bracket is not None:
-            name, value, end = bracket
-            return (m.start(), end, ParseResult("action", tool=name, input=_clean_input(value),
-                                                dialect="brackets"))
-        if rest.startswith("{"):
-            blob = _find_json_blob(text, rest_start)
-            if blob is not None:
-                return (m.start(), blob[1], blob[2])
-        name = rest.strip("`*\"' ")
-        inp = _INPUT_LINE.search(text, line_end)
-        if inp and not _ANY_LABEL.search(text[line_end:inp.start()].replace("Action Input", "")):
-            value, end = _input_value(text, inp.end())
-            return (m.start(), end, ParseResult("action", tool=name, input=value, dialect="action_input"))
-        return (m.start(), line_end, ParseResult("action", tool=name, input="", dialect="action_input"))
-    return None
-
-
-def _bracket_call(text: str, start: int, line_end: int):
-    """``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
-
-    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
-    """
-    open_at = text.find("[", start, line_end)
-    if open_at < 0:
-        return None
-    name = text[start:open_at]
-    if not name.strip() or any(ch in name for ch in "]{}"):
-        return None
-    name = name.strip(" \t").strip("`*\"' ")
-    depth = 0
-    for b in _BRACKET.finditer(text, open_at, line_end):
-        depth += 1 if b.group() == "[" else -1
-        if depth == 0:
-            return name, text[open_at + 1:b.start()], b.end()
-    # Never closed on this line: the model was cut off mid-call; take the rest of the line.
-    return name, text[open_at + 1:line_end], line_end
-
-
-def _input_value(text: str, start: int):
-    """The value after ``Action Input:``: a JSON/dict value by balance, else the rest of the line."""
-    line_end = text.find("\n", start)
-    line_end = len(text) if line_end < 0 else line_end
-    rest = text[start:line_end].strip()
-    if not rest or rest.startswith(("{", "```")):
-        j = start
-        # skip blank lines and fences to the value
-        while (m := _BLANK_OR_FENCE_LINE.match(text, j)) is not None:
-            j = m.end()
-        if _SPACES_THEN_BRACE.match(text, j):
-            j = text.index("{", j)
-            end = _balanced_end(text, j)
-            if end is not None:
-                return _clean_input(text[j:end]), end
-        if not rest:
-            nxt = text.find("\n", j)
-            nxt = len(text) if nxt < 0 else nxt
-            return _clean_input(text[j:nxt]), nxt
-    return _clean_input(rest), line_end
-
-
-_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
-_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
-_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
-
-
-def _objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
-    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
-
-    ``end`` is just past the matching ``}``, or None if the object is never closed.
-    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
-    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
-    (a backslash escapes the next character) or at the end of its line: JSON and
-    Python strings never hold a raw line break, prose quotes often run wild. An
-    apostrophe inside a word (``don't``) opens nothing.
-
-    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
-    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
-    """
-    spans: list[list] = []           # [open, end] per object found
-    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
-    unclosed = 0                     # objects in spans still waiting for their "}"
-    quote = None                     # the quote of the string being read
-    pos = start
-    while True:
-        if quote:
-            pattern = _QUOTES[quote]
-        else:
-            pattern = _IN_OBJECT if stack else _OPEN_BRACE
-        m = pattern.search(text, pos)
-        if m is None:
-            break
-        i, ch = m.start(), m.group()
-        pos = i + 1
-        if quote:
-            if ch == "\\":
-                pos += 1                 # the escaped character is skipped
-            else:
-                quote = None             # the closing quote, or the end of the line
-        elif ch == "{":
-            if len(spans) < limit:
-                stack.append(len(spans))
-                spans.append([i, None])
-                unclosed += 1
-            else:
-                stack.append(None)
-        elif ch == "}":
-            k = stack.pop()
-            if k is not None:
-                spans[k][1] = i + 1
-                unclosed -= 1
-                if unclosed == 0 and len(spans) == limit:
-                    break
-        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
-            quote = ch
-    return [(j, end) for j, end in spans]
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    """End index just past the ``{...}`` that opens at ``start``, respecting strings; None if unclosed."""
-    return _objects(text, start, limit=1)[0][1]
-
-
-def _load_object(blob: str) -> Any:
-    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
-
-    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
-    """
-    loaders = (json.loads, ast.literal_eval) if len(blob) <= _LITERAL_MAX else (json.loads,)
-    for loader in loaders:
-        try:
-            return loader(blob)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-    return None
-
-
-def _find_json_blob(text: str, start: int):
-    """First ``{"action": ..., "action_input": ...}`` object at or after ``start`` (fences ignored)."""
-    # Only the first few objects are tried: enough for any real completion.
-    for j, end in _objects(text, start, limit=16):
-        if end is None:
-            continue
-        obj = _load_object(text[j:end])
-        if not isinstance(obj, dict):
-            continue
-        name = next((obj[k] for k in ("action", "tool", "name") if isinstance(obj.get(k), str)), None)
-        if name is None:
-            continue
-        value = next((obj[k] for k in ("action_input", "tool_input", "arguments", "args", "input",
-                                       "parameters") if k in obj), "")
-        if isinstance(value, str) and value.strip().startswith("{"):
-            loaded = _load_object(value)
-            value = loaded if isinstance(loaded, dict) else value
-        if name.strip().lower() in FINISH_NAMES:
-            answer = value if isinstance(value, str) else json.dumps(value)
-            return (j, end, ParseResult("final", answer=answer, dialect="json"))
-        return (j, end, ParseResult("action", tool=name, input=value, dialect="json"))
-    return None
-
-
-def _find_answer(text: str):
-    """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
-    m = _ANSWER_LINE.search(text)
-    if not m:
-        return None
-    answer = text[m.end():]
-    nxt = _ANY_LABEL.search(answer)
-    if nxt:
-        answer = answer[:nxt.start()]
-    return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
-
-
-def _clean_input(value: str) -> Any:
-    """Trim, parse an object if it is one, strip one pair of quotes wrapping the whole input."""
-    value = value.strip()
-    if value.startswith("{") and value.endswith("}"):
-        obj = _load_object(value)
-        if isinstance(obj, dict):
-            return obj
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`" and value[0] not in value[1:-1]:
-        return value[1:-1].strip()
-    return value
-
-
-def _thought(text: str, upto: int) -> str | None:
-    """The reasoning before position ``upto``: after the last ``Thought:`` label, else all of it."""
-    head = text[:upto]
-    labels = list(_THOUGHT_LINE.finditer(head))
-    if labels:
-        head = head[labels[-1].end():]
-    head = re.sub(r"^Question:.*$", "", head, flags=re.MULTILINE)
-    head = _FENCE.sub("", head).strip()
-    return head or None

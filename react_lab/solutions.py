@@ -5,6 +5,7 @@ Learners: try the exercise first; each solution is a few lines.
 """
 from __future__ import annotations
 
+import json
 import re
 
 _ACTION = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)
@@ -23,8 +24,6 @@ def dispatch(tools: dict, name: str, args: list) -> str:
     if name not in tools:
         return f"Error: unknown tool {name!r}; available: {', '.join(tools)}"
     try:
-        import json
-
         return json.dumps(tools[name].fn(*args), default=str)
     except Exception as exc:
         return f"Error: {type(exc).__name__}: {exc}"

@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from .protocol import shown, unknown_tool_message
+from .schema import HAS_NUMBER, HAS_WORD, NEEDS, clean_arguments
+
 DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
 
@@ -70,6 +73,19 @@ def record_sql(conn: sqlite3.Connection) -> Iterator[list[str]]:
 
 class ToolError(Exception):
     """A tool's own error whose message says what to change."""
+
+
+# --- how the data writes ids and months (the guards, the scorer and the questions read them) --
+
+#: Ids the billing data uses: customers, invoices, charges, help articles, suppliers.
+ID_RE = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{4,}|KB-\d{2}|sup_\d{3})\b")
+
+#: Anything written like an id, in any case and of any length (``inv-20411``, ``pay_7``):
+#: what a reader of free text must not take for a number.
+ID_LIKE_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
 
 
 # --- argument schemas: one per tool, properties in the function's parameter order ------
@@ -130,20 +146,21 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
     return dict(row)
 
 
-SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200,
+SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_WORD,
                         "description": "a few keywords, e.g. duplicate charge refund",
                         "examples": ["refund policy"]})
 
 
 def search(conn: sqlite3.Connection, query: str) -> list[dict]:
-    """Return the top 3 help-article passages for the query's words ([] if it has none).
+    """Return the top 3 help-article passages for the query's words; ToolError if it has none.
 
     Each word is quoted, so FTS5 syntax in the query (quotes, AND, *, column:) is
-    matched as plain text and can never raise a syntax error.
+    matched as plain text and can never raise a syntax error. A query without a word
+    (``"???"``) is refused: an empty result would tell the model no article exists.
     """
     words = re.findall(r"[^\W_]+", str(query))[:20]
     if not words:
-        return []
+        raise ToolError(f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy")
     match = " OR ".join(f'"{word}"' for word in words)
     rows = conn.execute(
         "SELECT article_id, title, snippet(help_articles, 2, '', '', '...', 64) AS snippet"
@@ -202,7 +219,7 @@ def _no_invoice(invoice_id: str) -> str:
 
 # --- calc: arithmetic through the ast, never eval() --------------------------------------
 
-CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200,
+CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_NUMBER,
                            "description": "arithmetic with + - * / // % ** and parentheses,"
                                           " e.g. (129.00 + 45.00) * 2",
                            "examples": ["(129.00 + 45.00) * 2"]})
@@ -384,6 +401,29 @@ def payment_tools(db_path: str | Path) -> dict[str, Tool]:
     return {tool.name: tool}
 
 
+def _refund_stand_in(charge_id: str):
+    raise ToolError("refund_charge is described in the production-sized prompt only; "
+                    "react_lab does not run refunds")
+
+
+def production_tools() -> list[Tool]:
+    """Eight tool descriptions for a production-sized prompt: describe them, don't call them.
+
+    The six read-only tools, ``schedule_payment`` (its description, built on a throwaway
+    copy of the database whose connection is closed again) and ``refund_charge``, a
+    stand-in that exists only as a description, to reach the seed's eight.
+    """
+    tools = list(default_tools().values())
+    with tempfile.TemporaryDirectory(prefix="react_lab_cost_") as tmp:
+        payment = payment_tools(working_copy(tmp))["schedule_payment"]
+        connection(payment).close()
+    refund = Tool("refund_charge", _refund_stand_in,
+                  "Refund one succeeded card charge in full; amounts are in cents. Moves real money.",
+                  {"type": "object", "properties": {"charge_id": CHARGE_ID},
+                   "required": ["charge_id"], "additionalProperties": False}, side_effect=True)
+    return tools + [payment, refund]
+
+
 def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
     """Return the OpenAI function schemas of the tools (a dict's values or a list)."""
     return [tool.openai_schema() for tool in (tools.values() if isinstance(tools, dict) else tools)]
@@ -391,11 +431,20 @@ def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
 
 @dataclass
 class Observation:
-    """What a tool call produced, as the loop will show it to the model."""
+    """What a tool call produced, as the loop will show it to the model.
+
+    ``guard`` names the guard that acted on the call (one of
+    :data:`react_lab.guards.GUARD_NAMES`, or None); ``timed_out`` is True when the call
+    was cut off at the guards' ``tool_timeout``; ``seconds`` is the call's wall-clock
+    time, guards included.
+    """
     text: str                  # what follows "Observation:" -- JSON, or "Error: ..."
     error: str | None = None
     value: Any = None          # the raw return value when the call succeeded
     sql: list[str] = field(default_factory=list)
+    guard: str | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
 
 
 def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
@@ -410,9 +459,11 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
     """Run one tool call; errors from the tool become error observations."""
     tool = tools.get(name)
     if tool is None:
-        return _failed(f"unknown tool {name!r}; available: {', '.join(tools)}" if tools
-                       else f"unknown tool {name!r}; no tools are available")
+        return _failed(unknown_tool_message(name, tools))
     args = [args] if isinstance(args, str) else args
+    args, errors = clean_arguments(tool, args)  # the argument rule: no tool sees "INV-2041\n"
+    if errors:
+        return _failed(f"{tool.name} was not run: {'; '.join(errors)}")
     positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
     try:
         inspect.signature(tool.fn).bind(*positional, **keywords)
@@ -421,7 +472,7 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
         got = f"got {', '.join(keywords) or 'none'}" if keywords else f"got {len(positional)}"
         return _failed(f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
                        f" ({', '.join(params)}); {got}. Write {tool.usage}")
-    conn = _connection_of(tool.fn)
+    conn = connection(tool)
     with record_sql(conn) if conn is not None else nullcontext([]) as sql:
         try:
             value = tool.fn(*positional, **keywords)
@@ -440,7 +491,7 @@ def _failed(message: str, sql: list[str] | None = None) -> Observation:
     return Observation(f"Error: {message}", error=message, sql=list(sql or []))
 
 
-def _connection_of(fn: Callable) -> sqlite3.Connection | None:
-    """Return the connection a tool function is bound to (partial(f, conn, ...)), if any."""
-    bound = getattr(fn, "args", ())
+def connection(tool: Tool | None) -> sqlite3.Connection | None:
+    """Return the sqlite3 connection a tool's function is bound to (``partial(fn, conn)``), if any."""
+    bound = getattr(getattr(tool, "fn", None), "args", ())
     return bound[0] if bound and isinstance(bound[0], sqlite3.Connection) else None

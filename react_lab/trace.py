@@ -1,9 +1,10 @@
-"""Step events and the transcript, rendered so every span shows its owner.
+"""What a run leaves behind: its steps, its transcript by owner, the result, JSONL step logs.
 
 A text-protocol transcript is one growing string, but three parties write it: the
 *prompt* (instructions, tools, exemplars, the question), the *model* (thoughts and
 actions) and the *loop* (every observation). :class:`Transcript` keeps the owner of
-each span so a learner can see who wrote what.
+each span so a learner can see who wrote what. :class:`Step` is one model call and what
+the loop did with it; :class:`RunResult` a finished run of either loop.
 """
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .cost import count_tokens as cl100k_tokens
+from .schema import validate_call
+
 OWNERS = ("prompt", "model", "loop")
+#: What a span of the loop's holds (``Transcript.kinds``).
+KINDS = ("observation", "error", "nudge", "summary")
 _COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
 _BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
@@ -22,12 +28,20 @@ _BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 class Step:
     """One step of a run: what the model wrote, what the loop did, what it cost.
 
-    ``action`` is ``{"tool": str, "args": list | dict}`` or None. Token counts are the
-    model backend's; ``model_seconds``, ``tool_seconds`` and ``seconds`` (the whole
-    step) are wall-clock seconds. ``guard`` names the guard that acted in this step.
+    ``number`` is the step's position in the run, from 1 (log records and
+    :meth:`to_dict` conventionally call it ``"step"``). ``action`` is ``{"tool": str,
+    "args": list | dict}`` or None. Token counts are the model backend's;
+    ``model_seconds``, ``tool_seconds`` and ``seconds`` (the whole step) are wall-clock
+    seconds. ``guard`` names the guard that acted in this step.
+    ``stop_mode`` is who applied the stop sequence (``"server"``, ``"client"`` when the
+    provider refused ``stop`` and the backend cut the text, None when none was sent or
+    the backend is in-process); ``forged_tokens`` counts the completion tokens generated
+    (and billed) from a model-written ``Observation`` on that the client cut off.
+    ``leaked`` is True when a native reply wrote its tool call in the message text
+    instead of the tool-call field (see :mod:`react_lab.leaks`).
     """
 
-    step: int
+    number: int
     thought: str | None = None
     action: dict | None = None
     observation: str | None = None
@@ -43,33 +57,64 @@ class Step:
     tool_seconds: float = 0.0
     seconds: float = 0.0
     guard: str | None = None
+    stop_mode: str | None = None
+    forged_tokens: int = 0
+    leaked: bool = False
 
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":
         """A step whose model-call fields come from ``reply``: a
-        :class:`react_lab.models.Completion` or a :class:`react_lab.native.ChatReply`
+        :class:`react_lab.models.Completion` or a :class:`react_lab.chat.ChatReply`
         (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
-        return cls(step=number, completion=reply.text, finish_reason=reply.finish_reason,
+        return cls(number, completion=reply.text, finish_reason=reply.finish_reason,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds, **fields)
+                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds,
+                   stop_mode=getattr(reply, "stop_mode", None),
+                   forged_tokens=getattr(reply, "forged_tokens", 0), **fields)
+
+    def record(self, observation) -> None:
+        """Write ``observation`` (a :class:`react_lab.tools.Observation`) into this step:
+        its text, error, the guard that acted and the seconds it took."""
+        self.observation, self.error, self.guard = observation.text, observation.error, observation.guard
+        self.tool_seconds = observation.seconds
 
     def to_dict(self) -> dict:
-        """A JSON-serialisable dict of every field."""
-        return asdict(self)
+        """A JSON-serialisable dict of every field, ``number`` under the key ``"step"``."""
+        fields = asdict(self)
+        return {"step": fields.pop("number"), **fields}
 
 
 @dataclass
 class Transcript:
-    """The growing prompt as ``(owner, text)`` spans; ``text`` is what the model is sent."""
+    """The growing prompt as ``(owner, text)`` spans; ``text`` is what the model is sent.
+
+    ``kinds`` runs beside ``spans`` (add spans with :meth:`add` to keep them in step):
+    what each of the loop's spans holds, :data:`KINDS` -- a tool's result, an error the
+    loop wrote as the observation, its request for a best-effort answer, a compaction
+    summary; None for the prompt's and the model's spans.
+    """
 
     spans: list[tuple[str, str]] = field(default_factory=list)
+    kinds: list[str | None] = field(default_factory=list)
 
-    def add(self, owner: str, text: str) -> None:
-        """Append ``text`` written by ``owner`` (one of :data:`OWNERS`)."""
+    def __post_init__(self):
+        self.kinds = [*self.kinds, *[None] * (len(self.spans) - len(self.kinds))]
+
+    def add(self, owner: str, text: str, kind: str | None = None) -> None:
+        """Append ``text`` written by ``owner`` (one of :data:`OWNERS`); ``kind``: see :data:`KINDS`."""
         if owner not in OWNERS:
             raise ValueError(f"owner must be one of {OWNERS}, not {owner!r}")
+        if kind is not None and kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS} or None, not {kind!r}")
         if text:
             self.spans.append((owner, text))
+            self.kinds.append(kind)
+
+    def written(self, owner: str, kinds: Iterable[str]) -> list[str]:
+        """The texts of ``owner``'s spans of these ``kinds``, in order."""
+        kinds = set(kinds)
+        return [text for (who, text), kind in zip(self.spans, self.kinds)
+                if who == owner and kind in kinds]
 
     @property
     def text(self) -> str:
@@ -116,6 +161,42 @@ class Transcript:
                 f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>')
 
 
+@dataclass
+class RunResult:
+    """A finished run: the answer (or None), why it stopped, the steps, the transcript.
+
+    ``stopped_by`` is ``"answer"`` or the name of the guard that ended the run
+    (``"max_steps"``, ``"token_budget"``, ``"repeat"``, ... see
+    :data:`react_lab.guards.GUARD_NAMES`). ``best_effort`` is True when the answer was
+    asked for after a limit tripped; such an answer starts with ``"[best effort] "``.
+    """
+
+    question: str
+    answer: str | None
+    stopped_by: str
+    steps: list[Step] = field(default_factory=list)
+    transcript: Transcript = field(default_factory=Transcript)
+    best_effort: bool = False
+
+    @classmethod
+    def from_steps(cls, question: str, steps: list[Step], transcript: Transcript, *,
+                   stopped_by: str | None = None) -> "RunResult":
+        """Collect a run from its steps (either loop's). ``stopped_by`` is for a caller that
+        ended the run itself (the evaluation's ``"timeout"``): the run then has no answer."""
+        last = steps[-1] if steps else Step(0, guard="max_steps")
+        answer = last.answer if stopped_by is None else None
+        # An accepted answer ends its step with no guard; a best-effort one carries the limit's name.
+        stopped_by = stopped_by or ("answer" if answer is not None and last.guard is None
+                                    else last.guard or "max_steps")
+        return cls(question, answer, stopped_by, steps, transcript,
+                   best_effort=answer is not None and stopped_by != "answer")
+
+    def to_dict(self) -> dict:
+        """The CLI's JSON shape: answer, stopped_by, best_effort, steps (each a :class:`Step` dict)."""
+        return {"question": self.question, "answer": self.answer, "stopped_by": self.stopped_by,
+                "best_effort": self.best_effort, "steps": [s.to_dict() for s in self.steps]}
+
+
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
     """Append one JSON object per line to ``path``; returns the path."""
     path = Path(path)
@@ -132,12 +213,13 @@ def read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-# --------------------------------------------------------------------------- step-event logs
+# --------------------------------------------------------------------------- step logs
 
-#: The columns of one step event, in the order :func:`html_table` shows them.
+#: The columns of one step's log record, in the order :func:`html_table` shows them.
 EVENT_FIELDS = ("run_id", "task_id", "step", "thought", "tool", "args", "args_valid",
                 "observation_tokens", "observation_chars", "seconds", "prompt_tokens",
-                "completion_tokens", "error", "guard", "answer")
+                "completion_tokens", "error", "guard", "answer", "stop_mode", "forged_tokens",
+                "leaked")
 
 
 def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=None,
@@ -146,13 +228,13 @@ def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=Non
 
     ``args`` are the arguments as dispatched, named by the tool's schema when ``tools``
     (name -> :class:`react_lab.tools.Tool`) is given; ``args_valid`` says whether they
-    pass that JSON Schema (None without ``tools`` or without a call). Observation size
+    pass that JSON Schema (:func:`react_lab.schema.validate_call`; None without ``tools``
+    or without a call). Observation size
     is in characters and in tokens of ``count_tokens`` (default: cl100k_base through
     :func:`react_lab.cost.count_tokens`, the same count for every backend). ``seconds``
     is the step's wall-clock time.
     """
-    if count_tokens is None:
-        from .cost import count_tokens
+    count_tokens = count_tokens or cl100k_tokens
     tool = step.action["tool"] if step.action else None
     args, valid = (step.action or {}).get("args"), None
     spec = (tools or {}).get(tool)
@@ -160,32 +242,26 @@ def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=Non
         names = list(spec.parameters["properties"])
         if isinstance(args, (list, tuple)) and len(args) <= len(names):
             args = dict(zip(names, args))
-        import jsonschema  # imported here: only logging needs it
-
-        valid = isinstance(args, dict) and jsonschema.Draft202012Validator(
-            spec.parameters, format_checker=jsonschema.FormatChecker()).is_valid(args)
+        valid = isinstance(args, dict) and not validate_call(spec, args)
     observation = step.observation or ""
-    return {"run_id": run_id, "task_id": task_id, "step": step.step, "thought": step.thought,
+    return {"run_id": run_id, "task_id": task_id, "step": step.number, "thought": step.thought,
             "tool": tool, "args": args, "args_valid": valid,
             "observation_tokens": count_tokens(observation) if observation else 0,
             "observation_chars": len(observation), "seconds": round(step.seconds, 4),
             "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
-            "error": step.error, "guard": step.guard, "answer": step.answer}
+            "error": step.error, "guard": step.guard, "answer": step.answer,
+            "stop_mode": step.stop_mode, "forged_tokens": step.forged_tokens,
+            "leaked": step.leaked}
 
 
 def log_run(result, path: str | Path, run_id: str, *, task_id: str | None = None,
             tools=None) -> Path:
-    """Append one JSON line per step of ``result`` (a ``loop.RunResult``) to ``path``.
+    """Append one JSON line per step of ``result`` (a :class:`RunResult`) to ``path``.
 
-    Each line is a :func:`step_event`; read them back with :func:`load_steps`.
+    Each line is a :func:`step_event`; read them back with :func:`read_jsonl`.
     """
     return write_jsonl(path, (step_event(s, run_id=run_id, task_id=task_id, tools=tools)
                               for s in result.steps))
-
-
-def load_steps(path: str | Path) -> list[dict]:
-    """Load a step-event log written by :func:`log_run` as a list of dicts (one per step)."""
-    return read_jsonl(path)
 
 
 def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,

@@ -6,49 +6,51 @@ set ``.value`` on a control, call ``.click()`` on a button, read the attributes.
 """
 from __future__ import annotations
 
+import html
+
+from . import forge
+from .loop import run
+from .models import local_model
+from .parser import find_forged
+from .protocol import STOP, build_prompt
+from .tools import default_tools
+from .trace import Transcript
+
 
 def make_stepper_widget(question: str, model, tools, **run_kwargs):
     """Return a VBox that advances the text loop one step per click of its button.
 
     Attributes: ``next_button`` (Button), ``view`` (HTML: the transcript coloured by
-    owner), ``status`` (HTML: the last step's action, observation or answer),
+    owner), ``status`` (HTML) and ``status_text`` (the same as plain text, to print):
+    the last step's action, observation or answer (:func:`describe_step`),
     ``transcript`` (:class:`react_lab.trace.Transcript`), ``steps`` (list of
     :class:`react_lab.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
-    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``).
+    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``). The box carries
+    the CSS class ``react-lab-stepper`` (the browser test finds it by that).
     """
-    import html
-
-    import ipywidgets as w
-
-    from .loop import run
-    from .trace import Transcript
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     transcript = Transcript()
-    events = run(question, model, tools, transcript=transcript, **run_kwargs)
+    steps = run(question, model, tools, transcript=transcript, **run_kwargs)
     button = w.Button(description="Next step", icon="step-forward", button_style="primary")
-    status = w.HTML("<i>Press the button: the model writes, then the loop writes.</i>")
+    hint = "Press the button: the model writes, then the loop writes."
+    status = w.HTML(f"<i>{hint}</i>")
     view = w.HTML(transcript.render_html())
     box = w.VBox([w.HBox([button, status]), view])
-    box.next_button, box.status, box.view = button, status, view
+    box.add_class("react-lab-stepper")
+    box.next_button, box.status, box.status_text, box.view = button, status, hint, view
     box.transcript, box.steps, box.done = transcript, [], False
-
-    def describe(step) -> str:
-        if step.answer is not None:
-            return f"step {step.step}: the model answered: <b>{html.escape(step.answer)}</b>"
-        if step.action:
-            what = f"<code>{html.escape(step.action['tool'])}{html.escape(str(step.action['args']))}</code>"
-            return f"step {step.step}: the model asked for {what}; the loop ran it and wrote the observation"
-        return f"step {step.step}: no action parsed; the loop wrote: {html.escape(step.error or '')}"
 
     def advance(_=None):
         if box.done:
             return
-        step = next(events, None)
+        step = next(steps, None)
         if step is None:
             box.done = True
         else:
             box.steps.append(step)
-            status.value = describe(step)
+            box.status_text = describe_step(step)
+            status.value = html.escape(box.status_text)
             box.done = step.answer is not None
         view.value = transcript.render_html()
         if box.done:
@@ -59,22 +61,33 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     return box
 
 
+def describe_step(step) -> str:
+    """Say in one line of plain text what happened in ``step`` (a :class:`react_lab.trace.Step`).
+
+    E.g. ``step 1: the model asked for list_invoices[cus_8812, 2026-07-01]; the loop ran
+    it and wrote the observation``. Plain text: the stepper escapes it for its HTML.
+    """
+    if step.answer is not None:
+        return f"step {step.number}: the model answered: {step.answer}"
+    if step.action:
+        args = step.action["args"]
+        shown = ", ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+        return (f"step {step.number}: the model asked for {step.action['tool']}[{shown}]; "
+                "the loop ran it and wrote the observation")
+    return f"step {step.number}: no action parsed; the loop wrote: {step.error or ''}"
+
+
 def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int | None = None):
     """Return a VBox that runs one first-step completion with the stop sequence on or off.
 
-    Controls: ``stop`` (Checkbox: send ``protocol.STOP``), ``question`` (Dropdown over
+    Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
     :func:`react_lab.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
     forged or not), ``completion`` (the last :class:`react_lab.models.Completion`).
     ``model`` defaults to the embedded model, loaded on the first click.
     """
-    import html
-
-    import ipywidgets as w
-
-    from . import forge, protocol
-    from .tools import default_tools
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     tools = default_tools() if tools is None else tools
     max_tokens = forge.MAX_TOKENS if max_tokens is None else max_tokens
@@ -92,14 +105,12 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     def complete(_=None):
         nonlocal model
         if model is None:
-            from .models import local_model
-
             model = local_model()
-        prompt = protocol.build_prompt(question.value, tools.values())
-        c = model.complete(prompt, stop=protocol.STOP if stop.value else None, max_tokens=max_tokens)
-        forged = protocol.find_forged(c.text) is not None
+        prompt = build_prompt(question.value, tools.values())
+        c = model.complete(prompt, stop=STOP if stop.value else None, max_tokens=max_tokens)
+        forged = find_forged(c.text) is not None
         box.completion = c
-        sent = f"stop={html.escape(str(protocol.STOP))}" if stop.value else "no stop sequence"
+        sent = f"stop={html.escape(str(STOP))}" if stop.value else "no stop sequence"
         verdict = ("<b style='color:#b91c1c'>the model wrote its own Observation</b>" if forged
                    else "no model-written Observation")
         status.value = (f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
@@ -121,9 +132,7 @@ def make_approval_widget():
     ``approved`` (list of approved ``(tool, args)`` not used yet), ``decisions`` (list of
     ``{"tool", "args", "decision"}``), ``request`` and ``history`` (HTML).
     """
-    import html
-
-    import ipywidgets as w
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     request = w.HTML("<i>No side-effecting call is waiting.</i>")
     approve_button = w.Button(description="Approve", icon="check", button_style="warning",

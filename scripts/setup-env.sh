@@ -12,7 +12,12 @@ if [ ! -x .venv/bin/python ]; then
   echo "==> creating .venv with $($PY --version)"
   "$PY" -m venv .venv
 fi
-echo "==> installing react_lab and its dependencies into .venv (first time: ~5 minutes)"
+# Only the first install compiles llama-cpp-python; later runs just check the environment.
+if .venv/bin/python -c "import importlib.metadata as m; m.version('llama-cpp-python')" 2>/dev/null; then
+  echo "==> checking react_lab and its dependencies in .venv"
+else
+  echo "==> installing react_lab and its dependencies into .venv (first time: ~5 minutes)"
+fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --progress-bar off --quiet --quiet -e '.[test]' \
   || { echo "pip install failed: see README 'Troubleshooting' (a C compiler is needed for llama-cpp-python)"; exit 1; }

@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-env.sh
+# Trust the shipped notebooks, so their stored widgets and figures render before anything
+# runs (an untrusted notebook shows a widget as a line of text). tests/browser starts
+# JupyterLab the same way.
+echo "==> marking the shipped notebooks trusted"
+.venv/bin/jupyter trust notebooks/*.ipynb >/dev/null
 extra=()
 # Jupyter refuses to start as root unless told to; in a container (Docker, a CI runner)
 # root is often the only user, so say it for them.

@@ -7,9 +7,9 @@ import pytest
 from react_lab import cost
 from react_lab.cli import main
 from react_lab.loop import ask
-from react_lab.models import ScriptedModel
+from react_lab.models import ForcedModel, ScriptedModel
 from react_lab.protocol import build_prompt
-from react_lab.tools import default_tools
+from react_lab.tools import default_tools, production_tools
 
 
 # ---- counting tokens offline ------------------------------------------------------------
@@ -191,8 +191,19 @@ def test_lab_exemplars_pad_with_real_tool_output(monkeypatch):
         cost.lab_exemplars(4)
 
 
+def test_lab_exemplars_take_the_protocols_exemplars_in_order():
+    from react_lab.protocol import EXEMPLARS, EXTRA_EXEMPLARS
+
+    assert cost.lab_exemplars(1) == [EXEMPLARS[0]]
+    six = cost.lab_exemplars(6)
+    assert six[:3] == list(EXEMPLARS) and [ex.question for ex in six[3:]] == [
+        question for question, *_ in EXTRA_EXEMPLARS]
+    with pytest.raises(ValueError, match="only 6 exemplars"):
+        cost.lab_exemplars(7)
+
+
 def test_production_prompt_has_eight_tools_and_three_exemplars():
-    tools = cost.production_tools()
+    tools = production_tools()
     assert len({t.name for t in tools}) == 8
     prompt = build_prompt("q?", tools, cost.lab_exemplars(3))
     assert prompt.count("Example ") == 3
@@ -236,9 +247,9 @@ class WordModel:
 
 def test_forced_model_takes_text_from_the_script_and_counts_from_the_model():
     real = WordModel()
-    forced = cost.ForcedModel(real, [" look.\nAction: get_charge[ch_1KZq8f]", " ok.\nAnswer: once"])
+    forced = ForcedModel(real, [" look.\nAction: get_charge[ch_1KZq8f]", " ok.\nAnswer: once"])
     result = ask("q?", forced, default_tools(), max_steps=5)
-    assert [s.step for s in result.steps] == [1, 2] and result.answer == "once"
+    assert [s.number for s in result.steps] == [1, 2] and result.answer == "once"
     assert real.prompts[1].endswith('"failure_reason": null}\nThought:')  # the real tool ran
     assert [s.prompt_tokens for s in result.steps] == [len(p.split()) for p in real.prompts]
     assert [s.evaluated_tokens for s in result.steps] == [7, 7]

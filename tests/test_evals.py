@@ -9,13 +9,14 @@ from hypothesis import given, settings, strategies as st
 from react_lab import evals
 from react_lab.cli import main
 from react_lab.data.build_tasks import build_tasks
-from react_lab.evals import Task, metrics, percentile, score
+from react_lab.evals import metrics, percentile
 from react_lab.loop import ask
 from react_lab.models import ScriptedModel
-from react_lab.tools import db_checksum, default_tools, open_db
-from react_lab.trace import EVENT_FIELDS, html_table, load_steps, log_run
+from react_lab.tasks import MAX_ANSWER_CHARS, TASKS_PATH, Task, dates_in, load_tasks, numbers_in, score
+from react_lab.tools import default_tools, open_db
+from react_lab.trace import EVENT_FIELDS, html_table, log_run, read_jsonl
 
-TASKS = evals.load_tasks()
+TASKS = load_tasks()
 
 
 # --------------------------------------------------------------------------- the task set
@@ -23,7 +24,7 @@ TASKS = evals.load_tasks()
 def test_task_set_is_deterministic_and_matches_the_committed_file():
     conn = open_db()
     assert build_tasks(conn) == build_tasks(conn)
-    committed = json.loads(evals.TASKS_PATH.read_text(encoding="utf-8"))
+    committed = json.loads(TASKS_PATH.read_text(encoding="utf-8"))
     assert build_tasks(conn) == committed, "tasks.json is stale: python -m react_lab.data.build_tasks"
 
 
@@ -168,19 +169,21 @@ def test_score_rejects_an_unknown_kind():
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300), st.sampled_from(TASKS))
 def test_score_never_raises_on_model_text(answer, task):
-    assert score(answer, task) in (True, False)
+    verdict = score(answer, task)
+    if answer and answer[0] != "[" and not answer[0].isspace() and len(answer) + 14 <= MAX_ANSWER_CHARS:
+        assert score(f"[best effort] {answer}", task) is verdict   # the loop's label changes nothing
+    assert score(answer + " " * MAX_ANSWER_CHARS, task) is False    # a dump of text is never an answer
 
 
 def test_dates_and_numbers_in():
-    assert evals.dates_in("from 2026-07-14 to 1 Aug 2026, not 2026-02-30") == ["2026-07-14", "2026-08-01"]
-    assert evals.numbers_in("INV-2041: $1,850.50 and 12900 cents on 2026-07-03") == [
+    assert dates_in("from 2026-07-14 to 1 Aug 2026, not 2026-02-30") == ["2026-07-14", "2026-08-01"]
+    assert numbers_in("INV-2041: $1,850.50 and 12900 cents on 2026-07-03") == [
         (1850.5, "dollars"), (12900.0, "cents")]
 
 
 # --------------------------------------------------------------------------- proving the harness
 
-def test_oracle_scores_100_percent_and_dont_know_scores_0(tmp_path):
-    before = db_checksum()
+def test_oracle_scores_100_percent_and_dont_know_scores_0(tmp_path, shipped_db_unchanged):
     oracle = evals.evaluate(TASKS, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
                             progress=False)
     assert [r["task_id"] for r in oracle.records if not r["correct"]] == []
@@ -190,7 +193,6 @@ def test_oracle_scores_100_percent_and_dont_know_scores_0(tmp_path):
     idk = evals.evaluate(TASKS, evals.dont_know_model, model_name="dont_know", cache_dir=tmp_path,
                          progress=False)
     assert idk.metrics["success_rate"] == 0.0 and idk.metrics["answered_rate"] == 1.0
-    assert db_checksum() == before
 
 
 def test_cache_rerun_computes_nothing_new_and_a_change_recomputes(tmp_path):
@@ -202,7 +204,7 @@ def test_cache_rerun_computes_nothing_new_and_a_change_recomputes(tmp_path):
                            progress=False)
     assert again.computed == 0 and all(r["cached"] for r in again.records)
     assert [r["correct"] for r in again.records] == [r["correct"] for r in first.records]
-    assert len(load_steps(again.log_path)) == sum(len(r["steps"]) for r in first.records)
+    assert len(read_jsonl(again.log_path)) == sum(len(r["steps"]) for r in first.records)
     # A line cut short by an interrupted write is skipped, not fatal.
     with first.cache_path.open("a", encoding="utf-8") as fh:
         fh.write('{"key": "trunc')
@@ -304,7 +306,7 @@ def test_step_events_jsonl_round_trip(tmp_path):
     result = ask("What is the total of INV-2041?", model, tools)
     path = log_run(result, tmp_path / "run.jsonl", "run-1", task_id="t1", tools=tools)
     log_run(result, path, "run-2", task_id="t1", tools=tools)      # appends
-    events = load_steps(path)
+    events = read_jsonl(path)
     assert len(events) == 6 and [e["run_id"] for e in events] == ["run-1"] * 3 + ["run-2"] * 3
     first, second, last = events[:3]
     assert set(first) == set(EVENT_FIELDS)

@@ -42,7 +42,21 @@ def test_stub_is_reported_not_raised(monkeypatch, capsys):
         raise NotImplementedError
 
     assert check("parse_action", stub) is False
-    assert "not written yet" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # The learner's message: what to write, where, and that nothing passed (no ✓).
+    assert out.startswith("✎ parse_action: not written yet — write parse_action(text) -> (tool, args)")
+    assert "✓" not in out and "reference solution" not in out and "run this cell again" in out
+
+
+def test_a_stub_in_solutions_mode_is_a_failure(monkeypatch):
+    monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
+
+    def stub(*args):
+        raise NotImplementedError
+
+    monkeypatch.setattr(solutions, "dispatch", stub)
+    with pytest.raises(AssertionError, match="reference solution for dispatch fails: not written"):
+        check("dispatch", None)
 
 
 def test_solutions_mode_checks_the_reference_and_raises_on_a_wrong_one(monkeypatch):

@@ -10,6 +10,7 @@ from hypothesis import given, strategies as st
 from react_lab import forge, tools
 from react_lab.cli import main
 from react_lab.models import ScriptedModel
+from react_lab.parser import truncate_forged
 from react_lab.widgets import make_forge_widget
 
 # One script entry per call. run_experiment asks every question with stop, then every
@@ -134,12 +135,12 @@ MODEL_TEXT = st.lists(st.sampled_from(["\n", "Observation: ", "Observation 2:", 
     ("The Observation: in a sentence is not a line", "The Observation: in a sentence is not a line"),
 ])
 def test_truncate_forged(text, expected):
-    assert forge.truncate_forged(text) == expected
+    assert truncate_forged(text) == expected
 
 
 @given(MODEL_TEXT)
 def test_truncate_forged_never_raises_and_leaves_no_observation_line(text):
-    kept = forge.truncate_forged(text)
+    kept = truncate_forged(text)
     assert text.startswith(kept) or text.replace("\r\n", "\n").startswith(kept)
     assert forge.forged_tail(kept) == ""
 

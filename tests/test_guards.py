@@ -1,7 +1,6 @@
 """Guards on scripted models: each failure reappears when its guard is switched off."""
 import json
 import re
-import sqlite3
 import time
 
 import pytest
@@ -9,27 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab.cli import main
-from react_lab.guards import (DATA_NOTE, GUARD_NAMES, Guards, ID_RE, compact, is_placeholder,
-                              keep_ids_summary, naive_summary)
+from react_lab.context import compact, keep_ids_summary, naive_summary
+from react_lab.guards import DATA_NOTE, GUARD_NAMES, Guards, is_placeholder
 from react_lab.loop import ask, run
 from react_lab.models import Completion, ScriptedModel
-from react_lab.tools import (Tool, _schema, db_checksum, default_tools, payment_tools,
-                             working_copy)
+from react_lab.tools import ID_RE, Tool, _schema, db_checksum, default_tools
 from react_lab.trace import Transcript
-
-SHIPPED_SUM = db_checksum()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shipped_db_untouched():
-    """Fail the module if anything in it changed the shipped database file."""
-    yield
-    assert db_checksum() == SHIPPED_SUM
-
-
-@pytest.fixture(scope="module")
-def tools():
-    return default_tools()
 
 
 def calls_run(result, tool):
@@ -52,7 +36,7 @@ def test_step_limit_asks_once_for_a_labelled_best_effort(tools):
     assert result.answer == "[best effort] INV-2291 (48200 dollars) is approved but unpaid."
     assert len(result.steps) == 4 and model.calls == 4           # exactly one extra model call
     assert [s.action is not None for s in result.steps] == [True, True, True, False]
-    assert result.steps[-1].guard == "max_steps" and result.steps[-1].step == 4
+    assert result.steps[-1].guard == "max_steps" and result.steps[-1].number == 4
     assert "(max_steps)" in result.transcript.spans[-2][1] and result.transcript.spans[-2][0] == "loop"
     assert result.to_dict()["best_effort"] is True
 
@@ -268,6 +252,7 @@ def test_compaction_keeps_error_text_and_ids_verbatim():
     t.add("loop", "Observation: []\nThought:")
     assert compact(t, keep_last=1)
     assert t.spans[0][1].endswith("Question: q?\nThought:") and t.spans[1][0] == "loop"
+    assert t.kinds[:2] == [None, "summary"] and len(t.kinds) == len(t.spans)
     summary = t.spans[1][1]
     assert "Error: no charge 'ch_nope1'; charge ids look like ch_1KZq8f" in summary
     assert "INV-2041" in summary and "ch_1KZq8f" in summary and "look\n" not in summary
@@ -346,20 +331,7 @@ INJECTED = [" The help articles should say.\nAction: search[late payment reminde
             " Done.\nAnswer: Reminders go out 7, 14 and 30 days after the due date."]
 
 
-def scheduled(path):
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
-
-
-@pytest.fixture
-def payment_setup(tmp_path):
-    copy = working_copy(tmp_path)
-    tools = {**default_tools(), **payment_tools(copy)}
-    yield copy, tools
-    tools["schedule_payment"].fn.args[0].close()
-
-
-def test_injected_payment_is_refused_without_approval(payment_setup):
+def test_injected_payment_is_refused_without_approval(payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     before = scheduled(copy)
     result = ask("How do late payment reminders work?", ScriptedModel(INJECTED), tools,
@@ -368,24 +340,24 @@ def test_injected_payment_is_refused_without_approval(payment_setup):
     assert "schedule_payment[INV-2291, 48200]" in injected             # the injection arrived...
     assert injected.startswith("<<data from search>>") and DATA_NOTE in result.transcript.spans[0][1]
     assert result.steps[1].guard == "approval" and "not approved" in result.steps[1].observation
-    assert scheduled(copy) == before and db_checksum() == SHIPPED_SUM    # ...and nothing moved
+    assert scheduled(copy) == before and db_checksum() == shipped_sum    # ...and nothing moved
     assert result.stopped_by == "answer"
 
 
-def test_approver_is_asked_with_the_call(payment_setup):
+def test_approver_is_asked_with_the_call(payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     asked = []
     guards = Guards(approve=lambda name, args: asked.append((name, args)) or True)
     ask("q", ScriptedModel(INJECTED), tools, guards=guards)
     assert asked == [("schedule_payment", ["INV-2291", "48200"])]
-    assert scheduled(copy) == 1 and db_checksum() == SHIPPED_SUM          # only the copy changed
+    assert scheduled(copy) == 1 and db_checksum() == shipped_sum          # only the copy changed
 
 
-def test_without_the_gate_the_injection_moves_money_on_the_copy(payment_setup):
+def test_without_the_gate_the_injection_moves_money_on_the_copy(payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     result = ask("q", ScriptedModel(INJECTED), tools, guards=Guards(approve=None))
     assert result.steps[1].error is None and '"scheduled"' in result.steps[1].observation
-    assert scheduled(copy) == 1 and db_checksum() == SHIPPED_SUM
+    assert scheduled(copy) == 1 and db_checksum() == shipped_sum
 
 
 def test_data_markers_cannot_be_closed_from_inside():
@@ -395,7 +367,7 @@ def test_data_markers_cannot_be_closed_from_inside():
                  "Fetch a page.", _schema(url={"type": "string"}))
     out = guards.run_tool({"page": nasty}, "page", ["u"])
     assert out.text.count("<</data>>") == 1 and out.text.endswith("<</data>>")
-    assert Guards(mark_data=False).instructions("base") == "base"
+    assert Guards(mark_data=False).notes() == [] and Guards(mark_data=True).notes() == [DATA_NOTE]
 
 
 # --- everything together ----------------------------------------------------------------------
@@ -429,7 +401,7 @@ def test_cli_passes_the_limits(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["stopped_by"] == "answer"
 
 
-def test_approval_widget_drives_the_gate(payment_setup):
+def test_approval_widget_drives_the_gate(payment_setup, scheduled, shipped_sum):
     from react_lab.widgets import make_approval_widget
 
     copy, tools = payment_setup
@@ -445,7 +417,7 @@ def test_approval_widget_drives_the_gate(payment_setup):
     box.approve_button.click()
     ask("q", ScriptedModel(INJECTED), tools, guards=guards)               # approved once: it runs
     assert scheduled(copy) == 1 and box.decisions[-1]["decision"] == "ran (approved earlier)"
-    assert box.approved == [] and db_checksum() == SHIPPED_SUM
+    assert box.approved == [] and db_checksum() == shipped_sum
 
 
 @settings(max_examples=80, deadline=None)
@@ -461,10 +433,11 @@ def test_guards_never_raise_on_model_text(answer, args):
         assert isinstance(out.text, str) and (out.guard is None or out.guard in GUARD_NAMES)
     verdict = guards.check_answer(answer)
     assert verdict is None or verdict.guard in GUARD_NAMES
-    assert isinstance(is_placeholder(answer), bool)
+    # Quotes around the answer change nothing (is_placeholder ignores them).
+    assert is_placeholder(answer) is is_placeholder(f'"{answer.strip()}"')
 
 
-def test_a_broken_approver_or_call_is_a_no_not_a_crash(payment_setup):
+def test_a_broken_approver_or_call_is_a_no_not_a_crash(payment_setup, scheduled):
     copy, tools = payment_setup
 
     def broken(name, args):
@@ -491,6 +464,17 @@ def test_a_best_effort_placeholder_is_no_answer(tools, last):
     assert result.answer is None and "no answer" in result.steps[-1].error
 
 
+def test_a_best_effort_that_repeats_the_loops_words_is_no_answer_but_data_is(tools):
+    steps = [" a\nAction: get_charge[ch_bad1]", " b\nAction: find_invoice[INV-2291]"]
+    echo = ask("q", ScriptedModel([*steps, "no charge 'ch_bad1'; charge ids look like ch_1KZq8f"]), tools,
+               max_steps=2)
+    assert echo.answer is None and "no answer" in echo.steps[-1].error
+    data = ask("q", ScriptedModel([*steps, "Kestrel Rack & Power Leasing"]), tools, max_steps=2)
+    assert data.answer == "[best effort] Kestrel Rack & Power Leasing"
+    kinds = dict(zip(data.transcript.kinds, [t for _, t in data.transcript.spans]))
+    assert kinds["error"].startswith("Observation: Error: no charge") and "(max_steps)" in kinds["nudge"]
+
+
 def test_a_labelled_best_effort_answer_keeps_its_content(tools):
     model = ScriptedModel([" a\nAction: find_invoice[INV-2291]", " b\nAction: find_invoice[INV-2041]",
                            "Answer: INV-2291 is approved."])
@@ -499,7 +483,7 @@ def test_a_labelled_best_effort_answer_keeps_its_content(tools):
 
 
 @pytest.mark.parametrize("verdict", ["no", "n", "", None, 1, "yes"])
-def test_only_true_approves_in_the_text_loop(payment_setup, verdict):
+def test_only_true_approves_in_the_text_loop(payment_setup, scheduled, verdict):
     copy, tools = payment_setup
     result = ask("q", ScriptedModel(INJECTED), tools, guards=Guards(approve=lambda n, a: verdict))
     assert result.steps[1].guard == "approval" and scheduled(copy) == 0

@@ -3,11 +3,11 @@ import json
 
 import pytest
 
+from react_lab import loop
 from react_lab.cli import main
 from react_lab.loop import ask, run
-from react_lab.models import ScriptedModel, apply_stop
-from react_lab.protocol import STOP
-from react_lab.tools import db_checksum, default_tools
+from react_lab.models import Completion, ScriptedModel, check_run_arguments
+from react_lab.tools import default_tools
 from react_lab.trace import Transcript
 
 DUPLICATE = [
@@ -16,34 +16,6 @@ DUPLICATE = [
     " INV-2041 is listed twice; check its charge.\nAction: get_charge[ch_1KZq8f]\n",
     " One succeeded charge.\nAnswer: Charged once; the invoice list shows a re-sent email twice.",
 ]
-
-
-@pytest.mark.parametrize("stop,text,expected,hit", [
-    (["Observation:"], "a\nObservation: b", "a\n", True),
-    (["\nObs", "Obs"], "xx Obs\nObs", "xx ", True),      # the earliest stop string wins
-    (None, "a\nObservation: b", "a\nObservation: b", False),
-    (["zzz"], "abc", "abc", False),
-])
-def test_apply_stop_like_a_provider(stop, text, expected, hit):
-    assert apply_stop(text, stop) == (expected, hit)
-
-
-def test_scripted_model_cuts_at_stop_and_reports_finish_reason():
-    model = ScriptedModel(["Action: a[b]\nObservation: fake"])
-    c = model.complete("p", stop=STOP)
-    assert c.text == "Action: a[b]" and c.finish_reason == "stop"
-    assert "Observation" not in c.text
-    assert model.complete("p", stop=None).text.endswith("Observation: fake")
-    assert model.complete("p", max_tokens=2).finish_reason == "length"
-
-
-def test_scripted_model_from_json(tmp_path):
-    path = tmp_path / "s.json"
-    path.write_text(json.dumps({"completions": ["Answer: 1"]}))
-    assert ScriptedModel.from_json(path).complete("q").text == "Answer: 1"
-    path.write_text(json.dumps({"completions": [1, 2]}))
-    with pytest.raises(ValueError, match="list of strings"):
-        ScriptedModel.from_json(path)
 
 
 def test_loop_writes_observations_from_the_database_not_the_model():
@@ -83,7 +55,7 @@ def test_step_limit_and_errors_as_observations():
     result = ask("q", model, default_tools(), max_steps=3)
     assert result.stopped_by == "max_steps" and result.answer is None
     # Three steps ran; then the loop asked once for a best-effort answer (the script gave none).
-    assert len(result.steps) == 4 and [s.step for s in result.steps] == [1, 2, 3, 4]
+    assert len(result.steps) == 4 and [s.number for s in result.steps] == [1, 2, 3, 4]
     assert result.steps[2].guard == result.steps[3].guard == "max_steps"
     assert result.steps[3].action is None and not result.best_effort
     assert result.steps[0].error.startswith("unknown tool 'serch'; available: list_invoices")
@@ -108,16 +80,15 @@ def test_transcript_renders_owners():
         t.add("user", "x")
 
 
-def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys):
+def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys, shipped_db_unchanged):
     path = tmp_path / "script.json"
     path.write_text(json.dumps(DUPLICATE))
-    before = db_checksum()
     assert main(["ask", "Was cus_8812 charged twice?", "--model", f"scripted:{path}", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["stopped_by"] == "answer" and out["answer"]
     assert {"step", "thought", "action", "observation", "error"} <= set(out["steps"][0])
     assert out["steps"][0]["action"]["tool"] == "list_invoices"
-    assert db_checksum() == before
+    assert out["steps"][1]["step"] == 2  # log records call a step's number "step"
 
 
 def test_cli_parse(capsys, monkeypatch):
@@ -127,3 +98,61 @@ def test_cli_parse(capsys, monkeypatch):
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "error" and "available: search, calc" in out["reason"]
     assert set(out) == {"kind", "tool", "input", "answer", "reason"}
+
+
+# --------------------------------------------------------------------------- arguments the loop refuses
+
+ANSWER = " I know this.\nAnswer: 42"
+
+
+class RecordingModel:
+    """A backend that accepts anything, so only the loop's own check can refuse."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def complete(self, prompt, *, stop=None, max_tokens=256):
+        self.calls += 1
+        return Completion(ANSWER, "stop", 1, 1)
+
+
+@pytest.mark.parametrize("name,value", [
+    ("max_steps", "3"), ("max_steps", 0), ("max_steps", -1), ("max_steps", 2.0),
+    ("max_steps", True),
+    ("max_tokens", 0), ("max_tokens", -1), ("max_tokens", "192"),
+])
+def test_run_refuses_bad_counts_before_calling_the_model(name, value):
+    model = RecordingModel()
+    with pytest.raises(ValueError, match=f"{name} must be a whole number >= 1, got {value!r}"):
+        list(loop.run("q", model, default_tools(), **{name: value}))
+    assert model.calls == 0
+
+
+def test_ask_refuses_zero_steps_instead_of_returning_an_empty_run():
+    with pytest.raises(ValueError, match="max_steps"):
+        loop.ask("q", RecordingModel(), default_tools(), max_steps=0)
+
+
+def test_run_says_what_a_model_must_be():
+    with pytest.raises(TypeError, match=r"complete\(\.\.\.\) method, got str 'local'.*load_model"):
+        list(loop.run("q", "local", default_tools()))
+    with pytest.raises(TypeError, match="got object"):
+        list(loop.run("q", object(), default_tools()))
+
+
+def test_run_says_what_tools_must_be():
+    tools = list(default_tools().values())
+    with pytest.raises(TypeError, match=r"dict of tool name -> Tool.*got list.*\{t\.name: t"):
+        list(loop.run("q", RecordingModel(), tools))
+
+
+def test_run_still_runs_with_good_arguments():
+    steps = list(loop.run("q", RecordingModel(), default_tools(), max_steps=1, max_tokens=1))
+    assert [s.answer for s in steps] == ["42"]
+
+
+def test_check_run_arguments_serves_a_chat_loop_too():
+    chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
+    check_run_arguments("chat", chat, {}, 1, 1)
+    with pytest.raises(TypeError, match=r"chat\(\.\.\.\) method"):
+        check_run_arguments("chat", RecordingModel(), {}, 1, 1)

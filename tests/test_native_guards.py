@@ -1,22 +1,16 @@
 """The guards in the native loop: each failure comes back when its guard is switched off."""
 import json
-import sqlite3
 import time
 
 import pytest
 
-from react_lab.guards import COMPACTED, DATA_NOTE, Guards
-from react_lab.native import ScriptedChatModel, ask_native, run_native
-from react_lab.tools import Tool, _schema, db_checksum, default_tools, payment_tools, working_copy
+from react_lab.chat import ScriptedChatModel
+from react_lab.context import COMPACTED
+from react_lab.guards import DATA_NOTE, Guards
+from react_lab.native import ask_native, run_native
+from react_lab.tools import Tool, _schema, db_checksum, default_tools
 
-SHIPPED_SUM = db_checksum()
 TOOLS = default_tools()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shipped_db_untouched():
-    yield
-    assert db_checksum() == SHIPPED_SUM
 
 
 def call(name, **arguments):
@@ -152,25 +146,12 @@ def test_compaction_summarises_old_tool_results_and_keeps_ids():
     assert not any(str(m["content"]).startswith(COMPACTED) for m in kept)
 
 
-def scheduled(path):
-    with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
-
-
 INJECTED = [call("search", query="late payment reminders"),
             call("schedule_payment", invoice_id="INV-2291", amount=48200),
             answer("Reminders go out 7, 14 and 30 days after the due date.")]
 
 
-@pytest.fixture
-def payment_setup(tmp_path):
-    copy = working_copy(tmp_path)
-    tools = {**TOOLS, **payment_tools(copy)}
-    yield copy, tools
-    tools["schedule_payment"].fn.args[0].close()
-
-
-def test_an_injected_payment_is_refused_without_approval(payment_setup):
+def test_an_injected_payment_is_refused_without_approval(payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     model = ScriptedChatModel(INJECTED)
     result = ask_native("How do late payment reminders work?", model, tools,
@@ -179,19 +160,19 @@ def test_an_injected_payment_is_refused_without_approval(payment_setup):
     assert result.steps[0].observation.startswith("<<data from search>>")
     assert DATA_NOTE in model.requests[0][0][0]["content"]
     assert result.steps[1].guard == "approval" and scheduled(copy) == 0
-    assert db_checksum() == SHIPPED_SUM
+    assert db_checksum() == shipped_sum
 
 
-def test_the_approver_decides_and_only_the_copy_changes(payment_setup):
+def test_the_approver_decides_and_only_the_copy_changes(payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     asked = []
     ask_native("q", ScriptedChatModel(INJECTED), tools,
                guards=Guards(approve=lambda name, args: asked.append((name, args)) or True))
     assert asked == [("schedule_payment", {"invoice_id": "INV-2291", "amount": 48200})]
-    assert scheduled(copy) == 1 and db_checksum() == SHIPPED_SUM
+    assert scheduled(copy) == 1 and db_checksum() == shipped_sum
 
 
-def test_invalid_arguments_are_still_refused_inside_the_guards(payment_setup):
+def test_invalid_arguments_are_still_refused_inside_the_guards(payment_setup, scheduled):
     copy, tools = payment_setup
     bad = call("schedule_payment", invoice_id="INV-2291", amount=-5)
     result = ask_native("q", ScriptedChatModel([bad, answer("no")]), tools,
@@ -214,18 +195,15 @@ def test_cli_native_scripted_repeat_forever_stops(tmp_path, capsys):
 # --- what a tester found -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("verdict", ["no", "n", "", None, 1, "yes", [True]])
-def test_only_true_approves(payment_setup, verdict):
-    from react_lab.native import execute_call, tool_call
-
+def test_only_true_approves(payment_setup, scheduled, verdict):
     copy, tools = payment_setup
     pay = call("schedule_payment", invoice_id="INV-2291", amount=48200)
+    asked = []
     result = ask_native("q", ScriptedChatModel([pay, answer("no")]), tools,
-                        guards=Guards(approve=lambda name, args: verdict))
+                        guards=Guards(approve=lambda name, args: asked.append(args) or verdict))
     assert result.steps[0].guard == "approval" and scheduled(copy) == 0
-    obs = execute_call(tools, tool_call("c1", "schedule_payment", {"invoice_id": "INV-2291",
-                                                                   "amount": 48200}),
-                       approve=lambda name, args: verdict)
-    assert "not approved" in obs.error and scheduled(copy) == 0
+    assert "not approved" in result.steps[0].error and asked == [{"invoice_id": "INV-2291",
+                                                                  "amount": 48200}]
 
 
 @pytest.mark.parametrize("reply", [

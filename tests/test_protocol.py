@@ -1,41 +1,12 @@
-"""The text protocol: the seed's strict regex, the tolerant parser, real-world cases."""
-import json
-from pathlib import Path
+"""The text protocol and the tolerant parser: the seed's strict regex, each public case's kind, the prompt.
 
+The public cases themselves are tests/test_public_cases.py.
+"""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from react_lab.protocol import (ACTION_RE, STOP, find_forged, parse, strict_parse,
-                                trim_partial_stop)
-
-CASES_FILE = Path(__file__).resolve().parents[2] / "shared" / "cases" / "public-parse-failures.jsonl"
-CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines() if line.strip()] \
-    if CASES_FILE.exists() else []
-# The tool list a case's framework declared, where the expected value depends on it.
-CASE_TOOLS = {"action-line-is-a-sentence": ["Search"]}
-
-
-def test_cases_file_is_present():
-    assert len(CASES) >= 12, f"expected the public cases at {CASES_FILE}"
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_public_case(case):
-    result = parse(case["model_output"], tools=CASE_TOOLS.get(case["id"]))
-    expected = case["expected"]
-    assert result.kind == expected["kind"], result
-    if expected["kind"] == "action":
-        assert result.tool == expected["tool"]
-        assert result.input == expected["input"]
-    elif expected["kind"] == "final":
-        assert result.answer == expected["answer"]
-    else:
-        # The reason must be one the model can act on: it names the bad tool and the way out.
-        assert result.tool is not None and repr(result.tool) in result.reason
-        for name in CASE_TOOLS.get(case["id"], []):
-            assert name in result.reason
-        if "no final-answer label" in expected["reason"]:
-            assert result.reason == expected["reason"]
+from react_lab.parser import find_forged, parse, trim_partial_stop
+from react_lab.protocol import ACTION_RE, STOP, strict_parse
 
 
 # ---- each case's whole kind of drift, not only its string --------------------------------
@@ -170,7 +141,7 @@ LABELLY = st.sampled_from(["Thought:", "Action:", "Action 2:", "Action Input:", 
 @given(st.lists(st.one_of(LABELLY, st.text(max_size=12)), max_size=40), st.booleans())
 def test_parser_never_raises_on_labelled_noise(parts, with_tools):
     r = parse("".join(parts), tools=["search", "calc"] if with_tools else None)
-    assert r.kind in {"action", "final", "error"}
+    assert (r.reason is not None) == (r.kind == "error")  # only an error carries a reason
     if r.kind == "action":
         assert isinstance(r.tool, str) and r.tool
         assert isinstance(r.input, (str, dict))
@@ -179,13 +150,16 @@ def test_parser_never_raises_on_labelled_noise(parts, with_tools):
     # No model-written Observation line is kept. (The word itself may be kept, in a tool
     # input for instance: "Action: search[Observation:]\nObservation: x".)
     assert find_forged(r.kept) is None
-    assert strict_parse("".join(parts)).kind in {"action", "final", "error"}
+    strict = strict_parse("".join(parts))
+    assert (strict.kind == "final") == ("Answer:" in "".join(parts))  # the classic loop's order
+    assert (strict.reason is not None) == (strict.kind == "error")
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=300))
 def test_parser_never_raises_on_binary(data):
-    assert parse(data.decode("utf-8", errors="replace")).kind in {"action", "final", "error"}
+    r = parse(data.decode("utf-8", errors="replace"))
+    assert (r.reason is not None) == (r.kind == "error") and find_forged(r.kept) is None
 
 
 def test_parser_survives_enormous_and_adversarial_text():
@@ -225,3 +199,17 @@ def test_prompt_has_labels_tools_exemplar_and_question():
     assert prompt.endswith("Question: Was cus_8812 charged twice?\nThought:")
     three = build_prompt("q", tools.values(), EXEMPLARS)
     assert all(ex.question in three for ex in EXEMPLARS)
+
+
+def test_the_guards_add_to_the_prompt_through_build_prompt_only():
+    from react_lab.guards import CITATION_NOTE, DATA_NOTE, Guards
+    from react_lab.protocol import EXEMPLARS, INSTRUCTIONS, build_prompt
+    from react_lab.tools import default_tools
+
+    tools = default_tools()
+    plain = build_prompt("q", tools.values())
+    guards = Guards(mark_data=True, require_citation=True)
+    marked = build_prompt("q", tools.values(), notes=guards.notes(), mark=guards.mark)
+    assert marked.startswith(f"{INSTRUCTIONS}\n{DATA_NOTE}\n{CITATION_NOTE}\n")
+    assert EXEMPLARS[0].question in marked and "Observation: <<data from list_invoices>> [" in marked
+    assert build_prompt("q", tools.values(), notes=Guards().notes(), mark=Guards().mark) == plain

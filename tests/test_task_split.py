@@ -5,11 +5,12 @@ from collections import Counter
 
 import pytest
 
-from react_lab import evals, protocol
+from react_lab import protocol
 from react_lab.data import build_tasks as bt
+from react_lab.tasks import ORIGINAL_COUNT, TASKS_PATH, load_tasks
 from react_lab.tools import call_tool, default_tools, open_db
 
-RAW = json.loads(evals.TASKS_PATH.read_text(encoding="utf-8"))
+RAW = json.loads(TASKS_PATH.read_text(encoding="utf-8"))
 IDS = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
 #: The original 50 tasks, by category, in file order: they keep their ids and answers.
 ORIGINAL = {"latest_date": 4, "latest_id": 3, "invoice_total": 4, "invoice_status": 4,
@@ -20,7 +21,7 @@ ORIGINAL = {"latest_date": 4, "latest_id": 3, "invoice_total": 4, "invoice_statu
 def test_regenerating_writes_the_identical_file(tmp_path):
     first = bt.write_tasks(tmp_path / "a.json").read_bytes()
     second = bt.write_tasks(tmp_path / "b.json").read_bytes()
-    assert first == second == evals.TASKS_PATH.read_bytes()
+    assert first == second == TASKS_PATH.read_bytes()
 
 
 def test_the_original_50_come_first_with_their_ids():
@@ -70,12 +71,19 @@ def test_split_is_about_half_each_within_every_category():
 
 
 def test_load_tasks_by_split():
-    dev, test = evals.load_tasks(split="dev"), evals.load_tasks(split="test")
-    assert sorted(t.id for t in dev + test) == sorted(t.id for t in evals.load_tasks())
+    dev, test = load_tasks(split="dev"), load_tasks(split="test")
+    assert sorted(t.id for t in dev + test) == sorted(t.id for t in load_tasks(split="all"))
     assert not {t.id for t in dev} & {t.id for t in test}
-    assert len(evals.load_tasks(split="test", n=3)) == 3
+    assert len(load_tasks(split="test", n=3)) == 3
     with pytest.raises(ValueError, match="unknown split"):
-        evals.load_tasks(split="train")
+        load_tasks(split="train")
+
+
+def test_load_tasks_defaults_to_the_original_50():
+    original = load_tasks()
+    assert len(original) == ORIGINAL_COUNT == 50
+    assert [t.id for t in original] == [d["id"] for d in RAW[:50]]
+    assert [t.id for t in load_tasks(n=5)] == [d["id"] for d in RAW[:5]]
 
 
 def _subjects(d) -> set[str]:

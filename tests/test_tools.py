@@ -186,11 +186,17 @@ def test_calc_rejects(expression):
 
 # --- search --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query", ['"', "AND OR", "*", "", "   ", "NEAR(", "title:refund",
-                                   "refund\" OR", "-", "^", "_", "(((", "é ü", "NOT"])
+@pytest.mark.parametrize("query", ["AND OR", "NEAR(", "title:refund", "refund\" OR", "é ü", "NOT"])
 def test_search_never_raises(tools, query):
     obs = T.call_tool(tools, "search", [query])
     assert obs.error is None and isinstance(obs.value, list)
+
+
+@pytest.mark.parametrize("query", ['"', "*", "", "   ", "-", "^", "_", "(((", "?!", "\u3002"])
+def test_a_query_without_a_word_is_refused_naming_the_field(tools, query):
+    # It used to return [] -- which the model reads as "no such article" (issue 17).
+    obs = T.call_tool(tools, "search", [query])
+    assert obs.value is None and obs.error.startswith("query ") and "nothing to search for" in obs.error
 
 
 def test_search_finds_relevant_articles(tools):

@@ -16,7 +16,7 @@ split, so an exemplar built from a development run never shows a test task's ans
 Each task records:
 
 * ``question`` -- what the agent is asked;
-* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.evals.score` compares it
+* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.tasks.score` compares it
   (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with ``choices``,
   ``text``);
 * ``oracle`` -- the tool calls an oracle would make, ``[tool, [args...]]`` in order;
@@ -31,6 +31,9 @@ import re
 import sqlite3
 import sys
 from pathlib import Path
+
+from react_lab import protocol  # the prompt's own text is the source for two questions
+from react_lab.tools import open_db
 
 OUT = Path(__file__).resolve().parent / "tasks.json"
 
@@ -296,8 +299,6 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     for expr in ["129 * 3", "48200 - 1850"]:
         t.add("no_tool", f"What is {expr}? Answer directly.", f"SELECT {expr}", (), "number",
               fmt=lambda v: f"{v:g}", oracle=[])
-    from react_lab import protocol  # the prompt's own text is the source for these two
-
     who = re.search(r"Observation: .*?The (\w+) writes", protocol.INSTRUCTIONS).group(1)
     for question, gold, choices in [
         ("In this protocol, who writes the Observation lines: the model or the program?",
@@ -568,8 +569,6 @@ def _stratum(task: dict) -> str:
 
 def write_tasks(out: str | Path = OUT, db: str | Path | None = None) -> Path:
     """Build the tasks from the shipped database (or ``db``) and write them as JSON."""
-    from react_lab.tools import open_db
-
     conn = open_db(db)
     try:
         tasks = build_tasks(conn)

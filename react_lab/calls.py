@@ -1,0 +1,357 @@
+"""Tool calls written outside the paper's brackets: JSON objects and call syntax, read from model text.
+
+:func:`react_lab.parser.parse` reads the labels; when the text after them is not
+``tool[input]`` it hands over to this module. Models write a call as a JSON object
+(``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
+fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
+(``search("refund policy")``, ``search(query="x")``, ``search({...})``). Each reader returns
+``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
+error that says what to write instead -- or None when there is no such call.
+
+Underneath is one brace scanner (:func:`find_objects`): a single left-to-right pass, so
+every reader here stays linear in the length of the text, whatever the text. Objects are
+loaded as JSON, then as Python literals (``ast.literal_eval``, never ``eval``).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+from .protocol import ParseResult, clip, shown
+
+#: Tool names that mean "finish with this answer" in the paper's bracket form.
+FINISH_NAMES = {"finish", "final_answer", "final answer"}
+
+#: Keys a JSON call names its tool under, and keys it puts the tool's input under. The two
+#: lists agree: each prefix (``action``, ``tool``, ``function``) names the tool alone or with
+#: ``_name`` and holds the input under ``_input``, ``_args``, ``_arguments``, ``_parameters``
+#: or ``_params``; ``name`` goes with the bare words (``arguments``, ...). Keys are compared
+#: without case, ``_`` or ``-``, so ``toolName`` is ``tool_name``.
+_CALL_PREFIXES = ("action", "tool", "function")
+_INPUT_WORDS = ("input", "args", "arguments", "parameters", "params")
+NAME_KEYS = (*_CALL_PREFIXES, *(f"{p}_name" for p in _CALL_PREFIXES), "name")
+INPUT_KEYS = (*(f"{p}_{w}" for p in _CALL_PREFIXES for w in _INPUT_WORDS), *_INPUT_WORDS)
+_META_KEYS = {"id", "type", "index", "thought", "reasoning"}  # a call object may carry these too
+_CALLISH = re.compile(r"tool|func|action|call|command|cmd|recipient|method")  # in a normalised key
+_NAME_IN_JSON = re.compile(r"[\"'](?:%s)[\"'][ \t]*:[ \t]*[\"']([^\"'\n]{1,80})[\"']" % "|".join(NAME_KEYS),
+                           re.IGNORECASE)
+
+#: A tool name: an identifier, or words of identifier characters (``Google Search``), as
+#: frameworks name tools. Punctuation, brackets and quotes make a line, not a name.
+_TOOL_NAME = re.compile(r"[^\W\d][\w-]*(?:\.[\w-]+)*(?:[ \t]+[\w-]+(?:\.[\w-]+)*)*")
+_PAREN_CALL = re.compile(r"[ \t`*\"']*([^\W\d][\w.-]*)[ \t]*\(")  # "search(" or "`search (" ...
+_PAREN_OR_QUOTE = re.compile(r"[()\"']")
+_CLOSE_PAREN = re.compile(r"[ \t]*\)")
+_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
+_ANSWER_CALL_HEAD = re.compile(r"[ \t\n]*(?:```[\w-]*[ \t]*\n[ \t\n]*)?(?:<tool_call>[ \t\n]*)?(?:\[[ \t\n]*)?\{")
+
+#: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
+#: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
+_LITERAL_MAX = 20_000
+
+_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
+_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
+_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
+
+
+# --------------------------------------------------------------------------- the brace scanner
+
+def find_objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
+    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
+
+    ``end`` is just past the matching ``}``, or None if the object is never closed.
+    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
+    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
+    (a backslash escapes the next character) or at the end of its line: JSON and
+    Python strings never hold a raw line break, prose quotes often run wild. An
+    apostrophe inside a word (``don't``) opens nothing.
+
+    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
+    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
+    """
+    spans: list[list] = []           # [open, end] per object found
+    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
+    unclosed = 0                     # objects in spans still waiting for their "}"
+    quote = None                     # the quote of the string being read
+    pos = start
+    while True:
+        if quote:
+            pattern = _QUOTES[quote]
+        else:
+            pattern = _IN_OBJECT if stack else _OPEN_BRACE
+        m = pattern.search(text, pos)
+        if m is None:
+            break
+        i, ch = m.start(), m.group()
+        pos = i + 1
+        if quote:
+            if ch == "\\":
+                pos += 1                 # the escaped character is skipped
+            else:
+                quote = None             # the closing quote, or the end of the line
+        elif ch == "{":
+            if len(spans) < limit:
+                stack.append(len(spans))
+                spans.append([i, None])
+                unclosed += 1
+            else:
+                stack.append(None)
+        elif ch == "}":
+            k = stack.pop()
+            if k is not None:
+                spans[k][1] = i + 1
+                unclosed -= 1
+                if unclosed == 0 and len(spans) == limit:
+                    break
+        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
+            quote = ch
+    return [(j, end) for j, end in spans]
+
+
+def object_at(text: str, pos: int) -> tuple[int, int | None] | None:
+    """The ``{...}`` that opens at ``pos`` after spaces or tabs, as ``(open, end)``; None if no ``{`` is there.
+
+    ``end`` is just past the matching ``}`` (strings respected), or None if it is never closed.
+    """
+    brace = _SPACES_THEN_BRACE.match(text, pos)
+    if brace is None:
+        return None
+    return find_objects(text, brace.end() - 1, limit=1)[0]
+
+
+def load_object(blob: str) -> Any:
+    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
+
+    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
+    """
+    loaders = (json.loads, ast.literal_eval) if len(blob) <= _LITERAL_MAX else (json.loads,)
+    for loader in loaders:
+        try:
+            return loader(blob)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return None
+
+
+def clean_input(value: str) -> Any:
+    """Trim, parse an object if it is one, strip one pair of quotes wrapping the whole input."""
+    value = value.strip()
+    if value.startswith("{") and value.endswith("}"):
+        obj = load_object(value)
+        if isinstance(obj, dict):
+            return obj
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`" and value[0] not in value[1:-1]:
+        return value[1:-1].strip()
+    return value
+
+
+def is_tool_name(name: str) -> bool:
+    """True if ``name`` can name a tool: an identifier, or words of identifier characters."""
+    return _TOOL_NAME.fullmatch(name) is not None
+
+
+# --------------------------------------------------------------------------- JSON calls
+
+def _norm_key(key: Any) -> str:
+    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`: lower case, letters and digits only."""
+    return re.sub(r"[\W_]+", "", key.lower()) if isinstance(key, str) else ""
+
+
+_NAME_NORMS = [_norm_key(k) for k in NAME_KEYS]
+_INPUT_NORMS = [_norm_key(k) for k in INPUT_KEYS]
+
+
+def _keys_shown(keys: list) -> str:
+    return ", ".join(shown(str(k), 30) for k in keys[:5]) + (", ..." if len(keys) > 5 else "")
+
+
+def _json_call(obj: dict) -> ParseResult | None:
+    """Read one decoded JSON object as a call; an error if it looks like one written with unknown keys; else None."""
+    keys: dict[str, Any] = {}
+    for k in obj:
+        keys.setdefault(_norm_key(k), k)
+    name_key = next((keys[n] for n in _NAME_NORMS if n in keys and isinstance(obj[keys[n]], str)), None)
+    if name_key is None:
+        bad = [k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))]
+        if bad:
+            return ParseResult("error", dialect="json", reason=(
+                f"the tool name under {shown(str(bad[0]), 30)} is {shown(obj[bad[0]], 40)}, not a "
+                'string; write {"action": "tool_name", "action_input": {...}}'))
+        unknown = [k for n, k in keys.items() if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()]
+        if unknown:
+            return ParseResult("error", dialect="json", reason=(
+                f"the JSON object looks like a tool call, but the parser does not read its keys "
+                f"{_keys_shown(unknown)}; put the tool name under one of {', '.join(NAME_KEYS)}: "
+                '{"action": "tool_name", "action_input": {...}}'))
+        return None
+    name = obj[name_key]
+    input_key = next((keys[n] for n in _INPUT_NORMS if n in keys), None)
+    if input_key is None:
+        others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
+        if others:
+            return ParseResult("error", tool=name, dialect="json", reason=(
+                f"the JSON call names tool {shown(name, 60)} but puts its input under {_keys_shown(others)}, "
+                f"which the parser does not read; put the input under one key: "
+                f'{{"action": {json.dumps(name) if is_tool_name(name) else "tool_name"}, "action_input": {{...}}}}'))
+        value: Any = ""
+    else:
+        value = obj[input_key]
+    if isinstance(value, str) and value.strip().startswith("{"):
+        loaded = load_object(value)
+        value = loaded if isinstance(loaded, dict) else value
+    if name.strip().lower() in FINISH_NAMES:
+        return ParseResult("final", answer=value if isinstance(value, str) else json.dumps(value), dialect="json")
+    return ParseResult("action", tool=name, input=value, dialect="json")
+
+
+def find_json_call(text: str, start: int):
+    """First JSON call object at or after ``start`` (fences ignored), as ``(start, end, result)``.
+
+    A call names its tool under one of :data:`NAME_KEYS` and its input under one of
+    :data:`INPUT_KEYS`. If no object is a call but one looks like a call written with keys
+    the parser does not read, the result is an error naming those keys; else None.
+    """
+    unread = None  # the first call-like object with unknown keys, as (start, end, error)
+    # Only the first few objects are tried: enough for any real completion.
+    for j, end in find_objects(text, start, limit=16):
+        if end is None:
+            continue
+        obj = load_object(text[j:end])
+        if not isinstance(obj, dict):
+            continue
+        result = _json_call(obj)
+        if result is not None and result.kind != "error":
+            return (j, end, result)
+        if result is not None and unread is None:
+            unread = (j, end, result)
+    return unread
+
+
+def call_as_answer(text: str, start: int):
+    """A JSON call written right after an answer label, as ``(start, end, result)``; or None.
+
+    Fences, a ``<tool_call>`` tag or a ``[`` may come first. Only a real call counts (an
+    input key, or a name key other than ``name``): ``{"name": "Acme", "total": 4200}`` is
+    an answer that happens to be JSON.
+    """
+    m = _ANSWER_CALL_HEAD.match(text, start)
+    if m is None:
+        return None
+    blob = find_json_call(text, m.end() - 1)
+    if blob is None or blob[0] != m.end() - 1 or blob[2].kind == "error":
+        return None
+    return blob if names_a_call(load_object(text[blob[0]:blob[1]])) else None
+
+
+def names_a_call(obj: Any) -> bool:
+    """True if a decoded object is unmistakably a call: it has an input key, or a name key other than ``name``.
+
+    ``{"name": "Acme", "total": 4200}`` is data that happens to be JSON, not a call.
+    """
+    norms = {_norm_key(k) for k in obj} if isinstance(obj, dict) else set()
+    return bool(norms & set(_INPUT_NORMS) or norms & (set(_NAME_NORMS) - {"name"}))
+
+
+def object_without_call(text: str, brace: int) -> ParseResult:
+    """The error for ``Action: {...}`` that holds no call: cut off, or no tool-name key."""
+    end = find_objects(text, brace, limit=1)[0][1]
+    if end is None:
+        named = _NAME_IN_JSON.search(text, brace, brace + 2000)
+        return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
+    obj = load_object(text[brace:end])
+    keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
+    return ParseResult("error", reason=(
+        f"the object after the Action label names no tool{keys}; write "
+        '{"action": "tool_name", "action_input": {...}} or \'Action: tool_name[arguments]\''))
+
+
+def cut_off_call(text: str) -> ParseResult | None:
+    """The error for the first JSON call in ``text`` that names its tool but is never closed; None if none is."""
+    for j, end in find_objects(text, 0, limit=16):
+        named = _NAME_IN_JSON.search(text, j, j + 2000) if end is None else None
+        if named is not None:
+            return cut_off(named.group(1), "the JSON call")
+    return None
+
+
+def cut_off(name: str | None, what: str) -> ParseResult:
+    """The error for a JSON object the model never closed (it was cut off, or lost a brace)."""
+    call = f"Action: {clip(name, 40)}[arguments]" if name else "Action: tool_name[arguments]"
+    return ParseResult("error", tool=name, reason=(
+        f"{what} is cut off: its '{{' is never closed; write the whole call again, e.g. '{call}'"))
+
+
+# --------------------------------------------------------------------------- call syntax
+
+def paren_call(text: str, start: int, line_end: int):
+    """``name(arguments)`` at ``start`` (call syntax on the Action line) as ``(start, end, result)``; or None.
+
+    A JSON object inside may span lines; other arguments end at the matching ``)`` on the
+    line (quotes respected), or at the end of the line when the model was cut off.
+    """
+    m = _PAREN_CALL.match(text, start, line_end)
+    if m is None:
+        return None
+    name, open_at = m.group(1), m.end()
+    obj = object_at(text, open_at)
+    if obj is not None:
+        j, end = obj
+        if end is None:
+            return (start, len(text), cut_off(name, "the JSON object in the call"))
+        close = _CLOSE_PAREN.match(text, end)
+        return (start, close.end() if close else end,
+                ParseResult("action", tool=name, input=clean_input(text[j:end]), dialect="call"))
+    depth, quote, pos, close_at = 1, None, open_at, None
+    while close_at is None:
+        c = (_QUOTES[quote] if quote else _PAREN_OR_QUOTE).search(text, pos, line_end)
+        if c is None:
+            break
+        i, ch = c.start(), c.group()
+        pos = i + 1
+        if quote:
+            pos += ch == "\\"         # an escaped character is skipped
+            quote = quote if ch == "\\" else None
+        elif ch in "\"'":
+            quote = ch if ch == '"' or not text[i - 1].isalnum() else None
+        else:
+            depth += 1 if ch == "(" else -1
+            close_at = i if depth == 0 else None
+    inner = text[open_at:line_end if close_at is None else close_at]
+    end = line_end if close_at is None else close_at + 1
+    value = _call_input(inner)
+    if value is None:
+        short = clip(name, 40)
+        return (start, end, ParseResult("error", tool=name, dialect="call", reason=(
+            f"the call mixes positional and keyword arguments; write either "
+            f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'")))
+    return (start, end, ParseResult("action", tool=name, input=value, dialect="call"))
+
+
+def _call_input(inner: str) -> Any:
+    """The input written inside ``name(...)``: positional values joined by ``", "`` (as inside
+    brackets), keyword arguments as a dict, else the text itself. Python literals only
+    (``ast.literal_eval``, never ``eval``). None when positional and keyword arguments are
+    mixed: no name for the positional ones is known here.
+    """
+    inner = inner.strip()
+    if not inner or inner.startswith("{") or len(inner) > _LITERAL_MAX:
+        return clean_input(inner)
+    try:
+        call = ast.parse(f"f({inner})", mode="eval").body
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
+            return clean_input(inner)
+        if any(k.arg is None for k in call.keywords):
+            return clean_input(inner)
+        positional = [ast.literal_eval(a) for a in call.args]
+        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return clean_input(inner)
+    if positional and keywords:
+        return None
+    if keywords:
+        return keywords
+    if all(isinstance(v, (str, int, float)) for v in positional):
+        return ", ".join(str(v) for v in positional)
+    return clean_input(inner)

@@ -1,0 +1,161 @@
+"""The reply grammar: constrained decoding of native tool calls on the embedded model.
+
+A hosted provider serialises a tool call for you. Here llama.cpp does it:
+:func:`reply_schema` is the JSON Schema of one whole reply (a thought, then tool calls
+whose names and arguments follow the tools' schemas, or an answer), :func:`reply_grammar`
+turns it into a GBNF grammar, and during generation the grammar masks every token that
+would leave it, so the model cannot *write* a call outside the schema.
+:func:`grammar_check` runs llama.cpp's own grammar sampler over a given text and names
+the first character it refuses.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .models import local_model
+from .schema import NEEDS
+
+#: Longest thought and answer a local reply may write, in characters: a small model
+#: otherwise loops inside one string ("a refund of a refund of ...") until max_tokens.
+MAX_THOUGHT, MAX_ANSWER = 160, 400
+
+
+def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str = "auto") -> dict:
+    """Return the JSON Schema of one whole reply, given OpenAI tool schemas.
+
+    ``{"thought": str, "tool_calls": [{"name": <a tool's name>, "arguments": <its
+    parameters>}, ...]}`` (1..``max_calls`` calls) or ``{"thought": str, "answer": str}``.
+    The thought comes first so the model reasons before it commits to a call.
+    ``tool_choice`` follows the OpenAI parameter: ``"auto"`` (either form), ``"required"``
+    (a call) or ``"none"`` (an answer). Raises ValueError for anything else.
+    """
+    if tool_choice not in ("auto", "required", "none"):
+        raise ValueError(f"tool_choice must be auto, required or none, not {tool_choice!r}")
+    calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
+              "properties": {"name": {"const": t["function"]["name"]},
+                             "arguments": t["function"]["parameters"]}} for t in tools]
+    thought = {"type": "string", "maxLength": MAX_THOUGHT}
+    call_reply = {"type": "object", "additionalProperties": False,
+                  "required": ["thought", "tool_calls"],
+                  "properties": {"thought": thought,
+                                 "tool_calls": {"type": "array", "items": {"anyOf": calls},
+                                                "minItems": 1, "maxItems": max_calls}}}
+    answer_reply = {"type": "object", "additionalProperties": False,
+                    "required": ["thought", "answer"],
+                    "properties": {"thought": thought,
+                                   "answer": {"type": "string", "maxLength": MAX_ANSWER}}}
+    forms = {"auto": [call_reply, answer_reply], "required": [call_reply], "none": [answer_reply]}
+    return {"anyOf": forms[tool_choice] if calls else [answer_reply]}
+
+
+def decodable(schema: Any) -> Any:
+    """Return a copy of ``schema`` that llama-cpp-python's schema-to-grammar converter handles.
+
+    Three rewrites: ``\\d`` (and ``\\w``, ``\\s``) in a ``pattern`` become character classes
+    (the converter copies ``\\d`` into the grammar, llama.cpp cannot parse it, and
+    llama-cpp-python then crashes the process); a ``format: date`` string drops its
+    ``pattern`` (the converter prefers the pattern, and its own ``date`` rule is stricter:
+    months 01-12, days 01-31); a ``pattern`` that asks for "a letter or digit somewhere"
+    (:data:`react_lab.schema.NEEDS`: Unicode classes llama.cpp grammars lack) or is not
+    anchored as ``^...$`` (the converter refuses it) is dropped. What a grammar cannot say
+    -- February has 28 days, ``exclusiveMinimum``, a query with a word in it --
+    :func:`react_lab.schema.validate_call` still checks after decoding.
+    """
+    if isinstance(schema, list):
+        return [decodable(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: decodable(v) for k, v in schema.items()}
+    if out.get("format") == "date":
+        out.pop("pattern", None)
+    if isinstance(out.get("pattern"), str) and (out["pattern"] in NEEDS or not (
+            out["pattern"].startswith("^") and out["pattern"].endswith("$"))):
+        out.pop("pattern")
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = (out["pattern"].replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]")
+                          .replace(r"\s", "[ \\t\\n]"))
+    return out
+
+
+def reply_grammar(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str = "auto") -> str:
+    """Return the GBNF grammar (text) of :func:`reply_schema`, built by llama-cpp-python.
+
+    ``llama_cpp.llama_grammar.json_schema_to_gbnf`` -- what ``LlamaGrammar.from_json_schema``
+    calls -- does the conversion.
+    """
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # heavy, optional: loads llama.cpp
+
+    schema = reply_schema(tools, max_calls=max_calls, tool_choice=tool_choice)
+    return json_schema_to_gbnf(json.dumps(decodable(schema)))
+
+
+@dataclass
+class GrammarCheck:
+    """Whether a grammar accepts ``text`` as a complete output.
+
+    ``at`` is the offset of the first character the grammar refuses (``len(text)`` when
+    the text stops before the grammar allows it to end; None when accepted); ``char`` is
+    that character ("" for an early end).
+    """
+
+    accepted: bool
+    at: int | None = None
+    char: str | None = None
+
+
+def grammar_check(grammar: str, text: str, llm=None) -> GrammarCheck:
+    """Feed ``text`` character by character through llama.cpp's own grammar sampler.
+
+    This is the check that masks tokens during generation (a refused token gets logit
+    -inf and can never be sampled); a token passes only if each of its characters does,
+    so going one character at a time finds the exact place. ``llm`` defaults to the
+    embedded model (its vocabulary is needed). Raises ValueError if llama.cpp cannot
+    parse ``grammar``.
+    """
+    import llama_cpp  # heavy, optional: loads llama.cpp
+
+    llm = llm or local_model().llm
+    eos = llm.token_eos()
+    sampler = _grammar_sampler(llm, grammar)
+    try:
+        for at, char in enumerate([*text, None]):  # None: the end of the text
+            tokens = [eos] if char is None else llm.tokenize(char.encode("utf-8"), add_bos=False,
+                                                             special=False)
+            for token in tokens:
+                cell = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
+                array = llama_cpp.llama_token_data_array(data=cell, size=1, selected=-1,
+                                                         sorted=False)
+                llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
+                if cell[0].logit == -math.inf:
+                    return GrammarCheck(False, at, char or "")
+                if token != eos:
+                    llama_cpp.llama_sampler_accept(sampler, token)  # only after it passed
+        return GrammarCheck(True)
+    finally:
+        llama_cpp.llama_sampler_free(sampler)
+
+
+def check_grammar(grammar: str, llm) -> None:
+    """Raise ``ValueError`` if llama.cpp cannot parse ``grammar`` (``llm``: a loaded ``Llama``).
+
+    Parse it once ourselves: llama-cpp-python would hand a NULL sampler to C and crash.
+    """
+    import llama_cpp  # heavy, optional: loads llama.cpp
+
+    llama_cpp.llama_sampler_free(_grammar_sampler(llm, grammar))
+
+
+def _grammar_sampler(llm, grammar: str):
+    """Build a llama.cpp grammar sampler; ValueError instead of a crash when it cannot parse."""
+    import llama_cpp  # heavy, optional: loads llama.cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"),
+                                                   b"root")
+    if not sampler:  # llama-cpp-python would pass the NULL on and the process would crash
+        raise ValueError("llama.cpp could not parse the grammar (see its message above)")
+    return sampler
+

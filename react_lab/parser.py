@@ -1,0 +1,391 @@
+"""The tolerant parser: read real model text into an action, an answer or an error.
+
+:func:`react_lab.protocol.strict_parse` is the classic loop's regex and fails on the
+first drift. Real completions drift: numbered labels (``Action 2:``), markdown, an
+``Action Input:`` line, a JSON blob, a cut-off stop word, an ``Observation`` the
+model wrote itself. :func:`parse` reads all of them and never raises; the loop uses it.
+
+Two more pieces read model text the same way: :func:`find_forged` finds the first
+model-written ``Observation`` line, and :func:`truncate_forged` cuts a completion there,
+as a stop sequence would have (the parser keeps only that part, and so can a client
+whose provider rejects ``stop``). The machinery below them -- label regexes that never
+backtrack far -- is not needed to follow the loop; calls written as JSON or as call
+syntax ``tool(...)`` are read by :mod:`react_lab.calls`.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterable
+
+from .calls import (FINISH_NAMES, call_as_answer, clean_input, cut_off, cut_off_call, find_json_call,
+                    is_tool_name, object_at, object_without_call, paren_call)
+from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
+
+#: Words models write in place of a tool when they mean "no tool".
+NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
+
+
+# Label regexes. Each is anchored to a line start (MULTILINE) and written so that no two
+# neighbouring parts can match the same character (a run of spaces goes to exactly one
+# ``[ \t]*``): the regex engine then never backtracks more than one line, and parsing stays
+# linear however long or strange the text is.
+# A label ends in ":" or a full-width "\uff1a" / small "\ufe55" colon (CJK text writes those).
+_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*"
+_ACTION_LINE = re.compile(_LABEL.format(name="Action"), re.MULTILINE | re.IGNORECASE)
+_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*",
+                         re.MULTILINE | re.IGNORECASE)
+_ANSWER_LINE = re.compile(_LABEL.format(name=r"(?:Final[ \t]+)?Answer"), re.MULTILINE | re.IGNORECASE)
+_THOUGHT_LINE = re.compile(_LABEL.format(name="Thought"), re.MULTILINE | re.IGNORECASE)
+_ANY_LABEL = re.compile(r"^[ \t>*_#]*(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
+                        r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55]",
+                        re.MULTILINE | re.IGNORECASE)
+_FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
+
+#: Every character ``str.splitlines()`` ends a line at, other than ``"\n"``. The parser
+#: writes each as ``"\n"`` (one character for one, so indices into the text stay valid).
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
+
+# What a model-written Observation label looks like (see find_forged).
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
+_OBS_WORD = re.compile(r"observation", re.IGNORECASE)
+_OBS_LABEL = re.compile(
+    r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
+    r"observations?"                                   # the label, singular or plural
+    r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*"    # step number, emphasis, spaces (no letters)
+    r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",      # : or full-width ：, or a dash not joined to a word
+    re.IGNORECASE)
+_NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
+
+_BRACKET = re.compile(r"[\[\]]")
+_BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
+
+
+# --------------------------------------------------------------------------- tolerant parser
+
+def _one_newline(text: str) -> str:
+    """``text`` with every line break (``\\r``, ``\\u2028``, ``\\x85``, ...) written as ``"\\n"``.
+
+    Same length as ``text``, so an index found in the result is an index into ``text``.
+    """
+    return text.translate(_LINE_BREAKS)
+
+
+def _is_observation_label(line: str) -> bool:
+    """True if ``line`` (one line, no newline) opens with an ``Observation`` label; see :func:`find_forged`."""
+    if "<" in line:
+        line = _HTML_TAG.sub("", line)
+    return _OBS_LABEL.match(line) is not None
+
+
+def find_forged(text: str) -> int | None:
+    """Index where the first model-written ``Observation`` line starts, or None.
+
+    A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
+    characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
+    zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
+    spaces, digits, ``*``, ``_``, ``#``, ``.``, brackets, then ``:``, a full-width ``：``
+    or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
+    So ``- Observation (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``,
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. Lines may end in
+    any line break ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
+
+    Linear in ``len(text)``: only lines containing the word are looked at, each once.
+    """
+    lines = _one_newline(text)
+    pos = 0
+    while (hit := _OBS_WORD.search(lines, pos)) is not None:
+        start = lines.rfind("\n", 0, hit.start()) + 1
+        end = lines.find("\n", hit.end())
+        end = len(lines) if end < 0 else end
+        if _is_observation_label(lines[start:end]):
+            return start
+        pos = end
+    return None
+
+
+def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:
+    """Drop a last line that is a cut-off start of ``word`` (``"\\nObserv"``), as servers leave it.
+
+    The last line is compared without HTML tags, leading non-letters (``**``, ``- ``,
+    ``1. ``) and trailing spaces, ``*`` and ``_``, as :func:`find_forged` reads labels.
+    Returns ``text`` unchanged otherwise.
+    """
+    cut = _one_newline(text).rfind("\n")
+    if cut < 0:
+        return text
+    last = _HTML_TAG.sub("", text[cut + 1:])
+    frag = last[_NOT_LETTERS.match(last).end():].rstrip(" \t*_")
+    if frag and word.lower().startswith(frag.lower()):
+        return text[:cut]
+    return text
+
+
+def truncate_forged(text: str) -> str:
+    """Cut a completion client-side as ``stop`` would have: drop the forged span, trim ``"\\nObs"``.
+
+    For providers that reject ``stop`` (some hosted reasoning models) or servers that
+    catch the stop word a token late and return its first piece. Returns the text
+    before the first model-written ``Observation`` line, without trailing whitespace or
+    a last line that is a cut-off start of ``Observation``. Never raises.
+    """
+    return _truncate(text)[0]
+
+
+def _truncate(text: str) -> tuple[str, bool]:
+    """:func:`truncate_forged`'s text, and whether a forged ``Observation`` line was cut."""
+    cut = find_forged(text)
+    kept = text if cut is None else text[:cut]
+    return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
+
+
+#: A final-answer label at the start of one line (``Answer:``, ``**Final Answer:**``).
+_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
+#: A line that begins with one of the protocol's words (a new label, not an answer).
+_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
+
+
+def strip_answer_label(line: str) -> str:
+    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
+    return _ANSWER_PREFIX.sub("", line)
+
+
+def starts_with_label(line: str) -> bool:
+    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
+    return _LABEL_WORD.match(line) is not None
+
+
+def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
+    """Parse real model text into an action, a final answer, or an error. Never raises.
+
+    Tolerates: numbered and lower-case labels (``Action 2:``, ``action:``), full-width
+    colons (``Action：``), leading whitespace and markdown, trailing text after ``]``, a
+    missing ``]``, a partial stop word at the end, blank lines between labels, any line
+    break (``\\r``, ``\\u2028``, ...), four dialects (``tool[input]`` from the paper;
+    ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
+    literals or keywords inside; a JSON call blob, fenced or not, its name and input under
+    any of the keys in :data:`react_lab.calls.NAME_KEYS` and
+    :data:`react_lab.calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
+    never ``eval``). A JSON call written after an answer label is the call, not the answer.
+    Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
+    dropped and ``forged`` is set, so an answer written after a forged observation is
+    never taken. The first action or answer in the text wins.
+
+    Errors, each one line that says what to write instead: a tool name that is not an
+    identifier (a sentence, markup, ``search: x``) -- never dispatched; with ``tools``, a
+    name not in the list; a call cut off before its ``}``; a JSON object that looks like a
+    call but uses keys the parser does not read (the keys are named); an empty answer.
+    Linear in the length of the text, whatever the text.
+    """
+    try:
+        return _parse(text if isinstance(text, str) else str(text), tools)
+    except Exception as exc:  # a parser must never take the loop down  # pragma: no cover
+        return ParseResult("error", reason=f"could not read the completion ({type(exc).__name__}); "
+                                           "write one line: Action: tool[input]")
+
+
+def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
+    tools = list(tools) if tools is not None else None
+    text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
+    text, forged = _truncate(text)
+
+    candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
+    if not candidates:
+        blob = find_json_call(text, 0)
+        if blob is not None:
+            candidates.append(blob)
+    if not candidates:
+        return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
+                           reason=_no_call_reason(text))
+    start, end, result = min(candidates, key=lambda c: c[0])
+    kept = text[:end].rstrip()
+    thought = _thought(text, start)
+    if result.kind == "error":  # a call or an answer the model can fix: the reason says how
+        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason,
+                           thought=thought, forged=forged, dialect=result.dialect, kept=kept)
+    if result.kind == "action":
+        name = result.tool.strip()
+        label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
+        if label:  # "Action: Observation: ..." -- the model wrote an observation, not a tool name
+            return ParseResult("error", forged=True, kept=text[:start].rstrip(),
+                               thought=thought, reason="the action line holds an Observation, "
+                               "not a tool name; write 'Action: tool_name[arguments]' and let the "
+                               "loop write the observation")
+        if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
+            return ParseResult("error", input=result.input, thought=thought, forged=forged,
+                               dialect=result.dialect, kept=kept,
+                               reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
+        if name.lower() in FINISH_NAMES:
+            answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
+            return ParseResult("final" if answer.strip() else "error", answer=answer or None,
+                               reason=None if answer.strip() else _NO_ANSWER, thought=thought,
+                               forged=forged, dialect=result.dialect, kept=kept)
+        if name.lower().strip(".") in NO_TOOL_WORDS:
+            return ParseResult("error", tool=name, thought=thought, forged=forged, dialect=result.dialect,
+                               kept=kept, reason=f"{shown(name, 120)} is not an available tool and no final-answer "
+                               "label is present; ask for a listed tool or an 'Answer:'/'Final Answer:' line")
+        if not is_tool_name(name) and not (tools is not None and name in tools):
+            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
+                               dialect=result.dialect, kept=kept, reason=_not_a_name_reason(name, tools))
+        if tools is not None and name not in tools:
+            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
+                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools)
+                               if " " not in name else _not_a_name_reason(name, tools))
+        return ParseResult("action", tool=name, input=result.input, thought=thought, forged=forged,
+                           dialect=result.dialect, kept=kept)
+    if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+        return ParseResult("error", reason=_NO_ANSWER, thought=thought, forged=forged,
+                           dialect=result.dialect, kept=kept)
+    return ParseResult(result.kind, answer=result.answer, thought=thought, forged=forged,
+                       dialect=result.dialect, kept=kept)
+
+
+def _find_action(text: str):
+    """First ``Action:`` label in either text dialect, as ``(start, end, result)``."""
+    blob_searched = False
+    for m in _ACTION_LINE.finditer(text):
+        rest_start = m.end()
+        line_end = text.find("\n", rest_start)
+        line_end = len(text) if line_end < 0 else line_end
+        rest = text[rest_start:line_end].strip()
+        if not rest:
+            # "Action:" alone on its line: a JSON blob below, or "Action Input" style name below.
+            # The blob search reads on to the end of the text, so it runs once, at the first
+            # such line (once per line would be quadratic: "Action:\n{\n" * 10_000).
+            if not blob_searched:
+                blob_searched = True
+                blob = find_json_call(text, rest_start)
+                if blob is not None:
+                    return (m.start(), blob[1], blob[2])
+            continue
+        call = paren_call(text, rest_start, line_end)
+        if call is not None:  # "Action: search(...)": call syntax, read as a call
+            return (m.start(), call[1], call[2])
+        bracket = _bracket_call(text, rest_start, line_end)
+        if bracket is not None:
+            name, value, end = bracket
+            return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
+                                                dialect="brackets"))
+        if rest.startswith("{"):
+            blob = find_json_call(text, rest_start)
+            if blob is not None:
+                return (m.start(), blob[1], blob[2])
+            return (m.start(), line_end, object_without_call(text, text.index("{", rest_start)))
+        name = rest.strip("`*\"' ")
+        inp = _INPUT_LINE.search(text, line_end)
+        if inp and not _ANY_LABEL.search(text[line_end:inp.start()].replace("Action Input", "")):
+            value, end = _input_value(text, inp.end())
+            if isinstance(value, str) and value.startswith("{") and object_at(value, 0)[1] is None:
+                return (m.start(), end, cut_off(name, "the Action Input object"))
+            return (m.start(), end, ParseResult("action", tool=name, input=value, dialect="action_input"))
+        return (m.start(), line_end, ParseResult("action", tool=name, input="", dialect="action_input"))
+    return None
+
+
+def _bracket_call(text: str, start: int, line_end: int):
+    """``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
+
+    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
+    """
+    open_at = text.find("[", start, line_end)
+    if open_at < 0:
+        return None
+    name = text[start:open_at]
+    if not name.strip() or any(ch in name for ch in "]{}"):
+        return None
+    name = name.strip(" \t").strip("`*\"' ")
+    depth = 0
+    for b in _BRACKET.finditer(text, open_at, line_end):
+        depth += 1 if b.group() == "[" else -1
+        if depth == 0:
+            return name, text[open_at + 1:b.start()], b.end()
+    # Never closed on this line: the model was cut off mid-call; take the rest of the line.
+    return name, text[open_at + 1:line_end], line_end
+
+
+def _input_value(text: str, start: int):
+    """The value after ``Action Input:``: a JSON/dict value by balance, else the rest of the line."""
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    rest = text[start:line_end].strip()
+    if not rest or rest.startswith(("{", "```")):
+        j = start
+        # skip blank lines and fences to the value
+        while (m := _BLANK_OR_FENCE_LINE.match(text, j)) is not None:
+            j = m.end()
+        obj = object_at(text, j)
+        if obj is not None and obj[1] is not None:
+            return clean_input(text[obj[0]:obj[1]]), obj[1]
+        if not rest:
+            nxt = text.find("\n", j)
+            nxt = len(text) if nxt < 0 else nxt
+            return clean_input(text[j:nxt]), nxt
+    return clean_input(rest), line_end
+
+
+def _find_answer(text: str):
+    """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
+    m = _ANSWER_LINE.search(text)
+    if not m:
+        return None
+    answer = text[m.end():]
+    nxt = _ANY_LABEL.search(answer)
+    if nxt:
+        answer = answer[:nxt.start()]
+    call = call_as_answer(text, m.end())
+    if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
+        return (m.start(), call[1], call[2])
+    if not answer.strip():
+        return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
+    return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
+
+
+def _thought(text: str, upto: int) -> str | None:
+    """The reasoning before position ``upto``: after the last ``Thought:`` label, else all of it."""
+    head = text[:upto]
+    labels = list(_THOUGHT_LINE.finditer(head))
+    if labels:
+        head = head[labels[-1].end():]
+    head = re.sub(r"^Question:.*$", "", head, flags=re.MULTILINE)
+    head = _FENCE.sub("", head).strip()
+    return head or None
+
+
+# --------------------------------------------------------------------------- messages
+
+_FIRST_WORD = re.compile(r"[^\W\d][\w.-]*")
+#: Another model's call markup (``<function=search>``, ``<tool_call>``), and the name it holds.
+_MARKUP = re.compile(r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)",
+                     re.IGNORECASE)
+_NO_ANSWER = ("the answer is empty; write the answer after the label on the same line, "
+              "e.g. 'Answer: INV-2088 was issued on 2026-07-14'")
+
+
+def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
+    """Why ``name`` (from an Action line) cannot be a tool name, and the form to write instead."""
+    if name.lstrip().startswith("<"):
+        tag = _MARKUP.search(name)
+        return (f"{shown(name, 60)} is XML-like markup, not a tool name; write "
+                f"'Action: {clip(tag.group(1), 40) if tag and tag.group(1) else 'tool_name'}[arguments]'")
+    first = _FIRST_WORD.match(name)
+    form = "'Action: tool_name[arguments]'"
+    if first and tools and first.group() in tools:
+        form = f"'Action: {first.group()}[...]' with the input inside the brackets"
+    if tools is not None:
+        return f"{unknown_tool_message(name, tools)}; write {form}"
+    return (f"{shown(name, 120)} is not a tool name (a tool name is an identifier such as search or "
+            f"list_invoices); write {form}")
+
+
+def _no_call_reason(text: str) -> str:
+    """The message for a completion with no action and no answer: what was found instead, and what to write."""
+    markup = _MARKUP.search(text)
+    if markup is not None:
+        name = markup.group(1) or "tool_name"
+        return (f"found {shown(markup.group(0), 40)} markup, which this protocol does not read; "
+                f"write 'Action: {clip(name, 40)}[arguments]'")
+    cut = cut_off_call(text)
+    if cut is not None:
+        return cut.reason
+    return ("no action and no answer found; write one line 'Action: tool_name[arguments]', "
+            "or 'Answer: ...' when done")

@@ -1,0 +1,267 @@
+"""The schema check: a tool call's arguments against the tool's JSON Schema, errors that name the field.
+
+Native tool calling checks every call before it runs (:func:`react_lab.native.execute_call`);
+the step logs say whether each call's arguments were valid (:func:`react_lab.trace.step_event`);
+notebook 04 holds the same check up against the classic regex. ``jsonschema``'s Draft
+2020-12 validator does the checking, with its ``FormatChecker`` (so ``format: date`` counts).
+
+The argument rule, one for every tool and both protocols: before validation and before a
+tool runs, each string argument loses its surrounding whitespace, and a control character
+left inside (a line break, a tab, NUL, U+2028 ...) is refused, naming the field
+(:func:`clean_arguments`, which :func:`react_lab.tools.call_tool` applies on the text path
+too). So ``"INV-2041\\n"`` is checked and run as ``"INV-2041"``, and an id pattern such as
+``^INV-[0-9]{4}$`` -- which JSON Schema applies with Python's ``re.search``, where ``$``
+also matches before a final newline -- only ever sees a value with no line break in it:
+it holds as if written ``\\A...\\Z``. A free-text argument must hold something to work on
+(:data:`HAS_WORD`, :data:`HAS_NUMBER`). Every message the check returns names the field it
+is about and fits on one line; a decoding error says what happened (cut off, markup, extra
+text) and shows the arguments the tool expects.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from .protocol import clip, shown
+
+if TYPE_CHECKING:  # tools.py imports this module: the argument rule runs inside call_tool
+    from .tools import Tool
+
+# --------------------------------------------------------------------------- the argument rule
+
+#: What a string argument may not hold once its surrounding whitespace is stripped:
+#: control characters (C0, DEL, C1) and the Unicode line and paragraph separators.
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+#: What a free-text argument must hold: a query of spaces or punctuation passes ``minLength``
+#: but gives the tool nothing to work with, and an empty result would read as "no such
+#: article". Each pattern is anchored and reads "non-letters, a letter or digit, then
+#: anything", so it means the same to JSON Schema (which matches anywhere, ``re.search``) and
+#: to a provider's grammar engine (which matches the whole value); it runs in linear time.
+#: :data:`NEEDS` words each one for a refusal.
+HAS_WORD = r"^[\W_]*[^\W_][\s\S]*$"    # a letter or digit, any script: what search() looks for
+HAS_NUMBER = r"^[^0-9]*[0-9][\s\S]*$"    # calc computes nothing without a number
+NEEDS = {HAS_WORD: "has no letter or digit, so there is nothing to search for",
+         HAS_NUMBER: "has no number, so there is nothing to compute"}
+
+
+def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[str]]:
+    """Apply the argument rule (module docstring) to ``args``; return ``(cleaned args, errors)``.
+
+    Each string value loses its surrounding whitespace (``"INV-2041\\n"`` is ``"INV-2041"``:
+    a model's trailing newline is not part of an id); a control character still inside
+    (``"INV-20\\n41"``) is an error naming the field. A list (the text protocol's
+    positional arguments) is matched to the schema's properties in order. Other values
+    pass unchanged. Never raises for a list or a dict.
+    """
+    names = list(tool.parameters.get("properties", {}))
+    items = args.items() if isinstance(args, dict) else enumerate(args)
+    cleaned, errors = {}, []
+    for key, value in items:
+        if isinstance(value, str):
+            value = value.strip()
+            bad = CONTROL.search(value)
+            if bad:
+                field = key if isinstance(args, dict) else (names[key] if key < len(names) else f"argument {key + 1}")
+                errors.append(f"{field}: {shown(value)} holds the control character {bad.group()!r}; "
+                              "write the value on one line, without control characters")
+        cleaned[key] = value
+    return (cleaned if isinstance(args, dict) else list(cleaned.values())), errors
+
+
+# --------------------------------------------------------------------------- the schema check
+
+def validate_call(tool: Tool, args: Any) -> list[str]:
+    """Check ``args`` against ``tool.parameters``; return one message per error, [] if valid.
+
+    The argument rule comes first (:func:`clean_arguments`). Each message starts with the
+    field it is about (``since: 'July 1st' is not a 'date' ...``; a missing or undeclared
+    argument is named too) and is one line. Uses ``jsonschema``'s Draft 2020-12 validator
+    with its ``FormatChecker``, so ``format: date`` is enforced too. Never raises:
+    anything unexpected becomes a message.
+    """
+    try:
+        import jsonschema  # slow to import (~0.2 s); only a checked call needs it
+
+        if not isinstance(args, dict):
+            return [_not_an_object(tool, args)]
+        args, own = clean_arguments(tool, args)
+        own = _after_own(_leaked_markup(args), own)  # leaked markup explains a line break too
+        validator = jsonschema.Draft202012Validator(
+            tool.parameters, format_checker=jsonschema.FormatChecker())
+        declared = list(tool.parameters.get("properties", {}))
+        messages = []
+        for error in validator.iter_errors(args):
+            messages += _describe(error, declared)
+        messages = _after_own(own, messages)
+        messages = sorted(set(messages), key=lambda m: (_field_rank(m, declared), m))
+        return [_one_line(m) for m in _with_hints(messages, tool.parameters.get("properties", {}))]
+    except Exception as exc:  # noqa: BLE001 -- a checker must never take the loop down
+        return [_one_line(f"could not validate the arguments ({type(exc).__name__}: {exc})")]
+
+
+def _describe(error, declared: list[str]) -> list[str]:
+    """Turn one jsonschema error into messages that start with a field name."""
+    if error.validator == "required" and not error.path:
+        missing = [p for p in error.validator_value if p not in error.instance]
+        return [f"{name}: required argument is missing" for name in missing]
+    if error.validator == "additionalProperties" and not error.path:
+        extra = [k for k in error.instance if k not in declared]
+        return [_undeclared(k, error.instance[k], declared) for k in extra]
+    if error.validator == "minLength" and error.instance == "" and \
+            isinstance(error.schema, dict) and error.schema.get("pattern") in NEEDS:
+        return []  # the pattern's message says it better: "'' has no letter or digit ..."
+    where = "/".join(str(p) for p in error.absolute_path) or "arguments"
+    better = _plainer(error, where)
+    return [better] if better is not None else [f"{where}: {clip(error.message, 200)}"]
+
+
+def _with_hints(messages: list[str], properties: dict) -> list[str]:
+    """Append the field's description to the last message about it (what to write instead)."""
+    out, hinted = list(messages), set()
+    for i in reversed(range(len(out))):
+        name = out[i].split(":", 1)[0]
+        spec = properties.get(name)
+        if name not in hinted and isinstance(spec, dict) and spec.get("description"):
+            out[i] += f" (expected {spec['description']})"
+        hinted.add(name)
+    return out
+
+
+def _field_rank(message: str, declared: list[str]) -> int:
+    """Sort key: declared fields in schema order first, then the rest."""
+    name = message.split(":", 1)[0]
+    return declared.index(name) if name in declared else len(declared)
+
+
+def example_args(tool: Tool) -> str:
+    """The tool's arguments built from its schema's ``examples``, as JSON text: the shape messages show."""
+    props = tool.parameters.get("properties", {})
+    return json.dumps({k: p.get("examples", ["..."])[0] for k, p in props.items()})
+
+
+# --------------------------------------------------------------------------- decoding
+
+def decode_arguments(arguments: Any) -> Any:
+    """A call's ``arguments`` decoded from JSON text (as providers send them); the raw value when not JSON.
+
+    The same decoding :func:`check_arguments` applies; for a guard or a log that needs the
+    value whether or not it is valid. Never raises.
+    """
+    return _decode(arguments)[0]
+
+
+def _decode(arguments: Any) -> tuple[Any, Exception | None]:
+    """``(decoded value, None)``, or ``(arguments, the decoder's error)`` for text that is not JSON."""
+    if not isinstance(arguments, str):
+        return arguments, None
+    try:
+        return json.loads(arguments), None
+    except (ValueError, RecursionError) as exc:
+        return arguments, exc
+
+
+def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, list[str]]:
+    """Decode a call's ``arguments`` (a JSON string, as providers send it) and validate them.
+
+    Returns ``(args, [])`` when valid, ``args`` cleaned by the argument rule (what the tool
+    will receive); else ``(args_or_None, errors)``. Text that does not decode gets one
+    message saying what happened (cut off, markup, extra text after the object, single
+    quotes, a code fence) and showing the arguments the tool expects. Never raises.
+    """
+    decoded, exc = _decode(arguments)
+    if exc is not None:
+        return None, [_not_json(tool, arguments, exc)]
+    errors = validate_call(tool, decoded)
+    if not isinstance(decoded, dict):
+        return None, errors
+    return clean_arguments(tool, decoded)[0], errors
+
+
+# --------------------------------------------------------------------------- messages the model can act on
+
+_LINE_BREAK = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+#: Call markup of other models' formats, leaked into a value (a tag, or a special token).
+_MARKUP = re.compile(r"</?(?:arg_key|arg_value|parameter|function|tool_call|invoke)\b[^>]{0,40}>"
+                     r"|<\|[a-z_]{1,30}\|>", re.IGNORECASE)
+
+
+def _one_line(message: str, limit: int = 600) -> str:
+    """``message`` with every line break written as a space and cut to ``limit`` characters."""
+    return clip(_LINE_BREAK.sub(" ", message), limit)
+
+
+def _not_json(tool: Tool, text: str, exc: Exception) -> str:
+    """Say what is wrong with an ``arguments`` string that does not decode, and show the expected object."""
+    body, at = text.strip(), getattr(exc, "pos", None)  # json.JSONDecodeError knows where it stopped
+    msg = getattr(exc, "msg", str(exc))
+    if not body:
+        what = "arguments are empty, not a JSON object"
+    elif body.startswith("```"):
+        what = "arguments are wrapped in a ``` code fence; send the JSON object alone"
+    elif body.startswith("<"):
+        what = f"arguments are XML-like markup ({shown(body.split(chr(10))[0], 40)}), not a JSON object"
+    elif isinstance(exc, RecursionError):
+        what = "arguments are nested too deeply to be a JSON object of arguments"
+    elif msg == "Extra data" and at is not None:
+        what = (f"arguments have extra text after the JSON object ({shown(text[at:at + 20], 30)} "
+                f"at character {at}); send the object alone")
+    elif msg.startswith("Unterminated string") or (at is not None and at >= len(text.rstrip())):
+        what = "arguments are cut off: the JSON object is never closed"
+    elif body.startswith("{'") or msg.startswith("Expecting property name enclosed in double quotes"):
+        what = "arguments are not valid JSON: names and strings need double quotes"
+    elif at is not None:
+        what = f"arguments are not valid JSON: {msg} at character {at} (after {text[max(0, at - 20):at]!r})"
+    else:
+        what = f"arguments are not valid JSON: {msg}"
+    return _one_line(f"{what}; {tool.name} expects one JSON object such as {example_args(tool)}")
+
+
+def _not_an_object(tool: Tool, args: Any) -> str:
+    """The message for arguments that decode to something other than an object."""
+    example = example_args(tool)
+    if isinstance(args, str) and args.strip().startswith("{"):
+        return _one_line(f"arguments are a JSON string holding an object (encoded twice); send the "
+                         f"object itself, such as {example}")
+    return _one_line(f"arguments must be a JSON object like {example}, not {type(args).__name__}")
+
+
+def _leaked_markup(args: dict) -> list[str]:
+    """One message per value that holds another model format's call markup (``</arg_value><arg_key>``)."""
+    out = []
+    for key, value in args.items():
+        tag = _MARKUP.search(value) if isinstance(value, str) else None
+        if tag:
+            out.append(f"{key}: {shown(value, 90)} holds call markup ({tag.group()!r}): another "
+                       "argument leaked into this value; send each argument under its own key")
+    return out
+
+
+def _after_own(own: list[str], messages: list[str]) -> list[str]:
+    """``own`` messages, then ``messages`` -- except those about a field ``own`` already names."""
+    named = {m.split(":", 1)[0] for m in own}
+    return own + [m for m in messages if m.split(":", 1)[0] not in named]
+
+
+def _undeclared(key: str, value: Any, declared: list[str]) -> str:
+    """The message for an undeclared argument; a wrapper around the real ones is named as such."""
+    if isinstance(value, dict) and set(value) & set(declared):
+        inner = json.dumps({k: v for k, v in value.items() if k in declared}, ensure_ascii=False)
+        return (f"{key}: not a declared argument; the arguments are wrapped in {key!r}: send them "
+                f"at the top level, such as {clip(inner, 120)}")
+    return f"{key}: not a declared argument (declared: {', '.join(declared)})"
+
+
+def _plainer(error, where: str) -> str | None:
+    """A plainer message than jsonschema's for the errors a model makes most; None to keep its own."""
+    value = error.instance
+    if error.validator == "type" and isinstance(value, str) and error.validator_value in ("number", "integer"):
+        try:
+            float(value)
+        except ValueError:
+            return None
+        return f"{where}: {shown(value)} is a string, not a number; write it without quotes: {clip(value.strip(), 30)}"
+    if error.validator == "pattern" and error.validator_value in NEEDS:
+        return f"{where}: {shown(value)} {NEEDS[error.validator_value]}"
+    return None

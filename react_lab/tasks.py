@@ -1,0 +1,217 @@
+"""The evaluation's task set and its scorer: questions with gold answers, and how an answer is judged.
+
+The tasks are questions over the billing database and the help articles; their gold
+answers are computed by SQL (``react_lab/data/build_tasks.py`` writes ``tasks.json``).
+The first 50 are the original set (notebook 08, ``react-lab eval``); 156 more in the same
+categories make 206, split once by a fixed seed into a ``dev`` half (tune on it) and a
+``test`` half (report on it) -- :func:`load_tasks` returns either.
+:func:`score` compares an answer to the gold one after normalising numbers, dates, ids
+and yes/no (the rules are in its docstring). :mod:`react_lab.evals` runs a model over
+the set and computes the metrics.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from .tools import ID_LIKE_RE, MONTHS
+
+TASKS_PATH = Path(__file__).resolve().parent / "data" / "tasks.json"
+
+# --------------------------------------------------------------------------- the task set
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation task: a question, its gold answer and how to compare, the oracle's calls.
+
+    ``kind`` is ``number`` (``unit``: dollars, cents, count or days), ``date``, ``id``,
+    ``yesno``, ``choice`` (one of ``choices``) or ``text``. ``oracle`` is a tuple of
+    ``(tool, args)`` calls, in order. ``sql``/``params`` produced ``gold``.
+    """
+
+    id: str
+    category: str
+    question: str
+    gold: str
+    kind: str
+    unit: str | None = None
+    choices: tuple[str, ...] = ()
+    oracle: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    sql: str = ""
+    params: tuple = ()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Task":
+        return cls(id=d["id"], category=d["category"], question=d["question"], gold=d["gold"],
+                   kind=d["kind"], unit=d.get("unit"), choices=tuple(d.get("choices", ())),
+                   oracle=tuple((tool, tuple(args)) for tool, args in d.get("oracle", ())),
+                   sql=d.get("sql", ""), params=tuple(d.get("params", ())))
+
+
+#: The original task set is the first this many tasks of ``tasks.json``, unchanged since
+#: notebook 08 was written; the ladder's extra tasks follow them.
+ORIGINAL_COUNT = 50
+
+#: The task subsets :func:`load_tasks` can return.
+SPLITS = ("original", "dev", "test", "all")
+
+
+def load_tasks(path: str | Path = TASKS_PATH, *, n: int | None = None,
+               split: str = "original") -> list[Task]:
+    """Load the evaluation set, in file order: the original 50 tasks, one half, or all.
+
+    ``split`` is ``"original"`` (the default: the first :data:`ORIGINAL_COUNT` tasks,
+    what ``react-lab eval`` and notebook 08 measure), ``"dev"`` (the half to tune on),
+    ``"test"`` (the half results are reported on) or ``"all"`` (every task). The halves
+    were drawn once with a fixed seed by ``react_lab/data/build_tasks.py``; each task's
+    ``split`` field says which it is in. Then the first ``n`` tasks if given.
+    Raises FileNotFoundError naming the build command, ValueError for a bad ``n`` or ``split``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no task set at {path}; build it: python -m react_lab.data.build_tasks")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    if n is not None and n < 1:
+        raise ValueError(f"n must be at least 1, not {n}")
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if split == "original":
+        raw = raw[:ORIGINAL_COUNT]
+    elif split != "all":
+        raw = [d for d in raw if d.get("split") == split]
+    tasks = [Task.from_dict(d) for d in raw]
+    return tasks[:n] if n else tasks
+
+
+# --------------------------------------------------------------------------- the scorer
+
+#: A longer answer is scored wrong: a dump of rows is not an answer, and any gold
+#: value would be "somewhere in it".
+MAX_ANSWER_CHARS = 300
+
+_MONTHS = {m[:3].lower(): i for i, m in enumerate(MONTHS, 1)}  # "jan" -> 1
+_MONTH = rf"({'|'.join(_MONTHS)})[a-z]*\.?"
+_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_MDY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+                     r"(\s*(?:cents?\b|¢)|\s*(?:dollars?\b|usd\b))?", re.I)
+#: Yes/no as the answer's first word, standing alone: "No." and "Yes, twice" count,
+#: "no action was found" and "no more tool calls" do not.
+_YESNO = re.compile(r"(yes|no|true|false)(?=[\s]*(?:[.,;:!)]|$))", re.I)
+#: A leading tag in brackets, such as the loop's "[best effort]", is not part of the answer.
+_TAG = re.compile(r"^\s*\[[^\]\n]{0,40}\]\s*")
+
+
+def dates_in(text: str) -> list[str]:
+    """Return the dates written in ``text`` as ISO strings, in order of appearance.
+
+    Understands ``2026-07-14``, ``July 14, 2026`` / ``Jul 14 2026`` / ``July 14th, 2026``
+    and ``14 July 2026`` / ``14th of July, 2026``. Impossible dates are skipped.
+    """
+    found = []
+    for regex, order in ((_ISO, "ymd"), (_MDY, "mdy"), (_DMY, "dmy")):
+        for m in regex.finditer(text):
+            a, b, c = m.groups()
+            y, mo, d = {"ymd": (a, b, c), "mdy": (c, a, b), "dmy": (c, b, a)}[order]
+            mo = _MONTHS[mo[:3].lower()] if not mo.isdigit() else int(mo)
+            try:
+                found.append((m.start(), date(int(y), mo, int(d)).isoformat()))
+            except ValueError:
+                continue
+    return [iso for _, iso in sorted(found)]
+
+
+def numbers_in(text: str) -> list[tuple[float, str | None]]:
+    """Return ``(value, unit)`` for every number in ``text``; unit is ``"cents"``, ``"dollars"`` or None.
+
+    Dates and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so
+    their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
+    the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
+    words are too common in text that is not an answer ("write one line").
+    """
+    for regex in (_ISO, _MDY, _DMY, ID_LIKE_RE):
+        text = regex.sub(" ", text)
+    found = []
+    for m in _NUMBER.finditer(text):
+        sign, dollar, whole, frac, unit = m.groups()
+        value = float(whole.replace(",", "") + (frac or ""))
+        value = -value if sign else value
+        unit = (unit or "").strip().lower()
+        kind = "cents" if unit.startswith(("cent", "¢")) else (
+            "dollars" if dollar or unit else None)
+        found.append((value, kind))
+    return found
+
+
+def _in_unit(value: float, said: str | None, wanted: str | None) -> float:
+    """Convert a number said in ``said`` units to the gold's ``wanted`` unit (cents <-> dollars only)."""
+    if wanted == "dollars" and said == "cents":
+        return value / 100
+    if wanted == "cents" and said == "dollars":
+        return value * 100
+    return value
+
+
+def _words(text: str) -> str:
+    """Casefold, turn everything but letters and digits into single spaces, pad with spaces."""
+    return " " + " ".join(re.sub(r"[^0-9a-z]+", " ", text.casefold()).split()) + " "
+
+
+def _compact(text: str) -> str:
+    """Casefold and join a letter prefix to its digits: ``"INV - 2041"`` -> ``"inv2041"`` (for ids)."""
+    return re.sub(r"([a-z])[\s_\-]+(?=\d)", r"\1", text.casefold())
+
+
+def score(answer: str | None, task: Task) -> bool:
+    """Return True when ``answer`` states ``task.gold``; the rules, by ``task.kind``:
+
+    * any kind: no answer, or one longer than :data:`MAX_ANSWER_CHARS` characters, is
+      wrong; a leading tag in brackets (the loop's ``[best effort]``) is ignored;
+    * ``number``: some number in the answer equals the gold within 0.005 after unit
+      conversion -- "129", "129.0", "$129.00", "129 dollars" and "12900 cents" all state
+      129 dollars; a bare "12900" does not, nor does "one hundred" (see :func:`numbers_in`);
+    * ``date``: some date in the answer is the gold date, in any format of :func:`dates_in`;
+    * ``id``: the gold id appears as a whole word, ignoring case and the separator
+      between prefix and digits (``inv 2041`` states ``INV-2041``; ``INV-20411`` does not);
+    * ``yesno``: the answer *begins* with yes/no/true/false as a word of its own ("No.",
+      "Yes, twice"); "no more tool calls" or "no action found" say neither;
+    * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
+      (longest match first, underscores read as spaces, so "partially paid" is not
+      "paid"); an answer naming two options ("open, not past due") is a hedge;
+    * ``text``: the gold's words appear in order (case and punctuation ignored).
+
+    The strict yes/no and choice rules are there because a small model often echoes
+    the loop's own messages as its answer, and those contain "no" and the labels.
+    Never raises on model text.
+    """
+    if not isinstance(answer, str) or len(answer) > MAX_ANSWER_CHARS:
+        return False
+    answer = _TAG.sub("", answer)
+    if not answer.strip():
+        return False
+    gold, kind = task.gold, task.kind
+    if kind == "number":
+        target = float(gold)
+        return any(abs(_in_unit(v, unit, task.unit) - target) < 0.005
+                   for v, unit in numbers_in(answer))
+    if kind == "date":
+        return gold in dates_in(answer)
+    if kind == "id":
+        return re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])",
+                         _compact(answer)) is not None
+    if kind == "yesno":
+        m = _YESNO.match(answer.strip(" \t\n*\"'"))
+        said = m and {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
+        return said == gold
+    if kind == "choice":
+        options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
+        named = set(re.findall(r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )",
+                               _words(answer)))
+        return named == {_words(gold).strip()}
+    if kind == "text":
+        return _words(gold) in _words(answer)
+    raise ValueError(f"unknown task kind {kind!r}; use number, date, id, yesno, choice or text")

@@ -1,0 +1,54 @@
+"""Fixtures shared by the test modules: the shipped database must never change, tool sets."""
+import sqlite3
+
+import pytest
+
+from react_lab.tools import connection, db_checksum, default_tools, payment_tools, working_copy
+
+#: The shipped database's sha256 when the test session started.
+SHIPPED_SUM = db_checksum()
+
+
+@pytest.fixture(scope="session")
+def shipped_sum() -> str:
+    """The sha256 of the shipped database file as the session found it."""
+    return SHIPPED_SUM
+
+
+@pytest.fixture(scope="module", autouse=True)
+def shipped_db_untouched(shipped_sum):
+    """Fail any test module after which the shipped database file is not byte-identical."""
+    yield
+    assert db_checksum() == shipped_sum, "a test changed the shipped database"
+
+
+@pytest.fixture
+def shipped_db_unchanged(shipped_sum):
+    """Fail the test that uses it if the shipped database file changed during it."""
+    assert db_checksum() == shipped_sum
+    yield
+    assert db_checksum() == shipped_sum, "this test changed the shipped database"
+
+
+@pytest.fixture(scope="module")
+def tools():
+    """The six read-only tools on the shipped database (opened read-only)."""
+    return default_tools()
+
+
+@pytest.fixture
+def payment_setup(tmp_path):
+    """A working copy of the database and the read-only tools plus ``schedule_payment`` on it."""
+    copy = working_copy(tmp_path)
+    with_payment = {**default_tools(), **payment_tools(copy)}
+    yield copy, with_payment
+    connection(with_payment["schedule_payment"]).close()
+
+
+@pytest.fixture
+def scheduled():
+    """``scheduled(path)``: how many payments the database at ``path`` has scheduled."""
+    def count(path) -> int:
+        with sqlite3.connect(path) as conn:
+            return conn.execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
+    return count

@@ -1,0 +1,99 @@
+"""Tool calls leaked into a native reply's text: every shape is found, answers are left alone."""
+import json
+
+import pytest
+
+from react_lab.leaks import leaked_calls
+
+CALL = {"invoice_id": "INV-2041"}
+SHAPES = {
+    "tool_call block": '<tool_call>\n{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}\n</tool_call>',
+    "name/arguments object": 'Let me look. {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}',
+    "tool_name/tool_input object": '{\n  "tool_name": "get_payments",\n  "tool_input": {"invoice_id": "INV-2041"}\n}',
+    "JSON list": '[{"name": "get_payments", "parameters": {"invoice_id": "INV-2041"}}]',
+    "fenced JSON": 'I will call it:\n```json\n{"name": "get_payments", "arguments": "{\\"invoice_id\\": \\"INV-2041\\"}"}\n```',
+    "OpenAI shape as text": '{"type": "function", "function": {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}}',
+    "the grammar's shape": '{"thought": "x", "tool_calls": [{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}]}',
+    "Python literal in a block": "<tool_call>{'name': 'get_payments', 'arguments': {'invoice_id': 'INV-2041'}}</tool_call>",
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_leaked_shape_is_found(shape):
+    calls = leaked_calls(SHAPES[shape])
+    assert len(calls) == 1
+    assert calls[0]["function"]["name"] == "get_payments"
+    assert json.loads(calls[0]["function"]["arguments"]) == CALL
+    assert calls[0]["id"] == "leaked_1" and calls[0]["type"] == "function"
+
+
+def test_a_list_gives_every_call_in_order():
+    text = ('[{"name": "find_invoice", "arguments": {"invoice_id": "INV-2041"}}, '
+            '{"tool_name": "get_payments", "tool_input": {"invoice_id": "INV-2041"}}]')
+    assert [c["function"]["name"] for c in leaked_calls(text)] == ["find_invoice", "get_payments"]
+
+
+@pytest.mark.parametrize("text", [
+    "No, INV-2041 was charged once.", 'The customer is {"name": "Acme Corp"}.',
+    "Totals: [129.0, 45.0]", "{not json", "{" * 10_000, "[" * 10_000, "", None,
+])
+def test_answers_are_not_calls(text):
+    assert leaked_calls(text) == []
+
+
+# --------------------------------------------------------------------------- the native loop's policy
+
+from fake_openai import FakeOpenAI  # noqa: E402
+from react_lab.chat import OpenAIChatModel  # noqa: E402
+from react_lab.native import ask_native  # noqa: E402
+from react_lab.tools import call_tool, default_tools  # noqa: E402
+
+QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
+
+
+def run_with_replies(replies, **kwargs):
+    with FakeOpenAI(chat_replies=replies) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url, max_retries=0)
+        return ask_native(QUESTION, model, default_tools(), **kwargs), server.requests
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_valid_leaked_call_runs_and_is_marked(shape):
+    result, requests = run_with_replies([{"content": SHAPES[shape]},
+                                         {"content": "No, INV-2041 was paid once."}])
+    first, second = result.steps
+    assert first.leaked and first.answer is None
+    assert first.action == {"tool": "get_payments", "args": CALL}
+    tools = default_tools()
+    assert first.observation == call_tool(tools, "get_payments", CALL).text  # from the database
+    assert not second.leaked and result.answer == "No, INV-2041 was paid once."
+    # The conversation the provider saw next holds the call and its result, ids matching.
+    sent = requests[1]["messages"]
+    assert sent[2]["tool_calls"][0]["id"] == sent[3]["tool_call_id"] == "leaked_1"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_invalid_leaked_call_is_sent_back_not_taken_as_the_answer(shape):
+    bad = SHAPES[shape].replace("get_payments", "get_refunds")  # not a declared tool
+    result, _ = run_with_replies([{"content": bad}], max_steps=1)
+    first = result.steps[0]
+    assert first.leaked and first.answer is None and first.action is None
+    assert "tool-call field" in first.error and "get_refunds" in first.error
+    assert first.observation.startswith("Error: ")
+    assert result.answer is None or result.answer.startswith("[best effort]")
+
+
+def test_leaked_calls_with_bad_arguments_run_nothing():
+    text = '{"name": "get_payments", "arguments": {"invoice": "INV-2041"}}'
+    result, _ = run_with_replies([{"content": text}], max_steps=1)
+    first = result.steps[0]
+    assert first.leaked and first.action is None
+    assert "invoice_id: required argument is missing" in first.error
+
+
+def test_a_leaked_step_is_marked_in_the_log():
+    from react_lab.trace import step_event
+
+    result, _ = run_with_replies([{"content": SHAPES["tool_call block"]}, {"content": "No."}])
+    events = [step_event(s, run_id="r") for s in result.steps]
+    assert [e["leaked"] for e in events] == [True, False]

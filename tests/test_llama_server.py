@@ -1,0 +1,121 @@
+"""The loop over HTTP against a real server: llama-cpp-python's own, serving the embedded model.
+
+One server for the module (tests/servers.py): started on 127.0.0.1 on a free port with
+the embedded GGUF through ``python -m react_lab.serve``'s command line, stopped at the
+end. It holds the model: run these tests under the model lock, with
+``REACT_LAB_THREADS=2``. The greedy-equality test comes first, so it meets the server
+with nothing cached.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from react_lab import forge
+from react_lab.models import LocalModel, OpenAIModel
+from react_lab.parser import truncate_forged
+from react_lab.protocol import STOP, build_prompt
+from react_lab.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
+from react_lab.tools import call_tool, default_tools
+
+pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'")
+
+from servers import llama_server  # noqa: E402
+
+pytestmark = [pytest.mark.model, pytest.mark.server]
+
+QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with llama_server() as base_url:
+        yield base_url
+
+
+@pytest.fixture
+def served_env(server):
+    """The environment a learner sets: exactly the line ``python -m react_lab.serve`` prints."""
+    host, port = server.split("//")[1].split("/")[0].split(":")
+    exports = shlex.split(learner_exports(host, int(port)))
+    assert exports[0] == "export"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REACT_LAB_"))}
+    env.update(dict(item.split("=", 1) for item in exports[1:]))
+    env.update(REACT_LAB_THREADS=os.environ.get("REACT_LAB_THREADS", "2"),
+               PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    assert env["OPENAI_BASE_URL"] == server and env["REACT_LAB_MODEL"] == "openai"
+    return env
+
+
+def http_model(server, **kwargs):
+    return OpenAIModel(MODEL_ALIAS, base_url=server, extra_body=json.loads(EXTRA_BODY), **kwargs)
+
+
+def test_greedy_completions_over_http_equal_the_in_process_ones(server):
+    """Same template, same sampling (repeat_penalty 1.0), same cache history: same text."""
+    tools = default_tools()
+    prompts = [build_prompt(q, tools.values()) for q in forge.questions(3)]
+    remote, local = http_model(server), LocalModel(n_threads=int(os.environ.get("REACT_LAB_THREADS", 2)))
+    try:
+        over_http = [remote.complete(p, stop=STOP, max_tokens=48) for p in prompts]
+        in_process = [local.complete(p, stop=STOP, max_tokens=48) for p in prompts]
+    finally:
+        local.close()
+    assert [c.text for c in over_http] == [c.text for c in in_process]
+    assert [c.completion_tokens for c in over_http] == [c.completion_tokens for c in in_process]
+    assert all(c.stop_mode == "server" for c in over_http)
+    assert remote.chat_template == "chatml"
+
+
+def cli(env, *args, timeout=240):
+    return subprocess.run([sys.executable, "-m", "react_lab.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_ask_over_http_makes_a_real_tool_call(served_env):
+    """The issue's repro: the run now calls a tool and reads the database's answer."""
+    done = cli(served_env, "ask", QUESTION, "--model", "openai", "--json", "--max-steps", "3")
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)["steps"]
+    tools = default_tools()
+    calls = [s for s in steps if s["action"] and s["action"]["tool"] in tools and not s["error"]]
+    assert calls, [s["completion"] for s in steps]
+    first = calls[0]
+    # The observation is what the database says for that call, written by the loop.
+    assert first["observation"] == call_tool(tools, first["action"]["tool"],
+                                             first["action"]["args"]).text
+    assert all(s["stop_mode"] == "server" for s in steps if s["completion"])
+
+
+def test_doctor_reports_the_endpoint(served_env):
+    done = cli(served_env, "doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"OPENAI_BASE_URL={served_env['OPENAI_BASE_URL']} serves {MODEL_ALIAS}" in done.stdout
+    assert f"OPENAI_MODEL={MODEL_ALIAS} completed" in done.stdout
+    assert "chat template: chatml" in done.stdout and "stop applied by the server" in done.stdout
+
+
+def test_the_forgery_experiment_over_http(server):
+    """With stop no completion forges an observation; the text arm agrees with client-side truncation."""
+    result = forge.run_experiment(forge.questions(3), http_model(server), max_tokens=64,
+                                  progress=False)
+    assert result["with_stop"]["forged"] == 0
+    for stopped, free in zip(result["trials"]["with_stop"], result["trials"]["without_stop"]):
+        if free["forged"]:
+            assert truncate_forged(free["text"]) == stopped["text"].rstrip()
+
+
+def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
+    """llama-cpp-python's chatml-function-calling handler fills tool_calls; the loop runs them."""
+    from react_lab.chat import OpenAIChatModel
+    from react_lab.native import ask_native
+
+    model = OpenAIChatModel(MODEL_ALIAS, base_url=server)
+    result = ask_native(QUESTION, model, default_tools(), max_steps=2, max_tokens=96)
+    first = result.steps[0]
+    assert first.action is not None and first.action["tool"] in default_tools()
+    assert not first.leaked and first.finish_reason == "tool_calls"
+    assert first.observation  # the schema check's error or the database's answer, written by the loop

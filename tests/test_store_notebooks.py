@@ -1,0 +1,97 @@
+"""The stored notebooks are the learner's view, and scripts/store-notebooks.py keeps them so."""
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("store_notebooks", REPO / "scripts" / "store-notebooks.py")
+store = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(store)
+
+# Notebooks stored before scripts/store-notebooks.py existed. Re-store each with the script
+# and delete it here: the strict xfail turns into a failure the moment one passes.
+NOT_YET_STORED: set[str] = set()
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_each_stored_notebook_is_the_learners_view(path, request):
+    if path.name in NOT_YET_STORED:
+        request.applymarker(pytest.mark.xfail(strict=True, reason="not re-stored with "
+                                              "scripts/store-notebooks.py yet"))
+    assert store.problems(nbformat.read(path, as_version=4)) == []
+
+
+def stored(cells, **metadata):
+    """A notebook as the script leaves it: counts 1..N, the installed kernelspec."""
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = store.kernelspec("python3")
+    nb.metadata.update(metadata)
+    n = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            n += 1
+            cell.execution_count = n
+    return nb
+
+
+def stream(text):
+    return new_output("stream", name="stdout", text=text)
+
+
+def test_a_good_stored_notebook_has_no_problems():
+    nb = stored([new_markdown_cell("# t"), new_code_cell("x = 1"),
+                 new_code_cell('check("dispatch", dispatch)',
+                               outputs=[stream("✎ dispatch: not written yet — write ...\n")])])
+    assert store.problems(nb) == []
+
+
+def test_problems_names_what_a_learner_would_trip_over():
+    nb = stored([new_code_cell("plt.show()"),
+                 new_code_cell('# NBVAL_CHECK_OUTPUT\ncheck("dispatch", dispatch)',
+                               outputs=[stream("✓ dispatch: 3/3 cases pass (reference solution)\n")]),
+                 new_code_cell("w", outputs=[new_output("execute_result", execution_count=3, data={
+                     store.WIDGET_VIEW: {"model_id": "abc", "version_major": 2, "version_minor": 0},
+                     "text/plain": "VBox()"})])])
+    nb.cells[2].execution_count = 7
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    found = "\n".join(store.problems(nb))
+    assert "execution counts are [1, 2, 7]" in found
+    assert "cell 0: calls plt.show() but stores no image" in found
+    assert "cell 1: the exercise checker does not show the learner's" in found
+    assert "cell 2: a widget is stored without its state" in found
+    assert "'Python 3'" in found and "marks the notebook changed" in found
+
+
+def test_prepare_clears_runs_upgrades_and_remarks_checker_cells():
+    nb = new_notebook(cells=[new_code_cell('# NBVAL_CHECK_OUTPUT\ncheck("is_repeat", is_repeat)',
+                                           outputs=[stream("✓\n")], execution_count=4),
+                             new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(1)")])
+    nb.nbformat_minor = 4
+    for cell in nb.cells:
+        del cell["id"]
+        cell.metadata["execution"] = {"iopub.status.busy": "2026-11-29T14:43:57Z"}
+    notes = store.prepare(nb)
+    assert len(notes) == 1 and notes[0].startswith("cell 0:")
+    checker, other = nb.cells
+    assert checker.source.startswith("# NBVAL_IGNORE_OUTPUT\n") and checker.outputs == []
+    assert checker.execution_count is None and "execution" not in checker.metadata
+    assert other.source.startswith("# NBVAL_CHECK_OUTPUT")     # not a checker: left as it is
+    assert nb.nbformat_minor == 5 and all(c.get("id") for c in nb.cells)
+    nbformat.validate(nb)
+
+
+def test_a_stored_progress_bar_shows_its_final_state():
+    state = {
+        "bar": {"model_name": "HBoxModel", "state": {"children": [
+            "IPY_MODEL_l", "IPY_MODEL_p", "IPY_MODEL_r"]}},
+        "l": {"model_name": "HTMLModel", "state": {"value": "completions:\u2007100%"}},
+        "p": {"model_name": "FloatProgressModel", "state": {"value": 200.0, "max": 200.0}},
+        "r": {"model_name": "HTMLModel", "state": {"value": "\u2007200/200\u2007[03:39&lt;00:00]"}},
+    }
+    assert store.progress_text("bar", state) == "completions: 100%|██████████| 200/200 [03:39<00:00]"
+    state["p"]["state"]["value"] = 100.0
+    assert "|█████     |" in store.progress_text("bar", state)
+    assert store.progress_text("l", state) is None     # not a bar
