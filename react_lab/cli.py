@@ -2,6 +2,7 @@
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--json]``
+``react-lab eval --config NAME [--split dev|test] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -141,6 +142,15 @@ def cmd_parse(args) -> int:
     return 0
 
 
+def cmd_eval(args) -> int:
+    """``react-lab eval``: the ladder's runner with ``--config``/``--list-configs``, else :func:`react_lab.evals.cli_eval`."""
+    if args.config or args.list_configs:
+        from . import ladder
+
+        return ladder.cli_ladder(args)
+    return evals.cli_eval(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one subcommand per experiment."""
     p = argparse.ArgumentParser(prog="react-lab", description=__doc__.split("\n")[0])
@@ -203,7 +213,26 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
                    help="runs in flight at once against an endpoint (default %(default)s); "
                         "records come back in task order, as a serial run's")
-    e.set_defaults(func=evals.cli_eval)
+    ladder_group = e.add_argument_group(
+        "the ladder (react_lab.ladder)", "--config NAME runs a named configuration of the "
+        "loop over the dev or test half; --list-configs names them")
+    ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.ladder "
+                              "(baseline, grammar_action, ..., best)")
+    ladder_group.add_argument("--list-configs", action="store_true", help="list the configurations")
+    ladder_group.add_argument("--split", choices=["dev", "test", "all"], default=None,
+                              help="the task half to run (with --config; default dev)")
+    ladder_group.add_argument("--per-category", type=whole_number(1), default=None,
+                              help="only the first N tasks of each category of the split")
+    ladder_group.add_argument("--trials", type=whole_number(1, 100), default=1,
+                              help="runs per task, with seeds S, S+1, ... (default 1)")
+    ladder_group.add_argument("--temperature", type=float, default=0.0,
+                              help="sampling temperature (default 0: greedy)")
+    ladder_group.add_argument("--seed", type=int, default=0, help="seed of the first trial")
+    ladder_group.add_argument("--budget", type=float, default=None,
+                              help="seconds; start no run after them (run again to resume)")
+    ladder_group.add_argument("--save-results", metavar="NAME", default=None,
+                              help="save the finished run as react_lab/data/results/NAME.json")
+    e.set_defaults(func=cmd_eval)
 
     d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
                                       "and the endpoint when OPENAI_BASE_URL is set")

@@ -1,0 +1,257 @@
+"""Exemplars chosen per question from a pool written from the development half.
+
+The ladder's rung 3. The default prompt shows one fixed exemplar (a "latest invoice"
+question), and the 135M model copies its shape whatever it is asked. Here every
+question gets the ``k`` exemplars nearest to it from a pool.
+
+**How the pool is made -- read this before quoting a result.** Issue 15 asks for a pool
+built from *successful development-half runs*. This pool is not that: it is written
+from each **dev** task's *oracle* calls (``Task.oracle``, the calls that compute its
+gold answer) run through the real tools, so every observation is real tool output of
+the tool variant in use, plus a short written thought per step, a closing thought that
+quotes the field holding the answer, and the task's **gold answer** stated in its unit
+(:func:`pool_exemplar`). No model run is involved, so a pool entry exists for every dev
+task, including ones no configuration solved. The wording of the thoughts was revised
+once after reading dev traces (the prototype's "pool v2"); the test half was never
+looked at.
+
+Guarantees, checked by ``tests/test_ladder.py``:
+
+* the pool holds **dev tasks only** (:func:`build_pool` loads ``split="dev"`` and
+  refuses any other task);
+* :func:`select` never returns the task itself, nor an entry whose question or
+  observations show an id the question asks about (so even on the dev half an exemplar
+  is never a lookup of the answer).
+
+Similarity is cheap and local: Jaccard overlap of word sets in which ids and numbers are
+replaced by their shape (``INV-1595`` and ``INV-2014`` are both ``inv_#``), so questions
+of the same template are nearest.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass
+
+from .protocol import Exemplar
+from .tasks import Task, load_tasks
+from .tools import call_tool
+
+__all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
+           "jaccard", "pool_exemplar"]
+
+IDS = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
+
+
+@dataclass(frozen=True)
+class PoolExemplar(Exemplar):
+    """An :class:`react_lab.protocol.Exemplar` that names the dev task it was written from (``source``)."""
+
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """One pool entry: the dev task's id and category, its exemplar, the ids it shows, its word shapes."""
+
+    task_id: str
+    category: str
+    exemplar: PoolExemplar
+    shown: frozenset
+    tokens: frozenset
+
+
+# --------------------------------------------------------------------------- similarity
+
+def shape_tokens(text: str) -> frozenset[str]:
+    """Return the lower-case words of ``text`` with ids and numbers replaced by their shape.
+
+    ``"Was INV-2041 paid in 2026?"`` -> ``{"was", "inv_#", "paid", "in", "#"}``.
+    """
+    text = IDS.sub(lambda m: re.sub(r"[0-9A-Za-z]+$", "#", m.group()).lower().replace("-", "_"), text)
+    text = re.sub(r"\d+(?:\.\d+)?", "#", text)
+    return frozenset(re.findall(r"[a-z_#]+", text.lower()))
+
+
+def jaccard(a: frozenset, b: frozenset) -> float:
+    """Return |a ∩ b| / |a ∪ b| (0.0 for two empty sets)."""
+    return len(a & b) / len(a | b) if a | b else 0.0
+
+
+def select(pool: list[PoolEntry], task: Task, k: int = 1) -> list[PoolExemplar]:
+    """Return the ``k`` pool exemplars nearest to ``task.question``, the nearest last.
+
+    The nearest sits right above the question in the prompt. Skips ``task`` itself and
+    every entry that shows an id the question names. Ties break by task id, so the
+    choice is deterministic. Raises ``ValueError`` if ``k`` is below 0.
+    """
+    if k < 0:
+        raise ValueError(f"k must be 0 or more, not {k}")
+    asked = set(IDS.findall(task.question))
+    words = shape_tokens(task.question)
+    allowed = [e for e in pool if e.task_id != task.id and not (asked & e.shown)]
+    ranked = sorted(allowed, key=lambda e: (-jaccard(words, e.tokens), e.task_id))[:k]
+    return [e.exemplar for e in reversed(ranked)]
+
+
+# --------------------------------------------------------------------------- writing an exemplar
+
+_THOUGHTS = {
+    "list_invoices": "I list the invoices of {0} issued since {1}.",
+    "find_invoice": "I look up invoice {0}.",
+    "get_charge": "I look up card charge {0}.",
+    "get_payments": "I get the payments made on invoice {0}.",
+    "search": "I search the help articles.",
+    "calc": "I add the two totals with calc.",
+}
+
+#: The date window a "latest invoice" exemplar lists from: one the model can always copy.
+LATEST_SINCE = "2026-01-01"
+
+
+def stated(task: Task) -> str:
+    """Return the gold answer as an exemplar states it, its unit written out ("129.0 dollars", "Yes.")."""
+    gold = task.gold
+    if task.kind == "number":
+        return {"dollars": f"{gold} dollars", "cents": f"{gold} cents", "days": f"{gold} days"}.get(task.unit, gold)
+    if task.kind == "yesno":
+        return "Yes." if gold == "yes" else "No."
+    return gold
+
+
+def _field_stating(observation: str, gold: str) -> tuple[str, object] | None:
+    """(key, value) of the first JSON field in ``observation`` whose value states ``gold``."""
+    try:
+        data = json.loads(observation)
+    except ValueError:
+        return None
+    for row in data if isinstance(data, list) else [data]:
+        if not isinstance(row, dict):
+            continue
+        for key, value in row.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    if abs(float(value) - float(gold)) < 0.005:
+                        return key, value
+                except ValueError:
+                    pass
+            elif isinstance(value, str) and value.lower() == gold.lower():
+                return key, value
+    return None
+
+
+def _calls(task: Task, variant: set[str]) -> list[tuple[str, list[str]]]:
+    """The exemplar's calls: the task's oracle calls, adapted to what the tool variant makes necessary."""
+    calls = [(tool, list(args)) for tool, args in task.oracle]
+    if task.category in ("latest_date", "latest_id"):
+        calls = [(tool, [args[0]] if "since_optional" in variant else [args[0], LATEST_SINCE])
+                 for tool, args in calls]
+    if "sums" in variant and task.category == "paid_in_full":
+        calls = [("get_payments", [task.oracle[0][1][0]])]
+    if "statuses" in variant and task.category == "duplicate":
+        calls = [("find_invoice", [task.oracle[0][1][0]])]
+    if task.category == "no_tool" and task.kind == "number":      # arithmetic: use calc
+        m = re.search(r"What is (.+)\? Answer directly", task.question)
+        if m:
+            calls = [("calc", [m.group(1)])]
+    return calls
+
+
+def _closing_thought(task: Task, observations: list[str], variant: set[str]) -> str:
+    """The exemplar's last thought: it names where in the observations the answer is."""
+    c, obs = task.category, observations
+    if c in ("latest_date", "latest_id"):
+        rows = json.loads(obs[0])
+        rows = rows["invoices"] if isinstance(rows, dict) else rows
+        if rows:
+            where, row = ("last", rows[-1]) if "oldest_first" in variant else ("first", rows[0])
+            return (f'The {where} row is the newest: "invoice_id": "{row["invoice_id"]}", '
+                    f'"issued": "{row["issued"]}".')
+    if c == "count_invoices" and "counted" in variant:
+        return f'The observation shows "invoice_count": {json.loads(obs[0])["invoice_count"]}.'
+    if c == "count_invoices":
+        ids = list(dict.fromkeys(re.findall(r'"invoice_id": "(INV-\d{4})"', obs[0])))
+        return f"Distinct invoice ids: {', '.join(ids)}. That is {len(ids)}."
+    if c == "duplicate":
+        if "statuses" in variant:
+            charges = [(ch["charge_id"], ch["status"]) for ch in json.loads(obs[0]).get("charges", [])]
+        else:
+            charges = [(json.loads(o)["charge_id"], json.loads(o)["status"]) for o in obs[1:]]
+        n = sum(status == "succeeded" for _, status in charges)
+        listed = ", ".join(f"{cid} {status}" for cid, status in charges) or "no charges"
+        return f"{listed}: {n} succeeded, so {'it was' if n > 1 else 'it was not'} charged twice."
+    if c == "paid_in_full" and "sums" in variant:
+        d = json.loads(obs[0])
+        return (f'"total_paid": {d["total_paid"]}, "invoice_total": {d["invoice_total"]}, '
+                f'"paid_in_full": {json.dumps(d["paid_in_full"])}.')
+    if c == "paid_in_full":
+        total = json.loads(obs[0])["total"]
+        paid = round(sum(p["amount"] for p in json.loads(obs[1])["payments"]), 2)
+        return (f"The payments add up to {paid} and the total is {total}, so it is "
+                f"{'' if task.gold == 'yes' else 'not '}paid in full.")
+    if c == "multi_step" and task.unit == "dollars":
+        return f"calc gives {obs[-1]}."
+    hit = next((f for f in (_field_stating(o, task.gold) for o in reversed(obs)) if f), None)
+    if hit is None and task.kind == "number" and task.unit == "dollars":
+        cents = next((f for f in (_field_stating(o, str(float(task.gold) * 100)) for o in obs) if f), None)
+        if cents:
+            return f'The observation shows "{cents[0]}": {json.dumps(cents[1])} cents, that is {task.gold} dollars.'
+    if hit is not None:
+        return f'The observation shows "{hit[0]}": {json.dumps(hit[1])}.'
+    return f"The observation shows the answer: {task.gold}."
+
+
+def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[PoolExemplar, set[str]]:
+    """Write the exemplar of one dev task; return it and the ids its question and observations show.
+
+    The calls are the task's oracle calls (adapted to the tool ``variant``, see
+    :mod:`react_lab.tool_designs`), run through ``tools``: the observations are real.
+    The answer is the task's gold answer (:func:`stated`). Raises ``ValueError`` for a
+    task that is not in the dev half.
+    """
+    if task_split(task.id) != "dev":
+        raise ValueError(f"{task.id} is not a dev task: only dev tasks go into the exemplar pool")
+    parts = set(variant.split("+"))
+    shown = set(IDS.findall(task.question))
+    steps, observations = [], []
+    for tool, args in _calls(task, parts):
+        text = call_tool(tools, tool, args).text
+        observations.append(text)
+        shown |= set(IDS.findall(text))
+        thought = (f"I list the invoices of {args[0]}." if tool == "list_invoices" and len(args) == 1
+                   else "I compute it with calc." if task.category == "no_tool"
+                   else _THOUGHTS[tool].format(*args))
+        steps.append((thought, f"{tool}[{', '.join(args)}]", text))
+    final = _closing_thought(task, observations, parts) if steps else "I can answer this directly."
+    return PoolExemplar(task.question, tuple(steps), final, stated(task), source=task.id), shown
+
+
+@functools.lru_cache(maxsize=None)
+def _splits() -> dict[str, str]:
+    from .tasks import TASKS_PATH
+
+    return {d["id"]: d.get("split") for d in json.loads(TASKS_PATH.read_text(encoding="utf-8"))}
+
+
+def task_split(task_id: str) -> str | None:
+    """Return ``"dev"`` or ``"test"`` for a task id of the shipped set (None if unknown)."""
+    return _splits().get(task_id)
+
+
+def build_pool(variant: str = "default") -> list[PoolEntry]:
+    """Return one :class:`PoolEntry` per dev task, written for the tool ``variant``."""
+    from .tool_designs import get_tools
+
+    tools = get_tools(variant)
+    pool = []
+    for task in load_tasks(split="dev"):
+        ex, shown = pool_exemplar(task, tools, variant)
+        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
+    return pool
+
+
+@functools.lru_cache(maxsize=None)
+def get_pool(variant: str = "default") -> tuple[PoolEntry, ...]:
+    """:func:`build_pool`, built once per tool variant."""
+    return tuple(build_pool(variant))

@@ -1,0 +1,531 @@
+"""The ladder: named configurations that take the embedded 135M model from failing to working.
+
+Issue 15 asks *what makes a small model a working agent*, with numbers. Each rung is a
+:class:`Config` of the same text-protocol loop (:func:`react_lab.evals.run_task`: the
+real loop, tools and guards) on the same embedded model; only one thing changes per rung:
+
+=======================  =====================================================================
+``baseline``             today's prompt: one fixed exemplar, default tools, free decoding
+``grammar_action``       rung 1: the Action line constrained by a grammar built from the tool
+                         schemas (:mod:`react_lab.text_grammar`), the thought left free
+``grammar_grounded``     rung 1b: as rung 1, and id arguments only ids written in the
+                         question or an observation
+``tax_short``/``tax_none``  rung 1's controls: the *thought* constrained too (a fixed template,
+                         or empty): does constraining the reasoning cost accuracy?
+``pool_k1``..``pool_k3`` rung 3: 1-3 exemplars chosen per question from the dev pool
+                         (:mod:`react_lab.exemplars`), default decoding
+``gpool_k1``             rungs 1b + 3: the base the tool-design rungs change
+``t_<variant>``          rung 2: ``gpool_k1`` with one tool-design change
+                         (:mod:`react_lab.tool_designs`)
+``best``                 rung 4: the best combination on the DEV half (``t_oldest_first``'s)
+=======================  =====================================================================
+
+Tune on ``split="dev"``; every figure the lab reports as a result comes from
+``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
+budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.results`),
+:func:`load_results` reads the shipped ones back as rows for notebook 09, and
+``react-lab eval --config NAME`` is the command line (:func:`cli_ladder`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from . import text_grammar
+from .cost import count_tokens
+from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, run_task
+from .exemplars import get_pool, select
+from .guards import MORE, Guards
+from .models import Completion, LocalModel, check_count
+from .protocol import EXEMPLARS, build_prompt
+from .stats import Rate, pass_at_k, pass_hat_k, success_rate
+from .tasks import Task, load_tasks, score
+from .tool_designs import get_tools
+from .tools import Tool
+
+#: Bump when a change here changes what a run does; saved results then read as stale.
+CODE_VERSION = 1
+
+
+def default_log_dir() -> Path:
+    """Return where :func:`run_ladder` keeps its resumable run logs (one JSON line per task and trial):
+    ``$REACT_LAB_CACHE/ladder``, default ``~/.cache/react_lab/ladder`` (outside the repository)."""
+    from .evals import default_cache_dir
+
+    return default_cache_dir().parent / "ladder"
+
+
+# --------------------------------------------------------------------------- configurations
+
+@dataclass(frozen=True)
+class Config:
+    """One rung: how the prompt is built and how the model decodes, over the same loop.
+
+    ``grammar``: None (free decoding) or a :data:`react_lab.text_grammar.THOUGHT_MODES`
+    mode; ``grounded``: id arguments only from the question and observations;
+    ``tools``: a :func:`react_lab.tool_designs.get_tools` spec; ``exemplars``:
+    ``"default"`` (the prompt's one fixed exemplar) or ``"pool"`` (``k`` chosen per
+    question); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
+    """
+
+    name: str
+    about: str
+    grammar: str | None = None
+    grounded: bool = False
+    tools: str = "default"
+    exemplars: str = "default"
+    k: int = 1
+    max_steps: int = EVAL_MAX_STEPS
+    max_tokens: int = EVAL_MAX_TOKENS
+    distractors: int = 0
+
+    def with_(self, name: str, about: str, **changes) -> "Config":
+        """A copy named ``name`` with ``changes`` (one rung built on another)."""
+        return dataclasses.replace(self, name=name, about=about, **changes)
+
+
+_BASELINE = Config("baseline", "today's prompt: one fixed exemplar, default tools, free decoding")
+_GPOOL = Config("gpool_k1", "grammar on the Action line, grounded ids, 1 pool exemplar per question",
+                grammar="free", grounded=True, exemplars="pool", k=1)
+
+#: The named configurations, in ladder order.
+CONFIGS: dict[str, Config] = {c.name: c for c in [
+    _BASELINE,
+    _BASELINE.with_("grammar_action", "rung 1: Action line constrained by the tool schemas, thought free",
+                    grammar="free"),
+    _BASELINE.with_("grammar_grounded", "rung 1b: rung 1 + id arguments only ids seen in the question "
+                    "or an observation", grammar="free", grounded=True),
+    _BASELINE.with_("tax_short", "format-tax control: rung 1b with the thought a fixed template",
+                    grammar="short", grounded=True),
+    _BASELINE.with_("tax_none", "format-tax control: rung 1b with no thought at all",
+                    grammar="none", grounded=True),
+    *[_BASELINE.with_(f"pool_k{k}", f"rung 3: {k} exemplar(s) chosen per question from the dev pool",
+                      exemplars="pool", k=k) for k in (1, 2, 3)],
+    _GPOOL,
+    *[_GPOOL.with_(f"t_{v}", f"rung 2: gpool_k1 + tool design '{v}'", tools=v)
+      for v in ("desc", "slim", "dedupe", "dollars", "sums", "statuses", "since_optional",
+                "search1", "oldest_first", "counted")],
+    _GPOOL.with_("best", "rung 4: the best combination on the dev half (gpool_k1 + oldest_first)",
+                 tools="oldest_first"),
+    *[_GPOOL.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
+                   tools="oldest_first", distractors=n - 6) for n in (12, 24)],
+]}
+
+
+def get_config(name: str) -> Config:
+    """Return the named configuration; ``ValueError`` lists the names for an unknown one."""
+    if name not in CONFIGS:
+        raise ValueError(f"unknown config {name!r}; known: {', '.join(CONFIGS)} "
+                         "(react-lab eval --list-configs)")
+    return CONFIGS[name]
+
+
+@functools.lru_cache(maxsize=None)
+def tools_for(cfg: Config) -> dict[str, Tool]:
+    """The config's tool set: its design variant, plus ``cfg.distractors`` distractor tools."""
+    tools = get_tools(cfg.tools)
+    if cfg.distractors:
+        from .tool_designs import with_distractors
+
+        tools = with_distractors(tools, cfg.distractors)
+    return tools
+
+
+def exemplars_for(cfg: Config, task: Task) -> list:
+    """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
+    if cfg.exemplars == "default":
+        return list(EXEMPLARS[:1])
+    if cfg.exemplars == "pool":
+        return select(list(get_pool(cfg.tools)), task, k=cfg.k)
+    raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default or pool")
+
+
+def first_prompt(cfg: Config, task: Task) -> str:
+    """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
+    guards = Guards()
+    return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),
+                        notes=guards.notes(), mark=guards.mark)
+
+
+# --------------------------------------------------------------------------- the model
+
+_COMPILED: dict[str, object] = {}
+
+
+def compiled(grammar: str):
+    """Compile a GBNF grammar with ``llama_cpp.LlamaGrammar`` (once per text)."""
+    if grammar not in _COMPILED:
+        from llama_cpp import LlamaGrammar
+
+        _COMPILED[grammar] = LlamaGrammar.from_string(grammar, verbose=False)
+    return _COMPILED[grammar]
+
+
+class GrammarModel:
+    """The embedded model decoding under a grammar chosen per prompt; shares ``base``'s weights.
+
+    ``complete`` is :meth:`react_lab.models.LocalModel.complete` plus llama.cpp's
+    ``grammar=``: the loop's best-effort step (a prompt ending in ``Answer:``) gets an
+    answer-only grammar, every other step the protocol grammar of ``tools``
+    (:func:`react_lab.text_grammar.protocol_grammar`); ``thought=None`` decodes freely.
+    ``temperature`` and ``seed`` apply to every completion.
+    """
+
+    def __init__(self, base: LocalModel, tools: dict[str, Tool], *, thought: str | None = None,
+                 grounded: bool = False, temperature: float = 0.0, seed: int = 0):
+        self.base, self.tools, self.thought, self.grounded = base, tools, thought, grounded
+        self.temperature, self.seed = temperature, seed
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    def grammar_for(self, prompt: str) -> str | None:
+        """The GBNF grammar of the next completion of ``prompt`` (None: free decoding)."""
+        if self.thought is None:
+            return None
+        if prompt.rstrip().endswith("Answer:"):
+            return text_grammar.answer_only_grammar()
+        tools = list(self.tools.values())
+        last = prompt[prompt.rfind("Observation:"):] if "Observation:" in prompt else ""
+        if f"call {MORE}[" in last:               # a truncated observation waits: allow more[page]
+            tools.append(_more_tool())
+        context = text_grammar.grounding_context(prompt) if self.grounded else None
+        return text_grammar.protocol_grammar(tools, thought=self.thought, context=context)
+
+    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
+                 max_tokens: int = EVAL_MAX_TOKENS) -> Completion:
+        """Continue ``prompt`` under its grammar; ValueError for a bad ``max_tokens``."""
+        check_count("max_tokens", max_tokens)
+        grammar = self.grammar_for(prompt)
+        options = {"grammar": compiled(grammar)} if grammar else {}
+        return self.base.generate(self.base.render(prompt), max_tokens=max_tokens,
+                                  temperature=self.temperature, stop=list(stop) if stop else None,
+                                  seed=self.seed, **options)
+
+
+def _more_tool() -> Tool:
+    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar (never called from here)."""
+    schema = {"type": "object", "properties": {"page": {"type": "string", "pattern": "^p[0-9]+$"}},
+              "required": ["page"], "additionalProperties": False}
+    return Tool(MORE, lambda page: None, "Read the rest of a truncated observation.", schema)
+
+
+@functools.lru_cache(maxsize=1)
+def base_model() -> LocalModel:
+    """The embedded model, loaded once per process (``REACT_LAB_THREADS`` threads)."""
+    return LocalModel()
+
+
+# --------------------------------------------------------------------------- one run
+
+def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, temperature: float = 0.0,
+            seed: int = 0, trial: int = 0, timeout: float = 120.0) -> dict:
+    """Run ``task`` once under ``cfg``; return its record (JSON-ready).
+
+    ``model`` defaults to :func:`base_model`. The record holds ``task_id``, ``category``,
+    ``trial``, ``seed``, ``correct``, ``answer``, ``gold``, ``stopped_by``, ``n_steps``,
+    ``prefix_tokens`` (the first prompt in cl100k tokens, notebook 05's unit),
+    ``exemplar_tokens`` and ``exemplar_ids``, ``prompt_tokens``/``completion_tokens``
+    (the model's own tokens, summed over steps: the prompt is re-sent each step),
+    ``seconds`` (wall clock) and a short ``steps`` list (tool, args, error, answer).
+    """
+    tools = tools_for(cfg)
+    exemplars = exemplars_for(cfg, task)
+    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
+                          temperature=temperature, seed=seed)
+    t0 = time.perf_counter()
+    result = run_task(task, runner, tools, protocol="text", max_steps=cfg.max_steps,
+                      max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars)
+    seconds = time.perf_counter() - t0
+    steps = result.steps
+    return {
+        "config": cfg.name, "task_id": task.id, "category": task.category, "trial": trial,
+        "seed": seed, "temperature": temperature, "correct": score(result.answer, task),
+        "answer": result.answer, "gold": task.gold, "stopped_by": result.stopped_by,
+        "n_steps": len(steps),
+        "prefix_tokens": count_tokens(first_prompt(cfg, task)),
+        "exemplar_tokens": sum(count_tokens(e.render()) for e in exemplars),
+        "exemplar_ids": [getattr(e, "source", "default") for e in exemplars],
+        "prompt_tokens": sum(s.prompt_tokens for s in steps),
+        "completion_tokens": sum(s.completion_tokens for s in steps),
+        "seconds": round(seconds, 2),
+        "steps": [{"tool": (s.action or {}).get("tool"), "args": (s.action or {}).get("args"),
+                   "error": (s.error or "")[:200] or None, "guard": s.guard,
+                   "answer": s.answer, "thought": (s.thought or "")[:200]} for s in steps],
+    }
+
+
+def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
+    """Raise ``RuntimeError`` if any prompt of ``tasks`` under ``cfg`` shows a test task as an exemplar."""
+    from .exemplars import task_split
+
+    for task in tasks:
+        for ex in exemplars_for(cfg, task):
+            source = getattr(ex, "source", None)
+            if source and task_split(source) != "dev":
+                raise RuntimeError(f"exemplar from {source} (not a dev task) in the prompt of {task.id}")
+
+
+# --------------------------------------------------------------------------- many runs
+
+def choose_tasks(split: str, *, per_category: int | None = None, n: int | None = None) -> list[Task]:
+    """The tasks of ``split`` in file order: the first ``per_category`` of each category, then the first ``n``.
+
+    ``per_category=4`` on either half gives 52 tasks (13 categories x 4): the fixed
+    subset the shipped results use when the whole half does not fit the time budget.
+    """
+    tasks = load_tasks(split=split)
+    if per_category is not None:
+        check_count("per_category", per_category)
+        seen: dict[str, int] = {}
+        chosen = []
+        for t in tasks:
+            if seen.get(t.category, 0) < per_category:
+                chosen.append(t)
+                seen[t.category] = seen.get(t.category, 0) + 1
+        tasks = chosen
+    return tasks[:n] if n else tasks
+
+
+def _log_path(cfg: Config, split: str, temperature: float, seed: int, log_dir) -> Path:
+    return Path(log_dir or default_log_dir()) / f"{cfg.name}-{split}-T{temperature:g}-s{seed}.jsonl"
+
+
+def read_log(path: Path) -> dict[tuple[str, int], dict]:
+    """The records of a run log by ``(task_id, trial)``; a torn last line is skipped."""
+    records = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            records[(r["task_id"], r["trial"])] = r
+    return records
+
+
+def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 1,
+               temperature: float = 0.0, seed: int = 0, budget: float | None = None,
+               log_dir: str | Path | None = None, model=None,
+               progress=print) -> tuple[list[dict], bool]:
+    """Run every task ``trials`` times under ``cfg``; return (records in task order, complete?).
+
+    Trial ``i`` samples with seed ``seed + i`` at ``temperature`` (0: greedy, so more
+    than one trial only makes sense above 0). Records go to a run log as they come
+    (:func:`default_log_dir`), so an interrupted run resumes where it stopped; no new
+    run starts once ``budget`` seconds have passed. Raises ``RuntimeError`` before
+    running anything if a prompt would show a non-dev exemplar (:func:`check_no_leak`).
+    ``model`` defaults to :func:`base_model`; ``progress`` prints a line per run (None: silent).
+    """
+    check_count("trials", trials)
+    check_no_leak(cfg, tasks)
+    path = _log_path(cfg, split, temperature, seed, log_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = read_log(path)
+    t0 = time.perf_counter()
+    for trial in range(trials):
+        for task in tasks:
+            if (task.id, trial) in done:
+                continue
+            if budget is not None and time.perf_counter() - t0 > budget:
+                break
+            rec = run_one(cfg, task, model=model, temperature=temperature, seed=seed + trial,
+                          trial=trial)
+            with path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            done[(task.id, trial)] = rec
+            if progress:
+                progress(f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "
+                         f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
+                         f"answer={str(rec['answer'])[:50]!r}")
+    records = [done[(t.id, i)] for i in range(trials) for t in tasks if (t.id, i) in done]
+    return records, len(records) == trials * len(tasks)
+
+
+# --------------------------------------------------------------------------- summaries
+
+def summarize(records: Sequence[dict]) -> dict:
+    """Summarize the records of one config: success (trial 0) with its Wilson 95% interval,
+    mean steps, tokens per task, seconds, and pass@k / pass^k for k = 1..trials.
+
+    Returns ``{"n", "trials", "successes", "success_rate", "ci95": [low, high],
+    "mean_steps", "prefix_tokens", "prompt_tokens", "completion_tokens", "seconds",
+    "pass_at_k": [...], "pass_hat_k": [...], "by_category": {category: [ok, n]}}``
+    (token and second figures are means per task run).
+    """
+    first = [r for r in records if r["trial"] == 0]
+    n = len(first)
+    rate = success_rate(sum(r["correct"] for r in first), n)
+    by_task: dict[str, list[bool]] = {}
+    for r in records:
+        by_task.setdefault(r["task_id"], []).append(bool(r["correct"]))
+    trials = min((len(v) for v in by_task.values()), default=0)
+    outcomes = [v[:trials] for v in by_task.values()]
+    by_cat: dict[str, list[int]] = {}
+    for r in first:
+        cell = by_cat.setdefault(r["category"], [0, 0])
+        cell[0] += bool(r["correct"])
+        cell[1] += 1
+
+    def mean(key):
+        return round(sum(r[key] for r in records) / len(records), 2) if records else 0.0
+    return {"n": n, "trials": trials, "successes": rate.successes, "success_rate": rate.rate,
+            "ci95": [rate.low, rate.high], "mean_steps": mean("n_steps"),
+            "prefix_tokens": mean("prefix_tokens"), "exemplar_tokens": mean("exemplar_tokens"),
+            "prompt_tokens": mean("prompt_tokens"), "completion_tokens": mean("completion_tokens"),
+            "seconds": mean("seconds"),
+            "pass_at_k": [pass_at_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+            "pass_hat_k": [pass_hat_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+            "by_category": dict(sorted(by_cat.items()))}
+
+
+def format_summary(name: str, s: dict) -> str:
+    """One line per config: success with its interval, steps, tokens, seconds; pass^k / pass@k if k > 1."""
+    line = (f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
+            f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
+            f"prompt tokens/task {s['prompt_tokens']:.0f} (first prompt {s['prefix_tokens']:.0f} "
+            f"cl100k)  {s['seconds']:.1f} s/task")
+    if s["trials"] > 1:
+        line += ("\n" + " " * 19 + "pass^k " + " ".join(f"{v:.2f}" for v in s["pass_hat_k"])
+                 + "   pass@k " + " ".join(f"{v:.2f}" for v in s["pass_at_k"])
+                 + f"   (k = 1..{s['trials']})")
+    return line
+
+
+# --------------------------------------------------------------------------- results files
+
+def ladder_inputs(config: dict):
+    """The fingerprint inputs of a ladder results file (:data:`react_lab.results.EXPERIMENTS`).
+
+    ``config`` is the saved run's settings (``config``, ``split``, ``task_ids``, ...). The
+    prompt part is every first prompt of the run (instructions, tool descriptions,
+    exemplars) plus the grammar settings and the tools' schemas, so a change to any of
+    them makes the file stale.
+    """
+    from .results import Inputs
+
+    cfg = get_config(config["config"])
+    tasks = {t.id: t for t in load_tasks(split="all")}
+    chosen = [tasks[i] for i in config["task_ids"]]
+    tools = tools_for(cfg)
+    prompt = {"first_prompts": [first_prompt(cfg, t) for t in chosen],
+              "config": dataclasses.asdict(cfg),
+              "schemas": [t.openai_schema() for t in tools.values()]}
+    return Inputs(model="local", prompt=prompt,
+                  tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
+
+
+def results_config(cfg: Config, split: str, tasks: Sequence[Task], trials: int, temperature: float,
+                   seed: int, subset: str) -> dict:
+    """The ``config`` a ladder results file is saved (and fingerprinted) with."""
+    return {"config": cfg.name, "split": split, "subset": subset, "trials": trials,
+            "temperature": temperature, "seed": seed, "task_ids": [t.id for t in tasks],
+            "max_steps": cfg.max_steps, "max_tokens": cfg.max_tokens}
+
+
+def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
+         directory: str | Path | None = None) -> Path:
+    """Save a finished run as the fingerprinted results file ``name``; return its path."""
+    from . import results
+
+    data = {"summary": summarize(records), "records": list(records)}
+    seconds = sum(r["seconds"] for r in records)
+    return results.save(name, data, experiment="ladder", config=settings, command=command,
+                        seconds=seconds, directory=directory)
+
+
+def load_results(names: Iterable[str] | None = None, *, directory: str | Path | None = None) -> list[dict]:
+    """Load the shipped ladder results as rows, one per results file; stale files raise.
+
+    Each row: ``name``, ``config``, ``split``, ``subset``, ``trials``, ``temperature``,
+    ``seed``, ``rate`` (a :class:`react_lab.stats.Rate`: successes of n with its 95%
+    Wilson interval, trial 0), ``mean_steps``, ``prompt_tokens`` / ``prefix_tokens`` /
+    ``exemplar_tokens`` (means per task run; the model's tokens, and the first prompt in
+    cl100k), ``seconds``, ``pass_hat_k`` / ``pass_at_k`` (k = 1..trials), ``by_category``,
+    ``outcomes`` ({task_id: [correct per trial]}), ``records`` and ``describe`` (where
+    the file came from). ``names`` defaults to every saved ladder file. Raises
+    :class:`react_lab.results.StaleResults` for a file the code no longer matches.
+    """
+    from . import results
+
+    if names is None:
+        names = [n for n in results.saved(directory) if n.startswith("ladder-")]
+    rows = []
+    for name in names:
+        res = results.load(name, directory)
+        s, c = res.data["summary"], res.config
+        outcomes: dict[str, list[bool]] = {}
+        for r in res.data["records"]:
+            outcomes.setdefault(r["task_id"], []).append(bool(r["correct"]))
+        rows.append({"name": res.name, "config": c["config"], "split": c["split"],
+                     "subset": c.get("subset"), "trials": c["trials"],
+                     "temperature": c["temperature"], "seed": c["seed"],
+                     "rate": Rate(s["successes"], s["n"], *s["ci95"]),
+                     **{k: s[k] for k in ("mean_steps", "prompt_tokens", "prefix_tokens",
+                                          "exemplar_tokens", "completion_tokens", "seconds",
+                                          "pass_hat_k", "pass_at_k", "by_category")},
+                     "outcomes": outcomes, "records": res.data["records"],
+                     "describe": res.describe()})
+    return rows
+
+
+# --------------------------------------------------------------------------- the CLI
+
+def list_configs() -> str:
+    """The ``--list-configs`` text: one line per config, name and what it changes."""
+    return "\n".join(f"{c.name:<20} {c.about}" for c in CONFIGS.values())
+
+
+def cli_ladder(args) -> int:
+    """``react-lab eval --config NAME``: run one rung over a split; print its summary.
+
+    ``args``: ``config``, ``split`` (dev|test|all), ``per_category`` / ``n`` (a fixed
+    subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
+    runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
+    run is done, 3 when the budget stopped it first (run the same command again to
+    resume), 2 for bad arguments.
+    """
+    if getattr(args, "list_configs", False):
+        print(list_configs())
+        return 0
+    cfg = get_config(args.config)
+    split = args.split or "dev"
+    if split == "original":
+        split = "all"
+    tasks = choose_tasks(split, per_category=args.per_category, n=args.n)
+    if args.trials > 1 and args.temperature == 0:
+        print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
+              "give a temperature such as 0.7", file=sys.stderr)
+        return 2
+    quiet = args.json
+    records, complete = run_ladder(cfg, tasks, split=split, trials=args.trials,
+                                   temperature=args.temperature, seed=args.seed,
+                                   budget=args.budget, progress=None if quiet else print)
+    summary = summarize(records)
+    subset = (f"first {args.per_category} per category" if args.per_category else "all") + \
+             (f", first {args.n}" if args.n else "")
+    out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
+    if complete and args.save_results:
+        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset)
+        command = " ".join(["react-lab eval", f"--config {cfg.name}", f"--split {split}",
+                            *([f"--per-category {args.per_category}"] if args.per_category else []),
+                            *([f"--n {args.n}"] if args.n else []),
+                            f"--trials {args.trials}", f"--temperature {args.temperature:g}",
+                            f"--seed {args.seed}", f"--save-results {args.save_results}"])
+        out["saved"] = str(save(args.save_results, records, settings, command=command))
+    if quiet:
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_summary(cfg.name, summary))
+        print(f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
+              + ("" if complete else "; the budget ran out: run the same command again to resume"))
+        if out.get("saved"):
+            print(f"saved: {out['saved']}")
+    return 0 if complete else 3

@@ -1,0 +1,264 @@
+"""The ladder's pieces: the text-protocol grammar, the dev exemplar pool, tool designs, the runner."""
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from react_lab import ladder, text_grammar as tg
+from react_lab.cli import main as cli_main
+from react_lab.exemplars import build_pool, get_pool, select, shape_tokens, task_split
+from react_lab.models import Completion
+from react_lab.tasks import load_tasks
+from react_lab.tool_designs import DISTRACTORS, VARIANTS, get_tools, with_distractors
+from react_lab.tools import call_tool, default_tools
+
+TEST = load_tasks(split="test")
+DEV = load_tasks(split="dev")
+
+
+# --------------------------------------------------------------------------- the grammar
+
+def test_id_patterns_become_gbnf():
+    assert tg.regex_to_gbnf(r"^INV-[0-9]{4}$") == '"INV-" [0-9]{4}'
+    assert tg.regex_to_gbnf(r"^ch_[A-Za-z0-9]+$") == '"ch_" [A-Za-z0-9]+'
+    assert tg.regex_to_gbnf(r"^\d{4}-\d{2}$") == '[0-9]{4} "-" [0-9]{2}'
+    with pytest.raises(ValueError, match="supported"):
+        tg.regex_to_gbnf(r"^(a|b)$")
+
+
+def test_schema_rules_follow_the_tool_schemas(tools):
+    props = tools["list_invoices"].parameters["properties"]
+    assert tg.schema_rule(props["customer_id"]) == '"cus_" [0-9]{4}'
+    assert tg.schema_rule(props["since"]) == tg.ISO_DATE
+    # a free-text argument (search's query) is one line without a closing bracket
+    assert tg.schema_rule(tools["search"].parameters["properties"]["query"]) == r"[^\]\n]{1,120}"
+
+
+def test_grounded_ids_come_only_from_the_context(tools):
+    prop = tools["find_invoice"].parameters["properties"]["invoice_id"]
+    assert tg.grounded_values(prop, "Was INV-2041 paid? INV-99 INV-2041 cus_8812") == ["INV-2041"]
+    assert tg.schema_rule(prop, context="no ids here") is None
+    assert tg.grounded_values(tools["search"].parameters["properties"]["query"], "x") is None
+
+
+def test_protocol_grammar_names_every_tool_and_grounds_calls(tools):
+    free = tg.protocol_grammar(tools.values())
+    for name in tools:
+        assert f'"{name}["' in free
+    assert free.startswith("root ::= ") and '"Answer: " ans' in free
+    grounded = tg.protocol_grammar(tools.values(), context="Question: When was cus_8812 last billed?")
+    assert '"cus_8812"' in grounded
+    assert "find_invoice[" not in grounded and "get_charge[" not in grounded  # no such ids yet
+    assert '" I " ("call "' in tg.protocol_grammar(tools.values(), thought="short")
+    with pytest.raises(ValueError, match="thought mode"):
+        tg.protocol_grammar(tools.values(), thought="json")
+
+
+def test_grounding_context_skips_exemplars_thoughts_and_errors():
+    prompt = ("Example:\nQuestion: old INV-1111\nObservation: INV-2222\n\n"
+              "Question: Was INV-2041 paid?\nThought: maybe INV-3333\nAction: x\n"
+              "Observation: Error: INV-4444 not found\nThought: y\n"
+              "Observation: {\"charge_ids\": [\"ch_1KZq8f\"]}\nThought:")
+    context = tg.grounding_context(prompt)
+    assert "INV-2041" in context and "ch_1KZq8f" in context
+    assert not {"INV-1111", "INV-2222", "INV-3333", "INV-4444"} & set(re.findall(r"INV-\d+", context))
+
+
+def test_the_grammar_model_picks_the_answer_only_grammar_for_best_effort(tools):
+    model = ladder.GrammarModel(None, tools, thought="free", grounded=True)
+    assert model.grammar_for("...\nAnswer:") == tg.answer_only_grammar()
+    assert ladder.GrammarModel(None, tools).grammar_for("Question: x\nThought:") is None
+    waiting = "Question: q\nObservation: [...] to read on, call more[p1]]\nThought:"
+    assert '"more["' in model.grammar_for(waiting)
+
+
+# --------------------------------------------------------------------------- the exemplar pool
+
+def test_pool_holds_dev_tasks_only_with_real_observations():
+    pool = build_pool()
+    assert {e.task_id for e in pool} == {t.id for t in DEV}
+    assert all(task_split(e.task_id) == "dev" for e in pool)
+    tools = default_tools()
+    entry = next(e for e in pool if e.exemplar.steps)
+    for _, action, observation in entry.exemplar.steps:
+        tool, _, args = action.partition("[")
+        assert call_tool(tools, tool, [a.strip() for a in args.rstrip("]").split(", ")]).text == observation
+
+
+def test_selection_never_shows_the_task_or_its_ids_and_never_a_test_task():
+    for variant in ("default", "oldest_first"):
+        pool = list(get_pool(variant))
+        for task in TEST + DEV[:30]:
+            chosen = select(pool, task, k=3)
+            assert len(chosen) == 3
+            assert all(task_split(e.source) == "dev" and e.source != task.id for e in chosen)
+            asked = set(re.findall(r"\b(?:cus_\d{4}|INV-\d{4}|ch_\w{6})\b", task.question))
+            assert not any(i in e.render() for e in chosen for i in asked)
+    with pytest.raises(ValueError):
+        select(pool, TEST[0], k=-1)
+
+
+def test_the_nearest_exemplar_shares_the_question_template():
+    pool = list(get_pool())
+    same = sum(select(pool, t, k=1)[0].source.split("-")[0] == t.category for t in TEST)
+    assert same / len(TEST) > 0.8
+    assert shape_tokens("Was INV-2041 paid on 2026?") == {"was", "inv_#", "paid", "on", "#"}
+
+
+def test_pool_refuses_a_test_task():
+    from react_lab.exemplars import pool_exemplar
+
+    with pytest.raises(ValueError, match="not a dev task"):
+        pool_exemplar(TEST[0], default_tools())
+
+
+# --------------------------------------------------------------------------- tool designs
+
+def test_tool_variants_keep_the_database_values():
+    base = default_tools()
+    rows = call_tool(base, "list_invoices", ["cus_4417", "2026-01-01"]).value
+    assert call_tool(get_tools("oldest_first"), "list_invoices", ["cus_4417", "2026-01-01"]).value == rows[::-1]
+    counted = call_tool(get_tools("counted"), "list_invoices", ["cus_4417", "2026-01-01"]).value
+    assert counted["invoice_count"] == len({r["invoice_id"] for r in rows})
+    charge = call_tool(get_tools("dollars"), "get_charge", ["ch_1KZq8f"]).value
+    assert charge["amount_dollars"] * 100 == charge["amount_cents"] == call_tool(
+        base, "get_charge", ["ch_1KZq8f"]).value["amount"]
+    paid = call_tool(get_tools("sums"), "get_payments", ["INV-2041"]).value
+    assert paid["paid_in_full"] is True and paid["total_paid"] == paid["invoice_total"]
+    statuses = call_tool(get_tools("statuses"), "find_invoice", ["INV-2041"]).value
+    assert statuses["charges"] == [{"charge_id": "ch_1KZq8f", "status": "succeeded"}]
+    # a wrapped tool still checks its arguments before running
+    assert call_tool(get_tools("slim"), "find_invoice", ["INV-2041", "x"]).error
+    assert set(get_tools("dedupe+dollars")) == set(base)
+    with pytest.raises(ValueError, match="unknown tool variant"):
+        get_tools("nope")
+    assert len(VARIANTS) == 10
+
+
+def test_distractors_are_extra_tools_that_answer_from_their_table():
+    tools = with_distractors(default_tools(), 18)
+    assert len(tools) == 24 == 6 + len(DISTRACTORS)
+    assert call_tool(tools, "get_plan", ["Team"]).value == {"plan": "Team", "value": 129.0}
+    assert call_tool(tools, "get_plan", ["Platinum"]).value["value"] is None
+    with pytest.raises(ValueError):
+        with_distractors(default_tools(), 19)
+
+
+# --------------------------------------------------------------------------- configs and runner
+
+def test_the_named_rungs_exist_and_change_one_thing():
+    for name in ("baseline", "grammar_action", "grammar_grounded", "pool_k1", "best", "tax_short"):
+        assert name in ladder.CONFIGS
+    best, gpool = ladder.get_config("best"), ladder.get_config("gpool_k1")
+    assert (best.grammar, best.grounded, best.exemplars, best.k) == (gpool.grammar, gpool.grounded, "pool", 1)
+    assert ladder.get_config("t_dollars").tools == "dollars"
+    with pytest.raises(ValueError, match="unknown config"):
+        ladder.get_config("nope")
+
+
+def test_choose_tasks_gives_a_fixed_stratified_subset():
+    tasks = ladder.choose_tasks("test", per_category=4)
+    assert len(tasks) == 52 and all(t in TEST for t in tasks)
+    assert set(Counter(t.category for t in tasks).values()) == {4}
+    assert ladder.choose_tasks("test", per_category=4) == tasks
+
+
+def test_no_test_task_is_an_exemplar_in_any_test_prompt():
+    for name in ("baseline", "pool_k3", "best"):
+        cfg = ladder.get_config(name)
+        ladder.check_no_leak(cfg, TEST)
+        for task in TEST[:20]:
+            prompt = ladder.first_prompt(cfg, task)
+            others = [t for t in TEST if t.id != task.id and t.question in prompt]
+            assert others == []
+
+
+class ScriptedBase:
+    """A stand-in for LocalModel: answers every prompt with the oracle's next step."""
+
+    name = "scripted"
+
+    def __init__(self, task):
+        self.task, self.calls = task, []
+
+    def render(self, prompt):
+        return prompt
+
+    def generate(self, text, **options):
+        self.calls.append(options)
+        live = text[text.rfind("\nQuestion: "):]
+        done = live.count("\nObservation: ")
+        if done < len(self.task.oracle):
+            tool, args = self.task.oracle[done]
+            reply = f" I call {tool}.\nAction: {tool}[{', '.join(args)}]"
+        else:
+            reply = f" I know it.\nAnswer: {self.task.gold}"
+        return Completion(text=reply, finish_reason="stop", prompt_tokens=len(text) // 4,
+                          completion_tokens=10, seconds=0.01)
+
+
+def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
+    monkeypatch.setitem(ladder._COMPILED, "x", None)
+    monkeypatch.setattr(ladder, "compiled", lambda grammar: grammar)  # no llama.cpp needed
+    tasks = ladder.choose_tasks("test", per_category=1)[:3]
+    cfg = ladder.get_config("best")
+    base = ScriptedBase(tasks[0])
+    records, complete = ladder.run_ladder(cfg, tasks[:1], split="test", trials=2, temperature=0.7,
+                                          log_dir=tmp_path, model=base, progress=None)
+    assert complete and [r["trial"] for r in records] == [0, 1]
+    assert all(r["correct"] for r in records)
+    assert [c["seed"] for c in base.calls[:1]] == [0] and base.calls[-1]["seed"] == 1
+    assert all("grammar" in c and c["temperature"] == 0.7 for c in base.calls)
+    again, complete = ladder.run_ladder(cfg, tasks[:1], split="test", trials=2, temperature=0.7,
+                                        log_dir=tmp_path, model=None, progress=None)  # all cached
+    assert complete and again == records
+    s = ladder.summarize(records)
+    assert (s["n"], s["trials"], s["successes"]) == (1, 2, 1)
+    assert s["pass_hat_k"] == [1.0, 1.0] and s["pass_at_k"] == [1.0, 1.0]
+    assert 0 < s["ci95"][0] < s["ci95"][1] == 1.0
+    assert "pass^k 1.00 1.00" in ladder.format_summary("best", s)
+    # the budget stops before a run starts; the next call resumes
+    _, complete = ladder.run_ladder(cfg, tasks, split="test", budget=-1, log_dir=tmp_path / "b",
+                                    model=base, progress=None)
+    assert not complete
+
+
+def test_summary_separates_reliability_from_capability():
+    recs = [{"task_id": t, "trial": i, "correct": ok, "category": "c", "n_steps": 2,
+             "prefix_tokens": 1, "exemplar_tokens": 0, "prompt_tokens": 10, "completion_tokens": 1,
+             "seconds": 1.0}
+            for t, outcomes in {"a": [1, 1, 1, 1], "b": [1, 0, 1, 0], "c": [0, 0, 0, 0]}.items()
+            for i, ok in enumerate(outcomes)]
+    s = ladder.summarize(recs)
+    assert s["pass_at_k"][3] == pytest.approx(2 / 3) and s["pass_hat_k"][3] == pytest.approx(1 / 3)
+    assert s["pass_hat_k"][0] == s["pass_at_k"][0] == pytest.approx(s["success_rate"] * 0 + 6 / 12)
+    assert s["by_category"] == {"c": [2, 3]}
+
+
+def test_cli_lists_configs_and_refuses_unknown_ones(capsys):
+    assert cli_main(["eval", "--list-configs"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline" in out and "best" in out
+    assert cli_main(["eval", "--config", "nope"]) == 2
+    assert "unknown config" in capsys.readouterr().err
+    assert cli_main(["eval", "--config", "best", "--trials", "2"]) == 2   # greedy repeats
+
+
+@pytest.mark.model
+def test_best_rung_runs_the_embedded_model_under_its_grammar():
+    from react_lab.grammar import grammar_check
+
+    tools = ladder.tools_for(ladder.get_config("best"))
+    grammar = tg.protocol_grammar(tools.values(), context="Question: Was INV-2041 paid?")
+    assert grammar_check(grammar, " I look it up.\nAction: find_invoice[INV-2041]").accepted
+    assert not grammar_check(grammar, " I look it up.\nAction: find_invoice[INV-2042]").accepted
+    task = next(t for t in DEV if t.category == "invoice_total")
+    rec = ladder.run_one(ladder.get_config("best"), task)
+    assert rec["n_steps"] >= 1 and rec["prompt_tokens"] > rec["prefix_tokens"] > 0
+    first = rec["steps"][0]
+    # grounded: the first call can only name an id the question wrote
+    assert first["tool"] is None or first["tool"] in tools
+    if first["tool"] == "find_invoice":
+        assert first["args"][0] in task.question
+    json.dumps(rec)
