@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .grammar import check_grammar, reply_grammar
-from .models import (MAX_TOKENS, endpoint_error, endpoint_settings, local_model, model_spec,
-                     openai_client)
+from .endpoints import endpoint_error, endpoint_settings, openai_client
+from .grammar import reply_grammar
+from .models import MAX_TOKENS, local_model, model_spec
 from .schema import decode_arguments
 
 # --------------------------------------------------------------------------- replies
@@ -105,25 +105,22 @@ class LocalChatModel:
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
         """Generate one reply that follows :func:`react_lab.grammar.reply_schema`; see :class:`ChatReply`.
 
-        A reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
-        and ``finish_reason="length"``. Raises ValueError if the grammar cannot be built.
+        Greedy decoding under the reply grammar (:meth:`react_lab.models.LocalModel.decode`:
+        the grammar is parsed once per tool set and checks one token per step; the
+        tokens equal ``create_completion(grammar=..., temperature=0)``'s). A reply cut off
+        by ``max_tokens`` is not valid JSON: it comes back with no calls and
+        ``finish_reason="length"``. Raises ValueError if the grammar cannot be built.
         """
-        from llama_cpp import LlamaGrammar  # heavy, optional: loads llama.cpp
-
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
         if key not in self._grammars:
-            grammar = reply_grammar(tools, max_calls=self.max_calls, tool_choice=tool_choice)
-            check_grammar(grammar, self.inner.llm)
-            self._grammars[key] = grammar
-        grammar = LlamaGrammar.from_string(self._grammars[key])
-        out = self.inner.generate(self.render(messages, tools), grammar=grammar, temperature=0.0,
-                                  max_tokens=max_tokens, seed=self.inner.seed)
+            self._grammars[key] = reply_grammar(tools, max_calls=self.max_calls, tool_choice=tool_choice)
+        out = self.inner.decode(self.render(messages, tools), grammar=self._grammars[key],
+                                max_tokens=max_tokens)
         reply = parse_reply(out.text, call_prefix=f"call_{len(messages)}")
         reply.prompt_tokens, reply.completion_tokens = out.prompt_tokens, out.completion_tokens
         reply.evaluated_tokens, reply.seconds = out.evaluated_tokens, out.seconds
         return reply
-
 
 
 def describe_tool_schemas(tools: Sequence[dict]) -> str:
@@ -254,7 +251,8 @@ class ScriptedChatModel:
     "arguments"}]}`` or ``{"thought", "answer"}`` (the grammar's shape), or its JSON text.
 
     The last reply repeats when the script runs out. ``requests`` keeps every
-    ``(messages, tools)`` received. Token counts are whitespace word counts.
+    ``(messages, tools)`` received, ``tool_choices`` each ``tool_choice``. Token counts are
+    whitespace word counts.
     """
 
     def __init__(self, replies: Sequence[dict | str], *, name: str = "scripted-chat"):
@@ -262,6 +260,7 @@ class ScriptedChatModel:
             raise ValueError("a scripted chat model needs at least one reply")
         self.replies = [r if isinstance(r, str) else json.dumps(r) for r in replies]
         self.requests: list[tuple[list[dict], list[dict]]] = []
+        self.tool_choices: list[str] = []
         self.name = name
 
     @classmethod
@@ -284,6 +283,7 @@ class ScriptedChatModel:
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
         text = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((copy.deepcopy(list(messages)), list(tools or [])))
+        self.tool_choices.append(tool_choice)
         reply = parse_reply(text, call_prefix=f"call_{len(messages)}")
         reply.prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         reply.completion_tokens = len(text.split())
