@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .endpoints import endpoint_error, endpoint_settings, openai_client
+from .endpoints import EndpointBackend
 from .grammar import reply_grammar
 from .models import MAX_TOKENS, local_model, model_spec
 from .schema import decode_arguments
@@ -183,7 +183,7 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
                      finish_reason="stop", text=text)
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(EndpointBackend):
     """Any OpenAI-compatible chat completions endpoint with native tool calling.
 
     Settings come from :func:`react_lab.models.endpoint_settings` (``OPENAI_MODEL``,
@@ -199,15 +199,6 @@ class OpenAIChatModel:
     default chat format the tools are ignored and a call, if the model writes one, comes
     back as text (:func:`react_lab.leaks.leaked_calls`).
     """
-
-    def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0,
-                 timeout: float | None = None, max_retries: int | None = None, client=None):
-        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
-                                          timeout=timeout, max_retries=max_retries)
-        self.name = self.settings["model"]
-        self.client = client if client is not None else openai_client(self.settings)
-        self.temperature = temperature
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
@@ -230,10 +221,7 @@ class OpenAIChatModel:
         try:
             out = self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
-            raise endpoint_error(exc, model=self.name,
-                                 base_url=str(getattr(self.client, "base_url", "")),
-                                 retries=self.settings["max_retries"],
-                                 timeout=self.settings["timeout"], client=self.client) from None
+            raise self._error(exc) from None
         choice, usage = out.choices[0], out.usage
         msg = choice.message
         calls = [tool_call(c.id, c.function.name, c.function.arguments or "{}")

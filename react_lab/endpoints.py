@@ -223,11 +223,39 @@ def client_cut(text: str, stop: Sequence[str]) -> int | None:
     return min(hits) if hits else None
 
 
-class OpenAIModel:
-    """Any OpenAI-compatible completions endpoint, through the ``openai`` SDK.
+class EndpointBackend:
+    """What every endpoint backend holds: its settings, an ``openai`` client, a temperature.
 
     Settings come from :func:`endpoint_settings` (``OPENAI_MODEL``, ``OPENAI_BASE_URL``,
-    ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``). Uses
+    ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``); ``client=`` uses a
+    client you built (or a fake). :class:`OpenAIModel` and
+    :class:`react_lab.chat.OpenAIChatModel` build on it.
+    """
+
+    def __init__(self, model: str | None = None, *, base_url: str | None = None,
+                 api_key: str | None = None, temperature: float = 0.0,
+                 timeout: float | None = None, max_retries: int | None = None, client=None):
+        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
+                                          timeout=timeout, max_retries=max_retries)
+        self.name = self.settings["model"]
+        self.client = client if client is not None else openai_client(self.settings)
+        self.temperature = temperature
+
+    @property
+    def base_url(self) -> str:
+        return str(getattr(self.client, "base_url", ""))
+
+    def _error(self, exc: Exception) -> Exception:
+        """The SDK exception ``exc`` as an :class:`EndpointError` naming what to fix (:func:`endpoint_error`)."""
+        return endpoint_error(exc, model=self.name, base_url=self.base_url,
+                              retries=self.settings["max_retries"],
+                              timeout=self.settings["timeout"], client=self.client)
+
+
+class OpenAIModel(EndpointBackend):
+    """Any OpenAI-compatible completions endpoint, through the ``openai`` SDK.
+
+    Settings as :class:`EndpointBackend`. Uses
     ``client.completions.create`` (the legacy completions API), because the text protocol
     sends one string. ``chat_template`` (:func:`resolve_chat_template`) renders that
     string client-side with :func:`render_chat`, exactly as :class:`LocalModel` does
@@ -238,31 +266,16 @@ class OpenAIModel:
     client you built.
     """
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0,
-                 timeout: float | None = None, max_retries: int | None = None,
-                 chat_template: str | None = None, extra_body: dict | None = None, client=None):
-        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
-                                          timeout=timeout, max_retries=max_retries)
-        self.name = self.settings["model"]
-        self.client = client if client is not None else openai_client(self.settings)
-        self.temperature = temperature
+    def __init__(self, model: str | None = None, *, chat_template: str | None = None,
+                 extra_body: dict | None = None, **settings):
+        super().__init__(model, **settings)
         self.chat_template = resolve_chat_template(chat_template, self.name)
         self.extra_body = extra_body if extra_body is not None else extra_body_from_env()
         self.stop_supported: bool | None = None
 
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
-
     def render(self, prompt: str) -> str:
         """The string sent as ``prompt``: :func:`render_chat` with this endpoint's template."""
         return render_chat(prompt, self.chat_template)
-
-    def _error(self, exc: Exception) -> Exception:
-        return endpoint_error(exc, model=self.name, base_url=self.base_url,
-                              retries=self.settings["max_retries"],
-                              timeout=self.settings["timeout"], client=self.client)
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = MAX_TOKENS) -> Completion:
