@@ -32,14 +32,15 @@ class TwoArmReader:
     """Read both arms off one greedy token stream, exactly where two completions would end.
 
     Feed the tokens one by one (:meth:`feed` returns False once both arms are decided)
-    and call :meth:`end_of_text` if the model ends its text. The with-stop arm is read as ``Llama.create_completion`` reads it,
-    token for token: incomplete UTF-8 held back, then the stop check (the first string of
-    ``stop``, in list order, found in the text; the text is cut there), then
-    ``max_tokens``. The no-stop arm ends as soon as a model-written ``Observation`` line is
-    certain (:func:`react_lab.parser.settled_forgery`) and the with-stop arm is decided:
-    its verdict and ``forged_at`` are then those of the whole completion; its finish
-    reason is ``"forged"``. With ``run_to_max`` it runs on to ``max_tokens`` (or the end of
-    the text), and ``early`` keeps the record the early end would have made.
+    and call :meth:`end_of_text` if the model ends its text. The with-stop arm is read as
+    ``Llama.create_completion`` reads it, token for token: incomplete UTF-8 held back,
+    then the stop check (the first string of ``stop``, in list order, found in the text;
+    the text is cut there), then ``max_tokens``. The no-stop arm ends as soon as a
+    model-written ``Observation`` line is certain (:func:`react_lab.parser.settled_forgery`)
+    and the with-stop arm is decided: its verdict and ``forged_at`` are then those of the
+    whole completion; its finish reason is ``"forged"``. With ``run_to_max`` it runs on to
+    ``max_tokens`` (or the end of the text), and ``early`` keeps the record the early end
+    would have made.
     """
 
     def __init__(self, detokenize: Callable[[list[int]], bytes], *, max_tokens: int,

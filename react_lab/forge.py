@@ -36,9 +36,9 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from . import protocol
+from .arms import TwoArmReader
 from .models import LocalModel, load_model, local_model, model_spec
 from .parser import find_forged, truncate_forged
-from .arms import TwoArmReader
 from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
 from .tools import default_tools
 
@@ -198,11 +198,11 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     """Complete every question's first step with and without ``stop``, and count each arm.
 
     On the embedded model (a :class:`~react_lab.models.LocalModel` decoding greedily) one
-    generation per question serves both arms (:class:`react_lab.arms.TwoArmReader`): the with-stop arm
-    is the completion ``stop`` gives, token for token; the no-stop arm ends once its
-    forgery is certain, so its ``forged`` count is the full completion's, its finish
-    reason ``"forged"``, and its text, tokens and strict parse stop at the label (an
-    ``Answer:`` written after a forged observation is not seen). Any other backend
+    generation per question serves both arms (:class:`react_lab.arms.TwoArmReader`): the
+    with-stop arm is the completion ``stop`` gives, token for token; the no-stop arm ends
+    once its forgery is certain, so its ``forged`` count is the full completion's, its
+    finish reason ``"forged"``, and its text, tokens and strict parse stop at the label
+    (an ``Answer:`` written after a forged observation is not seen). Any other backend
     completes each question twice: every question with ``stop``, then every one without.
 
     The first ``tail`` questions (a fixed, stated subsample) run on to ``max_tokens``
