@@ -55,10 +55,10 @@ CODE_VERSION = 1
 
 def default_log_dir() -> Path:
     """Return where :func:`run_ladder` keeps its resumable run logs (one JSON line per task and trial):
-    ``$REACT_LAB_CACHE/ladder``, default ``~/.cache/react_lab/ladder`` (outside the repository)."""
-    from .evals import default_cache_dir
+    ``ladder/`` under :func:`react_lab.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    from .results import cache_dir
 
-    return default_cache_dir().parent / "ladder"
+    return cache_dir() / "ladder"
 
 
 # --------------------------------------------------------------------------- configurations
