@@ -113,8 +113,8 @@ def test_a_results_name_is_a_plain_file_name(name, error, where):
 
 
 def test_unknown_experiments_and_missing_files_say_what_to_do(where):
-    with pytest.raises(ValueError, match="unknown experiment 'ladder'.*EXPERIMENTS"):
-        results.fingerprint("ladder", {})
+    with pytest.raises(ValueError, match="unknown experiment 'no-such-experiment'.*EXPERIMENTS"):
+        results.fingerprint("no-such-experiment", {})
     with pytest.raises(FileNotFoundError, match="--save-results nothing-here"):
         results.load("nothing-here", where)
 
