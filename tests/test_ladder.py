@@ -236,6 +236,30 @@ def test_summary_separates_reliability_from_capability():
     assert s["by_category"] == {"c": [2, 3]}
 
 
+def test_results_files_round_trip_with_their_fingerprint(tmp_path):
+    from react_lab import results
+
+    cfg = ladder.get_config("pool_k1")
+    tasks = ladder.choose_tasks("test", per_category=1)[:2]
+    recs = [{"config": cfg.name, "task_id": t.id, "category": t.category, "trial": 0, "correct": i == 0,
+             "n_steps": 2, "prefix_tokens": 700, "exemplar_tokens": 300, "prompt_tokens": 1500,
+             "completion_tokens": 40, "seconds": 3.0} for i, t in enumerate(tasks)]
+    settings = ladder.results_config(cfg, "test", tasks, 1, 0.0, 0, "first 1 per category, first 2")
+    ladder.save("ladder-test-pool_k1", recs, settings, command="react-lab eval --config pool_k1",
+                directory=tmp_path)
+    (row,) = ladder.load_results(directory=tmp_path)
+    assert (row["config"], row["split"], row["rate"].successes, row["rate"].n) == ("pool_k1", "test", 1, 2)
+    assert row["outcomes"] == {tasks[0].id: [True], tasks[1].id: [False]}
+    assert row["prompt_tokens"] == 1500 and row["mean_steps"] == 2
+    # a prompt change (another config's exemplars under this name) makes the file stale
+    path = tmp_path / "ladder-test-pool_k1.json"
+    saved = json.loads(path.read_text())
+    saved["config"]["config"] = "pool_k2"
+    path.write_text(json.dumps(saved))
+    with pytest.raises(results.StaleResults):
+        ladder.load_results(directory=tmp_path)
+
+
 def test_cli_lists_configs_and_refuses_unknown_ones(capsys):
     assert cli_main(["eval", "--list-configs"]) == 0
     out = capsys.readouterr().out
