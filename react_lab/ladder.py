@@ -399,6 +399,28 @@ def format_summary(name: str, s: dict) -> str:
     return line
 
 
+def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
+    """Group the failed runs by how they failed; return ``{mode: [task_id, ...]}``.
+
+    Modes, read from each record: ``wrong answer`` (the model answered, the scorer says
+    no), ``best effort, wrong`` (a guard ended the run -- ``repeat``, ``max_steps``, ... --
+    and the answer asked for then was wrong), ``no answer`` (no answer at all, e.g. a
+    timeout). Each mode also lists the guard in brackets when one ended the run.
+    """
+    modes: dict[str, list[str]] = {}
+    for r in records:
+        if r["correct"]:
+            continue
+        if r["answer"] is None:
+            mode = f"no answer ({r['stopped_by']})"
+        elif r["stopped_by"] != "answer":
+            mode = f"best effort, wrong ({r['stopped_by']})"
+        else:
+            mode = "wrong answer"
+        modes.setdefault(mode, []).append(r["task_id"])
+    return modes
+
+
 # --------------------------------------------------------------------------- results files
 
 def ladder_inputs(config: dict):

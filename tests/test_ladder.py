@@ -227,13 +227,18 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
 def test_summary_separates_reliability_from_capability():
     recs = [{"task_id": t, "trial": i, "correct": ok, "category": "c", "n_steps": 2,
              "prefix_tokens": 1, "exemplar_tokens": 0, "prompt_tokens": 10, "completion_tokens": 1,
-             "seconds": 1.0}
+             "seconds": 1.0, "answer": "x", "stopped_by": "answer"}
             for t, outcomes in {"a": [1, 1, 1, 1], "b": [1, 0, 1, 0], "c": [0, 0, 0, 0]}.items()
             for i, ok in enumerate(outcomes)]
     s = ladder.summarize(recs)
     assert s["pass_at_k"][3] == pytest.approx(2 / 3) and s["pass_hat_k"][3] == pytest.approx(1 / 3)
     assert s["pass_hat_k"][0] == s["pass_at_k"][0] == pytest.approx(s["success_rate"] * 0 + 6 / 12)
     assert s["by_category"] == {"c": [2, 3]}
+    recs[-1].update(answer=None, stopped_by="timeout")
+    recs[-2].update(answer="[best effort] 3", stopped_by="repeat")
+    recs[-3].update(answer="4", stopped_by="answer")
+    assert ladder.failure_modes(recs) == {"wrong answer": ["b", "b", "c", "c"], "best effort, wrong (repeat)": ["c"],
+                                          "no answer (timeout)": ["c"]}
 
 
 def test_results_files_round_trip_with_their_fingerprint(tmp_path):
