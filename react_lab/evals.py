@@ -23,7 +23,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,7 @@ from .loop import run
 from .models import ScriptedModel, check_count
 from .native import SYSTEM, conversation, run_native
 from .protocol import build_prompt
+from .results import cache_dir
 from .tasks import Task, load_tasks, score  # noqa: F401 -- load_tasks: also react_lab.evals.load_tasks
 from .tools import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH, default_tools
 from .trace import RunResult, Transcript, html_table, step_event, write_jsonl
@@ -97,8 +97,8 @@ SCRIPTED = {"oracle": oracle_model, "dont_know": dont_know_model}
 # =========================================================================== 3. the runner
 
 def default_cache_dir() -> Path:
-    """Return ``$REACT_LAB_CACHE/evals`` or ``~/.cache/react_lab/evals`` (outside the repository)."""
-    return Path(os.environ.get("REACT_LAB_CACHE") or "~/.cache/react_lab").expanduser() / "evals"
+    """Return ``evals/`` under :func:`react_lab.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    return cache_dir() / "evals"
 
 
 def _hash(obj) -> str:

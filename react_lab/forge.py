@@ -39,6 +39,7 @@ from . import protocol
 from .arms import TwoArmReader
 from .models import LocalModel, load_model, local_model, model_spec
 from .parser import find_forged, truncate_forged
+from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
 from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
 from .tools import default_tools
 
@@ -64,7 +65,6 @@ TWO_PASSES = "two completions per question: every question with stop, then every
 #: The seed article's measurement without a stop sequence: (forged, completions).
 SEED_CLAIM = (61, 100)
 
-CACHE_ENV = "REACT_LAB_CACHE"
 
 ARMS = ("with_stop", "without_stop")
 
@@ -243,11 +243,6 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
             "arms_from": ONE_GENERATION if one else TWO_PASSES, "tokens": tokens,
             "tail_subsample": {"k": len(tail_trials), "trials": tail_trials},
             **summaries, "trials": trials}
-
-
-def cache_dir() -> Path:
-    """Return the results cache folder: ``$REACT_LAB_CACHE`` or ``~/.cache/react_lab`` (outside the repo)."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "react_lab").expanduser()
 
 
 def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int = TAIL_SAMPLE) -> str:

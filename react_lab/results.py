@@ -41,6 +41,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+#: The environment variable that moves the local cache of computed runs (forge, eval).
+CACHE_ENV = "REACT_LAB_CACHE"
+
+
+def cache_dir() -> Path:
+    """Return the local cache folder: ``$REACT_LAB_CACHE`` or ``~/.cache/react_lab``.
+
+    The one place that reads ``REACT_LAB_CACHE``; outside the repository, so runs a
+    learner computes never change the shipped files. Experiments use subfolders of it.
+    """
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "react_lab").expanduser()
+
+
 #: Where the shipped results live (package data).
 RESULTS_DIR = Path(__file__).resolve().parent / "data" / "results"
 
