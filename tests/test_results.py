@@ -167,12 +167,15 @@ def _experiment(name):
 
 @pytest.mark.parametrize("name", [n for n in results.saved() if _experiment(n) == "eval"])
 def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
-    """The fingerprint does not cover the scorer or the metrics code: re-score and re-compute here."""
-    from react_lab.evals import metrics
+    """The fingerprint does not cover the scorer, the metrics code or the CLI's current limits:
+    re-score, re-compute and compare them here."""
+    from react_lab.evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, metrics
     from react_lab.tasks import load_tasks, score
 
     loaded = results.load(name)
     tasks = {t.id: t for t in load_tasks(n=loaded.config.get("n"))}
+    # the file's limits are those `react-lab eval` runs with now
+    assert (loaded.config["max_steps"], loaded.config["max_tokens"]) == (EVAL_MAX_STEPS, EVAL_MAX_TOKENS)
     records = loaded.data["records"]
     assert [r["task_id"] for r in records] == list(tasks)
     assert [r["gold"] for r in records] == [t.gold for t in tasks.values()]
