@@ -320,7 +320,8 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
     Trial ``i`` samples with seed ``seed + i`` at ``temperature`` (0: greedy, so more
     than one trial only makes sense above 0). Records go to a run log as they come
     (:func:`default_log_dir`), so an interrupted run resumes where it stopped; no new
-    run starts once ``budget`` seconds have passed. Raises ``RuntimeError`` before
+    run starts once ``budget`` seconds have passed; logged answers are scored again by
+    :func:`react_lab.tasks.score` as it is now. Raises ``RuntimeError`` before
     running anything if a prompt would show a non-dev exemplar (:func:`check_no_leak`).
     ``model`` defaults to :func:`base_model`; ``progress`` prints a line per run (None: silent).
     """
@@ -346,6 +347,9 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
                          f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
                          f"answer={str(rec['answer'])[:50]!r}")
     records = [done[(t.id, i)] for i in range(trials) for t in tasks if (t.id, i) in done]
+    by_id = {t.id: t for t in tasks}
+    for r in records:  # a logged answer is judged by the scorer as it is now
+        r["correct"] = score(r["answer"], by_id[r["task_id"]])
     return records, len(records) == trials * len(tasks)
 
 
@@ -473,15 +477,24 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     cl100k), ``seconds``, ``pass_hat_k`` / ``pass_at_k`` (k = 1..trials), ``by_category``,
     ``outcomes`` ({task_id: [correct per trial]}), ``records`` and ``describe`` (where
     the file came from). ``names`` defaults to every saved ladder file. Raises
-    :class:`react_lab.results.StaleResults` for a file the code no longer matches.
+    :class:`react_lab.results.StaleResults` for a file the code no longer matches,
+    including one whose saved answers the scorer (:func:`react_lab.tasks.score`) would
+    now judge differently.
     """
     from . import results
 
     if names is None:
         names = [n for n in results.saved(directory) if n.startswith("ladder-")]
+    tasks = {t.id: t for t in load_tasks(split="all")}
     rows = []
     for name in names:
         res = results.load(name, directory)
+        changed = [r["task_id"] for r in res.data["records"]
+                   if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+        if changed:
+            raise results.StaleResults(
+                f"{name}: the scorer now judges {len(changed)} saved answer(s) differently "
+                f"({', '.join(changed[:5])}); regenerate: {res.command}")
         s, c = res.data["summary"], res.config
         outcomes: dict[str, list[bool]] = {}
         for r in res.data["records"]:
