@@ -247,6 +247,7 @@ def test_results_files_round_trip_with_their_fingerprint(tmp_path):
     cfg = ladder.get_config("pool_k1")
     tasks = ladder.choose_tasks("test", per_category=1)[:2]
     recs = [{"config": cfg.name, "task_id": t.id, "category": t.category, "trial": 0, "correct": i == 0,
+             "answer": t.gold if i == 0 else "I don't know", "stopped_by": "answer",
              "n_steps": 2, "prefix_tokens": 700, "exemplar_tokens": 300, "prompt_tokens": 1500,
              "completion_tokens": 40, "seconds": 3.0} for i, t in enumerate(tasks)]
     settings = ladder.results_config(cfg, "test", tasks, 1, 0.0, 0, "first 1 per category, first 2")
@@ -256,9 +257,15 @@ def test_results_files_round_trip_with_their_fingerprint(tmp_path):
     assert (row["config"], row["split"], row["rate"].successes, row["rate"].n) == ("pool_k1", "test", 1, 2)
     assert row["outcomes"] == {tasks[0].id: [True], tasks[1].id: [False]}
     assert row["prompt_tokens"] == 1500 and row["mean_steps"] == 2
-    # a prompt change (another config's exemplars under this name) makes the file stale
+    # an answer the scorer now judges differently makes the file stale
     path = tmp_path / "ladder-test-pool_k1.json"
     saved = json.loads(path.read_text())
+    saved["data"]["records"][1]["answer"] = tasks[1].gold
+    path.write_text(json.dumps(saved))
+    with pytest.raises(results.StaleResults, match="scorer now judges 1"):
+        ladder.load_results(directory=tmp_path)
+    # a prompt change (another config's exemplars under this name) makes the file stale
+    saved["data"]["records"][1]["answer"] = "I don't know"
     saved["config"]["config"] = "pool_k2"
     path.write_text(json.dumps(saved))
     with pytest.raises(results.StaleResults):
