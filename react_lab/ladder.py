@@ -532,8 +532,6 @@ def cli_ladder(args) -> int:
         return 0
     cfg = get_config(args.config)
     split = args.split or "dev"
-    if split == "original":
-        split = "all"
     tasks = choose_tasks(split, per_category=args.per_category, n=args.n)
     if args.trials > 1 and args.temperature == 0:
         print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
