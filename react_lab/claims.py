@@ -34,6 +34,8 @@ PAPER_GAINS = {"ALFWorld": 34, "WebShop": 10}
 #: The two dates that bracket the text protocol's reason to exist.
 TEXT_PROTOCOL = ("ReAct on arXiv", date(2022, 10, 6))
 FUNCTION_CALLING = ("OpenAI function calling (the 0613 models)", date(2023, 6, 13))
+#: What the seed says of that window, in its own units.
+SEED_WINDOW = {"months": 8, "from": "October 2022", "to": "June 2023"}
 
 #: Token figures the seed articles state (tokens of a GPT-class tokenizer).
 SEED_TOKENS = {

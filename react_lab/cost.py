@@ -437,7 +437,7 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     that grows: the quadratic term) -- with the prompt tokens the backend reported as
     dots and the cost model with the run's mean A and O as a dashed line. Right: the
     cumulative prompt tokens, prefix and re-sent stacked, and the tokens the backend
-    actually evaluated (its KV cache reused the rest). Both y axes start at 0; ``unit``
+    actually evaluated (its KV cache reused the rest) where it reports them. Both y axes start at 0; ``unit``
     names the tokenizer in their labels. ``measured`` is :func:`measure_run`'s dict.
     Returns a ``matplotlib.figure.Figure``.
     """
@@ -445,7 +445,7 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
 
     steps, P = measured["steps"], measured["P"]
     prefix, model_text, observations = [P] * len(steps), measured["resent_A"], measured["resent_O"]
-    fig = Figure(figsize=(10, 4), layout="constrained")
+    fig = Figure(figsize=(10, 4.8), layout="constrained")
     left, right = fig.subplots(1, 2)
     left.bar(steps, prefix, color="#9ca3af", label=f"prompt prefix P = {P:,} (linear)")
     left.bar(steps, model_text, bottom=prefix, color="#93c5fd", label="re-sent model text")
@@ -458,17 +458,18 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     if over:
         _mark(left, over[0], f"from step {over[0]},\nre-sent > prefix")
     left.set(xlabel="step", ylabel=f"prompt tokens sent ({unit})", title="Each request")
-    left.legend(fontsize=8, loc="upper left")
+    below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2}
+    left.legend(**below)
 
     cum_prefix, cum_resent = _running(prefix), _running([a + o for a, o in zip(model_text, observations)])
-    evaluated = _running([e if e is not None else r
-                          for e, r in zip(measured["evaluated"], measured["reported"])])
     right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#1d4ed8"],
                     labels=["prefix: N·P (linear)", "re-sent text (quadratic)"])
-    right.plot(steps, evaluated, "s-", color="#059669", label="evaluated (the rest came from the KV cache)")
+    if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
+        right.plot(steps, _running(measured["evaluated"]), "s-", color="#059669",
+                   label="evaluated (the rest came from the KV cache)")
     right.set(xlabel="steps so far", ylabel=f"cumulative prompt tokens ({unit})",
               title=f"The run: {sum(measured['reported']):,} prompt tokens in {len(steps)} steps")
-    right.legend(fontsize=8, loc="upper left")
+    right.legend(**below)
     for ax in (left, right):
         ax.set_xticks(steps)
         ax.set_ylim(bottom=0)

@@ -15,7 +15,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from .protocol import EXEMPLARS
-from .tasks import Task
+from .tasks import Task, score
 from .tools import ID_LIKE_RE, open_db
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
@@ -126,6 +126,43 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
     if not reasons:
         return ""
     return "The model went wrong because " + "; ".join(reasons) + "."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A run's answer beside the gold one: ``right`` by :func:`react_lab.tasks.score`, ``why`` if not."""
+
+    answer: str | None
+    gold: str
+    explanation: str
+    right: bool
+    why: str
+
+    def __str__(self) -> str:
+        lines = [f"model's answer: {self.answer if self.answer is not None else 'none'}",
+                 f"gold answer   : {self.gold} - {self.explanation}",
+                 f"scored        : {'right' if self.right else 'wrong'}"]
+        if not self.right:
+            lines.append(self.why or "None of the usual causes shows in what it did: read the transcript.")
+        return "\n".join(lines)
+
+
+def judge(question: str, steps, check: ChargeCheck) -> Verdict:
+    """Score the last step's answer against ``check``'s gold; say why when it is wrong.
+
+    ``steps`` are a run's :class:`react_lab.trace.Step` objects (``result.steps``, or a
+    stepper's ``.steps``); their actions, observations and raw completions feed
+    :func:`why_wrong`.
+    """
+    steps = list(steps)
+    answer = steps[-1].answer if steps else None
+    right = score(answer, check.task(question))
+    why = "" if right else why_wrong(
+        question, answer, needed=check.invoice_id,
+        calls=[(s.action["tool"], s.action["args"]) for s in steps if s.action],
+        observations=[s.observation for s in steps if s.observation],
+        written=[s.completion for s in steps])
+    return Verdict(answer, check.gold, check.explain(), right, why)
 
 
 def _has_word(text: str, word: str) -> bool:

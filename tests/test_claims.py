@@ -1,12 +1,13 @@
 """The quoted figures and the claim / measured / why table."""
 from datetime import date
 
-from react_lab.claims import (FUNCTION_CALLING, PAPER, TEXT_PROTOCOL, ClaimTable, citation,
-                              months_between)
+from react_lab.claims import (FUNCTION_CALLING, PAPER, SEED_WINDOW, TEXT_PROTOCOL, ClaimTable,
+                              citation, months_between)
 
 
 def test_the_text_protocol_had_eight_months_to_itself():
-    assert months_between(TEXT_PROTOCOL[1], FUNCTION_CALLING[1]) == 8
+    assert months_between(TEXT_PROTOCOL[1], FUNCTION_CALLING[1]) == SEED_WINDOW["months"] == 8
+    assert f"{TEXT_PROTOCOL[1]:%B %Y}" == SEED_WINDOW["from"] and f"{FUNCTION_CALLING[1]:%B %Y}" == SEED_WINDOW["to"]
 
 
 def test_months_between_counts_a_month_once_its_day_is_reached():

@@ -68,3 +68,21 @@ def test_why_wrong_does_not_blame_copying_when_the_invoice_was_fetched():
     assert "gave no answer" in why_wrong(QUESTION, None, needed="INV-2041",
                                          calls=[("get_charge", ["ch_1KZq8f"])],
                                          observations=["INV-2041 ..."])
+
+
+def test_judge_scores_a_run_and_says_why_it_missed():
+    from react_lab.gold import judge
+    from react_lab.loop import ask
+    from react_lab.models import ScriptedModel
+    from react_lab.tools import default_tools
+
+    wrong = ask(QUESTION, ScriptedModel([" I list.\nAction: list_invoices[cus_8812, 2026-07-14]",
+                                         " Done.\nAnswer: INV-2116 was charged twice.\nQuestion: x"]),
+                default_tools())
+    verdict = judge(QUESTION, wrong.steps, check_charges("INV-2041"))
+    assert not verdict.right and verdict.gold == "no"
+    assert "copied 2026-07-14" in verdict.why and "scored        : wrong" in str(verdict)
+    right = ask(QUESTION, ScriptedModel([" I list.\nAction: list_invoices[cus_8812, 2026-07-01]",
+                                         " Done.\nAnswer: No, it was charged once."]), default_tools())
+    verdict = judge(QUESTION, right.steps, check_charges("INV-2041"))
+    assert verdict.right and verdict.why == "" and "right" in str(verdict)
