@@ -1,0 +1,101 @@
+"""Success rates with their uncertainty, and reliability over repeated trials.
+
+A figure such as "30 of 52 tasks" is a sample, not the model's rate: with 52 tasks the
+95 % interval around 58 % is about ±13 points, so two configurations 5 points apart are
+not yet told apart. Every rate the lab reports as a result goes through
+:func:`success_rate`, which attaches the Wilson score interval (Wilson, 1927, "Probable
+inference, the law of succession, and statistical inference", JASA 22:209-212), computed
+by SciPy's ``binomtest(...).proportion_ci(method="wilson")``.
+
+Repeated trials answer a different question from one trial per task:
+
+* **pass@k** — the task was solved in *at least one* of k trials (capability: can the
+  agent do it at all?), as in Chen et al., 2021, "Evaluating Large Language Models
+  Trained on Code" (arXiv:2107.03374);
+* **pass^k** — the task was solved in *every one* of k trials (reliability: will it do it
+  every time?), as in Yao et al., 2024, "τ-bench" (arXiv:2406.12045).
+
+With n ≥ k trials per task both are estimated without bias from c successes out of n:
+pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k), averaged over tasks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+from typing import Iterable, Sequence
+
+from scipy.stats import binomtest
+
+__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k"]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A success rate over ``n`` tasks with its 95 % Wilson interval (fractions in [0, 1])."""
+
+    successes: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def rate(self) -> float:
+        """The observed fraction ``successes / n`` (0.0 when ``n`` is 0)."""
+        return self.successes / self.n if self.n else 0.0
+
+    def __str__(self) -> str:
+        return (f"{self.successes}/{self.n} = {self.rate:.0%} "
+                f"(95% CI {self.low:.0%}–{self.high:.0%})")
+
+
+def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
+    """Return ``successes`` of ``n`` as a :class:`Rate` with its Wilson score interval.
+
+    ``successes`` and ``n`` are counts of tasks; ``confidence`` is the interval's level
+    (0.95 for the 95 % interval). With ``n == 0`` the interval is the whole of [0, 1].
+    Raises ``ValueError`` when ``successes`` is negative or larger than ``n``.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return Rate(0, 0, 0.0, 1.0)
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return Rate(successes, n, float(ci.low), float(ci.high))
+
+
+def _per_task(trials: Iterable[Sequence[bool]], k: int) -> list[tuple[int, int]]:
+    counts = []
+    for outcomes in trials:
+        n, c = len(outcomes), sum(bool(x) for x in outcomes)
+        if n < k:
+            raise ValueError(f"a task has {n} trials; pass@{k}/pass^{k} need at least {k}")
+        counts.append((n, c))
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    return counts
+
+
+def pass_at_k(trials: Iterable[Sequence[bool]], k: int) -> float:
+    """Return pass@k: the mean chance that at least one of k trials of a task succeeds.
+
+    ``trials`` holds one sequence of booleans per task (one per trial, n ≥ k each).
+    Returns a fraction in [0, 1] (0.0 for no tasks). Raises ``ValueError`` when a task
+    has fewer than ``k`` trials or ``k < 1``. Estimator: Chen et al., 2021.
+    """
+    counts = _per_task(trials, k)
+    if not counts:
+        return 0.0
+    return sum(1 - comb(n - c, k) / comb(n, k) for n, c in counts) / len(counts)
+
+
+def pass_hat_k(trials: Iterable[Sequence[bool]], k: int) -> float:
+    """Return pass^k: the mean chance that all k trials of a task succeed.
+
+    ``trials`` holds one sequence of booleans per task (one per trial, n ≥ k each).
+    Returns a fraction in [0, 1] (0.0 for no tasks). Raises ``ValueError`` when a task
+    has fewer than ``k`` trials or ``k < 1``. Estimator: Yao et al., 2024 (τ-bench).
+    """
+    counts = _per_task(trials, k)
+    if not counts:
+        return 0.0
+    return sum(comb(c, k) / comb(n, k) for n, c in counts) / len(counts)

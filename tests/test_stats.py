@@ -1,0 +1,50 @@
+import pytest
+
+from react_lab.stats import pass_at_k, pass_hat_k, success_rate
+
+
+def test_wilson_interval_brackets_the_rate_and_narrows_with_n():
+    small, large = success_rate(6, 10), success_rate(60, 100)
+    assert small.low < 0.6 < small.high
+    assert large.low < 0.6 < large.high
+    assert (large.high - large.low) < (small.high - small.low)
+
+
+def test_wilson_interval_at_zero_and_all_stays_inside_0_1_and_is_not_degenerate():
+    none, every = success_rate(0, 20), success_rate(20, 20)
+    assert none.low == 0.0 and 0.1 < none.high < 0.2
+    assert every.high == pytest.approx(1.0) and 0.8 < every.low < 0.9
+
+
+def test_known_value():
+    # 30/52: Wilson 95% interval by hand, (p + z²/2n ± z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
+    rate = success_rate(30, 52)
+    assert rate.low == pytest.approx(0.4419, abs=1e-3)
+    assert rate.high == pytest.approx(0.7013, abs=1e-3)
+    assert "30/52" in str(rate)
+
+
+@pytest.mark.parametrize("s,n", [(-1, 5), (6, 5)])
+def test_bad_counts_raise(s, n):
+    with pytest.raises(ValueError):
+        success_rate(s, n)
+
+
+def test_pass_k_on_one_trial_is_the_success_rate():
+    trials = [[True], [False], [True], [True]]
+    assert pass_at_k(trials, 1) == pass_hat_k(trials, 1) == 0.75
+
+
+def test_pass_hat_k_falls_and_pass_at_k_rises_with_k():
+    trials = [[True, True, True, True], [True, False, True, False], [False] * 4]
+    hats = [pass_hat_k(trials, k) for k in range(1, 5)]
+    ats = [pass_at_k(trials, k) for k in range(1, 5)]
+    assert hats == sorted(hats, reverse=True) and ats == sorted(ats)
+    assert hats[-1] == pytest.approx(1 / 3)        # only the first task never failed
+    assert ats[-1] == pytest.approx(2 / 3)         # the last task never succeeded
+    assert hats[1] == pytest.approx((1 + 1 / 6) / 3)  # C(2,2)/C(4,2) for the middle task
+
+
+def test_too_few_trials_raise():
+    with pytest.raises(ValueError):
+        pass_hat_k([[True, False]], 3)
