@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from .grammar import check_grammar, reply_grammar
-from .models import (MAX_TOKENS, endpoint_error, endpoint_settings, local_model, model_spec,
-                     openai_client)
+from .endpoints import EndpointBackend
+from .grammar import reply_grammar
+from .models import MAX_TOKENS, local_model, model_spec
 from .schema import decode_arguments
 
 # --------------------------------------------------------------------------- replies
@@ -105,25 +105,22 @@ class LocalChatModel:
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
         """Generate one reply that follows :func:`react_lab.grammar.reply_schema`; see :class:`ChatReply`.
 
-        A reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
-        and ``finish_reason="length"``. Raises ValueError if the grammar cannot be built.
+        Greedy decoding under the reply grammar (:meth:`react_lab.models.LocalModel.decode`:
+        the grammar is parsed once per tool set and checks one token per step; the
+        tokens equal ``create_completion(grammar=..., temperature=0)``'s). A reply cut off
+        by ``max_tokens`` is not valid JSON: it comes back with no calls and
+        ``finish_reason="length"``. Raises ValueError if the grammar cannot be built.
         """
-        from llama_cpp import LlamaGrammar  # heavy, optional: loads llama.cpp
-
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
         if key not in self._grammars:
-            grammar = reply_grammar(tools, max_calls=self.max_calls, tool_choice=tool_choice)
-            check_grammar(grammar, self.inner.llm)
-            self._grammars[key] = grammar
-        grammar = LlamaGrammar.from_string(self._grammars[key])
-        out = self.inner.generate(self.render(messages, tools), grammar=grammar, temperature=0.0,
-                                  max_tokens=max_tokens, seed=self.inner.seed)
+            self._grammars[key] = reply_grammar(tools, max_calls=self.max_calls, tool_choice=tool_choice)
+        out = self.inner.decode(self.render(messages, tools), grammar=self._grammars[key],
+                                max_tokens=max_tokens)
         reply = parse_reply(out.text, call_prefix=f"call_{len(messages)}")
         reply.prompt_tokens, reply.completion_tokens = out.prompt_tokens, out.completion_tokens
         reply.evaluated_tokens, reply.seconds = out.evaluated_tokens, out.seconds
         return reply
-
 
 
 def describe_tool_schemas(tools: Sequence[dict]) -> str:
@@ -186,7 +183,7 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
                      finish_reason="stop", text=text)
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(EndpointBackend):
     """Any OpenAI-compatible chat completions endpoint with native tool calling.
 
     Settings come from :func:`react_lab.models.endpoint_settings` (``OPENAI_MODEL``,
@@ -202,15 +199,6 @@ class OpenAIChatModel:
     default chat format the tools are ignored and a call, if the model writes one, comes
     back as text (:func:`react_lab.leaks.leaked_calls`).
     """
-
-    def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0,
-                 timeout: float | None = None, max_retries: int | None = None, client=None):
-        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
-                                          timeout=timeout, max_retries=max_retries)
-        self.name = self.settings["model"]
-        self.client = client if client is not None else openai_client(self.settings)
-        self.temperature = temperature
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
@@ -233,10 +221,7 @@ class OpenAIChatModel:
         try:
             out = self.client.chat.completions.create(**kwargs)
         except openai.OpenAIError as exc:
-            raise endpoint_error(exc, model=self.name,
-                                 base_url=str(getattr(self.client, "base_url", "")),
-                                 retries=self.settings["max_retries"],
-                                 timeout=self.settings["timeout"], client=self.client) from None
+            raise self._error(exc) from None
         choice, usage = out.choices[0], out.usage
         msg = choice.message
         calls = [tool_call(c.id, c.function.name, c.function.arguments or "{}")
@@ -254,7 +239,8 @@ class ScriptedChatModel:
     "arguments"}]}`` or ``{"thought", "answer"}`` (the grammar's shape), or its JSON text.
 
     The last reply repeats when the script runs out. ``requests`` keeps every
-    ``(messages, tools)`` received. Token counts are whitespace word counts.
+    ``(messages, tools)`` received, ``tool_choices`` each ``tool_choice``. Token counts are
+    whitespace word counts.
     """
 
     def __init__(self, replies: Sequence[dict | str], *, name: str = "scripted-chat"):
@@ -262,6 +248,7 @@ class ScriptedChatModel:
             raise ValueError("a scripted chat model needs at least one reply")
         self.replies = [r if isinstance(r, str) else json.dumps(r) for r in replies]
         self.requests: list[tuple[list[dict], list[dict]]] = []
+        self.tool_choices: list[str] = []
         self.name = name
 
     @classmethod
@@ -284,6 +271,7 @@ class ScriptedChatModel:
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
         text = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((copy.deepcopy(list(messages)), list(tools or [])))
+        self.tool_choices.append(tool_choice)
         reply = parse_reply(text, call_prefix=f"call_{len(messages)}")
         reply.prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         reply.completion_tokens = len(text.split())

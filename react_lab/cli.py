@@ -1,7 +1,7 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
-``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--json]``
+``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--json] [--save-results NAME]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -12,6 +12,7 @@ file that cannot be loaded (``react-lab: error: ...``).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -20,10 +21,13 @@ from . import abuses, cost, doctor, evals, forge, models
 from .chat import load_chat_model
 from .guards import Guards
 from .loop import MAX_STEPS, ask
-from .models import MAX_TOKENS, EndpointError
+from .models import MAX_TOKENS, EndpointError, model_spec
 from .native import ask_native
 from .parser import parse
+from .results import save_eval
+from .tasks import load_tasks
 from .tools import default_tools
+from .warm import warm_up
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
 #: steps took 600 MB to print 108 MB. A real agent run is tens of steps.
@@ -91,6 +95,8 @@ def cmd_ask(args) -> int:
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
+    if model_spec(args.model) == "local":
+        warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
         result = ask_native(args.question, load_chat_model(args.model), default_tools(),
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
@@ -141,6 +147,62 @@ def cmd_parse(args) -> int:
     return 0
 
 
+def _eval_model(spec: str, protocol: str):
+    """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
+
+    Text: :func:`react_lab.models.load_model` specs; native: :func:`react_lab.chat.load_chat_model`.
+    """
+    if spec in evals.SCRIPTED:
+        return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
+    return load_chat_model(spec) if protocol == "native" else models.load_model(spec)
+
+
+def cmd_eval(args) -> int:
+    """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
+
+    ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
+    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``, ``concurrency`` (runs in
+    flight against an endpoint, :func:`react_lab.evals.evaluate`), ``save_results`` (a
+    name: every task computed afresh, then saved by :func:`react_lab.results.save_eval`).
+    Records are cached under :func:`react_lab.evals.default_cache_dir`. Returns the exit code.
+    """
+    tasks = load_tasks(n=args.n)
+    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
+    save_as = getattr(args, "save_results", None)
+    try:
+        model = _eval_model(args.model, args.protocol)
+        if args.model == "local":
+            warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
+        run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
+                             model_name=args.model if args.model in evals.SCRIPTED else None,
+                             concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
+    except RuntimeError as exc:
+        if isinstance(exc, EndpointError):
+            raise  # the CLI prints it as one "react-lab: error: ..." line
+        print(f"react-lab eval: {exc}", file=sys.stderr)
+        return 2
+    if save_as:
+        print(f"saved: {save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n)}",
+              file=sys.stderr)
+    m = run.metrics
+    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
+               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
+               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    for r in run.records:
+        answer = (r["answer"] or "").replace("\n", " ")
+        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
+              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
+    print()
+    for key in evals.METRIC_ROWS:
+        print(f"{key:>20}: {m[key]:.3f}")
+    print(f"{'tasks':>20}: {m['n']} ({run.computed} computed, the rest cached)")
+    print(f"{'wall clock':>20}: {run.seconds:.1f} s   log: {run.log_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one subcommand per experiment."""
     p = argparse.ArgumentParser(prog="react-lab", description=__doc__.split("\n")[0])
@@ -172,6 +234,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="number of questions (default %(default)s)")
     f.add_argument("--model", default=None, help=MODEL_HELP)
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
+    f.add_argument("--save-results", metavar="NAME", default=None,
+                   help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
+                        "(react_lab.results)")
     f.set_defaults(func=forge.cli_forge_rate)
 
     ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
@@ -203,7 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
                    help="runs in flight at once against an endpoint (default %(default)s); "
                         "records come back in task order, as a serial run's")
-    e.set_defaults(func=evals.cli_eval)
+    e.add_argument("--save-results", metavar="NAME", default=None,
+                   help="compute every task afresh (no cache) and save metrics and records, "
+                        "fingerprinted, as react_lab/data/results/NAME.json (react_lab.results)")
+    e.set_defaults(func=cmd_eval)
 
     d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
                                       "and the endpoint when OPENAI_BASE_URL is set")

@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import hashlib
 import json
 import math
-import os
 import re
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -35,13 +32,14 @@ from typing import Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from .chat import ScriptedChatModel, load_chat_model
+from .chat import ScriptedChatModel
 from .guards import Guards
 from .loop import run
-from .models import EndpointError, ScriptedModel, check_count, load_model, model_spec
+from .models import ScriptedModel, check_count
 from .native import SYSTEM, conversation, run_native
 from .protocol import build_prompt
-from .tasks import Task, load_tasks, score
+from .results import cache_dir
+from .tasks import Task, load_tasks, score  # noqa: F401 -- load_tasks: also react_lab.evals.load_tasks
 from .tools import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH, default_tools
 from .trace import RunResult, Transcript, html_table, step_event, write_jsonl
 
@@ -99,8 +97,8 @@ SCRIPTED = {"oracle": oracle_model, "dont_know": dont_know_model}
 # =========================================================================== 3. the runner
 
 def default_cache_dir() -> Path:
-    """Return ``$REACT_LAB_CACHE/evals`` or ``~/.cache/react_lab/evals`` (outside the repository)."""
-    return Path(os.environ.get("REACT_LAB_CACHE") or "~/.cache/react_lab").expanduser() / "evals"
+    """Return ``evals/`` under :func:`react_lab.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    return cache_dir() / "evals"
 
 
 def _hash(obj) -> str:
@@ -460,54 +458,3 @@ def plot_metrics(named: dict[str, dict], by_category: dict[str, dict] | None = N
         ax.set_title("success by category")
     fig.tight_layout()
     return fig
-
-
-# =========================================================================== the CLI
-
-def _model_for(spec: str, protocol: str):
-    """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
-
-    Text: :func:`react_lab.models.load_model` specs; native: :func:`react_lab.chat.load_chat_model`.
-    """
-    if spec in SCRIPTED:
-        return functools.partial(SCRIPTED[spec], protocol=protocol)
-    return load_chat_model(spec) if protocol == "native" else load_model(spec)
-
-
-def cli_eval(args) -> int:
-    """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
-
-    ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
-    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``, ``concurrency`` (runs in
-    flight against an endpoint, :func:`evaluate`). Results are cached under
-    :func:`default_cache_dir`. Returns the exit code.
-    """
-    tasks = load_tasks(n=args.n)
-    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
-    try:
-        model = _model_for(args.model, args.protocol)
-        run = evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                       model_name=args.model if args.model in SCRIPTED else None,
-                       concurrency=getattr(args, "concurrency", 1))
-    except RuntimeError as exc:
-        if isinstance(exc, EndpointError):
-            raise  # the CLI prints it as one "react-lab: error: ..." line
-        print(f"react-lab eval: {exc}", file=sys.stderr)
-        return 2
-    m = run.metrics
-    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
-               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
-               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
-    if args.json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
-        return 0
-    for r in run.records:
-        answer = (r["answer"] or "").replace("\n", " ")
-        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
-              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
-    print()
-    for key in METRIC_ROWS:
-        print(f"{key:>20}: {m[key]:.3f}")
-    print(f"{'tasks':>20}: {m['n']} ({run.computed} computed, the rest cached)")
-    print(f"{'wall clock':>20}: {run.seconds:.1f} s   log: {run.log_path}")
-    return 0

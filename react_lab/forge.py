@@ -5,13 +5,17 @@ A completion model continues the string it is given. The prompt's exemplar shows
 the model's own action is an observation -- one it makes up. :data:`protocol.STOP`
 ends the completion where that line would begin. This module measures the difference:
 
-* :func:`questions` draws N billing questions from the database by SQL;
-* :func:`run_experiment` completes each question's first step twice, with and
-  without ``stop``, and counts forged observations, strict-regex actions and finish
-  reasons per arm; :func:`forge_rate` does the same with a results cache on disk;
+* :func:`questions` draws N billing questions from the database by SQL
+  (:mod:`react_lab.questions`);
+* :func:`run_experiment` completes each question's first step with and without
+  ``stop`` and counts forged observations, strict-regex actions and finish reasons per
+  arm; on the embedded model one greedy generation serves both arms
+  (:class:`react_lab.arms.TwoArmReader`), elsewhere each question is completed twice;
+  :func:`forge_rate` does the same with a results cache on disk;
 * :func:`react_lab.parser.truncate_forged` is the client-side fallback for providers
   that reject ``stop`` or catch it a token late, and :func:`truncation_costs` counts
-  the tokens that were generated (and billed) only to be cut off;
+  the tokens that were generated (and billed) only to be cut off, on a fixed subsample
+  run on to ``max_tokens``;
 * :func:`highlight_forged` renders a completion as HTML with the forged span marked.
 
 :data:`SEED_CLAIM` is a seed article's figure, printed beside our measurement: 61 of 100
@@ -23,20 +27,21 @@ import hashlib
 import html
 import json
 import os
-import sqlite3
+import sys
 import time
 from collections import Counter
-from contextlib import closing, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from tqdm.auto import tqdm
 
 from . import protocol
-from .models import load_model, local_model
+from .arms import TwoArmReader
+from .models import LocalModel, load_model, local_model, model_spec
 from .parser import find_forged, truncate_forged
-from .tools import MONTHS, default_tools, open_db
+from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
+from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
+from .tools import default_tools
 
 #: Completion tokens per call. SmolLM2 spells digits one token each, so its thought and
 #: action take 24 to 70 tokens before the first forged ``Observation`` (measured on the
@@ -44,107 +49,24 @@ from .tools import MONTHS, default_tools, open_db
 MAX_TOKENS = 80
 
 #: Bumped when the experiment changes, so old cached results are not reused.
-EXPERIMENT_VERSION = 3
+#: 4: one generation serves both arms on the embedded model; the no-stop arm ends at the forgery.
+EXPERIMENT_VERSION = 4
+
+#: The first this many questions run on to ``max_tokens`` without stop: a fixed, stated
+#: subsample that measures what a forged tail costs (see :func:`truncation_costs`).
+TAIL_SAMPLE = 10
+
+#: How the two arms were produced, as a result's ``arms_from`` says it.
+ONE_GENERATION = ("one greedy generation per question, read as both arms: with stop it is cut "
+                  "at the first stop string, without stop it ends once a model-written "
+                  "Observation label is certain")
+TWO_PASSES = "two completions per question: every question with stop, then every one without"
 
 #: The seed article's measurement without a stop sequence: (forged, completions).
 SEED_CLAIM = (61, 100)
 
-CACHE_ENV = "REACT_LAB_CACHE"
 
 ARMS = ("with_stop", "without_stop")
-
-
-# --------------------------------------------------------------------------- questions
-
-@dataclass(frozen=True)
-class Question:
-    """One generated question, its kind, and the answer the database gives (by SQL)."""
-
-    text: str
-    kind: str
-    answer: str
-
-
-def _month(date: str) -> str:
-    return MONTHS[int(date[5:7]) - 1]
-
-
-# Each kind: SQL returning rows, and a function from a row to (question, answer).
-# Rows are ordered by a hash of their key (below), so the first N spread over the table.
-_KINDS: dict[str, tuple[str, Callable[[sqlite3.Row], tuple[str, str]]]] = {
-    "duplicate_charge": (
-        "SELECT i.id, i.customer_id, i.issued, count(*) AS charges,"
-        " sum(c.status = 'succeeded') AS succeeded"
-        " FROM invoices i JOIN charges c ON c.invoice_id = i.id"
-        " GROUP BY i.id HAVING count(*) >= 2",
-        lambda r: (f"Was {r['customer_id']} charged twice for {r['id']} in {_month(r['issued'])}?",
-                   f"{'yes' if r['succeeded'] >= 2 else 'no'}: {r['succeeded']} succeeded of "
-                   f"{r['charges']} charges")),
-    "latest_invoice": (
-        "SELECT customer_id AS id, max(issued) AS issued FROM invoices"
-        " WHERE kind = 'customer' GROUP BY customer_id",
-        lambda r: (f"When was the latest invoice of {r['id']} issued?", r["issued"])),
-    "total_since": (
-        # since = the issue date of the customer's third-newest invoice
-        "SELECT id, since, (SELECT sum(total) FROM invoices"
-        "   WHERE customer_id = x.id AND issued >= x.since) AS total"
-        " FROM (SELECT c.id, (SELECT issued FROM invoices WHERE customer_id = c.id"
-        "   ORDER BY issued DESC LIMIT 1 OFFSET 2) AS since FROM customers c) x"
-        " WHERE since IS NOT NULL",
-        lambda r: (f"How much has {r['id']} been invoiced since {r['since']}?",
-                   f"{r['total']:.2f} dollars")),
-    "invoice_paid": (
-        "SELECT id, status, kind FROM invoices",
-        lambda r: (f"Has {'supplier ' if r['kind'] == 'supplier' else ''}invoice {r['id']} "
-                   "been paid?", r["status"])),
-    "charge_status": (
-        "SELECT id, status, coalesce(failure_reason, '') AS why FROM charges",
-        lambda r: (f"Did charge {r['id']} go through?",
-                   r["status"] + (f" ({r['why']})" if r["why"] else ""))),
-    "listed_twice": (
-        "SELECT i.id, i.customer_id, count(*) AS sends,"
-        " (SELECT group_concat(reason) FROM (SELECT reason FROM invoice_sends"
-        "   WHERE invoice_id = i.id ORDER BY sent_at)) AS reasons"
-        " FROM invoice_sends s JOIN invoices i ON i.id = s.invoice_id"
-        " WHERE i.kind = 'customer' GROUP BY i.id HAVING count(*) >= 2",
-        lambda r: (f"Why is {r['id']} listed more than once for {r['customer_id']}?",
-                   f"emailed {r['sends']} times: {r['reasons']}")),
-    "help": (
-        "SELECT article_id AS id, title FROM help_articles",
-        lambda r: (f'What does the help article "{r["title"]}" say?', r["id"])),
-}
-
-
-def _spread(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def question_set(n: int, conn: sqlite3.Connection | None = None) -> list[Question]:
-    """Draw ``n`` questions from the billing database, the same ``n`` every time.
-
-    Kinds take turns (duplicate charges, latest invoice, totals since a date, payment
-    status, charge status, invoices listed twice, help lookups); within a kind, rows
-    are taken in the order of a hash of their id. Each :class:`Question` carries the
-    answer the database gives, computed by SQL. Raises ``ValueError`` if ``n`` is
-    below 1 or more than the database has questions for.
-    """
-    pools: list[list[Question]] = []
-    with closing(open_db()) if conn is None else nullcontext(conn) as db:
-        for kind, (sql, make) in _KINDS.items():
-            rows = sorted(db.execute(sql), key=lambda r: _spread(f"{kind}:{r['id']}"))
-            pools.append([Question(text, kind, answer) for text, answer in map(make, rows)])
-    capacity = sum(map(len, pools))
-    if not 1 <= n <= capacity:
-        raise ValueError(f"n must be between 1 and {capacity} (questions the database supports); got {n}")
-    drawn: list[Question] = []
-    for i in range(max(map(len, pools))):
-        drawn += [pool[i] for pool in pools if i < len(pool)]
-    return drawn[:n]
-
-
-def questions(n: int) -> list[str]:
-    """Return the text of :func:`question_set` ``(n)``: ``n`` deterministic billing questions."""
-    return [q.text for q in question_set(n)]
 
 
 # --------------------------------------------------------------------------- one completion
@@ -160,24 +82,33 @@ def complete_once(model, question: str, *, stop: bool, max_tokens: int = MAX_TOK
     """Complete the first step of ``question`` once and describe the completion.
 
     The prompt is ``protocol.build_prompt(question, tools)`` (default tools). Returns
-    ``{"question", "stop", "text", "finish_reason", "completion_tokens", "forged",
-    "forged_at" (character index or None), "strict" (kind from protocol.strict_parse),
-    "seconds"}``; token counts are the backend's own.
+    :func:`describe` of the completion, plus ``"prompt_tokens"`` and ``"evaluated_tokens"``
+    (None where the backend cannot tell); token counts are the backend's own.
     """
     tools = default_tools() if tools is None else tools
     prompt = protocol.build_prompt(question, tools.values())
     c = model.complete(prompt, stop=protocol.STOP if stop else None, max_tokens=max_tokens)
-    at = find_forged(c.text)
-    return {"question": question, "stop": stop, "text": c.text, "finish_reason": c.finish_reason,
-            "completion_tokens": c.completion_tokens, "forged": at is not None, "forged_at": at,
-            "strict": protocol.strict_parse(c.text).kind, "seconds": round(c.seconds, 4)}
+    return {**describe(question, stop, c.text, c.finish_reason, c.completion_tokens, c.seconds),
+            "prompt_tokens": c.prompt_tokens, "evaluated_tokens": c.evaluated_tokens}
+
+
+def describe(question: str, stop: bool, text: str, finish_reason: str, completion_tokens: int,
+             seconds: float) -> dict:
+    """One trial's record: ``{"question", "stop", "text", "finish_reason", "completion_tokens",
+    "forged", "forged_at" (character index or None), "strict" (kind from
+    protocol.strict_parse), "seconds"}``."""
+    at = find_forged(text)
+    return {"question": question, "stop": stop, "text": text, "finish_reason": finish_reason,
+            "completion_tokens": completion_tokens, "forged": at is not None, "forged_at": at,
+            "strict": protocol.strict_parse(text).kind, "seconds": round(seconds, 4)}
 
 
 def why_stopped(trial: dict) -> str:
     """Say why a completion ended: ``"forged"``, ``"length"`` (max_tokens) or ``"end_of_text"``.
 
-    A forgery wins over the finish reason: a forged completion usually also ran out of
-    tokens, but the forgery is what matters.
+    A forgery wins over the finish reason: a forged completion run to ``max_tokens`` also
+    ran out of tokens (one ended at the forgery has finish reason ``"forged"``), but the
+    forgery is what matters.
     """
     if trial["forged"]:
         return "forged"
@@ -211,44 +142,111 @@ def why_stopped_counts(trials: Sequence[dict]) -> dict:
 
 # --------------------------------------------------------------------------- the experiment
 
-def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MAX_TOKENS,
-                   progress: bool = True) -> dict:
-    """Complete every question twice, with and without ``stop``, and count each arm.
-
-    Two passes over the questions in the same order, first with ``stop``, then without.
-    llama.cpp reuses its KV cache for the prompt prefix shared with the previous call,
-    and how many prompt tokens it evaluates afresh can flip a greedy near-tie; in the
-    same order every question finds the same cache in both arms, so ``stop`` is the
-    only difference. Returns ``{"n", "model", "max_tokens", "seconds", "with_stop":
-    summary, "without_stop": summary, "trials": {arm: [trial, ...]}}`` (see
-    :func:`summarize` and :func:`complete_once`); ``seconds`` is wall time, and each
-    summary adds its arm's ``"seconds"`` (model time); ``without_stop`` also has
-    ``"why_stopped"`` (:func:`why_stopped_counts`).
-    """
+def _one_generation(model: LocalModel, texts: Sequence[str], max_tokens: int, tail: int,
+                    bar) -> tuple[dict, list[dict]]:
+    """Both arms of every question from one greedy generation each; and the tail subsample."""
     tools = default_tools()
     trials: dict[str, list[dict]] = {arm: [] for arm in ARMS}
+    tail_trials = []
+    for i, question in enumerate(texts):
+        reader = TwoArmReader(model.llm.detokenize, max_tokens=max_tokens, run_to_max=i < tail)
+        t0 = time.perf_counter()
+        # A few tokens of slack: as create_completion, the reader may run past max_tokens
+        # to finish a UTF-8 character; it ends the generation itself.
+        out = model.decode(model.render(protocol.build_prompt(question, tools.values())),
+                           max_tokens=max_tokens + 4, on_token=reader.feed)
+        if out.raw.finish == "end_of_text":
+            reader.end_of_text()
+        free = reader.early or reader.without_stop
+        for arm, stop, end in ((ARMS[0], True, reader.with_stop), (ARMS[1], False, free)):
+            trials[arm].append({**describe(question, stop, end.text, end.finish_reason,
+                                           end.completion_tokens, end.at - t0),
+                                "prompt_tokens": out.prompt_tokens,
+                                "evaluated_tokens": out.evaluated_tokens})
+        if i < tail:
+            full = reader.without_stop
+            tail_trials.append({**describe(question, False, full.text, full.finish_reason,
+                                           full.completion_tokens, full.at - t0),
+                                "tail_tokens": reader.tail_tokens()})
+        bar.update()
+    return trials, tail_trials
+
+
+def _two_passes(model, texts: Sequence[str], max_tokens: int, tail: int, bar) -> tuple[dict, list[dict]]:
+    """Every question with stop, then every question without; the first ``tail`` no-stop ones are the subsample."""
+    tools = default_tools()
+    trials: dict[str, list[dict]] = {arm: [] for arm in ARMS}
+    for arm, stop in zip(ARMS, (True, False)):
+        bar.set_postfix_str(arm.replace("_", " "))
+        for question in texts:
+            trials[arm].append(complete_once(model, question, stop=stop, max_tokens=max_tokens,
+                                             tools=tools))
+            bar.update()
+    count = getattr(model, "count_tokens", None)  # the backend's tokenizer, where it has one
+    tail_trials = [{**t, "tail_tokens": (count(forged_tail(t["text"])) if t["forged"] else 0)
+                    if count else None} for t in trials["without_stop"][:tail]]
+    return trials, tail_trials
+
+
+def _sum(values) -> int | None:
+    values = list(values)
+    return None if any(v is None for v in values) else sum(values)
+
+
+def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MAX_TOKENS,
+                   tail: int = TAIL_SAMPLE, progress: bool = True) -> dict:
+    """Complete every question's first step with and without ``stop``, and count each arm.
+
+    On the embedded model (a :class:`~react_lab.models.LocalModel` decoding greedily) one
+    generation per question serves both arms (:class:`react_lab.arms.TwoArmReader`): the
+    with-stop arm is the completion ``stop`` gives, token for token; the no-stop arm ends
+    once its forgery is certain, so its ``forged`` count is the full completion's, its
+    finish reason ``"forged"``, and its text, tokens and strict parse stop at the label
+    (an ``Answer:`` written after a forged observation is not seen). Any other backend
+    completes each question twice: every question with ``stop``, then every one without.
+
+    The first ``tail`` questions (a fixed, stated subsample) run on to ``max_tokens``
+    without stop, to measure what a forged tail costs (:func:`truncation_costs`).
+
+    Returns ``{"n", "model", "max_tokens", "seconds" (wall time), "arms_from"
+    (:data:`ONE_GENERATION` or :data:`TWO_PASSES`), "tokens": {"prompt_sent",
+    "prompt_evaluated" (None where the backend cannot tell), "generated"},
+    "tail_subsample": {"k", "trials"}, "with_stop": summary, "without_stop": summary,
+    "trials": {arm: [trial, ...]}}`` (see :func:`summarize` and :func:`describe`). Each
+    summary adds ``"seconds"``, the sum of its trials' ``seconds``: model time per call
+    in two passes; from one generation, the time until that arm was decided (the arms
+    share their generations, so the two sums overlap). ``without_stop`` also has
+    ``"why_stopped"`` (:func:`why_stopped_counts`).
+    """
+    one = isinstance(model, LocalModel) and model.temperature == 0
     t0 = time.perf_counter()
-    with tqdm(total=2 * len(question_texts), desc="completions", disable=not progress) as bar:
-        for arm, stop in zip(ARMS, (True, False)):
-            bar.set_postfix_str(arm.replace("_", " "))
-            for q in question_texts:
-                trials[arm].append(complete_once(model, q, stop=stop, max_tokens=max_tokens, tools=tools))
-                bar.update()
+    with tqdm(total=len(question_texts) * (1 if one else 2), disable=not progress,
+              desc="questions" if one else "completions") as bar:
+        if one:
+            before = model.usage.snapshot()
+            trials, tail_trials = _one_generation(model, question_texts, max_tokens, tail, bar)
+            used = model.usage - before
+            tokens = {"prompt_sent": used.prompt_sent, "prompt_evaluated": used.prompt_evaluated,
+                      "generated": used.generated}
+        else:
+            trials, tail_trials = _two_passes(model, question_texts, max_tokens, tail, bar)
+            every = trials["with_stop"] + trials["without_stop"]
+            tokens = {"prompt_sent": _sum(t["prompt_tokens"] for t in every),
+                      "prompt_evaluated": _sum(t["evaluated_tokens"] for t in every),
+                      "generated": _sum(t["completion_tokens"] for t in every)}
     seconds = time.perf_counter() - t0
     summaries = {arm: {**summarize(trials[arm]),
                        "seconds": round(sum(t["seconds"] for t in trials[arm]), 2)} for arm in ARMS}
     summaries["without_stop"]["why_stopped"] = why_stopped_counts(trials["without_stop"])
     return {"n": len(question_texts), "model": getattr(model, "name", type(model).__name__),
-            "max_tokens": max_tokens, "seconds": round(seconds, 2), **summaries, "trials": trials}
+            "max_tokens": max_tokens, "seconds": round(seconds, 2),
+            "arms_from": ONE_GENERATION if one else TWO_PASSES, "tokens": tokens,
+            "tail_subsample": {"k": len(tail_trials), "trials": tail_trials},
+            **summaries, "trials": trials}
 
 
-def cache_dir() -> Path:
-    """Return the results cache folder: ``$REACT_LAB_CACHE`` or ``~/.cache/react_lab`` (outside the repo)."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "react_lab").expanduser()
-
-
-def cache_key(model, question_texts: Sequence[str], max_tokens: int) -> str:
-    """Hash what decides the result: model name and settings, every prompt, n, max_tokens, version."""
+def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int = TAIL_SAMPLE) -> str:
+    """Hash what decides the result: model name and settings, every prompt, n, max_tokens, tail, version."""
     tools = default_tools()
     prompts = [protocol.build_prompt(q, tools.values()) for q in question_texts]
     fingerprint = {
@@ -256,14 +254,14 @@ def cache_key(model, question_texts: Sequence[str], max_tokens: int) -> str:
         "temperature": getattr(model, "temperature", None),
         "script": getattr(model, "completions", None),  # a scripted model's replies
         "prompts": hashlib.sha256("\x00".join(prompts).encode()).hexdigest(),
-        "stop": protocol.STOP, "n": len(question_texts), "max_tokens": max_tokens,
+        "stop": protocol.STOP, "n": len(question_texts), "max_tokens": max_tokens, "tail": tail,
         "version": EXPERIMENT_VERSION,
     }
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, refresh: bool = False,
-               progress: bool = True, cache: bool = True) -> dict:
+def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, tail: int = TAIL_SAMPLE,
+               refresh: bool = False, progress: bool = True, cache: bool = True) -> dict:
     """Run :func:`run_experiment` on :func:`questions` ``(n)``, cached on disk.
 
     ``model`` defaults to the embedded model. A cached result (``cache_dir()/forge-KEY.json``,
@@ -274,10 +272,10 @@ def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, refres
     if model is None:
         model = local_model()
     texts = questions(n)
-    path = cache_dir() / f"forge-{cache_key(model, texts, max_tokens)}.json"
+    path = cache_dir() / f"forge-{cache_key(model, texts, max_tokens, tail)}.json"
     if cache and not refresh and path.is_file():
         return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
-    result = run_experiment(texts, model, max_tokens=max_tokens, progress=progress)
+    result = run_experiment(texts, model, max_tokens=max_tokens, tail=tail, progress=progress)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -288,22 +286,22 @@ def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, refres
 
 # --------------------------------------------------------------------------- portability
 
-def truncation_costs(result: dict, count_tokens: Callable[[str], int]) -> dict:
-    """Measure client-side truncation on the no-stop arm of ``result``.
+def truncation_costs(result: dict) -> dict:
+    """Measure client-side truncation on ``result``'s tail subsample (no stop, run to ``max_tokens``).
 
-    ``count_tokens`` is the model's tokenizer (``local_model().count_tokens``).
-    Returns ``{"forged", "tail_tokens" (tokens generated from the forged Observation
-    on: made, billed, then cut), "tail_share" (of the arm's completion tokens),
-    "same_as_stop" (truncated texts equal to the with-stop text)}``.
+    Returns ``{"n" (completions in the subsample), "forged", "tail_tokens" (tokens generated
+    from the forged Observation on: made, billed, then cut; None where the backend has no
+    tokenizer to count them), "tail_share" (of those completions' tokens), "same_as_stop"
+    (truncated texts equal to the with-stop text of the same question)}``.
     """
-    pairs = list(zip(result["trials"]["with_stop"], result["trials"]["without_stop"]))
-    tails = [forged_tail(free["text"]) for _, free in pairs]
-    tail_tokens = sum(count_tokens(t) for t in tails if t)
-    total = result["without_stop"]["completion_tokens"]
-    return {"forged": sum(bool(t) for t in tails), "tail_tokens": tail_tokens,
-            "tail_share": round(tail_tokens / total, 3) if total else 0.0,
-            "same_as_stop": sum(truncate_forged(free["text"]) == stopped["text"].rstrip()
-                                for stopped, free in pairs)}
+    sample = result["tail_subsample"]["trials"]
+    stopped = result["trials"]["with_stop"][:len(sample)]
+    tail_tokens = _sum(t["tail_tokens"] for t in sample)
+    total = sum(t["completion_tokens"] for t in sample)
+    return {"n": len(sample), "forged": sum(t["forged"] for t in sample), "tail_tokens": tail_tokens,
+            "tail_share": round(tail_tokens / total, 3) if total and tail_tokens is not None else None,
+            "same_as_stop": sum(truncate_forged(free["text"]) == stop["text"].rstrip()
+                                for stop, free in zip(stopped, sample))}
 
 
 # --------------------------------------------------------------------------- showing it
@@ -338,31 +336,52 @@ def highlight_forged(text: str) -> str:
             + "".join(parts) + "</pre>")
 
 
-def plot_forge_rate(result: dict, claim: tuple[int, int] = SEED_CLAIM, ax=None):
-    """Bar chart per 100 completions: forged and strict-parsed actions in each arm, the claim beside.
+#: How the plot names each reason a no-stop completion ended (:func:`why_stopped`), and its colour.
+WHY_STOPPED_BARS = {"forged": ("forged Observation", "#dc2626"),
+                    "length": ("hit max_tokens first", "#f59e0b"),
+                    "end_of_text": ("model ended its text", "#9ca3af")}
 
-    Returns the matplotlib ``Figure``. ``claim`` is ``(forged, completions)`` without stop.
+
+def plot_forge_rate(result: dict, claim: tuple[int, int] = SEED_CLAIM, ax=None):
+    """Bar chart per 100 completions: forgeries and strict-parsed actions per arm, the claim beside.
+
+    The no-stop arm's first bar is split by why each completion ended (:func:`why_stopped`:
+    forged, hit ``max_tokens`` first, or the model ended its text); the with-stop arm's is
+    its forgeries. ``claim`` is the seed's ``(forged, completions)`` without stop, drawn
+    beside the measured forgeries. Returns the matplotlib ``Figure``.
     """
     import matplotlib.pyplot as plt  # heavy, optional: only plots need it
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 3.6))
+        _, ax = plt.subplots(figsize=(7.5, 3.8))
     n = result["n"]
     per100 = lambda k: 100 * k / n  # noqa: E731 -- a rate, so any n compares with the claim
-    forged = [per100(result[a]["forged"]) for a in ARMS]
-    parsed = [per100(result[a]["parsed"]) for a in ARMS]
-    # with stop: forged, parsed; without stop: forged, the seed's claim beside it, parsed
-    bars_f = ax.bar([-0.14, 0.74], forged, 0.25, label="forged Observation", color="#dc2626")
-    bar_c = ax.bar([1.0], [100 * claim[0] / claim[1]], 0.25, color="#d1d5db", hatch="//",
-                   edgecolor="#6b7280", label=f"seed claim: {claim[0]} of {claim[1]} forged")
-    bars_p = ax.bar([0.14, 1.26], parsed, 0.25, label="strict regex finds an action", color="#2563eb")
-    for bars in (bars_f, bar_c, bars_p):
-        ax.bar_label(bars, fmt="%.0f", fontsize=8)
-    ax.set_xticks([0, 1], ["with stop", "without stop"])
-    ax.set_ylim(0, 115)
-    ax.set_ylabel("per 100 completions")
+    labelled = set()
+
+    def bar(x, height, why, **style):
+        label, color = WHY_STOPPED_BARS[why]
+        bars = ax.bar([x], [height], 0.25, color=color, label=None if why in labelled else label, **style)
+        labelled.add(why)
+        return bars
+
+    ax.bar_label(bar(-0.14, per100(result["with_stop"]["forged"]), "forged"), fmt="%.0f", fontsize=8)
+    bottom = 0.0
+    for why, count in result["without_stop"]["why_stopped"].items():  # stacked: why each one ended
+        bars = bar(0.72, per100(count), why, bottom=bottom)
+        if count:
+            ax.bar_label(bars, fmt="%.0f", fontsize=8, label_type="center")
+        bottom += per100(count)
+    ax.bar_label(ax.bar([1.0], [100 * claim[0] / claim[1]], 0.25, color="#e5e7eb", hatch="//",
+                        edgecolor="#6b7280", label=f"seed claim: {claim[0]} of {claim[1]} forged"),
+                 fmt="%.0f", fontsize=8)
+    parsed = ax.bar([0.14, 1.28], [per100(result[a]["parsed"]) for a in ARMS], 0.25,
+                    color="#2563eb", label="strict regex finds an action")
+    ax.bar_label(parsed, fmt="%.0f", fontsize=8)
+    ax.set_xticks([0, 1], ["with stop", "without stop\n(first bar: why each completion ended)"])
+    ax.set_ylim(0, 125)
+    ax.set_ylabel("completions per 100")
     ax.set_title(f"{result['model']}, {n} questions, max_tokens={result['max_tokens']}")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
     return ax.figure
 
 
@@ -380,22 +399,51 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
                  f"end of text {w['end_of_text']}")
     lines.append(f"seed claim: {claim[0]} of {claim[1]} forged without stop; "
                  f"measured: {result['without_stop']['forged']} of {n}")
+    lines.append(f"arms from: {result['arms_from']}")
+    costs = truncation_costs(result)
+    if costs["n"]:
+        tail = "not counted" if costs["tail_tokens"] is None else \
+            f"{costs['tail_tokens']} tokens after the forged label ({costs['tail_share']:.0%} of their tokens)"
+        lines.append(f"tail subsample (first {costs['n']} questions, no stop, run to max_tokens): "
+                     f"{costs['forged']} forged, {tail}")
+    t = result["tokens"]
+    evaluated = "?" if t["prompt_evaluated"] is None else f"{t['prompt_evaluated']:,}"
+    lines.append(f"prompt tokens sent {t['prompt_sent']:,}, evaluated {evaluated}; "
+                 f"generated {t['generated']:,}")
     took = f"wall time {result['seconds']:.1f} s"
     lines.append(took + (" (cached result)" if result.get("cached") else ""))
     return "\n".join(lines)
 
 
 def cli_forge_rate(args) -> int:
-    """Handle ``react-lab forge-rate --n N [--model SPEC] [--json]``; always recomputes, then caches.
+    """Handle ``react-lab forge-rate --n N [--model SPEC] [--json] [--save-results NAME]``; always recomputes.
 
-    ``--json`` prints ``{"n", "with_stop", "without_stop", "model", "max_tokens",
-    "seconds", "cached"}`` without the per-question trials, and shows no progress bar
-    (as ``eval --json``). Returns the exit code.
+    ``--json`` prints the result without per-question texts (``{"n", "model",
+    "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
+    "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
+    "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
+    saves the whole result as a fingerprinted results file (:mod:`react_lab.results`).
+    Returns the exit code.
     """
-    model = load_model(args.model)
+    from .results import save
+    from .warm import warm_up
+
+    spec = model_spec(args.model)
+    model = load_model(spec)
+    if spec == "local":
+        warm_up(model=True, protocols=["text"])  # one-off costs are not the experiment's
     result = forge_rate(args.n, model, refresh=True, progress=not args.json)
+    name = getattr(args, "save_results", None)
+    if name:
+        path = save(name, result, experiment="forge", seconds=result["seconds"],
+                    config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
+                            "model": spec},
+                    command=f"react-lab forge-rate --n {args.n} --model {spec} --save-results {name}")
+        print(f"saved: {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps({k: v for k, v in result.items() if k != "trials"}, indent=2))
+        brief = {k: v for k, v in result.items() if k != "trials"}
+        brief["tail_subsample"] = {**truncation_costs(result), "k": result["tail_subsample"]["k"]}
+        print(json.dumps(brief, indent=2))
     else:
         print(format_report(result))
     return 0

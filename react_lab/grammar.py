@@ -10,12 +10,11 @@ the first character it refuses.
 """
 from __future__ import annotations
 
-import ctypes
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from .llama_state import GrammarSampler
 from .models import local_model
 from .schema import NEEDS
 
@@ -116,46 +115,18 @@ def grammar_check(grammar: str, text: str, llm=None) -> GrammarCheck:
     embedded model (its vocabulary is needed). Raises ValueError if llama.cpp cannot
     parse ``grammar``.
     """
-    import llama_cpp  # heavy, optional: loads llama.cpp
-
     llm = llm or local_model().llm
     eos = llm.token_eos()
-    sampler = _grammar_sampler(llm, grammar)
+    sampler = GrammarSampler(llm, grammar)
     try:
         for at, char in enumerate([*text, None]):  # None: the end of the text
             tokens = [eos] if char is None else llm.tokenize(char.encode("utf-8"), add_bos=False,
                                                              special=False)
             for token in tokens:
-                cell = (llama_cpp.llama_token_data * 1)(llama_cpp.llama_token_data(token, 0.0, 0.0))
-                array = llama_cpp.llama_token_data_array(data=cell, size=1, selected=-1,
-                                                         sorted=False)
-                llama_cpp.llama_sampler_apply(sampler, ctypes.byref(array))
-                if cell[0].logit == -math.inf:
+                if not sampler.allows(token):
                     return GrammarCheck(False, at, char or "")
                 if token != eos:
-                    llama_cpp.llama_sampler_accept(sampler, token)  # only after it passed
+                    sampler.accept(token)  # only after it passed
         return GrammarCheck(True)
     finally:
-        llama_cpp.llama_sampler_free(sampler)
-
-
-def check_grammar(grammar: str, llm) -> None:
-    """Raise ``ValueError`` if llama.cpp cannot parse ``grammar`` (``llm``: a loaded ``Llama``).
-
-    Parse it once ourselves: llama-cpp-python would hand a NULL sampler to C and crash.
-    """
-    import llama_cpp  # heavy, optional: loads llama.cpp
-
-    llama_cpp.llama_sampler_free(_grammar_sampler(llm, grammar))
-
-
-def _grammar_sampler(llm, grammar: str):
-    """Build a llama.cpp grammar sampler; ValueError instead of a crash when it cannot parse."""
-    import llama_cpp  # heavy, optional: loads llama.cpp
-
-    sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"),
-                                                   b"root")
-    if not sampler:  # llama-cpp-python would pass the NULL on and the process would crash
-        raise ValueError("llama.cpp could not parse the grammar (see its message above)")
-    return sampler
-
+        sampler.close()

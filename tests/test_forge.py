@@ -11,6 +11,7 @@ from react_lab import forge, tools
 from react_lab.cli import main
 from react_lab.models import ScriptedModel
 from react_lab.parser import truncate_forged
+from react_lab.questions import _KINDS
 from react_lab.widgets import make_forge_widget
 
 # One script entry per call. run_experiment asks every question with stop, then every
@@ -37,7 +38,7 @@ def test_questions_are_deterministic_distinct_and_mixed():
     assert forge.questions(10) == first[:10]          # a smaller n is a prefix
     assert len(set(first)) == 100
     kinds = Counter(q.kind for q in forge.question_set(100))
-    assert set(kinds) == set(forge._KINDS) and min(kinds.values()) >= 10
+    assert set(kinds) == set(_KINDS) and min(kinds.values()) >= 10
 
 
 @pytest.mark.parametrize("n", [0, -1, 10**6])
@@ -100,14 +101,18 @@ def test_experiment_counts_each_arm_exactly():
     assert first["forged_at"] == FORGES_THEN_ANSWERS.index("Observation:")
     assert "Question: q1" in model.prompts[0] and model.prompts[:4] == model.prompts[4:]
     assert [t["question"] for t in result["trials"]["without_stop"]] == ["q1", "q2", "q3", "q4"]
+    assert result["arms_from"] == forge.TWO_PASSES
+    assert result["tokens"]["generated"] == 37 + free["completion_tokens"]
+    assert result["tokens"]["prompt_evaluated"] is None     # a scripted model cannot tell
+    assert result["tail_subsample"]["k"] == 4               # fewer questions than TAIL_SAMPLE: all
 
 
 def test_truncation_recovers_the_stopped_text_and_counts_the_waste():
-    result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False)
-    costs = forge.truncation_costs(result, lambda text: len(text.split()))
-    assert costs["forged"] == 2 and costs["same_as_stop"] == 4
-    tail_words = len(forge.forged_tail(FORGES_THEN_ANSWERS).split()) + len(forge.forged_tail(NUMBERED).split())
-    assert costs["tail_tokens"] == tail_words
+    result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20,
+                                  tail=3, progress=False)
+    costs = forge.truncation_costs(result)
+    assert costs["n"] == 3 and costs["forged"] == 1 and costs["same_as_stop"] == 3
+    assert costs["tail_tokens"] == len(forge.forged_tail(FORGES_THEN_ANSWERS).split())  # its words
     assert 0 < costs["tail_share"] < 1
 
 
@@ -182,7 +187,11 @@ def test_plot_puts_the_claim_beside_the_measured_rates():
     result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False)
     fig = forge.plot_forge_rate(result)
     heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
-    assert heights == sorted([0, 50, 61, 50, 25])   # forged 0/4 and 2/4, claim 61, parsed 2/4 and 1/4
+    # with stop forged 0/4; without stop: forged 2/4, max_tokens 1/4, end of text 1/4 (stacked);
+    # the claim 61; strict actions 2/4 and 1/4
+    assert heights == sorted([0, 50, 25, 25, 61, 50, 25])
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert {"forged Observation", "hit max_tokens first", "model ended its text"} <= set(labels)
     import matplotlib.pyplot as plt
     plt.close(fig)
 
@@ -214,8 +223,11 @@ def test_cli_json_shape(cache, tmp_path, capsys):
     script.write_text(json.dumps([NUMBERED]))
     assert main(["forge-rate", "--n", "5", "--model", f"scripted:{script}", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"n", "with_stop", "without_stop", "model", "max_tokens", "seconds"} <= set(out)
-    assert "trials" not in out and out["n"] == 5
+    assert {"n", "with_stop", "without_stop", "model", "max_tokens", "seconds", "arms_from",
+            "tokens", "tail_subsample"} <= set(out)
+    assert "trials" not in out and "trials" not in out["tail_subsample"] and out["n"] == 5
+    assert set(out["tokens"]) == {"prompt_sent", "prompt_evaluated", "generated"}
+    assert out["tail_subsample"]["forged"] == 5 and out["tail_subsample"]["n"] == 5
     assert out["with_stop"]["forged"] == 0 and out["with_stop"]["parsed"] == 5
     assert out["without_stop"]["forged"] == 5
     assert set(out["without_stop"]["finish_reasons"]) <= {"stop", "length"}

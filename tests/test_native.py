@@ -135,7 +135,8 @@ def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     messages, tools = model.requests[1]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
     assert messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
-    assert tools == tool_schemas(TOOLS)
+    assert tools[:len(TOOLS)] == tool_schemas(TOOLS)  # then `more`: long observations are paged
+    assert [t["function"]["name"] for t in tools[len(TOOLS):]] == ["more"]
     owners = [o for o, _ in result.transcript.spans]
     assert owners == ["prompt", "model", "loop", "model"]
     assert "Question: How many invoices" in result.transcript.render_text()

@@ -24,13 +24,15 @@ def answer(text):
 FIND = call("find_invoice", invoice_id="INV-2291")
 
 
-def test_step_limit_asks_once_without_tools_for_a_labelled_best_effort():
+def test_step_limit_asks_once_with_calls_not_allowed_for_a_labelled_best_effort():
     lookups = [call("find_invoice", invoice_id=i) for i in ("INV-2291", "INV-2041", "INV-2116")]
     model = ScriptedChatModel([*lookups, answer("INV-2291 is approved but unpaid.")])
     result = ask_native("Has INV-2291 been paid?", model, TOOLS, max_steps=3)
     assert result.stopped_by == "max_steps" and result.best_effort
     assert result.answer == "[best effort] INV-2291 is approved but unpaid."
-    assert len(model.requests) == 4 and model.requests[-1][1] == []    # one more call, no tools
+    assert len(model.requests) == 4 and model.tool_choices == ["auto"] * 3 + ["none"]  # one more call
+    # the same schemas as every step (the system turn, and a local model's cached prompt, kept)
+    assert model.requests[-1][1] == model.requests[0][1] and model.requests[-1][1]
     assert "no more tool calls (max_steps)" in model.requests[-1][0][-1]["content"]
     silent = ask_native("q", ScriptedChatModel(model.replies), TOOLS, max_steps=3,
                         guards=Guards(best_effort=False))
@@ -105,7 +107,7 @@ def test_truncation_offers_a_more_tool_that_reads_the_next_page():
     first, second = result.steps[:2]
     assert first.guard == "truncated" and "more[p1]" in first.observation
     offered = [[t["function"]["name"] for t in tools] for _, tools in model.requests]
-    assert "more" not in offered[0] and "more" in offered[1]
+    assert all(names == offered[0] for names in offered) and "more" in offered[0]  # from step 1
     full = json.dumps(TOOLS["list_invoices"].fn("cus_2234", "2026-01-01"))
     assert second.observation.split(" [truncated")[0] in full and second.error is None
 
@@ -233,3 +235,14 @@ def test_a_text_protocol_script_is_refused_for_the_native_loop(tmp_path):
     path.write_text(json.dumps([FIND, 5]))
     with pytest.raises(ValueError, match="reply 2 is neither"):
         ScriptedChatModel.from_json(path)
+
+
+def test_more_is_offered_from_the_first_step_only_while_truncation_is_on():
+    early = ScriptedChatModel([call("more", page="p1"), answer("nothing to read")])
+    result = ask_native("q", early, TOOLS)  # default guards: long observations are paged
+    assert "more" in [t["function"]["name"] for t in early.requests[0][1]]
+    assert result.steps[0].error and "no page 'p1'" in result.steps[0].observation  # no page waits yet
+    off = ScriptedChatModel([answer("x")])
+    ask_native("q", off, TOOLS, guards=Guards(observation_chars=None))
+    assert "more" not in [t["function"]["name"] for t in off.requests[0][1]]
+

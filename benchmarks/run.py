@@ -1,0 +1,261 @@
+"""Benchmark: the lab's speed in one run, each figure beside its limit, written as JSON.
+
+Run it alone on the machine (it is the only model user it measures), from the repository::
+
+    flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
+        .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory NOTEBOOK]
+
+Measures, in this order, after :func:`react_lab.warm_up` (whose one-off costs it reports):
+
+1. the physical limit: the embedded model's prompt-evaluation and generation speed here
+   (tokens/s, median of a few repetitions, at the context length the experiments use);
+2. the forgery experiment (``forge.run_experiment`` on 100 questions, both arms), goal <= 60 s;
+3. the evaluation per task, text and native protocol, on the first ``--tasks`` tasks (a
+   stated subset), goal native <= 2x text;
+4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
+   (from the text evaluation's steps; the harness's own logging and scoring beside it);
+5. with ``--notebooks``: the notebook suite under nbval in CI mode, goal <= 300 s;
+6. with ``--notebooks`` or ``--memory``: a kernel's peak memory running one notebook top to
+   bottom (default the heaviest, 08), goal <= 500 MB.
+
+Every experiment's time is also shown as a ratio to the model-only time its token counts
+imply (prompt tokens evaluated / prompt speed + tokens generated / generation speed), so
+the figure means the same on a faster or a busier machine. ``others`` is the CPU (in
+cores) other processes used during each part: above ~0.1 the timing is contended.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+class Meter:
+    """Wall time of a block, and the CPU other processes used meanwhile (cores, from /proc/stat)."""
+
+    def __enter__(self):
+        self.t0, self.busy0, self.own0 = time.perf_counter(), _busy_seconds(), _own_seconds()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+        others = (_busy_seconds() - self.busy0) - (_own_seconds() - self.own0)
+        self.others = round(max(0.0, others) / self.seconds, 2) if self.seconds else 0.0
+
+
+def _busy_seconds() -> float:
+    """CPU seconds every process on the machine has used (all cores), from /proc/stat."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+# --------------------------------------------------------------------------- 1. the physical limit
+
+def raw_speed(model, reps: int = 3, generate: int = 128) -> dict:
+    """Prompt-evaluation and generation speed of the embedded model (tokens/s, medians)."""
+    import numpy as np
+    import llama_cpp
+
+    from react_lab import protocol
+    from react_lab.tools import default_tools
+
+    llm = model.llm
+    prompt = model.tokenize(model.render(protocol.build_prompt("Has invoice INV-2130 been paid?",
+                                                               default_tools().values())))
+    prompt_rates, gen_rates = [], []
+    with model._lock:  # measuring the model itself, below the lab's own calls
+        for _ in range(reps):
+            llm.reset()
+            t0 = time.perf_counter()
+            llm.eval(prompt)
+            prompt_rates.append(len(prompt) / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            for _ in range(generate):  # greedy, one token at a time, the end-of-text token ignored
+                logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1),
+                                               shape=(llm.n_vocab(),))
+                llm.eval([int(np.argmax(logits))])
+            gen_rates.append(generate / (time.perf_counter() - t0))
+        llm.reset()
+    return {"prompt_tokens": len(prompt), "prompt_eval_tok_s": round(statistics.median(prompt_rates), 1),
+            "generation_tok_s": round(statistics.median(gen_rates), 1), "reps": reps,
+            "generated_per_rep": generate}
+
+
+def implied_seconds(usage: dict, raw: dict) -> float:
+    """Model-only time the token counts imply at the measured speeds."""
+    return usage["prompt_evaluated"] / raw["prompt_eval_tok_s"] + usage["generated"] / raw["generation_tok_s"]
+
+
+# --------------------------------------------------------------------------- 2-4. experiments
+
+def forge_experiment(model, raw: dict, n: int) -> dict:
+    from react_lab import forge
+
+    before = model.usage.snapshot()
+    with Meter() as m:
+        result = forge.run_experiment(forge.questions(n), model, progress=False)
+    used = (model.usage - before).to_dict()
+    return {"n": n, "seconds": round(m.seconds, 1), "others": m.others, "tokens": result["tokens"],
+            "implied_seconds": round(implied_seconds(used, raw), 1),
+            "forged": {a: result[a]["forged"] for a in forge.ARMS}, "arms_from": result["arms_from"]}
+
+
+def evaluation(model, raw: dict, protocol: str, n_tasks: int) -> dict:
+    from react_lab import evals
+    from react_lab.chat import LocalChatModel
+    from react_lab.tasks import load_tasks
+
+    backend = LocalChatModel(model) if protocol == "native" else model
+    tasks = load_tasks(n=n_tasks)
+    before = model.usage.snapshot()
+    with tempfile.TemporaryDirectory() as cache, Meter() as m:
+        run = evals.evaluate(tasks, backend, protocol=protocol, use_cache=False, cache_dir=cache,
+                             progress=False)
+    used = (model.usage - before).to_dict()
+    steps = [e for r in run.records for e in r["steps"]]
+    step_seconds = sum(e["seconds"] for e in steps)
+    return {"tasks": len(tasks), "seconds": round(m.seconds, 1), "others": m.others,
+            "per_task": round(m.seconds / len(tasks), 2), "calls": used["calls"],
+            "per_call": round(m.seconds / max(1, used["calls"]), 2), "usage": used,
+            "success": sum(r["correct"] for r in run.records),
+            "implied_seconds": round(implied_seconds(used, raw), 1),
+            "loop_overhead": round((step_seconds - used["seconds"]) / used["seconds"], 4),
+            "harness_overhead": round((m.seconds - step_seconds) / used["seconds"], 4),
+            "timeouts": sum(r["stopped_by"] == "timeout" for r in run.records)}
+
+
+# --------------------------------------------------------------------------- 5-6. notebooks
+
+def notebook_suite() -> dict:
+    """The CI command over every notebook (nbval, solutions on, fresh results cache)."""
+    with tempfile.TemporaryDirectory() as cache, Meter() as m:
+        env = {**os.environ, "REACT_LAB_SOLUTIONS": "1", "MPLBACKEND": "Agg", "REACT_LAB_CACHE": cache}
+        done = subprocess.run([sys.executable, "-m", "pytest", "notebooks", "--nbval-lax",
+                               "--nbval-current-env", "--nbval-sanitize-with", "notebooks/sanitize.cfg",
+                               "-p", "no:cacheprovider", "-q"], cwd=ROOT, env=env,
+                              capture_output=True, text=True)
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    return {"seconds": round(m.seconds, 1), "others": m.others, "passed": done.returncode == 0,
+            "summary": last}
+
+
+def kernel_memory(notebook: Path) -> dict:
+    from kernel_memory import peak_mib
+
+    with tempfile.TemporaryDirectory() as cache, Meter() as m:
+        os.environ["REACT_LAB_CACHE"] = cache  # the kernel inherits it: every result computed
+        mib, seconds = peak_mib(notebook)
+    return {"notebook": notebook.name, "peak_mib": round(mib), "seconds": round(seconds, 1),
+            "others": m.others}
+
+
+# --------------------------------------------------------------------------- the table
+
+def ratio(seconds: float, implied: float) -> str:
+    return f"{seconds / implied:.2f}x" if implied else "-"
+
+
+def table(report: dict) -> list[tuple[str, str, str, str, str]]:
+    """Rows of (what, measured, limit or goal, ratio to model-only time, others' CPU)."""
+    raw, rows = report["raw"], []
+    rows.append(("prompt evaluation (physical limit)", f"{raw['prompt_eval_tok_s']} tok/s",
+                 f"{raw['prompt_tokens']}-token prompt", "", ""))
+    rows.append(("generation (physical limit)", f"{raw['generation_tok_s']} tok/s", "greedy, 1 token/step", "", ""))
+    f = report["forge"]
+    t = f["tokens"]
+    rows.append((f"forgery experiment, {f['n']} q x 2 arms", f"{f['seconds']} s", "<= 60 s",
+                 ratio(f["seconds"], f["implied_seconds"]), str(f["others"])))
+    rows.append(("  forge prompt tokens sent / evaluated", f"{t['prompt_sent']:,} / {t['prompt_evaluated']:,}",
+                 "", "", ""))
+    text, native = report["eval_text"], report["eval_native"]
+    for name, e in (("text", text), ("native", native)):
+        rows.append((f"{name} evaluation, per task ({e['tasks']} tasks)", f"{e['per_task']} s",
+                     "<= 2x text" if name == "native" else "", ratio(e["seconds"], e["implied_seconds"]),
+                     str(e["others"])))
+        rows.append((f"  {name}: model calls, s per call", f"{e['calls']}, {e['per_call']} s", "", "", ""))
+        rows.append((f"  {name}: prompt tokens sent / evaluated",
+                     f"{e['usage']['prompt_sent']:,} / {e['usage']['prompt_evaluated']:,}", "", "", ""))
+    rows.append(("native / text, per task", f"{native['per_task'] / text['per_task']:.2f}x", "<= 2x", "", ""))
+    rows.append(("native / text, per model call", f"{native['per_call'] / text['per_call']:.2f}x", "", "", ""))
+    rows.append(("loop overhead (text steps, outside the model)", f"{text['loop_overhead']:.2%}", "<= 1%", "", ""))
+    rows.append(("  evaluation harness (logs, scoring)", f"{text['harness_overhead']:.2%}", "", "", ""))
+    if "notebooks" in report:
+        nb = report["notebooks"]
+        rows.append(("notebook suite under nbval (CI mode)", f"{nb['seconds']} s ({nb['summary']})",
+                     "<= 300 s", "", str(nb["others"])))
+    if "memory" in report:
+        mem = report["memory"]
+        rows.append((f"kernel peak memory, {mem['notebook']}", f"{mem['peak_mib']} MiB", "<= 500 MB",
+                     "", str(mem["others"])))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=100, help="forgery questions (default 100)")
+    parser.add_argument("--tasks", type=int, default=10, help="evaluation tasks per protocol (default 10)")
+    parser.add_argument("--notebooks", action="store_true", help="also time the notebook suite under "
+                        "nbval and measure kernel memory (minutes)")
+    parser.add_argument("--memory", type=Path, default=None,
+                        help="measure a kernel's peak memory on this notebook (default with "
+                             "--notebooks: notebooks/08_evaluation.ipynb)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results"
+                        / f"bench-{time.strftime('%Y-%m-%d')}.json")
+    args = parser.parse_args()
+
+    import react_lab
+    from react_lab.models import local_model
+    from react_lab.threads import cgroup_cpu_quota, default_threads, usable_cpus
+
+    report: dict = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": {
+        "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
+        "usable_cpus": usable_cpus(), "cgroup_quota": cgroup_cpu_quota(), "threads": default_threads(),
+        "python": platform.python_version()}}
+    with Meter() as m:
+        report["warm_up"] = react_lab.warm_up(model=True)
+    report["warm_up"]["others"] = m.others
+    model = local_model()
+    with Meter() as m:
+        report["raw"] = raw_speed(model)
+    report["raw"]["others"] = m.others
+    report["forge"] = forge_experiment(model, report["raw"], args.questions)
+    report["eval_text"] = evaluation(model, report["raw"], "text", args.tasks)
+    report["eval_native"] = evaluation(model, report["raw"], "native", args.tasks)
+    if args.notebooks:
+        report["notebooks"] = notebook_suite()
+    memory = args.memory or (ROOT / "notebooks" / "08_evaluation.ipynb" if args.notebooks else None)
+    if memory is not None:
+        report["memory"] = kernel_memory(memory)
+
+    rows = [("what", "measured", "limit / goal", "/ model-only", "others")] + table(report)
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(f"\nwarm-up (one-off costs, paid before the first step): {report['warm_up']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({**report, "table": rows}, indent=1) + "\n")
+    print(f"written: {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The embedded model's llama.cpp internals that decide its speed, and keep greedy output reproducible.
+
+:class:`react_lab.models.LocalModel` uses these; nothing here is needed to follow the
+agent. They reach into llama-cpp-python (``Llama._ctx``, ``input_ids``, ``n_tokens``,
+``_model.vocab``) and llama.cpp's C API, so llama-cpp-python is pinned (pyproject.toml)
+and model tests check them against the stock calls (tests/test_speed_model.py).
+
+* **The KV cache.** llama.cpp keeps the keys and values of the tokens it has evaluated;
+  llama-cpp-python reuses the longest prefix a new prompt shares with the cached tokens
+  and evaluates only the rest. :func:`trim_cache` makes that reuse leave at least
+  :data:`MIN_EVAL` prompt tokens to evaluate: the logits after one token evaluated alone
+  (a batch of 1, which llama-cpp-python runs when the whole prompt is already cached)
+  differ from a cold evaluation's by up to 0.72 here, enough to flip a greedy near-tie,
+  while every split that evaluates 2 or more tokens gives bit-identical logits. With the
+  rule, a prompt's greedy completion no longer depends on what ran before it.
+* **Prompt prefixes.** Every run starts with the same prefix (instructions, tools,
+  exemplar; or the native system turn). :class:`PrefixState` snapshots its cache entries
+  once and restores them (a few milliseconds) when other prompts have pushed them out.
+* **Greedy decoding.** :func:`greedy_decode` picks the highest-scoring token at each step,
+  as ``create_completion(temperature=0)`` does, but hands each token to the caller, who
+  may end the completion (the forgery experiment ends one as soon as a made-up
+  ``Observation`` label is certain). With a :class:`GrammarSampler` it decodes under a
+  grammar checking *one* token per step instead of the whole vocabulary.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+#: Prompt tokens evaluated at least, per completion (see the module docstring).
+MIN_EVAL = 2
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading items ``a`` and ``b`` share (token ids of two prompts)."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def cached_tokens(llm) -> list[int]:
+    """The tokens whose keys and values ``llm`` (a ``llama_cpp.Llama``) holds, in order."""
+    return llm.input_ids[: llm.n_tokens].tolist()
+
+
+def trim_cache(llm, tokens: Sequence[int], min_eval: int = MIN_EVAL) -> int:
+    """Keep the cached prefix ``tokens`` start with, less enough that ``min_eval`` are evaluated.
+
+    Drops every cached token past that prefix (as ``Llama.generate`` would) and returns
+    how many of ``tokens`` the next evaluation runs (all of them when nothing is shared).
+    """
+    keep = min(common_prefix(cached_tokens(llm), tokens), max(0, len(tokens) - min_eval))
+    if keep < llm.n_tokens:
+        llm._ctx.kv_cache_seq_rm(-1, keep, -1)
+        llm.n_tokens = keep
+    return len(tokens) - keep
+
+
+def shared_tokens(llm, texts: Sequence[str]) -> list[int]:
+    """The tokens every text in ``texts`` starts with, by ``llm``'s tokenizer (special tokens parsed)."""
+    tokenized = [llm.tokenize(t.encode("utf-8"), add_bos=False, special=True) for t in texts]
+    n = min(common_prefix(tokenized[0], t) for t in tokenized)
+    return tokenized[0][:n]
+
+
+class PrefixState:
+    """A snapshot of the KV cache for one prompt prefix, restorable into the same ``Llama``.
+
+    Only sequence 0's cache cells are saved (``llama_state_seq_get_data``: about 16 MB for
+    a 700-token prefix). ``Llama.save_state`` would also copy a tokens x vocabulary array
+    of logits (about 120 MB) that greedy decoding never reads.
+    """
+
+    def __init__(self, tokens: Sequence[int], data: bytes):
+        self.tokens = list(tokens)
+        self.data = data
+        self.restores = 0
+
+    @classmethod
+    def capture(cls, llm, tokens: Sequence[int]) -> "PrefixState":
+        """Evaluate ``tokens`` (reusing what is cached of them) and snapshot their cache entries."""
+        import llama_cpp  # heavy: loads llama.cpp
+
+        trim_cache(llm, tokens, min_eval=0)
+        llm.eval(list(tokens)[llm.n_tokens:])
+        size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buffer, size, 0)
+        return cls(tokens, bytes(buffer[:written]))
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+    def starts(self, tokens: Sequence[int]) -> bool:
+        """True if ``tokens`` begin with this prefix."""
+        return len(tokens) > len(self.tokens) and common_prefix(self.tokens, tokens) == len(self.tokens)
+
+    def ensure(self, llm) -> int:
+        """Restore the snapshot if the cache lost part of the prefix; return the prompt tokens saved.
+
+        Raises ``RuntimeError`` (after clearing the cache) if llama.cpp refuses the data.
+        """
+        import llama_cpp  # heavy: loads llama.cpp
+
+        have = common_prefix(cached_tokens(llm), self.tokens)
+        if have >= len(self.tokens):
+            return 0
+        llm._ctx.kv_cache_seq_rm(-1, 0, -1)
+        buffer = (ctypes.c_uint8 * len(self.data)).from_buffer_copy(self.data)
+        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(self.data), 0) == 0:
+            llm.reset()
+            raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
+        llm.input_ids[: len(self.tokens)] = self.tokens
+        llm.n_tokens = len(self.tokens)
+        llm._requires_eval = True  # the logits are stale: the next prompt evaluates its suffix
+        self.restores += 1
+        return len(self.tokens) - have
+
+
+def new_grammar_sampler(llm, grammar: str):
+    """Parse a GBNF ``grammar`` into a llama.cpp sampler (free it with ``llama_sampler_free``).
+
+    Raises ``ValueError`` when llama.cpp cannot parse it: llama-cpp-python would hand the
+    NULL pointer on to C and the process would crash.
+    """
+    import llama_cpp  # heavy: loads llama.cpp
+
+    sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), b"root")
+    if not sampler:
+        raise ValueError("llama.cpp could not parse the grammar (see its message above)")
+    return sampler
+
+
+class GrammarSampler:
+    """One parsed grammar, asked about one token at a time (greedy decoding needs no more).
+
+    llama-cpp-python puts the grammar in the sampler chain, so llama.cpp runs it over the
+    whole vocabulary (49,152 tokens) at every step, and the reply schema's long strings
+    make that slow (about 6 ms a token here). Under greedy decoding one question is
+    enough: is the best token allowed? If so it is also the best *allowed* token. Only
+    when it is refused is the whole vocabulary masked (:meth:`best_allowed`), the rule
+    llama.cpp's own samplers follow. Output tokens equal ``create_completion(grammar=...,
+    temperature=0)``'s. Raises ``ValueError`` for a grammar llama.cpp cannot parse.
+    """
+
+    def __init__(self, llm, grammar: str):
+        import llama_cpp  # heavy: loads llama.cpp
+        from llama_cpp import _internals
+
+        self.pointer = new_grammar_sampler(llm, grammar)
+        self._one = (llama_cpp.llama_token_data * 1)()
+        self._one_array = llama_cpp.llama_token_data_array(data=self._one, size=1, selected=-1,
+                                                           sorted=False)
+        self._all = _internals.LlamaTokenDataArray(n_vocab=llm.n_vocab())
+        self.full_checks = 0  # steps where the best token was refused
+
+    def reset(self) -> None:
+        """Start a new reply."""
+        import llama_cpp
+
+        llama_cpp.llama_sampler_reset(self.pointer)
+
+    def allows(self, token: int) -> bool:
+        """Whether the grammar accepts ``token`` next."""
+        import llama_cpp
+
+        self._one[0].id, self._one[0].logit, self._one[0].p = token, 0.0, 0.0
+        self._one_array.size, self._one_array.selected, self._one_array.sorted = 1, -1, False
+        llama_cpp.llama_sampler_apply(self.pointer, ctypes.byref(self._one_array))
+        return self._one[0].logit != -math.inf
+
+    def best_allowed(self, logits) -> int:
+        """The highest-scoring token the grammar accepts next (the first of equals)."""
+        import llama_cpp
+        import numpy as np
+
+        self._all.copy_logits(logits)
+        llama_cpp.llama_sampler_apply(self.pointer, ctypes.byref(self._all.candidates))
+        self.full_checks += 1
+        return int(self._all.candidates_data.id[int(np.argmax(self._all.candidates_data.logit))])
+
+    def accept(self, token: int) -> None:
+        """Advance the grammar past ``token``."""
+        import llama_cpp
+
+        llama_cpp.llama_sampler_accept(self.pointer, token)
+
+    def close(self) -> None:
+        if self.pointer:
+            import llama_cpp
+
+            llama_cpp.llama_sampler_free(self.pointer)
+            self.pointer = None
+
+    def __del__(self):  # pragma: no cover -- interpreter teardown may have dropped llama_cpp
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@dataclass
+class Decoded:
+    """The tokens :func:`greedy_decode` produced and why it ended.
+
+    ``finish`` is ``"end_of_text"`` (the model's end-of-generation token, not included),
+    ``"length"`` (``max_tokens`` reached) or ``"stopped"`` (the caller's ``on_token``
+    returned False). ``evaluated_tokens`` counts the prompt tokens evaluated (the rest
+    came from the cache); ``seconds`` covers prompt evaluation and decoding.
+    """
+
+    tokens: list[int]
+    finish: str
+    evaluated_tokens: int
+    seconds: float
+
+
+def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
+                  on_token: Callable[[int], bool] | None = None,
+                  grammar: GrammarSampler | None = None) -> Decoded:
+    """Evaluate the uncached rest of ``prompt``, then append the highest-scoring token until done.
+
+    The cache is reused as :func:`trim_cache` allows (at least :data:`MIN_EVAL` prompt
+    tokens are evaluated). ``on_token(token)`` sees
+    each token as it is chosen and returns False to end the completion there (the token
+    is kept). ``grammar`` constrains the choice (:class:`GrammarSampler`, reset here).
+    The same tokens as ``create_completion(prompt, temperature=0)`` would produce from the
+    same cache state, ``max_tokens`` cut to the context window as it cuts it. Raises
+    ``ValueError`` when the prompt does not fit the context window.
+    """
+    import llama_cpp  # heavy: loads llama.cpp
+    import numpy as np
+
+    t0 = time.perf_counter()
+    if len(prompt) >= llm.n_ctx():
+        raise ValueError(f"the prompt is {len(prompt)} tokens; the context window holds {llm.n_ctx()}")
+    max_tokens = min(max_tokens, llm.n_ctx() - len(prompt))
+    evaluated = trim_cache(llm, prompt)
+    llm.eval(list(prompt)[llm.n_tokens:])
+    if grammar is not None:
+        grammar.reset()
+    vocab, n_vocab = llm._model.vocab, llm.n_vocab()
+    tokens: list[int] = []
+    finish = "length"
+    while len(tokens) < max_tokens:
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1),
+                                       shape=(n_vocab,))
+        token = int(np.argmax(logits))
+        if grammar is not None and not grammar.allows(token):
+            token = grammar.best_allowed(logits)
+        if llama_cpp.llama_vocab_is_eog(vocab, token):
+            finish = "end_of_text"
+            break
+        if grammar is not None:
+            grammar.accept(token)
+        tokens.append(token)
+        if on_token is not None and not on_token(token):
+            finish = "stopped"
+            break
+        if len(tokens) < max_tokens:
+            llm.eval([token])
+    return Decoded(tokens, finish, evaluated, time.perf_counter() - t0)
+
+
+@dataclass
+class Usage:
+    """Running totals of one model's work: calls, prompt tokens sent and evaluated, tokens generated.
+
+    ``prompt_sent`` counts every prompt token of every call; ``prompt_evaluated`` only those
+    llama.cpp ran (the rest came from its cache or a :class:`PrefixState`); ``seconds`` is
+    the time inside the model. ``after - before`` is what happened in between, so an
+    experiment reports its own usage from two readings (:meth:`snapshot`).
+    """
+
+    calls: int = 0
+    prompt_sent: int = 0
+    prompt_evaluated: int = 0
+    generated: int = 0
+    seconds: float = 0.0
+
+    def add(self, sent: int, evaluated: int, generated: int, seconds: float) -> None:
+        self.calls += 1
+        self.prompt_sent += sent
+        self.prompt_evaluated += evaluated
+        self.generated += generated
+        self.seconds += seconds
+
+    def snapshot(self) -> "Usage":
+        return Usage(self.calls, self.prompt_sent, self.prompt_evaluated, self.generated, self.seconds)
+
+    def __sub__(self, other: "Usage") -> "Usage":
+        return Usage(self.calls - other.calls, self.prompt_sent - other.prompt_sent,
+                     self.prompt_evaluated - other.prompt_evaluated,
+                     self.generated - other.generated, self.seconds - other.seconds)
+
+    def to_dict(self) -> dict:
+        """``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}`` (seconds rounded)."""
+        return {"calls": self.calls, "prompt_sent": self.prompt_sent,
+                "prompt_evaluated": self.prompt_evaluated, "generated": self.generated,
+                "seconds": round(self.seconds, 3)}

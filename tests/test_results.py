@@ -1,0 +1,131 @@
+"""Saved results: fingerprinted on save, refused when stale, and every shipped file current."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from react_lab import forge, protocol, results
+from react_lab.cli import main
+from react_lab.models import load_model
+from react_lab.results import StaleResults
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def where(tmp_path):
+    return tmp_path / "results"
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "forger.json"
+    path.write_text(json.dumps([" Look.\nAction: search[refunds]\nObservation: made up"]))
+    return path
+
+
+def save_forge(where, script, n=3):
+    model = f"scripted:{script}"
+    data = forge.run_experiment(forge.questions(n), load_model(model), progress=False)
+    return results.save("forge-small", data, experiment="forge", directory=where,
+                        config={"n": n, "max_tokens": forge.MAX_TOKENS, "tail": forge.TAIL_SAMPLE,
+                                "model": model},
+                        command=f"react-lab forge-rate --n {n} --model {model} --save-results forge-small",
+                        seconds=data["seconds"])
+
+
+def test_saved_results_load_back_with_their_fingerprint(where, script):
+    path = save_forge(where, script)
+    assert path == where / "forge-small.json" and results.saved(where) == ["forge-small"]
+    loaded = results.load("forge-small", where)
+    assert loaded.data["without_stop"]["forged"] == 3 and loaded.experiment == "forge"
+    fp = loaded.fingerprint
+    assert fp["model"] == "sha256:" + results.file_sha256(script)
+    assert re.fullmatch(r"[0-9a-f]{64}", fp["prompt_sha256"]) and re.fullmatch(r"[0-9a-f]{64}", fp["tasks_sha256"])
+    assert fp["code"] == {"forge": forge.EXPERIMENT_VERSION} and fp["package_version"]
+    assert "fingerprint matches" in loaded.describe() and "react-lab forge-rate" in loaded.describe()
+    assert results.check("forge-small", where) == []
+
+
+def test_the_local_model_is_fingerprinted_by_its_file():
+    fp = results.model_fingerprint("local")
+    assert re.fullmatch(r"sha256:[0-9a-f]{64}", fp)
+    assert results.model_fingerprint("openai:gpt-x") == "openai:gpt-x"  # nothing to hash
+
+
+def stale_message(name, where):
+    with pytest.raises(StaleResults) as caught:
+        results.load(name, where)
+    return str(caught.value)
+
+
+def test_a_changed_prompt_makes_the_file_stale(where, script, monkeypatch):
+    save_forge(where, script)
+    build = protocol.build_prompt
+    monkeypatch.setattr(protocol, "build_prompt", lambda *a, **k: build(*a, **k) + " (reworded)")
+    message = stale_message("forge-small", where)
+    assert "the prompt, exemplars or tool schemas changed" in message
+    assert "regenerate them: react-lab forge-rate --n 3" in message and "not shown as current" in message
+
+
+def test_a_changed_model_file_or_code_version_makes_the_file_stale(where, script, monkeypatch):
+    save_forge(where, script)
+    script.write_text(json.dumps(["something else"]))
+    assert "the model file changed" in stale_message("forge-small", where)
+    save_forge(where, script)
+    monkeypatch.setattr(forge, "EXPERIMENT_VERSION", forge.EXPERIMENT_VERSION + 1)
+    assert results.check("forge-small", where) == ["the experiment's code version changed (code)"]
+
+
+def test_eval_results_from_the_cli_and_a_changed_task_set(where, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(results, "RESULTS_DIR", where)
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
+    assert main(["eval", "--model", "oracle", "--n", "3", "--json", "--save-results", "eval-oracle"]) == 0
+    assert "saved:" in capsys.readouterr().err
+    loaded = results.load("eval-oracle")
+    assert loaded.data["metrics"]["success_rate"] == 1.0 and len(loaded.data["records"]) == 3
+    assert loaded.config == {"protocol": "text", "model": "oracle", "n": 3, "max_steps": 4, "max_tokens": 128}
+    assert loaded.command == "react-lab eval --protocol text --model oracle --n 3 --save-results eval-oracle"
+    from react_lab import tasks
+    first = tasks.load_tasks
+
+    def fewer(*args, n=None, **kwargs):
+        return first(*args, n=2, **kwargs)
+
+    monkeypatch.setattr(tasks, "load_tasks", fewer)
+    assert "the task set changed" in stale_message("eval-oracle", None)
+
+
+def test_forge_rate_cli_saves_results(where, monkeypatch, tmp_path, script, capsys):
+    monkeypatch.setattr(results, "RESULTS_DIR", where)
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
+    assert main(["forge-rate", "--n", "2", "--model", f"scripted:{script}", "--json",
+                 "--save-results", "forge-cli"]) == 0
+    assert results.load("forge-cli").data["n"] == 2
+
+
+@pytest.mark.parametrize("name, error", [("../escape", ValueError), ("", ValueError), (".hidden", ValueError)])
+def test_a_results_name_is_a_plain_file_name(name, error, where):
+    with pytest.raises(error, match="plain file name"):
+        results.save(name, {}, experiment="forge", config={"n": 1, "max_tokens": 80}, command="x",
+                     directory=where)
+
+
+def test_unknown_experiments_and_missing_files_say_what_to_do(where):
+    with pytest.raises(ValueError, match="unknown experiment 'ladder'.*EXPERIMENTS"):
+        results.fingerprint("ladder", {})
+    with pytest.raises(FileNotFoundError, match="--save-results nothing-here"):
+        results.load("nothing-here", where)
+
+
+def test_the_shipped_results_are_package_data():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"react_lab.data.results"' in text and '"react_lab.data.results" = ["*.json"]' in text
+    assert results.RESULTS_DIR == ROOT / "react_lab" / "data" / "results"
+
+
+@pytest.mark.parametrize("name", results.saved())
+def test_every_shipped_results_file_matches_the_code(name):
+    """Fails when the code moved on since the file was made; the message names the command to rerun."""
+    results.load(name)

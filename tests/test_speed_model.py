@@ -1,0 +1,134 @@
+"""The fast paths on the real embedded model give what the stock llama-cpp-python calls give.
+
+* one greedy generation read as both arms == two create_completion calls (with and without
+  ``stop``), and the experiment's counts == the two-pass path's, on a small sample;
+* the one-token grammar check == create_completion(grammar=...) token for token;
+* the cache rules: the same prompt twice (or after a prefix snapshot was restored) gives
+  the cold completion.
+Properties of the model's output, not its exact text. Run under the model lock.
+"""
+import json
+
+import pytest
+
+from react_lab import forge, protocol
+from react_lab.arms import TwoArmReader
+from react_lab.chat import LocalChatModel
+from react_lab.cli import main
+from react_lab.grammar import reply_grammar
+from react_lab.guards import MORE, Guards
+from react_lab.llama_state import trim_cache
+from react_lab.models import local_model
+from react_lab.native import SYSTEM
+from react_lab.parser import find_forged
+from react_lab.tools import default_tools, tool_schemas
+from react_lab.warm import native_prompts, text_prompts
+
+pytestmark = pytest.mark.model
+
+N = 6
+
+
+@pytest.fixture(scope="module")
+def model():
+    return local_model()
+
+
+def rendered(model, question):
+    return model.render(protocol.build_prompt(question, default_tools().values()))
+
+
+def test_one_generation_reads_both_arms_exactly_as_two_completions(model):
+    for question in forge.questions(N):
+        prompt = rendered(model, question)
+        with_stop = model.generate(prompt, max_tokens=80, temperature=0.0, stop=protocol.STOP)
+        free = model.generate(prompt, max_tokens=80, temperature=0.0)
+        for run_to_max in (False, True):
+            reader = TwoArmReader(model.llm.detokenize, max_tokens=80, run_to_max=run_to_max)
+            out = model.decode(prompt, max_tokens=84, on_token=reader.feed)
+            if out.raw.finish == "end_of_text":
+                reader.end_of_text()
+            arm = reader.with_stop
+            assert (arm.text, arm.finish_reason, arm.completion_tokens) == \
+                (with_stop.text, with_stop.finish_reason, with_stop.completion_tokens), question
+            end = reader.without_stop
+            if run_to_max:  # the whole no-stop completion, token for token
+                assert (end.text, end.finish_reason, end.completion_tokens) == \
+                    (free.text, free.finish_reason, free.completion_tokens), question
+            else:           # ended at the forgery: a prefix with the same verdict and place
+                assert free.text.startswith(end.text) and find_forged(end.text) == find_forged(free.text)
+
+
+class TwoPasses:
+    """The embedded model behind a plain ``complete``: run_experiment takes its two-pass path."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.temperature = inner, inner.name, inner.temperature
+
+    def complete(self, prompt, **kwargs):
+        return self.inner.complete(prompt, **kwargs)
+
+    def count_tokens(self, text):
+        return self.inner.count_tokens(text)
+
+
+def test_the_experiment_counts_the_same_both_ways(model):
+    texts = forge.questions(N)
+    fast = forge.run_experiment(texts, model, tail=3, progress=False)
+    slow = forge.run_experiment(texts, TwoPasses(model), tail=3, progress=False)
+    assert fast["arms_from"] == forge.ONE_GENERATION and slow["arms_from"] == forge.TWO_PASSES
+    for arm in forge.ARMS:
+        assert fast[arm]["forged"] == slow[arm]["forged"]
+    assert fast["with_stop"]["completion_tokens"] == slow["with_stop"]["completion_tokens"]
+    assert [t["text"] for t in fast["trials"]["with_stop"]] == [t["text"] for t in slow["trials"]["with_stop"]]
+    for f, s in zip(fast["trials"]["without_stop"], slow["trials"]["without_stop"]):
+        assert s["text"].startswith(f["text"]) and f["forged_at"] == s["forged_at"]
+    assert [t["text"] for t in fast["tail_subsample"]["trials"]] == \
+        [t["text"] for t in slow["trials"]["without_stop"][:3]]
+    # the one generation costs less: fewer prompt tokens evaluated, fewer generated
+    assert fast["tokens"]["prompt_evaluated"] < slow["tokens"]["prompt_evaluated"]
+    assert fast["tokens"]["generated"] < slow["tokens"]["generated"]
+    assert fast["tokens"]["prompt_sent"] == slow["tokens"]["prompt_sent"] // 2
+
+
+def test_forge_rate_cli_reports_wall_time_and_prompt_tokens_sent_against_evaluated(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
+    assert main(["forge-rate", "--n", "4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["seconds"] > 0 and out["arms_from"] == forge.ONE_GENERATION
+    tokens = out["tokens"]
+    assert 0 < tokens["prompt_evaluated"] < tokens["prompt_sent"] / 4  # the shared prefix is reused
+
+
+def test_the_grammar_check_on_one_token_gives_the_stock_tokens(model):
+    from llama_cpp import LlamaGrammar
+
+    chat = LocalChatModel(model)
+    schemas = tool_schemas({**default_tools(), MORE: Guards().more_tool()})
+    llm = model.llm
+    for question, choice in [("Has invoice INV-2130 been paid?", "auto"),
+                             ("Was cus_8812 charged twice for INV-2041 in July?", "required"),
+                             ("When was the latest invoice of cus_4417 issued?", "none")]:
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+        prompt = chat.render(messages, schemas)
+        grammar = reply_grammar(schemas, tool_choice=choice)
+        trim_cache(llm, model.tokenize(prompt))  # the same cache state for both calls
+        stock = llm.create_completion(prompt, grammar=LlamaGrammar.from_string(grammar, verbose=False),
+                                      temperature=0.0, max_tokens=160)
+        reply = chat.chat(messages, tools=schemas, max_tokens=160, tool_choice=choice)
+        assert reply.text == stock["choices"][0]["text"], question
+        assert reply.completion_tokens == stock["usage"]["completion_tokens"]
+
+
+def test_the_same_prompt_twice_and_after_a_snapshot_gives_the_cold_completion(model):
+    prompt = protocol.build_prompt("Did charge ch_9vVENq go through?", default_tools().values())
+    model.llm.reset()
+    cold = model.complete(prompt, stop=protocol.STOP, max_tokens=64)
+    again = model.complete(prompt, stop=protocol.STOP, max_tokens=64)  # all of it cached
+    assert again.text == cold.text and again.evaluated_tokens == 2
+    text_state = model.remember_prefix(text_prompts(model))
+    model.decode(native_prompts(model)[0], max_tokens=1)          # another prompt pushes it out
+    restores = text_state.restores
+    after = model.complete(prompt, stop=protocol.STOP, max_tokens=64)
+    assert text_state.restores == restores + 1                   # restored, not evaluated again
+    assert after.text == cold.text and after.evaluated_tokens < 40
