@@ -1,7 +1,8 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
-``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--json] [--save-results NAME]``
+``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
+[--save-results NAME]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -24,6 +25,7 @@ from .loop import MAX_STEPS, ask
 from .models import MAX_TOKENS, EndpointError, model_spec
 from .native import ask_native
 from .parser import parse
+from .protocol import EXEMPLARS
 from .results import save_eval
 from .tasks import load_tasks
 from .tools import default_tools
@@ -161,20 +163,28 @@ def cmd_eval(args) -> int:
     """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
 
     ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
-    dont_know, scripted:FILE.json, openai[:MODEL]), ``json``, ``concurrency`` (runs in
-    flight against an endpoint, :func:`react_lab.evals.evaluate`), ``save_results`` (a
-    name: every task computed afresh, then saved by :func:`react_lab.results.save_eval`).
-    Records are cached under :func:`react_lab.evals.default_cache_dir`. Returns the exit code.
+    dont_know, scripted:FILE.json, openai[:MODEL]), ``exemplars`` (text only: the first
+    N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
+    ``json``, ``concurrency`` (runs in flight against an endpoint,
+    :func:`react_lab.evals.evaluate`), ``save_results`` (a name: every task computed
+    afresh, then saved by :func:`react_lab.results.save_eval`). Records are cached under
+    :func:`react_lab.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
+    with the native protocol. Returns the exit code.
     """
     tasks = load_tasks(n=args.n)
     args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
     save_as = getattr(args, "save_results", None)
+    n_exemplars = getattr(args, "exemplars", None)
+    if n_exemplars is not None and args.protocol != "text":
+        raise ValueError("--exemplars is for the text protocol (native calls have no exemplars)")
+    exemplars = None if n_exemplars is None else EXEMPLARS[:n_exemplars]
     try:
         model = _eval_model(args.model, args.protocol)
         if args.model == "local":
             warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
         run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
                              model_name=args.model if args.model in evals.SCRIPTED else None,
+                             exemplars=exemplars,
                              concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
     except RuntimeError as exc:
         if isinstance(exc, EndpointError):
@@ -182,8 +192,9 @@ def cmd_eval(args) -> int:
         print(f"react-lab eval: {exc}", file=sys.stderr)
         return 2
     if save_as:
-        print(f"saved: {save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n)}",
-              file=sys.stderr)
+        path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
+                         exemplars=n_exemplars)
+        print(f"saved: {path}", file=sys.stderr)
     m = run.metrics
     summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
                "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
@@ -263,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text (ReAct labels) or native (structured tool calls)")
     e.add_argument("--model", default=None, help=EVAL_MODEL_HELP)
+    e.add_argument("--exemplars", type=whole_number(0, len(EXEMPLARS)), default=None,
+                   help="text protocol: put the first N worked exchanges of "
+                        "react_lab.protocol.EXEMPLARS in the prompt (default: the prompt's own, 1)")
     e.add_argument("--json", action="store_true", help="print the metrics as one JSON object, "
                                                        "no progress bar")
     e.add_argument("--concurrency", type=whole_number(1, 64), default=1,

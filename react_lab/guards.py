@@ -8,6 +8,7 @@ limit (its fields) and the state of one run, and the loop calls it at named plac
 ``guards.notes()``, ``guards.mark``        the prompt's extra lines and its exemplars' markers
 ``guards.start(question)``                 once, before the first model call
 ``guards.spend(completion)``               after every model call (tokens, dollars)
+``guards.check_question(parsed)``          on every completion: a question the model wrote itself
 ``guards.check_answer(answer)``            on a final answer: an error observation rejects it
 ``guards.run_tool(tools, name, args)``     instead of ``call_tool``: refusals, approval,
                                            timeout, truncation, data markers -> observation
@@ -36,16 +37,17 @@ import json
 import re
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from .parser import starts_with_label, strip_answer_label
+from .protocol import ParseResult, shown
 from .tools import Observation, Tool, call_tool
 
 #: Every name a guard writes into ``Step.guard`` / ``stopped_by``.
 GUARD_NAMES = ("max_steps", "token_budget", "money_budget", "time_budget", "tool_timeout",
                "repeat", "near_repeat", "retry_cap", "approval", "truncated", "compacted",
-               "placeholder_answer", "ungrounded_answer", "uncited_answer")
+               "placeholder_answer", "ungrounded_answer", "uncited_answer", "own_question")
 
 #: Stops after which the loop asks the model once for a labelled best-effort answer.
 #: (A spent budget is not spent again.)
@@ -61,7 +63,11 @@ CITATION_NOTE = 'In your answer, quote the passage you rely on in double quotes 
 
 #: Any data marker, opening or closing (removed from tool output before it is wrapped).
 MARKERS = re.compile(r"<</?data[^<>]*>>")
-_EMPTY = {"", "[]", "{}", '""', "null"}
+#: Tool results that look like facts but hold none: not evidence for an answer.
+EMPTY_RESULTS = {"", "[]", "{}", '""', "null"}
+#: A ``Question:`` label at a line start (numbered, markdown, full-width colon allowed) and its text.
+_QUESTION_LINE = re.compile(r"(?:\A|(?<=[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]))[ \t>*_#]*Question[ \t]*"
+                            r"(?:\d+[ \t]*)?[*_]*[:\uff1a\ufe55][ \t*_]*([^\n\r\x85\u2028\u2029]*)", re.IGNORECASE)
 _PLACEHOLDERS = {"", "answer", "the answer", "your answer", "final answer", "your final answer",
                  "the final answer", "...", "…", "answer here", "your answer here",
                  "insert answer here", "tbd", "todo", "n/a", "placeholder"}
@@ -103,6 +109,10 @@ class Guards:
     * ``reject_placeholders``: reject ``answer``, ``<your answer>``, ``...`` as answers.
     * ``require_citation``: the answer must quote, in double quotes, text that appeared
       in an observation.
+    * ``pin_question``: refuse an action or answer the model wrote under a ``Question:``
+      line of its own (query drift: a small model starts a question of its own and
+      answers that); the refusal repeats the run's question. Off by default, so the loop
+      of notebooks 01-05 shows what the model writes; notebook 06 switches it on.
     * ``approve``: ``approve(tool_name, args) -> bool`` for tools with ``side_effect=True``;
       only ``True`` approves (any other value, or an exception, is a no);
       :func:`deny` by default. ``None`` removes the gate (everything runs).
@@ -133,6 +143,7 @@ class Guards:
     require_retrieval: bool = False
     reject_placeholders: bool = True
     require_citation: bool = False
+    pin_question: bool = False
     approve: Callable[[str, Any], bool] | None = deny
     mark_data: bool = False
     best_effort: bool = True
@@ -157,6 +168,7 @@ class Guards:
                       "max_refusals": None, "retry_cap": None, "observation_chars": None,
                       "compact_at": None, "require_retrieval": False,
                       "reject_placeholders": False, "approve": None, "mark_data": False,
+                      "pin_question": False,
                       "best_effort": False, **overrides})
 
     def start(self, question: str = "") -> None:
@@ -202,6 +214,22 @@ class Guards:
         return None
 
     # --- answers ------------------------------------------------------------------------------
+
+    def check_question(self, parsed: ParseResult) -> tuple[ParseResult, str | None]:
+        """Refuse what the model wrote under a ``Question:`` line of its own (``pin_question``).
+
+        Returns ``(parsed, None)`` unchanged, or an error result whose ``kept`` text ends
+        before that line and whose ``reason`` repeats the run's question, and the guard's
+        name ``"own_question"``. Restating the run's own question is not refused.
+        """
+        found = invented_question(parsed.kept, self.question) if self.pin_question else None
+        if found is None:
+            return parsed, None
+        at, asked = found
+        reason = (f"you wrote a question of your own ({shown(asked, 80)}); the question is still: "
+                  f"{self.question} Write the next Action for it, or its Answer.")
+        return replace(parsed, kind="error", tool=None, input=None, answer=None, reason=reason,
+                       kept=parsed.kept[:at].rstrip()), "own_question"
 
     def check_answer(self, answer: str) -> Observation | None:
         """Return an error observation rejecting the final answer, or None to accept it."""
@@ -261,7 +289,7 @@ class Guards:
             self.refusals, self.last_refusal = self.refusals + 1, refusal.guard
             return refusal
         self.refusals = 0
-        self.calls.append((name, _key(args), _words(args)))
+        self.calls.append((name, call_key(args), call_words(args)))
         if name == MORE:
             obs, source = self._next_page(args)
         else:
@@ -277,7 +305,7 @@ class Guards:
         if self.observation_chars is not None and len(text) > self.observation_chars:
             page, cut = f"p{len(self.pages) + 1}", _cut(text, self.observation_chars)
             text, self.pages[page] = text[:cut], (source, text[cut:].lstrip(", "))
-        if text.strip() not in _EMPTY:  # an empty result is not evidence for an answer
+        if text.strip() not in EMPTY_RESULTS:  # an empty result is not evidence for an answer
             self.seen.append(text)
         out = self.mark(text, source)
         if page:
@@ -292,13 +320,13 @@ class Guards:
         if self.retry_cap is not None and self.errors.get(name, 0) >= self.retry_cap:
             return _error(f"{name} failed {self.errors[name]} times in a row, so the loop will "
                           f"not run it again in this run. {self._hint(tools)}", "retry_cap")
-        key, words = _key(args), _words(args)
+        key, words = call_key(args), call_words(args)
         earlier = [i for i, (n, k, _) in enumerate(self.calls, 1) if n == name and k == key]
         if self.repeats and earlier:
             return _error(f"{call} was already run (tool call {earlier[0]}); its observation "
                           f"is above and running it again gives the same. {self._hint(tools)}",
                           "repeat")
-        similar = [w for n, _, w in self.calls if n == name and _near(w, words)]
+        similar = [w for n, _, w in self.calls if n == name and one_word_apart(w, words)]
         if self.near_repeats is not None and len(similar) >= self.near_repeats - 1:
             return _error(f"{call} is call number {len(similar) + 1} to {name} with one word "
                           f"changed; rewording again will not help. {self._hint(tools)}",
@@ -428,19 +456,19 @@ def _show(args) -> str:
     return ", ".join(str(a) for a in (args if isinstance(args, (list, tuple)) else [args]))
 
 
-def _words(args) -> list[str]:
-    """The lower-cased words of a call's arguments."""
+def call_words(args) -> list[str]:
+    """The lower-cased words of a call's arguments (a list, a dict's values or one value)."""
     values = args.values() if isinstance(args, dict) else (
         args if isinstance(args, (list, tuple)) else [args])
     return re.findall(r"[\w.-]+", " ".join(str(v) for v in values).lower())
 
 
-def _key(args) -> str:
-    """A call's arguments, normalised, for exact-repeat detection."""
-    return " ".join(_words(args))
+def call_key(args) -> str:
+    """A call's arguments, normalised (case, spacing, punctuation), for exact-repeat detection."""
+    return " ".join(call_words(args))
 
 
-def _near(a: list[str], b: list[str]) -> bool:
+def one_word_apart(a: list[str], b: list[str]) -> bool:
     """True if two argument word lists share words and differ by exactly one word."""
     sa, sb = set(a), set(b)
     return sa != sb and bool(sa & sb) and max(len(sa - sb), len(sb - sa)) == 1
@@ -452,3 +480,20 @@ def _quotes(answer: str) -> list[str]:
 
 def _norm(text: str) -> str:
     return " ".join(str(text).lower().split())
+
+
+def invented_question(text: str, question: str) -> tuple[int, str] | None:
+    """The first ``Question:`` line in model text that asks something other than ``question``.
+
+    Returns ``(index in text where that line starts, the question it asks)``, or None.
+    Case, spacing and a final ``?`` or ``.`` are ignored: restating the run's question is
+    not a new one. The prompt ends with the question, so a model that writes this label is
+    writing the user's turn; a small model then goes on to answer its own question.
+    """
+    def norm(q: str) -> str:
+        return " ".join(q.lower().split()).rstrip("?. ")
+
+    for m in _QUESTION_LINE.finditer(text):
+        if norm(m.group(1)) != norm(question):
+            return m.start(), m.group(1).strip()
+    return None

@@ -58,9 +58,10 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
         parsed = parse(completion.text, tools=guards.tool_names(tools))  # guard: more[page] while a page waits
+        parsed, drifted = guards.check_question(parsed)  # guard: a Question line the model wrote itself
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.
-        step = Step.of(number, completion, thought=parsed.thought,
+        step = Step.of(number, completion, thought=parsed.thought, guard=drifted,
                        forged=parsed.forged or getattr(completion, "forged_tokens", 0) > 0)
         if parsed.kind == "final":  # 3. Stop on an answer...
             rejected = guards.check_answer(parsed.answer)  # guard: grounding, placeholders, citations
@@ -68,7 +69,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
                 step.answer = parsed.answer
             else:  # ...unless a guard sends it back as the observation.
                 step.record(rejected)
-        elif parsed.kind == "error":  # 4. No usable action (none, or no such tool): the reason goes back.
+        elif parsed.kind == "error":  # 4. No usable action (none, no such tool, ...): the reason goes back.
             step.error = step.observation = parsed.reason
         else:  # 5. Run the tool the action names, through the guards.
             step.action = {"tool": parsed.tool, "args": parsed.args}

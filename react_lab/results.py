@@ -274,33 +274,43 @@ def forge_inputs(config: dict) -> Inputs:
 def eval_inputs(config: dict) -> Inputs:
     """An evaluation (:mod:`react_lab.evals`): config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
 
-    ``n`` None is every task. The prompt part is :func:`react_lab.evals.config_of`'s
-    surface (instructions, tool descriptions and exemplars; or the system message) and
-    every tool schema.
+    ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
+    first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
+    default. The prompt part is :func:`react_lab.evals.config_of`'s surface
+    (instructions, tool descriptions and exemplars; or the system message) and every
+    tool schema.
     """
     from . import evals
+    from .protocol import EXEMPLARS
     from .tasks import load_tasks
     from .tools import default_tools
 
     tools = default_tools()
+    exemplars = None if config.get("exemplars") is None else EXEMPLARS[:config["exemplars"]]
     surface = evals.config_of(config["protocol"], tools, max_steps=config["max_steps"],
-                              max_tokens=config["max_tokens"])["surface"]
+                              max_tokens=config["max_tokens"], exemplars=exemplars)["surface"]
     return Inputs(model=config.get("model", "local"),
                   prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
                   tasks=[asdict(t) for t in load_tasks(n=config.get("n"))])
 
 
-def save_eval(name: str, run, *, protocol: str, model: str, n: int | None) -> Path:
+def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
+              exemplars: int | None = None) -> Path:
     """Save an :class:`react_lab.evals.EvalRun` (metrics and records) as results file ``name``.
 
-    What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's.
+    What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
+    (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default).
     """
     from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
 
     config = {"protocol": protocol, "model": model, "n": n, "max_steps": EVAL_MAX_STEPS,
               "max_tokens": EVAL_MAX_TOKENS}
+    if exemplars is not None:  # absent by default, so files saved before the option stay current
+        config["exemplars"] = exemplars
     command = (f"react-lab eval --protocol {protocol} --model {model}"
-               + (f" --n {n}" if n else "") + f" --save-results {name}")
+               + (f" --n {n}" if n else "")
+               + (f" --exemplars {exemplars}" if exemplars is not None else "")
+               + f" --save-results {name}")
     return save(name, {"metrics": run.metrics, "records": run.records}, experiment="eval",
                 config=config, command=command, seconds=run.seconds)
 

@@ -67,7 +67,11 @@ MAX_ANSWER_CHARS = 300
 
 _MONTHS = {m[:3].lower(): i for i, m in enumerate(MONTHS, 1)}  # "jan" -> 1
 _MONTH = rf"({'|'.join(_MONTHS)})[a-z]*\.?"
-_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})(?=T\d|\b)")  # a timestamp's date too
+#: A time of day (``08:10``, ``T08:10:47``, ``08:10:47.5Z``, ``08:10+02:00``): never a number.
+_CLOCK = re.compile(r"(?<![\w:])T?\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w:])")
+#: Words that take back the option after them: "not open", "isn't open", "no longer open".
+_NEGATION = re.compile(r" (?:not|isn t|is not|wasn t|never|no longer|neither|nor) $")
 _MDY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I)
 _NUMBER = re.compile(r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
@@ -101,12 +105,12 @@ def dates_in(text: str) -> list[str]:
 def numbers_in(text: str) -> list[tuple[float, str | None]]:
     """Return ``(value, unit)`` for every number in ``text``; unit is ``"cents"``, ``"dollars"`` or None.
 
-    Dates and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so
-    their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
+    Dates (timestamps included), times of day and ids (``INV-2041``, ``cus_8812``,
+    ``ch_1KZq8f``) are removed first, so their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
     the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
     words are too common in text that is not an answer ("write one line").
     """
-    for regex in (_ISO, _MDY, _DMY, ID_LIKE_RE):
+    for regex in (_ISO, _MDY, _DMY, _CLOCK, ID_LIKE_RE):
         text = regex.sub(" ", text)
     found = []
     for m in _NUMBER.finditer(text):
@@ -154,7 +158,8 @@ def score(answer: str | None, task: Task) -> bool:
       "Yes, twice"); "no more tool calls" or "no action found" say neither;
     * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
       (longest match first, underscores read as spaces, so "partially paid" is not
-      "paid"); an answer naming two options ("open, not past due") is a hedge;
+      "paid"); an option after a negation ("not open", "isn't open", "no longer open") is
+      not named; an answer naming two options ("open or past due") is a hedge;
     * ``text``: the gold's words appear in order (case and punctuation ignored).
 
     The strict yes/no and choice rules are there because a small model often echoes
@@ -182,8 +187,10 @@ def score(answer: str | None, task: Task) -> bool:
         return said == gold
     if kind == "choice":
         options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
-        named = set(re.findall(r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )",
-                               _words(answer)))
+        said = _words(answer)
+        named = {m.group(1) for m in re.finditer(
+            r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )", said)
+            if not _NEGATION.search(said[:m.start()])}
         return named == {_words(gold).strip()}
     if kind == "text":
         return _words(gold) in _words(answer)

@@ -448,7 +448,7 @@ class Observation:
 
 
 def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
-    """Run tools[name] with args (list: positional, dict: keywords); never raises."""
+    """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
     try:
         return _call(tools, name, args)
     except Exception as e:  # noqa: BLE001 -- a broken call must become an observation
@@ -483,7 +483,8 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
         except Exception as e:  # noqa: BLE001 -- TypeError, ValueError, ... from the tool
             return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
                            f" check the arguments of {tool.usage}", sql)
-    return Observation(json.dumps(value, ensure_ascii=False, default=str), value=value, sql=sql)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return Observation(text, value=value, sql=sql)  # text (a page, an email) as it is: line breaks too
 
 
 def _failed(message: str, sql: list[str] | None = None) -> Observation:

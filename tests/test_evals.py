@@ -113,6 +113,9 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("four invoices", _task("4", "number", "count"), False),          # digits only
     ("no action found; write one line", _task("1", "number", "count"), False),
     ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
+    ("emailed 2026-07-14T08:10:47", _task("7", "number", "count"), False),  # a timestamp's digits
+    ("sent at 08:10:47Z", _task("10", "number", "count"), False),         # a time's digits
+    ("2 sends, at 08:10 and 09:30", _task("2", "number", "count"), True),
     ("[best effort] 60 days", _task("60", "number", "days"), True),   # the loop's tag is ignored
     # dates
     ("2026-07-14", _task("2026-07-14", "date"), True),
@@ -120,6 +123,7 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("14 July 2026", _task("2026-07-14", "date"), True),
     ("on the 14th of July, 2026", _task("2026-07-14", "date"), True),
     ("Jul 14th 2026", _task("2026-07-14", "date"), True),
+    ("issued 2026-07-14T08:10:47", _task("2026-07-14", "date"), True),  # a timestamp's date
     ("2026-07-15", _task("2026-07-14", "date"), False),
     ("July 14", _task("2026-07-14", "date"), False),                  # no year
     ("07/14/2026", _task("2026-07-14", "date"), False),               # slashes are ambiguous
@@ -145,7 +149,12 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
     ("PAST_DUE", _task("past_due", "choice", choices=STATUSES), True),
     ("past due", _task("past_due", "choice", choices=STATUSES), True),
-    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),  # a hedge
+    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),  # negated
+    ("open, not past due", _task("open", "choice", choices=STATUSES), True),
+    ("open or past due", _task("open", "choice", choices=STATUSES), False),   # a hedge
+    ("No. The status of INV-2041 is not open.", _task("open", "choice", choices=STATUSES), False),
+    ("It isn't paid; it is refunded", _task("refunded", "choice", choices=STATUSES), True),
+    ("It is no longer open.", _task("open", "choice", choices=STATUSES), False),
     ("It is past due, and past due again", _task("past_due", "choice", choices=STATUSES), True),
     ("no action found; write 'Action: x' or 'Answer: y'",
      _task("action", "choice", choices=("thought", "action", "observation", "answer")), False),

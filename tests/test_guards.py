@@ -510,3 +510,33 @@ def test_a_timed_out_side_effect_says_its_outcome_is_unknown(payment_setup):
     result = ask("q", model, slow, guards=Guards(approve=lambda n, a: True, tool_timeout=0.3))
     assert result.steps[0].guard == "tool_timeout"
     assert "outcome is unknown" in result.steps[0].observation and "Do not call it again" in result.steps[0].observation
+
+
+# --- query drift: a Question line the model wrote itself --------------------------------------
+
+def test_invented_question_finds_a_new_question_and_ignores_a_restated_one():
+    from react_lab.guards import invented_question
+    text = " It is unpaid.\n\nQuestion: When was the latest invoice issued?\nThought: I need it."
+    at, asked = invented_question(text, "Has INV-2291 been paid?")
+    assert text[at:].startswith("Question:") and asked == "When was the latest invoice issued?"
+    assert invented_question("Question:  has inv-2291 been PAID", "Has INV-2291 been paid?") is None
+    assert invented_question("The Question: is mid-line", "Has INV-2291 been paid?") is None
+    assert invented_question("**Question 2:** Who?", "x")[1] == "Who?"
+
+
+DRIFT = [" It is unpaid.\n\nQuestion: When was the latest invoice issued?\nThought: I need the list.\n"
+         "Action: list_invoices[cus_2291, 2026-07-14]",
+         " The invoice first.\nAction: find_invoice[INV-2291]",
+         " It is approved and unpaid.\nAnswer: INV-2291 is not paid yet."]
+
+
+def test_pin_question_refuses_an_action_under_a_question_of_the_models_own(tools):
+    pinned = ask("Has INV-2291 been paid?", ScriptedModel(DRIFT), tools, guards=Guards(pin_question=True))
+    first = pinned.steps[0]
+    assert first.guard == "own_question" and first.action is None
+    assert "Has INV-2291 been paid?" in first.observation and "When was the latest" in first.observation
+    assert "Question: When" not in pinned.transcript.spans[2][1]     # the invented question is not kept
+    assert pinned.steps[1].action["tool"] == "find_invoice" and pinned.stopped_by == "answer"
+    free = ask("Has INV-2291 been paid?", ScriptedModel(DRIFT), tools)   # off by default
+    assert free.steps[0].guard is None and free.steps[0].action["tool"] == "list_invoices"
+    assert "own_question" in GUARD_NAMES

@@ -129,3 +129,56 @@ def test_the_shipped_results_are_package_data():
 def test_every_shipped_results_file_matches_the_code(name):
     """Fails when the code moved on since the file was made; the message names the command to rerun."""
     results.load(name)
+
+
+def test_eval_with_more_exemplars_is_its_own_fingerprinted_result(where, monkeypatch, tmp_path,
+                                                                   capsys):
+    """``--exemplars N`` changes the prompt: the file records it, and is refused if they change."""
+    monkeypatch.setattr(results, "RESULTS_DIR", where)
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
+    assert main(["eval", "--model", "oracle", "--n", "2", "--json", "--save-results", "plain"]) == 0
+    assert main(["eval", "--model", "oracle", "--n", "2", "--exemplars", "2", "--json",
+                 "--save-results", "two"]) == 0
+    plain, two = results.load("plain"), results.load("two")
+    assert "exemplars" not in plain.config and two.config["exemplars"] == 2
+    assert two.command == ("react-lab eval --protocol text --model oracle --n 2 --exemplars 2 "
+                           "--save-results two")
+    assert plain.fingerprint["prompt_sha256"] != two.fingerprint["prompt_sha256"]
+    assert plain.fingerprint["tasks_sha256"] == two.fingerprint["tasks_sha256"]
+    monkeypatch.setattr(protocol, "EXEMPLARS", protocol.EXEMPLARS[:1] + protocol.EXEMPLARS[2:3])
+    assert results.check("two") == ["the prompt, exemplars or tool schemas changed (prompt_sha256)"]
+    assert results.check("plain") == []
+    capsys.readouterr()
+    assert main(["eval", "--model", "oracle", "--protocol", "native", "--exemplars", "2"]) == 2
+    assert "--exemplars is for the text protocol" in capsys.readouterr().err
+
+
+#: The results notebook 08 loads (it fails without them; so does this test).
+NOTEBOOK_08_RESULTS = ("eval-text", "eval-native", "eval-text-exemplars-2")
+
+
+def test_notebook_08_results_are_shipped():
+    assert set(NOTEBOOK_08_RESULTS) <= set(results.saved())
+
+
+def _experiment(name):
+    return json.loads((results.RESULTS_DIR / f"{name}.json").read_text())["experiment"]
+
+
+@pytest.mark.parametrize("name", [n for n in results.saved() if _experiment(n) == "eval"])
+def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
+    """The fingerprint does not cover the scorer, the metrics code or the CLI's current limits:
+    re-score, re-compute and compare them here."""
+    from react_lab.evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, metrics
+    from react_lab.tasks import load_tasks, score
+
+    loaded = results.load(name)
+    tasks = {t.id: t for t in load_tasks(n=loaded.config.get("n"))}
+    # the file's limits are those `react-lab eval` runs with now
+    assert (loaded.config["max_steps"], loaded.config["max_tokens"]) == (EVAL_MAX_STEPS, EVAL_MAX_TOKENS)
+    records = loaded.data["records"]
+    assert [r["task_id"] for r in records] == list(tasks)
+    assert [r["gold"] for r in records] == [t.gold for t in tasks.values()]
+    rescored = [score(r["answer"], tasks[r["task_id"]]) for r in records]
+    assert rescored == [r["correct"] for r in records]
+    assert metrics(records) == loaded.data["metrics"]

@@ -402,3 +402,12 @@ def test_payment_tools_refuse_the_repository_copy_and_non_databases(tmp_path):
     text.write_text("not a database")
     with pytest.raises(ValueError, match="not a copy of the billing database"):
         payment_tools(text)
+
+
+def test_a_tool_that_returns_text_is_observed_as_written():
+    from react_lab.tools import Tool, call_tool
+    page = Tool("read_page", lambda page_id: "Line one.\nLine \"two\".", "Read a page.",
+                {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"],
+                 "additionalProperties": False})
+    out = call_tool({"read_page": page}, "read_page", ["p1"])
+    assert out.text == 'Line one.\nLine "two".' and out.value == out.text and out.error is None
