@@ -379,6 +379,8 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
       prompt tokens of step 1 (chat template included);
     * ``mean_A``, ``mean_O``: means over the steps whose text was re-sent (all but the
       last), and ``predicted_mean``: :func:`per_step` with them (rounded);
+    * ``resent_A``, ``resent_O``: what step k re-sends of the earlier steps' model text and
+      observations (``predicted = P + resent_A + resent_O``), the quadratic part;
     * ``error``: ``reported - predicted`` (tokenizer merges across span boundaries).
     """
     spans = result.transcript.spans[1:]  # after the prompt: one "model" span per step, maybe a "loop" span
@@ -407,37 +409,70 @@ def measure_run(result, count: Callable[[str], int]) -> dict:
         "predicted": predicted,
         "mean_A": mean_a, "mean_O": mean_o,
         "predicted_mean": per_step(P, round(mean_o), round(mean_a), n),
+        "resent_A": [0, *_running(A[:n - 1])], "resent_O": [0, *_running(O[:n - 1])],
         "error": [r - p for r, p in zip(reported, predicted)],
     }
 
 
-def plot_run(measured: dict, *, title: str | None = None):
-    """Plot a measured run: reported vs predicted prompt tokens, and evaluated vs billed tokens.
+def request_texts(result) -> list[str]:
+    """The text each step of a finished run sent (before any chat template), in step order.
 
-    ``measured`` is :func:`measure_run`'s dict. Returns a ``matplotlib.figure.Figure``.
+    Request k is the prompt and every span written before step k's completion, so count
+    it with any tokenizer (``[count_tokens(t) for t in request_texts(run)]``: cl100k).
+    Valid for a run whose transcript was never compacted (``Guards(compact_at=None)``).
+    """
+    texts, sent = [], ""
+    for owner, text in result.transcript.spans:
+        if owner == "model":  # each step's completion begins after what was sent
+            texts.append(sent)
+        sent += text
+    return texts[:len(result.steps)]
+
+
+def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tokens"):
+    """Plot a measured run: each request split by term, and the run's cumulative totals.
+
+    Left: one stacked bar per step -- the prompt prefix ``P`` (the same every step: the
+    linear term), then the earlier steps' model text and observations re-sent (the part
+    that grows: the quadratic term) -- with the prompt tokens the backend reported as
+    dots and the cost model with the run's mean A and O as a dashed line. Right: the
+    cumulative prompt tokens, prefix and re-sent stacked, and the tokens the backend
+    actually evaluated (its KV cache reused the rest) where it reports them. Both y axes start at 0; ``unit``
+    names the tokenizer in their labels. ``measured`` is :func:`measure_run`'s dict.
+    Returns a ``matplotlib.figure.Figure``.
     """
     from matplotlib.figure import Figure  # heavy, optional: only plots need it
 
-    steps = measured["steps"]
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
+    steps, P = measured["steps"], measured["P"]
+    prefix, model_text, observations = [P] * len(steps), measured["resent_A"], measured["resent_O"]
+    fig = Figure(figsize=(10, 4.8), layout="constrained")
     left, right = fig.subplots(1, 2)
-    left.plot(steps, measured["reported"], "o", ms=9, color="#111827", label="reported by the model")
-    left.plot(steps, measured["predicted"], "-", color="#2563eb",
-              label="cost model, each step's own A and O")
+    left.bar(steps, prefix, color="#9ca3af", label=f"prompt prefix P = {P:,} (linear)")
+    left.bar(steps, model_text, bottom=prefix, color="#93c5fd", label="re-sent model text")
+    left.bar(steps, observations, bottom=[p + a for p, a in zip(prefix, model_text)],
+             color="#1d4ed8", label="re-sent observations")
+    left.plot(steps, measured["reported"], "o", color="#111827", label="reported by the backend")
     left.plot(steps, measured["predicted_mean"], "--", color="#f59e0b",
-              label="cost model, mean A and O")
-    left.set(xlabel="step", ylabel="prompt tokens (model tokenizer)",
-             title="Prompt tokens per step")
-    left.legend(fontsize=8)
+              label=f"cost model, mean A = {measured['mean_A']:.0f}, O = {measured['mean_O']:.0f}")
+    over = [k for k, a, o in zip(steps, model_text, observations) if a + o > P]
+    if over:
+        _mark(left, over[0], f"from step {over[0]},\nre-sent > prefix")
+    left.set(xlabel="step", ylabel=f"prompt tokens sent ({unit})", title="Each request")
+    below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2}
+    left.legend(**below)
 
-    billed, evaluated = _running(measured["reported"]), _running(
-        [e if e is not None else r for e, r in zip(measured["evaluated"], measured["reported"])])
-    right.plot(steps, billed, "o-", color="#111827", label="prompt tokens sent (billed)")
-    right.plot(steps, evaluated, "s-", color="#059669", label="tokens evaluated (KV cache reused)")
-    right.set(xlabel="steps so far", ylabel="cumulative tokens", title="Sent vs computed")
-    right.legend(fontsize=8)
+    cum_prefix, cum_resent = _running(prefix), _running([a + o for a, o in zip(model_text, observations)])
+    right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#1d4ed8"],
+                    labels=["prefix: N·P (linear)", "re-sent text (quadratic)"])
+    if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
+        right.plot(steps, _running(measured["evaluated"]), "s-", color="#059669",
+                   label="evaluated (the rest came from the KV cache)")
+    right.set(xlabel="steps so far", ylabel=f"cumulative prompt tokens ({unit})",
+              title=f"The run: {sum(measured['reported']):,} prompt tokens in {len(steps)} steps")
+    right.legend(**below)
     for ax in (left, right):
         ax.set_xticks(steps)
+        ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter("{x:,.0f}")
     if title:
         fig.suptitle(title)

@@ -286,3 +286,18 @@ def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
     head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in columns)
     body = "".join("<tr>" + "".join(cell(r.get(c)) for c in columns) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
+    """Render texts side by side: ``{title: [(owner, text), ...]}`` as HTML columns.
+
+    Each span is coloured by its owner (:data:`OWNERS`), as :meth:`Transcript.render_html`
+    colours a transcript; text is escaped. For comparing two prompts and their completions.
+    """
+    cells = []
+    for title, spans in columns.items():
+        body = "".join(f'<span style="background:{_BACKGROUNDS[o]};color:{_COLOURS[o]}">'
+                       f"{html.escape(t)}</span>" for o, t in spans)
+        cells.append(f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
+                     f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>")
+    return f"<table style='width:100%'><tr>{''.join(cells)}</tr></table>"

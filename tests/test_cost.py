@@ -224,7 +224,22 @@ def test_measure_run_predicts_a_scripted_run_exactly():
     assert measured["error"] == [0, 0, 0]
     # the mean-size line meets the real one at the last step (means over re-sent steps only)
     assert abs(measured["predicted_mean"][-1] - measured["reported"][-1]) <= 2
-    assert len(cost.plot_run(measured).axes) == 2
+    # the stacked parts add up to the prediction; the first request re-sends nothing
+    assert measured["resent_A"][0] == measured["resent_O"][0] == 0
+    assert all(p == measured["P"] + a + o for p, a, o in
+               zip(measured["predicted"], measured["resent_A"], measured["resent_O"]))
+    assert measured["resent_O"][2] == measured["O"][0] + measured["O"][1]
+    fig = cost.plot_run(measured, unit="words")
+    assert len(fig.axes) == 2
+    for ax in fig.axes:
+        assert ax.get_ylim()[0] == 0 and "(words)" in ax.get_ylabel()
+
+
+def test_request_texts_are_what_each_step_sent():
+    script = [" list them.\nAction: list_invoices[cus_8812, 2026-07-01]", " done.\nAnswer: once"]
+    model = ScriptedModel(script)
+    result = ask("Was cus_8812 charged twice?", model, default_tools())
+    assert cost.request_texts(result) == model.prompts
 
 
 class WordModel:

@@ -1,0 +1,54 @@
+"""The notebooks' compute clock: cell run time, not reading time."""
+import time
+
+from react_lab import clock
+
+
+class Events:
+    """The part of IPython's EventManager the clock uses."""
+
+    def __init__(self):
+        self.callbacks = {"pre_run_cell": [], "post_run_cell": []}
+
+    def register(self, event, fn):
+        self.callbacks[event].append(fn)
+
+    def unregister(self, event, fn):
+        self.callbacks[event].remove(fn)
+
+    def fire(self, event):
+        for fn in list(self.callbacks[event]):
+            fn(None)
+
+
+class Shell:
+    def __init__(self):
+        self.events = Events()
+
+
+def test_the_clock_counts_cells_and_not_the_time_between_them():
+    shell = Shell()
+    c = clock.start_clock(shell)          # called inside the first cell
+    time.sleep(0.02)
+    shell.events.fire("post_run_cell")    # first cell ends
+    time.sleep(0.2)                       # the learner reads
+    shell.events.fire("pre_run_cell")
+    time.sleep(0.02)
+    shell.events.fire("post_run_cell")
+    assert c.cells == 2 and 0.03 < c.seconds < 0.15
+    assert "over 2 cells" in c.report() and "budget" in c.report(budget=15)
+
+
+def test_starting_again_replaces_the_clock():
+    shell = Shell()
+    first = clock.start_clock(shell)
+    second = clock.start_clock(shell)
+    assert first.begin not in shell.events.callbacks["pre_run_cell"]
+    assert shell.events.callbacks["post_run_cell"] == [second.end]
+
+
+def test_without_ipython_it_is_a_stopwatch():
+    c = clock.CellClock()
+    c.begin()
+    time.sleep(0.01)
+    assert c.elapsed() >= 0.01 and c.report().endswith("over 1 cell")

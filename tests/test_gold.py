@@ -1,0 +1,88 @@
+"""Gold answers from the database for the notebooks' own question, and the reasons a run missed it."""
+import pytest
+
+from react_lab.gold import check_charges, why_wrong
+from react_lab.tasks import score
+from react_lab.tools import open_db
+
+QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
+
+
+def test_inv_2041_was_charged_once_and_is_listed_twice():
+    check = check_charges("INV-2041")
+    assert [c["id"] for c in check.succeeded] == ["ch_1KZq8f"]
+    assert check.gold == "no" and len(check.sends) == 2
+    text = check.explain()
+    assert "charged once" in text and "listed 2 times" in text and "resend" in text
+
+
+def test_the_gold_agrees_with_the_evaluation_sets_sql_for_every_invoice():
+    conn = open_db()
+    ids = [r[0] for r in conn.execute("SELECT DISTINCT invoice_id FROM charges")]
+    twice = 0
+    for invoice_id in ids:
+        check = check_charges(invoice_id, conn)
+        assert check.gold == conn.execute(check.task("q").sql, (invoice_id,)).fetchone()[0]
+        twice += check.gold == "yes"
+    assert twice > 0      # the set has real duplicates, so both branches ran
+
+
+def test_a_duplicate_is_explained_as_charged_twice():
+    conn = open_db()
+    inv = conn.execute("SELECT invoice_id FROM charges WHERE status = 'succeeded' GROUP BY invoice_id "
+                       "HAVING count(*) = 2 LIMIT 1").fetchone()[0]
+    check = check_charges(inv, conn)
+    assert check.gold == "yes" and "charged twice" in check.explain()
+
+
+def test_the_task_scores_answers_like_the_evaluation():
+    task = check_charges("INV-2041").task(QUESTION)
+    assert score("No. It was charged once; the invoice was emailed twice.", task)
+    assert not score("Yes, twice.", task)
+    assert not score("The latest invoice of cus_8812 was charged twice for INV-2116.", task)
+
+
+def test_an_unknown_invoice_is_a_clear_error():
+    with pytest.raises(KeyError, match="INV-0000"):
+        check_charges("INV-0000")
+
+
+def test_why_wrong_names_the_copied_date_the_missing_invoice_and_the_own_question():
+    why = why_wrong(QUESTION, "INV-2116 was charged twice.", needed="INV-2041",
+                    calls=[("list_invoices", ["cus_8812", "2026-07-14"])],
+                    observations=['[{"invoice_id": "INV-2116"}]'],
+                    written=[" x\nAction: list_invoices[cus_8812, 2026-07-14]",
+                             " y\nAnswer: no\n\nQuestion: When was it?"])
+    assert "copied 2026-07-14 from the exemplar" in why
+    assert "INV-2041 never appeared in an observation" in why
+    assert "about INV-2116" in why and "Question: line of its own" in why
+
+
+def test_why_wrong_does_not_blame_copying_when_the_invoice_was_fetched():
+    # 2026-07-01 is also in the exemplar, but this call did bring INV-2041 back.
+    why = why_wrong(QUESTION, "Yes.", needed="INV-2041",
+                    calls=[("list_invoices", ["cus_8812", "2026-07-01"])],
+                    observations=['[{"invoice_id": "INV-2041"}]'], written=[" Answer: Yes."])
+    assert why == ""
+    assert "without calling a tool" in why_wrong(QUESTION, "No.", needed="INV-2041")
+    assert "gave no answer" in why_wrong(QUESTION, None, needed="INV-2041",
+                                         calls=[("get_charge", ["ch_1KZq8f"])],
+                                         observations=["INV-2041 ..."])
+
+
+def test_judge_scores_a_run_and_says_why_it_missed():
+    from react_lab.gold import judge
+    from react_lab.loop import ask
+    from react_lab.models import ScriptedModel
+    from react_lab.tools import default_tools
+
+    wrong = ask(QUESTION, ScriptedModel([" I list.\nAction: list_invoices[cus_8812, 2026-07-14]",
+                                         " Done.\nAnswer: INV-2116 was charged twice.\nQuestion: x"]),
+                default_tools())
+    verdict = judge(QUESTION, wrong.steps, check_charges("INV-2041"))
+    assert not verdict.right and verdict.gold == "no"
+    assert "copied 2026-07-14" in verdict.why and "scored        : wrong" in str(verdict)
+    right = ask(QUESTION, ScriptedModel([" I list.\nAction: list_invoices[cus_8812, 2026-07-01]",
+                                         " Done.\nAnswer: No, it was charged once."]), default_tools())
+    verdict = judge(QUESTION, right.steps, check_charges("INV-2041"))
+    assert verdict.right and verdict.why == "" and "right" in str(verdict)
