@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -172,12 +173,25 @@ def decode_arguments(arguments: Any) -> Any:
     return _decode(arguments)[0]
 
 
+def _no_constant(name: str) -> float:
+    """Refuse ``NaN``/``Infinity``: Python's json reads them, JSON (RFC 8259) has no such values."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """Read a JSON number with a fraction or exponent; refuse one too large for a float (``1e400``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large to be a number")
+    return value
+
+
 def _decode(arguments: Any) -> tuple[Any, Exception | None]:
     """``(decoded value, None)``, or ``(arguments, the decoder's error)`` for text that is not JSON."""
     if not isinstance(arguments, str):
         return arguments, None
     try:
-        return json.loads(arguments), None
+        return json.loads(arguments, parse_constant=_no_constant, parse_float=_finite), None
     except (ValueError, RecursionError) as exc:
         return arguments, exc
 

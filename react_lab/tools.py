@@ -285,11 +285,13 @@ SCHEDULE_PAYMENT = _schema(
 def _dollars(amount: Any) -> float:
     """A payment amount in dollars: a number or plain decimal text with at most 2 decimals.
 
-    ``True``, ``"1e-9"``, ``"1_000"``, ``"0.001"``, ``nan`` raise ToolError: money is never
+    ``True``, ``"1e-9"``, ``"1_000"``, ``"0.001"``, ``"100.0.0"``, ``nan`` and digits of
+    other scripts (``"١٠٠"``, full-width ``"１００"``) raise ToolError: money is never
     guessed from a near miss.
     """
     text = str(amount).strip() if isinstance(amount, (str, int, float)) and not isinstance(amount, bool) else None
-    if text is None or not re.fullmatch(r"\d+(?:\.\d{1,2})?|\d*\.\d{1,2}", text.removesuffix(".0")):
+    # ASCII digits only: Python's \d and float() also read other scripts' digits ("١٠٠", "１００").
+    if text is None or not re.fullmatch(r"[0-9]+(?:\.[0-9]{1,2})?|[0-9]*\.[0-9]{1,2}", text):
         raise ToolError(f"amount must be a number of dollars with at most 2 decimals, like 48200 "
                         f"or 129.00, not {amount!r}")
     return float(text)

@@ -270,3 +270,19 @@ def test_the_example_shown_in_messages_is_itself_valid(name):
     example = example_args(TOOLS[name])
     assert check_arguments(TOOLS[name], example) == (json.loads(example), [])
     assert validate_call(TOOLS[name], json.loads(example)) == []
+
+
+@pytest.mark.parametrize("raw", ['{"invoice_id": "INV-2291", "amount": NaN}',
+                                 '{"invoice_id": "INV-2291", "amount": Infinity}',
+                                 '{"invoice_id": "INV-2291", "amount": -Infinity}',
+                                 '{"invoice_id": "INV-2291", "amount": 1e400}'])
+def test_numbers_json_does_not_have_are_refused_not_passed_on(raw):
+    """Python's json reads NaN/Infinity and turns 1e400 into inf; none is a JSON number (RFC 8259)."""
+    args, errors = check_arguments(TOOLS["schedule_payment"], raw)
+    assert args is None and len(errors) == 1 and "not valid JSON" in errors[0]
+    assert "amount" in errors[0]  # the message shows the expected arguments
+
+
+def test_a_large_but_finite_number_still_decodes():
+    args, errors = check_arguments(TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": 1e300}')
+    assert errors == [] and args["amount"] == 1e300  # the tool itself then refuses the sum

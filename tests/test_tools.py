@@ -369,7 +369,8 @@ def test_shipped_db_unchanged_after_using_every_tool(tools):
 # --- what a tester found -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("amount", [True, "1e-9", "0.001", "1_000", float("nan"), 1e-9, "12,000",
-                                    None, [100], " ", "inf"])
+                                    None, [100], " ", "inf", "100.0.0", "\u0661\u0660\u0660",
+                                    "\uff11\uff10\uff10", "\u0967\u0966\u0966", float("inf")])
 def test_schedule_payment_refuses_amounts_that_are_not_plain_dollars(tmp_path, amount):
     from react_lab.tools import ToolError, payment_tools, schedule_payment, working_copy
 
