@@ -15,6 +15,8 @@ extra=()
 if [ "$(id -u)" -eq 0 ]; then
   extra+=(--allow-root)
 fi
+# A terminal opened in JupyterLab finds `react-lab` (the notebooks suggest its commands).
+export PATH="$PWD/.venv/bin:$PATH"
 # ${extra[@]+...}: an empty array is "unbound" to `set -u` in bash 3.2 (macOS).
 exec .venv/bin/jupyter lab --notebook-dir=notebooks ${extra[@]+"${extra[@]}"} "$@" \
   notebooks/01_text_protocol.ipynb
