@@ -42,7 +42,7 @@ from .cost import count_tokens
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, run_task
 from .exemplars import get_pool, select
 from .guards import MORE, Guards
-from .models import Completion, LocalModel, check_count
+from .models import Completion, LocalModel, check_count, local_model
 from .protocol import EXEMPLARS, build_prompt
 from .stats import Rate, pass_at_k, pass_hat_k, success_rate
 from .tasks import Task, load_tasks, score
@@ -217,10 +217,13 @@ def _more_tool() -> Tool:
     return Tool(MORE, lambda page: None, "Read the rest of a truncated observation.", schema)
 
 
-@functools.lru_cache(maxsize=1)
 def base_model() -> LocalModel:
-    """The embedded model, loaded once per process (``REACT_LAB_THREADS`` threads)."""
-    return LocalModel()
+    """The embedded model: :func:`react_lab.models.local_model`, the one instance per process.
+
+    Sharing it with the rest of the lab (``warm_up``, notebooks) keeps one copy of the
+    weights and one KV cache in memory.
+    """
+    return local_model()
 
 
 # --------------------------------------------------------------------------- one run
