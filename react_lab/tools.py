@@ -463,6 +463,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
     if tool is None:
         return _failed(unknown_tool_message(name, tools))
     args = [args] if isinstance(args, str) else args
+    if not isinstance(args, (list, tuple, dict)):
+        return _failed(f"{tool.name} was not run: its arguments must be a list of values or an "
+                       f"object of named values, not {type(args).__name__}. Write {tool.usage}")
     args, errors = clean_arguments(tool, args)  # the argument rule: no tool sees "INV-2041\n"
     if errors:
         return _failed(f"{tool.name} was not run: {'; '.join(errors)}")

@@ -412,3 +412,10 @@ def test_a_tool_that_returns_text_is_observed_as_written():
                  "additionalProperties": False})
     out = call_tool({"read_page": page}, "read_page", ["p1"])
     assert out.text == 'Line one.\nLine "two".' and out.value == out.text and out.error is None
+
+
+@pytest.mark.parametrize("args", [None, 7, 1.5, object()])
+def test_arguments_that_are_neither_a_list_nor_an_object_get_the_expected_form(args):
+    obs = T.call_tool(T.default_tools(), "search", args)
+    assert obs.error and "list of values or an object of named values" in obs.text
+    assert "search[" in obs.text  # the usage line shows the expected form
