@@ -4,21 +4,25 @@ The ladder's rung 3. The default prompt shows one fixed exemplar (a "latest invo
 question), and the 135M model copies its shape whatever it is asked. Here every
 question gets the ``k`` exemplars nearest to it from a pool.
 
-**How the pool is made -- read this before quoting a result.** Issue 15 asks for a pool
-built from *successful development-half runs*. This pool is not that: it is written
-from each **dev** task's *oracle* calls (``Task.oracle``, the calls that compute its
+**Two pools -- read this before quoting a result.** Issue 15 asks for a pool built from
+*successful development-half runs*: that is the **runs pool** (``source="runs"``,
+:func:`harvest`), the model's own trajectories on dev tasks that it answered correctly,
+read from a shipped dev results file. Those runs had to be prompted with *some*
+exemplars: they ran with the **oracle pool** (``source="oracle"``, the default), which
+is written from each **dev** task's *oracle* calls (``Task.oracle``, the calls that compute its
 gold answer) run through the real tools, so every observation is real tool output of
 the tool variant in use, plus a short written thought per step, a closing thought that
 quotes the field holding the answer, and the task's **gold answer** stated in its unit
 (:func:`pool_exemplar`). No model run is involved, so a pool entry exists for every dev
 task, including ones no configuration solved. The wording of the thoughts was revised
 once after reading dev traces (the prototype's "pool v2"); the test half was never
-looked at.
+looked at. The runs pool holds only the dev tasks the model solved cleanly, so it has
+fewer entries, and its thoughts and answers are the model's own words.
 
 Guarantees, checked by ``tests/test_ladder.py``:
 
-* the pool holds **dev tasks only** (:func:`build_pool` loads ``split="dev"`` and
-  refuses any other task);
+* both pools hold **dev tasks only** (:func:`build_pool` loads ``split="dev"`` and
+  refuses any other task; :func:`harvest` refuses a run of a non-dev task);
 * :func:`select` never returns the task itself, nor an entry whose question or
   observations show an id the question asks about (so even on the dev half an exemplar
   is never a lookup of the answer).
@@ -39,7 +43,7 @@ from .tasks import Task, load_tasks
 from .tools import call_tool
 
 __all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
-           "jaccard", "pool_exemplar"]
+           "jaccard", "pool_exemplar", "harvest", "HARVESTED_FROM"]
 
 IDS = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
 
@@ -251,7 +255,85 @@ def build_pool(variant: str = "default") -> list[PoolEntry]:
     return pool
 
 
+# --------------------------------------------------------------------------- the runs pool
+
+#: Tool variant -> the shipped dev results file whose successful runs make its runs pool.
+#: Each is a ladder config run over the whole dev half with the oracle pool, the same
+#: tool variant and grammar (``react-lab eval --config gpool_k1 --split dev ...``).
+HARVESTED_FROM = {"default": "ladder-dev-gpool_k1", "oldest_first": "ladder-dev-t_oldest_first"}
+
+#: ladder records keep the first 200 characters of a thought; a run with a longer one is skipped.
+_THOUGHT_KEPT = 200
+
+
+def _clean_run(record: dict) -> bool:
+    """True for a run fit to show: correct, ended by its own answer, every step a tool call
+    that the tools accepted (no error, no guard) and no thought cut short by the record."""
+    steps = record["steps"]
+    if not (record["correct"] and record["stopped_by"] == "answer" and steps):
+        return False
+    *calls, last = steps
+    return (last["answer"] is not None
+            and all(s["tool"] and not s["error"] and not s["guard"] for s in calls)
+            and all(len(s["thought"] or "") < _THOUGHT_KEPT for s in steps))
+
+
+def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
+    """Turn successful dev runs into pool entries: the model's own thoughts, actions and answer.
+
+    ``records`` are ladder run records (:func:`react_lab.ladder.run_one`) of **dev** tasks
+    run with tool ``variant``. A run is kept when it is correct, ended with its own
+    ``Answer:``, and every step before it was a call the tools accepted (see
+    :func:`_clean_run`); its calls are run again through the tools, so each observation
+    is the real tool output (the record keeps the calls, not the observations). The
+    thoughts and the answer are the model's, as it wrote them. Raises ``ValueError``
+    for a record of a task that is not in the dev half.
+    """
+    from .tool_designs import get_tools
+
+    tools = get_tools(variant)
+    tasks = {t.id: t for t in load_tasks(split="dev")}
+    pool = []
+    for r in records:
+        if task_split(r["task_id"]) != "dev":
+            raise ValueError(f"{r['task_id']} is not a dev task: only dev runs go into the exemplar pool")
+        if r["trial"] != 0 or not _clean_run(r):
+            continue
+        task = tasks[r["task_id"]]
+        shown = set(IDS.findall(task.question))
+        steps = []
+        for s in r["steps"][:-1]:
+            args = [str(a) for a in s["args"]]
+            text = call_tool(tools, s["tool"], args).text
+            shown |= set(IDS.findall(text))
+            steps.append((s["thought"], f"{s['tool']}[{', '.join(args)}]", text))
+        last = r["steps"][-1]
+        ex = PoolExemplar(task.question, tuple(steps), last["thought"] or "I can answer this now.",
+                          str(last["answer"]), source=task.id)
+        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
+    return pool
+
+
+def runs_pool(variant: str = "default") -> list[PoolEntry]:
+    """The runs pool of tool ``variant``: :func:`harvest` of its shipped dev results file.
+
+    Raises ``ValueError`` for a variant with no harvested dev run (:data:`HARVESTED_FROM`)
+    and :class:`react_lab.results.StaleResults` when that file no longer matches the code.
+    """
+    from . import results
+
+    if variant not in HARVESTED_FROM:
+        raise ValueError(f"no dev runs harvested for tool variant {variant!r}; "
+                         f"harvested: {', '.join(HARVESTED_FROM)}")
+    return harvest(results.load(HARVESTED_FROM[variant]).data["records"], variant)
+
+
 @functools.lru_cache(maxsize=None)
-def get_pool(variant: str = "default") -> tuple[PoolEntry, ...]:
-    """:func:`build_pool`, built once per tool variant."""
-    return tuple(build_pool(variant))
+def get_pool(variant: str = "default", source: str = "oracle") -> tuple[PoolEntry, ...]:
+    """The pool of tool ``variant``, built once: ``source="oracle"`` (:func:`build_pool`)
+    or ``"runs"`` (:func:`runs_pool`). ``ValueError`` for another source."""
+    if source == "oracle":
+        return tuple(build_pool(variant))
+    if source == "runs":
+        return tuple(runs_pool(variant))
+    raise ValueError(f"unknown pool source {source!r}; use oracle or runs")

@@ -17,6 +17,9 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 ``gpool_k1``             rungs 1b + 3: the base the tool-design rungs change
 ``t_<variant>``          rung 2: ``gpool_k1`` with one tool-design change
                          (:mod:`react_lab.tool_designs`)
+``runs_k1``/``best_runs`` rung 3 with the *runs* pool: exemplars harvested from the model's own
+                         successful dev runs (:func:`react_lab.exemplars.harvest`) instead of
+                         the oracle-written pool, on ``gpool_k1`` and on ``best``
 ``best``                 rung 4: the best combination on the DEV half (``t_oldest_first``'s)
 =======================  =====================================================================
 
@@ -70,8 +73,9 @@ class Config:
     ``grammar``: None (free decoding) or a :data:`react_lab.text_grammar.THOUGHT_MODES`
     mode; ``grounded``: id arguments only from the question and observations;
     ``tools``: a :func:`react_lab.tool_designs.get_tools` spec; ``exemplars``:
-    ``"default"`` (the prompt's one fixed exemplar) or ``"pool"`` (``k`` chosen per
-    question); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
+    ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
+    question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the pool
+    harvested from successful dev runs); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
     """
 
     name: str
@@ -113,6 +117,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                 "search1", "oldest_first", "counted")],
     _GPOOL.with_("best", "rung 4: the best combination on the dev half (gpool_k1 + oldest_first)",
                  tools="oldest_first"),
+    _GPOOL.with_("runs_k1", "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
+                 exemplars="runs"),
+    _GPOOL.with_("best_runs", "rung 3, runs pool: best with exemplars from successful dev runs",
+                 tools="oldest_first", exemplars="runs"),
     *[_GPOOL.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
                    tools="oldest_first", distractors=n - 6) for n in (12, 24)],
 ]}
@@ -141,9 +149,10 @@ def exemplars_for(cfg: Config, task: Task) -> list:
     """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
     if cfg.exemplars == "default":
         return list(EXEMPLARS[:1])
-    if cfg.exemplars == "pool":
-        return select(list(get_pool(cfg.tools)), task, k=cfg.k)
-    raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default or pool")
+    if cfg.exemplars in ("pool", "runs"):
+        return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
+                      task, k=cfg.k)
+    raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default, pool or runs")
 
 
 def first_prompt(cfg: Config, task: Task) -> str:

@@ -15,6 +15,12 @@ Repeated trials answer a different question from one trial per task:
 * **pass^k** — the task was solved in *every one* of k trials (reliability: will it do it
   every time?), as in Yao et al., 2024, "τ-bench" (arXiv:2406.12045).
 
+Two configurations run on the *same* tasks are compared task by task with
+:func:`paired_comparison`: only the tasks where they disagree carry information, and
+the exact McNemar test asks whether the disagreements lean one way more often than a
+fair coin would (a two-sided binomial test on them, SciPy's ``binomtest``). Paired,
+it tells apart differences that two overlapping Wilson intervals cannot.
+
 With n ≥ k trials per task both are estimated without bias from c successes out of n:
 pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k), averaged over tasks.
 """
@@ -26,7 +32,7 @@ from typing import Iterable, Sequence
 
 from scipy.stats import binomtest
 
-__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k"]
+__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_comparison"]
 
 
 @dataclass(frozen=True)
@@ -99,3 +105,40 @@ def pass_hat_k(trials: Iterable[Sequence[bool]], k: int) -> float:
     if not counts:
         return 0.0
     return sum(comb(c, k) / comb(n, k) for n, c in counts) / len(counts)
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Two configurations on the same tasks: ``gained`` (solved by the new one only),
+    ``lost`` (solved by the old one only), ``same`` (agreeing tasks) and ``p``, the
+    two-sided exact McNemar p-value (1.0 when they never disagree)."""
+
+    gained: int
+    lost: int
+    same: int
+    p: float
+
+    @property
+    def verdict(self) -> str:
+        """``"better"``/``"worse"`` when ``p < 0.05``, else ``"within noise"``."""
+        if self.p >= 0.05:
+            return "within noise"
+        return "better" if self.gained > self.lost else "worse"
+
+    def __str__(self) -> str:
+        return f"+{self.gained} -{self.lost} (p = {self.p:.2f}, {self.verdict})"
+
+
+def paired_comparison(old: dict[str, bool], new: dict[str, bool]) -> Paired:
+    """Compare two runs task by task: ``{task_id: solved}`` for each, on the same task ids.
+
+    Returns a :class:`Paired`; the p-value is the exact McNemar test (a two-sided
+    binomial test of the discordant tasks against 1/2, SciPy ``binomtest``; McNemar,
+    1947, Psychometrika 12:153-157). Raises ``ValueError`` when the task ids differ.
+    """
+    if set(old) != set(new):
+        raise ValueError(f"the runs cover different tasks: {len(set(old) ^ set(new))} differ")
+    gained = sum(bool(new[t]) and not old[t] for t in old)
+    lost = sum(bool(old[t]) and not new[t] for t in old)
+    p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
+    return Paired(gained, lost, len(old) - gained - lost, float(p))

@@ -27,7 +27,7 @@ from typing import Callable
 
 from .tools import Tool, default_tools
 
-__all__ = ["VARIANTS", "get_tools", "DESCRIPTIONS"]
+__all__ = ["VARIANTS", "get_tools", "DESCRIPTIONS", "describe"]
 
 Tools = dict[str, Tool]
 
@@ -276,3 +276,16 @@ def with_distractors(tools: Tools, n: int) -> Tools:
     if not 0 <= n <= len(DISTRACTORS):
         raise ValueError(f"n must be 0..{len(DISTRACTORS)}, not {n}")
     return {**tools, **{spec[0]: _distractor(*spec) for spec in DISTRACTORS[:n]}}
+
+
+def describe(variant: str) -> str:
+    """The one-line description of ``variant`` from this module's table (one source for docs and notebooks).
+
+    Raises ``ValueError`` for an unknown variant.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown tool variant {variant!r}; known: {', '.join(VARIANTS)}")
+    for line in __doc__.splitlines():
+        if line.startswith(f"``{variant}``"):
+            return line[len(variant) + 4:].strip()
+    raise ValueError(f"{variant!r} has no line in the table of react_lab.tool_designs")

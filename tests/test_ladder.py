@@ -113,7 +113,73 @@ def test_pool_refuses_a_test_task():
         pool_exemplar(TEST[0], default_tools())
 
 
+def _run_record(task, steps, *, correct=True, stopped_by="answer", trial=0):
+    return {"task_id": task.id, "category": task.category, "trial": trial, "correct": correct,
+            "stopped_by": stopped_by, "answer": steps[-1].get("answer"), "steps": steps}
+
+
+def _call(tool, args, thought="I look it up."):
+    return {"tool": tool, "args": args, "error": None, "guard": None, "answer": None, "thought": thought}
+
+
+def test_harvest_keeps_clean_successful_dev_runs_with_real_observations():
+    from react_lab.exemplars import harvest
+
+    task = next(t for t in DEV if t.category == "invoice_total")
+    inv = task.oracle[0][1][0]
+    answer = {"tool": None, "args": None, "error": None, "guard": None, "answer": "42 dollars",
+              "thought": "The total is there."}
+    good = _run_record(task, [_call("find_invoice", [inv], "I read the invoice."), answer])
+    pool = harvest([good], "default")
+    (entry,) = pool
+    ex = entry.exemplar
+    assert (entry.task_id, ex.source, ex.question) == (task.id, task.id, task.question)
+    # the model's own words, the real tool output
+    assert ex.steps == (("I read the invoice.", f"find_invoice[{inv}]",
+                         call_tool(default_tools(), "find_invoice", [inv]).text),)
+    assert (ex.final_thought, ex.answer) == ("The total is there.", "42 dollars")
+    assert inv in entry.shown
+    # wrong, guard-ended, errored, later-trial and cut-thought runs are not shown
+    bad_step = dict(_call("find_invoice", [inv]), error="Error: no such invoice")
+    rejected = [_run_record(task, good["steps"], correct=False),
+                _run_record(task, good["steps"], stopped_by="max_steps"),
+                _run_record(task, [bad_step, answer]),
+                _run_record(task, good["steps"], trial=1),
+                _run_record(task, [_call("find_invoice", [inv], "x" * 200), answer])]
+    assert harvest(rejected, "default") == []
+    with pytest.raises(ValueError, match="not a dev task"):
+        harvest([_run_record(TEST[0], good["steps"])], "default")
+
+
+def test_the_runs_pool_comes_from_the_shipped_dev_runs_and_never_shows_a_test_task():
+    from react_lab import results
+    from react_lab.exemplars import HARVESTED_FROM
+
+    for variant, name in HARVESTED_FROM.items():
+        res = results.load(name)
+        assert res.config["split"] == "dev" and ladder.get_config(res.config["config"]).tools == variant
+        solved = {r["task_id"] for r in res.data["records"] if r["correct"]}
+        pool = list(get_pool(variant, "runs"))
+        assert pool and {e.task_id for e in pool} <= solved
+        for task in TEST:
+            chosen = select(pool, task, k=2)
+            assert all(task_split(e.source) == "dev" for e in chosen)
+    for name in ("runs_k1", "best_runs"):
+        ladder.check_no_leak(ladder.get_config(name), TEST)
+    with pytest.raises(ValueError, match="pool source"):
+        get_pool("default", "model")
+
+
 # --------------------------------------------------------------------------- tool designs
+
+def test_every_tool_variant_has_its_description():
+    from react_lab.tool_designs import describe
+
+    assert all(describe(v) for v in VARIANTS)
+    assert describe("oldest_first").startswith("list_invoices lists oldest first")
+    with pytest.raises(ValueError, match="unknown tool variant"):
+        describe("shiny")
+
 
 def test_tool_variants_keep_the_database_values():
     base = default_tools()

@@ -48,3 +48,21 @@ def test_pass_hat_k_falls_and_pass_at_k_rises_with_k():
 def test_too_few_trials_raise():
     with pytest.raises(ValueError):
         pass_hat_k([[True, False]], 3)
+
+
+def test_paired_comparison_counts_disagreements_and_tests_them():
+    from react_lab.stats import paired_comparison
+
+    old = {f"t{i}": i < 10 for i in range(40)}          # solves t0-t9
+    new = {f"t{i}": 2 <= i < 22 for i in range(40)}     # loses t0-t1, gains t10-t21
+    r = paired_comparison(old, new)
+    assert (r.gained, r.lost, r.same) == (12, 2, 26)
+    # exact McNemar: P(X <= 2 or X >= 12), X ~ Binomial(14, 1/2) = 2 * 106/16384
+    assert r.p == pytest.approx(2 * (1 + 14 + 91) / 2 ** 14)
+    assert r.verdict == "better" and "+12 -2" in str(r)
+    assert paired_comparison(new, old).verdict == "worse"
+    near = paired_comparison(old, {**old, "t20": True, "t0": False, "t21": True})
+    assert (near.gained, near.lost, near.verdict) == (2, 1, "within noise")
+    assert paired_comparison(old, old).p == 1.0
+    with pytest.raises(ValueError, match="different tasks"):
+        paired_comparison(old, {"t0": True})
