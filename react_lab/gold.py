@@ -22,6 +22,11 @@ from .tools import ID_LIKE_RE, open_db
 DUPLICATE_SQL = ("SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges "
                  "WHERE invoice_id = ? AND status = 'succeeded'")
 
+#: Whether an invoice is paid in full: its payments (refunds negative) reach its total, as
+#: the evaluation's paid-in-full tasks ask it. One parameter: the invoice id.
+PAID_SQL = ("SELECT CASE WHEN coalesce((SELECT sum(amount) FROM payments WHERE invoice_id"
+            " = i.id), 0) >= i.total THEN 'yes' ELSE 'no' END FROM invoices i WHERE id = ?")
+
 
 @dataclass(frozen=True)
 class ChargeCheck:

@@ -364,3 +364,4 @@ def test_best_rung_runs_the_embedded_model_under_its_grammar():
     if first["tool"] == "find_invoice":
         assert first["args"][0] in task.question
     json.dumps(rec)
+

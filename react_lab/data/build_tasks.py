@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from react_lab import protocol  # the prompt's own text is the source for two questions
+from react_lab.gold import DUPLICATE_SQL, PAID_SQL
 from react_lab.tools import open_db
 
 OUT = Path(__file__).resolve().parent / "tasks.json"
@@ -227,19 +228,16 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
         calls = [("find_invoice", (inv,))] + [("get_charge", (ch,))
                                               for ch in _column(conn, charges_of, (inv,))]
         t.add("duplicate", f"Was invoice {inv} charged twice, with two succeeded card charges?",
-              "SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges"
-              " WHERE invoice_id = ? AND status = 'succeeded'", (inv,), "yesno", oracle=calls)
+              DUPLICATE_SQL, (inv,), "yesno", oracle=calls)
 
     # Paid in full? Payments (refunds negative) against the total: find_invoice + get_payments.
-    paid_sql = ("SELECT CASE WHEN coalesce((SELECT sum(amount) FROM payments WHERE invoice_id"
-                " = i.id), 0) >= i.total THEN 'yes' ELSE 'no' END FROM invoices i WHERE id = ?")
     picks = ([i for i in _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier'"
                                        " AND status = 'approved' ORDER BY id")
               if i not in EXEMPLAR_INVOICES][:2]
              + _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid' ORDER BY id")[:1]
              + _spread(_column(conn, "SELECT id FROM invoices WHERE status = 'paid' ORDER BY id"), 2))
     for inv in picks:
-        t.add("paid_in_full", f"Has invoice {inv} been paid in full?", paid_sql, (inv,), "yesno",
+        t.add("paid_in_full", f"Has invoice {inv} been paid in full?", PAID_SQL, (inv,), "yesno",
               oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))])
     for inv in _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid'"
                              " ORDER BY id")[1:3]:
@@ -348,12 +346,10 @@ def _more_tasks(t: _Tasks) -> None:
                 " AND sum(status = 'succeeded') = 1 ORDER BY 1")
     single = ids("SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) = 1"
                  " AND sum(status = 'succeeded') = 1 ORDER BY 1")
-    duplicate_sql = ("SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges"
-                     " WHERE invoice_id = ? AND status = 'succeeded'")
     for pool, k in ((dupes, 1), (mixed, 4), (single, 2)):
         for inv in t.pick(pool, k, charged):
             t.add("duplicate", f"Was invoice {inv} charged twice, with two succeeded card charges?",
-                  duplicate_sql, (inv,), "yesno", oracle=charged(inv)[1])
+                  DUPLICATE_SQL, (inv,), "yesno", oracle=charged(inv)[1])
 
     # Customer-level tasks next: each takes the invoices its listing shows, so the
     # invoice-level tasks below come from the other invoices.
@@ -415,8 +411,6 @@ def _more_tasks(t: _Tasks) -> None:
                   choices=DECLINES, oracle=[("get_charge", (ch,))])
 
     # Paid in full: supplier and customer invoices, paid and not.
-    paid_sql = ("SELECT CASE WHEN coalesce((SELECT sum(amount) FROM payments WHERE invoice_id"
-                " = i.id), 0) >= i.total THEN 'yes' ELSE 'no' END FROM invoices i WHERE id = ?")
     suppliers_with = "SELECT id FROM invoices WHERE kind = 'supplier' AND status IN (%s) ORDER BY id"
     for pool, k in ((ids(suppliers_with % "'paid'"), 3),
                     (ids(suppliers_with % "'received', 'disputed'"), 1),
@@ -425,7 +419,7 @@ def _more_tasks(t: _Tasks) -> None:
                     (ids(customer_invoices, ("open",)) + ids(customer_invoices, ("past_due",)), 5),
                     (ids(customer_invoices, ("refunded",)), 1)):
         for inv in t.pick(pool, k, invoice("find_invoice", "get_payments")):
-            t.add("paid_in_full", f"Has invoice {inv} been paid in full?", paid_sql, (inv,),
+            t.add("paid_in_full", f"Has invoice {inv} been paid in full?", PAID_SQL, (inv,),
                   "yesno", oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))])
 
     # Totals of customer and supplier invoices.
