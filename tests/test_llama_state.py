@@ -102,3 +102,21 @@ def test_close_forgets_the_snapshots_and_grammars(monkeypatch):
     model.prefixes.append(PrefixState([1, 2], b"kv"))
     model.close()
     assert model.prefixes == [] and model._llm is None
+
+
+def test_a_snapshot_buffer_is_copied_without_a_list_of_ints():
+    """Reading 20 MB out of a ctypes array must not cost 8x that in a transient list (peak RSS)."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes, resource\n"
+            "from react_lab.llama_state import buffer_bytes\n"
+            "buf = (ctypes.c_uint8 * 20_000_000)()\n"
+            "buf[5] = 7\n"
+            "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "data = buffer_bytes(buf, 10_000_000)\n"
+            "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+            "assert len(data) == 10_000_000 and data[5] == 7 and data[6] == 0\n"
+            "print(grew // 1024)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout) < 30  # MiB: the 10 MB copy, not an 80 MB list of ints
