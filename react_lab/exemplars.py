@@ -1,4 +1,4 @@
-"""Exemplars chosen per question from a pool written from the development half.
+"""Exemplars chosen per question from a pool of development-half tasks (written or harvested).
 
 The ladder's rung 3. The default prompt shows one fixed exemplar (a "latest invoice"
 question), and the 135M model copies its shape whatever it is asked. Here every
@@ -6,10 +6,13 @@ question gets the ``k`` exemplars nearest to it from a pool.
 
 **Two pools -- read this before quoting a result.** Issue 15 asks for a pool built from
 *successful development-half runs*: that is the **runs pool** (``source="runs"``,
-:func:`harvest`), the model's own trajectories on dev tasks that it answered correctly,
-read from a shipped dev results file. Those runs had to be prompted with *some*
-exemplars: they ran with the **oracle pool** (``source="oracle"``, the default), which
-is written from each **dev** task's *oracle* calls (``Task.oracle``, the calls that compute its
+:func:`harvest`), the model's own trajectories on dev tasks that it answered correctly
+after calling every tool the task needs, read from a shipped dev results file. Those
+runs had to be prompted with *some* exemplars: they ran with the **oracle pool**
+(``source="oracle"``, the default), and a 135M model copies the exemplar it is shown
+almost word for word, so a harvested thought is mostly the model's copy of a written
+one -- with its own slips (a number taken from the wrong field). The oracle pool is
+written from each **dev** task's *oracle* calls (``Task.oracle``, the calls that compute its
 gold answer) run through the real tools, so every observation is real tool output of
 the tool variant in use, plus a short written thought per step, a closing thought that
 quotes the field holding the answer, and the task's **gold answer** stated in its unit
@@ -266,15 +269,18 @@ HARVESTED_FROM = {"default": "ladder-dev-gpool_k1", "oldest_first": "ladder-dev-
 _THOUGHT_KEPT = 200
 
 
-def _clean_run(record: dict) -> bool:
+def _clean_run(record: dict, task: Task) -> bool:
     """True for a run fit to show: correct, ended by its own answer, every step a tool call
-    that the tools accepted (no error, no guard) and no thought cut short by the record."""
+    that the tools accepted (no error, no guard), every tool the task's oracle calls called
+    (a yes/no answer is right half the time by luck; a run that never read the invoice total
+    did not find out whether it was paid), and no thought cut short by the record."""
     steps = record["steps"]
     if not (record["correct"] and record["stopped_by"] == "answer" and steps):
         return False
     *calls, last = steps
     return (last["answer"] is not None
             and all(s["tool"] and not s["error"] and not s["guard"] for s in calls)
+            and {tool for tool, _ in task.oracle} <= {s["tool"] for s in calls}
             and all(len(s["thought"] or "") < _THOUGHT_KEPT for s in steps))
 
 
@@ -282,12 +288,16 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     """Turn successful dev runs into pool entries: the model's own thoughts, actions and answer.
 
     ``records`` are ladder run records (:func:`react_lab.ladder.run_one`) of **dev** tasks
-    run with tool ``variant``. A run is kept when it is correct, ended with its own
-    ``Answer:``, and every step before it was a call the tools accepted (see
-    :func:`_clean_run`); its calls are run again through the tools, so each observation
-    is the real tool output (the record keeps the calls, not the observations). The
-    thoughts and the answer are the model's, as it wrote them. Raises ``ValueError``
-    for a record of a task that is not in the dev half.
+    run with tool ``variant``; returns one :class:`PoolEntry` per kept run (trial 0 only,
+    so one per task). A run is kept when it is correct, ended with its own ``Answer:``,
+    called every tool of the task's oracle, and every step before the answer was a call
+    the tools accepted (see :func:`_clean_run`). Its calls are run again through the
+    tools: the record keeps the calls, not the observations, and since no step was
+    refused or truncated by a guard, the tool output is what the model saw. The thoughts
+    and the answer are the model's, as it wrote them (a missing last thought becomes
+    "I can answer this now."). ``shown`` holds every id in the question, the thoughts,
+    the observations and the answer. Raises ``ValueError`` for a record of a task that
+    is not in the dev half.
     """
     from .tool_designs import get_tools
 
@@ -297,9 +307,9 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     for r in records:
         if task_split(r["task_id"]) != "dev":
             raise ValueError(f"{r['task_id']} is not a dev task: only dev runs go into the exemplar pool")
-        if r["trial"] != 0 or not _clean_run(r):
-            continue
         task = tasks[r["task_id"]]
+        if r["trial"] != 0 or not _clean_run(r, task):
+            continue
         shown = set(IDS.findall(task.question))
         steps = []
         for s in r["steps"][:-1]:
@@ -308,6 +318,8 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
             shown |= set(IDS.findall(text))
             steps.append((s["thought"], f"{s['tool']}[{', '.join(args)}]", text))
         last = r["steps"][-1]
+        for text in [s["thought"] or "" for s in r["steps"]] + [str(last["answer"])]:
+            shown |= set(IDS.findall(text))
         ex = PoolExemplar(task.question, tuple(steps), last["thought"] or "I can answer this now.",
                           str(last["answer"]), source=task.id)
         pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
@@ -328,12 +340,14 @@ def runs_pool(variant: str = "default") -> list[PoolEntry]:
     return harvest(results.load(HARVESTED_FROM[variant]).data["records"], variant)
 
 
-@functools.lru_cache(maxsize=None)
 def get_pool(variant: str = "default", source: str = "oracle") -> tuple[PoolEntry, ...]:
-    """The pool of tool ``variant``, built once: ``source="oracle"`` (:func:`build_pool`)
-    or ``"runs"`` (:func:`runs_pool`). ``ValueError`` for another source."""
-    if source == "oracle":
-        return tuple(build_pool(variant))
-    if source == "runs":
-        return tuple(runs_pool(variant))
-    raise ValueError(f"unknown pool source {source!r}; use oracle or runs")
+    """The pool of tool ``variant``, built once per process: ``source="oracle"``
+    (:func:`build_pool`) or ``"runs"`` (:func:`runs_pool`). ``ValueError`` for another source."""
+    if source not in ("oracle", "runs"):
+        raise ValueError(f"unknown pool source {source!r}; use oracle or runs")
+    return _pool(variant, source)
+
+
+@functools.lru_cache(maxsize=None)
+def _pool(variant: str, source: str) -> tuple[PoolEntry, ...]:
+    return tuple(build_pool(variant) if source == "oracle" else runs_pool(variant))

@@ -4,24 +4,24 @@ Issue 15 asks *what makes a small model a working agent*, with numbers. Each run
 :class:`Config` of the same text-protocol loop (:func:`react_lab.evals.run_task`: the
 real loop, tools and guards) on the same embedded model; only one thing changes per rung:
 
-=======================  =====================================================================
-``baseline``             today's prompt: one fixed exemplar, default tools, free decoding
-``grammar_action``       rung 1: the Action line constrained by a grammar built from the tool
-                         schemas (:mod:`react_lab.text_grammar`), the thought left free
-``grammar_grounded``     rung 1b: as rung 1, and id arguments only ids written in the
-                         question or an observation
-``tax_short``/``tax_none``  rung 1's controls: the *thought* constrained too (a fixed template,
-                         or empty): does constraining the reasoning cost accuracy?
-``pool_k1``..``pool_k3`` rung 3: 1-3 exemplars chosen per question from the dev pool
-                         (:mod:`react_lab.exemplars`), default decoding
-``gpool_k1``             rungs 1b + 3: the base the tool-design rungs change
-``t_<variant>``          rung 2: ``gpool_k1`` with one tool-design change
-                         (:mod:`react_lab.tool_designs`)
-``runs_k1``/``best_runs`` rung 3 with the *runs* pool: exemplars harvested from the model's own
-                         successful dev runs (:func:`react_lab.exemplars.harvest`) instead of
-                         the oracle-written pool, on ``gpool_k1`` and on ``best``
-``best``                 rung 4: the best combination on the DEV half (``t_oldest_first``'s)
-=======================  =====================================================================
+============================  ================================================================
+``baseline``                  today's prompt: one fixed exemplar, default tools, free decoding
+``grammar_action``            rung 1: the Action line constrained by a grammar built from the tool
+                              schemas (:mod:`react_lab.text_grammar`), the thought left free
+``grammar_grounded``          rung 1b: as rung 1, and id arguments only ids written in the
+                              question or an observation
+``tax_short``/``tax_none``    rung 1's controls: the *thought* constrained too (a fixed template,
+                              or empty): does constraining the reasoning cost accuracy?
+``pool_k1``..``pool_k3``      rung 3: 1-3 exemplars chosen per question from the dev pool
+                              (:mod:`react_lab.exemplars`), default decoding
+``gpool_k1``                  rungs 1b + 3: the base the tool-design rungs change
+``t_<variant>``               rung 2: ``gpool_k1`` with one tool-design change
+                              (:mod:`react_lab.tool_designs`)
+``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
+                              successful dev runs (:func:`react_lab.exemplars.harvest`) instead of
+                              the oracle-written pool, on ``gpool_k1`` and on ``best``
+``best``                      rung 4: the best combination on the DEV half (``t_oldest_first``'s)
+============================  ================================================================
 
 Tune on ``split="dev"``; every figure the lab reports as a result comes from
 ``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
@@ -74,8 +74,8 @@ class Config:
     mode; ``grounded``: id arguments only from the question and observations;
     ``tools``: a :func:`react_lab.tool_designs.get_tools` spec; ``exemplars``:
     ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
-    question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the pool
-    harvested from successful dev runs); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
+    question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
+    pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
     """
 
     name: str

@@ -74,7 +74,10 @@ def buffer_bytes(buffer, n: int) -> bytes:
 
     ``bytes(buffer[:n])`` would build a list of ``n`` Python ints first: about 8 bytes per
     byte, so a 16 MB snapshot briefly took 130 MB more, and set the kernel's peak memory.
+    Raises ``ValueError`` unless ``0 <= n <= ctypes.sizeof(buffer)``.
     """
+    if not 0 <= n <= ctypes.sizeof(buffer):
+        raise ValueError(f"cannot read {n} bytes from a buffer of {ctypes.sizeof(buffer)}")
     return ctypes.string_at(buffer, n)
 
 

@@ -120,13 +120,13 @@ class Paired:
 
     @property
     def verdict(self) -> str:
-        """``"better"``/``"worse"`` when ``p < 0.05``, else ``"within noise"``."""
+        """``"better"``/``"worse"`` when ``p < 0.05``, else ``"not significant"``."""
         if self.p >= 0.05:
-            return "within noise"
+            return "not significant"
         return "better" if self.gained > self.lost else "worse"
 
     def __str__(self) -> str:
-        return f"+{self.gained} -{self.lost} (p = {self.p:.2f}, {self.verdict})"
+        return f"+{self.gained} -{self.lost} (p = {self.p:.2g}, {self.verdict})"
 
 
 def paired_comparison(old: dict[str, bool], new: dict[str, bool]) -> Paired:

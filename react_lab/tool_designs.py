@@ -6,18 +6,8 @@ measured alone; :func:`get_tools` stacks several (``"dedupe+dollars"``). Observa
 changes wrap the real tool function, so every value still comes from the database
 (the shipped database is only read).
 
-=================  ==========================================================================
-``desc``           descriptions that say what each tool answers and how to read it
-``slim``           observations show fewer fields (no memo, names, creation times, null reasons)
-``dedupe``         list_invoices shows each invoice once, with how many times it was emailed
-``dollars``        get_charge shows the amount in cents *and* in dollars, both named
-``sums``           get_payments adds the invoice total, the sum paid and ``paid_in_full``
-``statuses``       find_invoice lists each charge with its status (no get_charge calls needed)
-``since_optional`` list_invoices[customer_id] lists every invoice; ``since`` is optional
-``search1``        search returns only the best passage, not three
-``oldest_first``   list_invoices lists oldest first: the latest invoice is the last row
-``counted``        list_invoices (deduplicated) also says ``invoice_count``
-=================  ==========================================================================
+The variants, and the one thing each changes, are :data:`ABOUT`; :data:`VARIANTS` maps
+each name to the function that makes it.
 """
 from __future__ import annotations
 
@@ -27,7 +17,7 @@ from typing import Callable
 
 from .tools import Tool, default_tools
 
-__all__ = ["VARIANTS", "get_tools", "DESCRIPTIONS", "describe"]
+__all__ = ["VARIANTS", "ABOUT", "get_tools", "DESCRIPTIONS", "describe"]
 
 Tools = dict[str, Tool]
 
@@ -278,14 +268,25 @@ def with_distractors(tools: Tools, n: int) -> Tools:
     return {**tools, **{spec[0]: _distractor(*spec) for spec in DISTRACTORS[:n]}}
 
 
-def describe(variant: str) -> str:
-    """The one-line description of ``variant`` from this module's table (one source for docs and notebooks).
 
-    Raises ``ValueError`` for an unknown variant.
-    """
-    if variant not in VARIANTS:
+#: Variant name -> the one thing it changes (the one description docs and notebooks show).
+ABOUT: dict[str, str] = {
+    "desc": "descriptions that say what each tool answers and how to read it",
+    "slim": "observations show fewer fields (no memo, names, creation times, null reasons)",
+    "dedupe": "list_invoices shows each invoice once, with how many times it was emailed",
+    "dollars": "get_charge shows the amount in cents and in dollars, both named",
+    "sums": "get_payments adds the invoice total, the sum paid and paid_in_full",
+    "statuses": "find_invoice lists each charge with its status (no get_charge calls needed)",
+    "since_optional": "list_invoices[customer_id] lists every invoice; since is optional",
+    "search1": "search returns only the best passage, not three",
+    "oldest_first": "list_invoices lists oldest first: the latest invoice is the last row, "
+                    "nearest the model's next thought",
+    "counted": "list_invoices (deduplicated) also says invoice_count",
+}
+
+
+def describe(variant: str) -> str:
+    """The one-line description of ``variant`` (:data:`ABOUT`); ``ValueError`` for an unknown one."""
+    if variant not in ABOUT:
         raise ValueError(f"unknown tool variant {variant!r}; known: {', '.join(VARIANTS)}")
-    for line in __doc__.splitlines():
-        if line.startswith(f"``{variant}``"):
-            return line[len(variant) + 4:].strip()
-    raise ValueError(f"{variant!r} has no line in the table of react_lab.tool_designs")
+    return ABOUT[variant]

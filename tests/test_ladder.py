@@ -147,6 +147,15 @@ def test_harvest_keeps_clean_successful_dev_runs_with_real_observations():
                 _run_record(task, good["steps"], trial=1),
                 _run_record(task, [_call("find_invoice", [inv], "x" * 200), answer])]
     assert harvest(rejected, "default") == []
+    # right by luck: a paid-in-full answer from the payments alone, the total never read
+    paid = next(t for t in DEV if t.category == "paid_in_full")
+    pinv = paid.oracle[0][1][0]
+    lucky = _run_record(paid, [_call("get_payments", [pinv]), dict(answer, answer="No.")])
+    assert harvest([lucky], "default") == []
+    read_both = _run_record(paid, [_call("find_invoice", [pinv]), _call("get_payments", [pinv]),
+                                   dict(answer, answer="No.", thought="Not paid: see ch_85DsBE.")])
+    (entry,) = harvest([read_both], "default")
+    assert "ch_85DsBE" in entry.shown  # ids in the model's thoughts count as shown too
     with pytest.raises(ValueError, match="not a dev task"):
         harvest([_run_record(TEST[0], good["steps"])], "default")
 
@@ -365,3 +374,8 @@ def test_best_rung_runs_the_embedded_model_under_its_grammar():
         assert first["args"][0] in task.question
     json.dumps(rec)
 
+
+def test_every_variant_is_described_once():
+    from react_lab.tool_designs import ABOUT
+
+    assert set(ABOUT) == set(VARIANTS)

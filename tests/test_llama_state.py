@@ -120,3 +120,8 @@ def test_a_snapshot_buffer_is_copied_without_a_list_of_ints():
             "print(grew // 1024)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert int(out.stdout) < 30  # MiB: the 10 MB copy, not an 80 MB list of ints
+    import ctypes
+
+    from react_lab.llama_state import buffer_bytes
+    with pytest.raises(ValueError, match="cannot read"):
+        buffer_bytes((ctypes.c_uint8 * 4)(), 5)

@@ -62,7 +62,8 @@ def test_paired_comparison_counts_disagreements_and_tests_them():
     assert r.verdict == "better" and "+12 -2" in str(r)
     assert paired_comparison(new, old).verdict == "worse"
     near = paired_comparison(old, {**old, "t20": True, "t0": False, "t21": True})
-    assert (near.gained, near.lost, near.verdict) == (2, 1, "within noise")
+    assert (near.gained, near.lost, near.verdict) == (2, 1, "not significant")
+    assert "p = 0.013" in str(r)
     assert paired_comparison(old, old).p == 1.0
     with pytest.raises(ValueError, match="different tasks"):
         paired_comparison(old, {"t0": True})
