@@ -69,6 +69,14 @@ def shared_tokens(llm, texts: Sequence[str]) -> list[int]:
     return tokenized[0][:n]
 
 
+class ContextWindowExceeded(ValueError):
+    """A prompt does not fit the model's context window (llama.cpp refuses it before decoding).
+
+    A ``ValueError``, as llama-cpp-python raises it; the evaluation ends that run with
+    ``stopped_by="context_window"`` instead of stopping the whole evaluation.
+    """
+
+
 def buffer_bytes(buffer, n: int) -> bytes:
     """The first ``n`` bytes of a ctypes array, copied once.
 
@@ -245,14 +253,15 @@ def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
     is kept). ``grammar`` constrains the choice (:class:`GrammarSampler`, reset here).
     The same tokens as ``create_completion(prompt, temperature=0)`` would produce from the
     same cache state, ``max_tokens`` cut to the context window as it cuts it. Raises
-    ``ValueError`` when the prompt does not fit the context window.
+    :class:`ContextWindowExceeded` (a ``ValueError``) when the prompt does not fit the window.
     """
     import llama_cpp  # heavy: loads llama.cpp
     import numpy as np
 
     t0 = time.perf_counter()
     if len(prompt) >= llm.n_ctx():
-        raise ValueError(f"the prompt is {len(prompt)} tokens; the context window holds {llm.n_ctx()}")
+        raise ContextWindowExceeded(f"the prompt is {len(prompt)} tokens; "
+                                    f"the context window holds {llm.n_ctx()}")
     max_tokens = min(max_tokens, llm.n_ctx() - len(prompt))
     evaluated = trim_cache(llm, prompt)
     llm.eval(list(prompt)[llm.n_tokens:])

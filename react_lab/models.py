@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .llama_state import GrammarSampler, PrefixState, Usage, greedy_decode, shared_tokens, trim_cache
+from .llama_state import (ContextWindowExceeded, GrammarSampler, PrefixState, Usage, greedy_decode,
+                          shared_tokens, trim_cache)
 from .threads import default_threads
 
 GGUF_ENV = "REACT_LAB_GGUF"
@@ -267,12 +268,19 @@ class LocalModel:
 
         One generation at a time on the shared weights. ``evaluated_tokens`` counts the
         prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache and
-        evaluates only what follows the shared prefix (at least two tokens).
+        evaluates only what follows the shared prefix (at least two tokens). Raises
+        :class:`react_lab.llama_state.ContextWindowExceeded` (a ``ValueError``) when the
+        prompt does not fit the ``n_ctx``-token window.
         """
         with self._lock:
             tokens, evaluated = self._prepare(text)
             t0 = time.perf_counter()
-            out = self.llm.create_completion(text, **options)
+            try:
+                out = self.llm.create_completion(text, **options)
+            except ValueError as exc:  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+                if "context window" in str(exc):
+                    raise ContextWindowExceeded(str(exc)) from exc
+                raise
             seconds = time.perf_counter() - t0
             choice, usage = out["choices"][0], out.get("usage", {})
             self.usage.add(len(tokens), evaluated, usage.get("completion_tokens", 0), seconds)

@@ -250,6 +250,29 @@ def test_per_task_timeout_is_wall_clock_between_steps(tmp_path):
     assert again.computed == 1     # a timeout reflects the machine's load: never cached
 
 
+def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation():
+    from react_lab.llama_state import ContextWindowExceeded
+
+    class Window(ScriptedModel):  # a window of two completions, as llama.cpp refuses a third
+        def complete(self, prompt, **kw):
+            if self.made >= 2:
+                raise ContextWindowExceeded("Requested tokens (4229) exceed context window of 4096")
+            self.made += 1
+            return super().complete(prompt, **kw)
+
+    task = next(t for t in TASKS if len(t.oracle) >= 2)
+    model = Window(["Thought: a\nAction: search[refunds]", "Thought: b\nAction: search[refund window]"])
+    model.made = 0
+    result = evals.run_task(task, model, default_tools(), max_steps=5)
+    assert (result.stopped_by, result.answer, len(result.steps)) == ("context_window", None, 2)
+    assert issubclass(ContextWindowExceeded, ValueError)
+    # a question whose very first prompt does not fit is the caller's problem, and says so
+    first = Window(["Thought: c"])
+    first.made = 2
+    with pytest.raises(ContextWindowExceeded, match="context window"):
+        evals.run_task(task, first, default_tools())
+
+
 def test_unknown_protocol_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="use text or native"):
         evals.evaluate(TASKS[:1], evals.oracle_model, protocol="json", cache_dir=tmp_path)
