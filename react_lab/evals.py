@@ -192,11 +192,11 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     (``loop_options`` are passed on as keyword arguments). ``timeout`` is wall-clock
     seconds, checked after every step that did not answer (a step in progress
     finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
-    answer. A prompt that outgrows the model's context window after the first step ends
-    the run with ``stopped_by="context_window"`` and no answer (the steps before it kept);
-    on the first step it raises :class:`react_lab.llama_state.ContextWindowExceeded`
-    (the task itself does not fit). Otherwise ``stopped_by`` is ``"answer"``, or the guard
-    named by the last step.
+    answer. A prompt that outgrows the model's context window
+    (:class:`react_lab.llama_state.ContextWindowExceeded`) ends the run with
+    ``stopped_by="context_window"`` and no answer, the steps before it kept -- none when
+    the first prompt (instructions, exemplars, question) is already too long. Otherwise
+    ``stopped_by`` is ``"answer"``, or the guard named by the last step.
     """
     t0 = time.perf_counter()
     options = dict(loop_options or {})
@@ -215,10 +215,8 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
             if step.answer is None and time.perf_counter() - t0 > timeout:
                 stopped_by = "timeout"
                 break
-    except ContextWindowExceeded:  # the transcript outgrew the model's window: this run ends
+    except ContextWindowExceeded:  # the prompt outgrew the model's window: this run ends
         stopped_by = "context_window"
-        if not steps:
-            raise
     if protocol == "native":
         transcript = conversation(messages)
     return RunResult.from_steps(task.question, steps, transcript, stopped_by=stopped_by)
