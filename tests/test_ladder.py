@@ -379,3 +379,29 @@ def test_every_variant_is_described_once():
     from react_lab.tool_designs import ABOUT
 
     assert set(ABOUT) == set(VARIANTS)
+
+
+def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it():
+    """Greedy decoding with a cache that never changes a completion: the whole-half run of a
+    config must agree, task by task, with its run on the fixed subset -- and best with
+    t_oldest_first, the same configuration under another name."""
+    from react_lab import results
+
+    runs: dict[str, list[dict]] = {}
+    for name in results.saved():
+        if name.startswith("ladder-"):
+            res = results.load(name)
+            if res.config["trials"] == 1 and res.config["split"] == "test":
+                runs.setdefault(res.config["config"], []).append(
+                    {r["task_id"]: r["correct"] for r in res.data["records"]})
+    if "t_oldest_first" in runs:
+        runs.setdefault("best", []).extend(runs["t_oldest_first"])
+    pairs = 0
+    for config, outcomes in runs.items():
+        for a in outcomes:
+            for b in outcomes:
+                if a is not b:
+                    shared = set(a) & set(b)
+                    assert {t: a[t] for t in shared} == {t: b[t] for t in shared}, config
+                    pairs += bool(shared)
+    assert pairs >= 2  # at least baseline's and best's subset and whole-half files
