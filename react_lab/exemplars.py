@@ -20,7 +20,7 @@ quotes the field holding the answer, and the task's **gold answer** stated in it
 task, including ones no configuration solved. The wording of the thoughts was revised
 once after reading dev traces (the prototype's "pool v2"); the test half was never
 looked at. The runs pool holds only the dev tasks the model solved cleanly, so it has
-fewer entries, and its thoughts and answers are the model's own words.
+fewer entries.
 
 Guarantees, checked by ``tests/test_ladder.py``:
 

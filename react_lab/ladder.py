@@ -75,7 +75,8 @@ class Config:
     ``tools``: a :func:`react_lab.tool_designs.get_tools` spec; ``exemplars``:
     ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
     question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
-    pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the evaluation's limits (tokens per completion).
+    pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
+    evaluation's limits (tokens per completion).
     """
 
     name: str
