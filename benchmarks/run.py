@@ -9,7 +9,9 @@ Measures, in this order, after :func:`react_lab.warm_up` (whose one-off costs it
 
 1. the physical limit: the embedded model's prompt-evaluation and generation speed here
    (tokens/s, median of a few repetitions, at the context length the experiments use);
-2. the forgery experiment (``forge.run_experiment`` on 100 questions, both arms), goal <= 60 s;
+2. the forgery experiment (``forge.run_experiment`` on 100 questions, both arms), goal <= 60 s,
+   as the lab runs it (``forge.BATCH`` questions decoded side by side) and one question at a
+   time (``batch=1``, the one-at-a-time tokens), with how many verdicts the two disagree on;
 3. the evaluation per task, text and native protocol, on the first ``--tasks`` tasks (a
    stated subset), goal native <= 2x text;
 4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
@@ -108,16 +110,17 @@ def implied_seconds(usage: dict, raw: dict) -> float:
 
 # --------------------------------------------------------------------------- 2-4. experiments
 
-def forge_experiment(model, raw: dict, n: int) -> dict:
+def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
     from react_lab import forge
 
     before = model.usage.snapshot()
     with Meter() as m:
-        result = forge.run_experiment(forge.questions(n), model, progress=False)
+        result = forge.run_experiment(forge.questions(n), model, batch=batch, progress=False)
     used = (model.usage - before).to_dict()
-    return {"n": n, "seconds": round(m.seconds, 1), "others": m.others, "tokens": result["tokens"],
-            "implied_seconds": round(implied_seconds(used, raw), 1),
-            "forged": {a: result[a]["forged"] for a in forge.ARMS}, "arms_from": result["arms_from"]}
+    return {"n": n, "batch": batch, "seconds": round(m.seconds, 1), "others": m.others,
+            "tokens": result["tokens"], "implied_seconds": round(implied_seconds(used, raw), 1),
+            "forged": {a: result[a]["forged"] for a in forge.ARMS}, "arms_from": result["arms_from"],
+            "verdicts": [t["forged"] for t in result["trials"]["without_stop"]]}
 
 
 def evaluation(model, raw: dict, protocol: str, n_tasks: int) -> dict:
@@ -183,10 +186,18 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
     rows.append(("generation (physical limit)", f"{raw['generation_tok_s']} tok/s", "greedy, 1 token/step", "", ""))
     f = report["forge"]
     t = f["tokens"]
-    rows.append((f"forgery experiment, {f['n']} q x 2 arms", f"{f['seconds']} s", "<= 60 s",
-                 ratio(f["seconds"], f["implied_seconds"]), str(f["others"])))
+    rows.append((f"forgery experiment, {f['n']} q x 2 arms, {f['batch']} side by side", f"{f['seconds']} s",
+                 "<= 60 s", ratio(f["seconds"], f["implied_seconds"]), str(f["others"])))
     rows.append(("  forge prompt tokens sent / evaluated", f"{t['prompt_sent']:,} / {t['prompt_evaluated']:,}",
                  "", "", ""))
+    one = report.get("forge_one_at_a_time")
+    if one:
+        differ = sum(a != b for a, b in zip(f["verdicts"], one["verdicts"]))
+        rows.append((f"  the same, one question at a time", f"{one['seconds']} s", "",
+                     ratio(one["seconds"], one["implied_seconds"]), str(one["others"])))
+        rows.append(("  forged without stop: side by side / one at a time",
+                     f"{f['forged']['without_stop']} / {one['forged']['without_stop']} "
+                     f"({differ} verdicts differ)", "", "", ""))
     text, native = report["eval_text"], report["eval_native"]
     for name, e in (("text", text), ("native", native)):
         rows.append((f"{name} evaluation, per task ({e['tasks']} tasks)", f"{e['per_task']} s",
@@ -238,7 +249,10 @@ def main() -> None:
     with Meter() as m:
         report["raw"] = raw_speed(model)
     report["raw"]["others"] = m.others
-    report["forge"] = forge_experiment(model, report["raw"], args.questions)
+    from react_lab.forge import BATCH
+
+    report["forge"] = forge_experiment(model, report["raw"], args.questions, BATCH)
+    report["forge_one_at_a_time"] = forge_experiment(model, report["raw"], args.questions, 1)
     report["eval_text"] = evaluation(model, report["raw"], "text", args.tasks)
     report["eval_native"] = evaluation(model, report["raw"], "native", args.tasks)
     if args.notebooks:

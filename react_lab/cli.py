@@ -250,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
     f.add_argument("--model", default=None, help=MODEL_HELP)
+    f.add_argument("--batch", type=whole_number(1), default=forge.BATCH,
+                   help="embedded model: questions decoded side by side (default %(default)s; "
+                        "1 = one at a time, exactly create_completion's tokens)")
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.add_argument("--save-results", metavar="NAME", default=None,
                    help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "

@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from . import protocol
 from .arms import TwoArmReader
-from .models import LocalModel, load_model, local_model, model_spec
+from .models import LocalModel, check_count, load_model, local_model, model_spec
 from .parser import find_forged, truncate_forged
 from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
 from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
@@ -50,11 +50,18 @@ MAX_TOKENS = 80
 
 #: Bumped when the experiment changes, so old cached results are not reused.
 #: 4: one generation serves both arms on the embedded model; the no-stop arm ends at the forgery.
-EXPERIMENT_VERSION = 4
+#: 5: the embedded model decodes :data:`BATCH` questions side by side by default.
+EXPERIMENT_VERSION = 5
 
 #: The first this many questions run on to ``max_tokens`` without stop: a fixed, stated
 #: subsample that measures what a forged tail costs (see :func:`truncation_costs`).
 TAIL_SAMPLE = 10
+
+#: Questions decoded side by side on the embedded model
+#: (:func:`react_lab.llama_state.greedy_decode_batch`). Generation speed on the first 20
+#: questions, 2 cores: 67 tokens/s one at a time, 89 with 4 side by side, 101 with 8,
+#: 95 with 16. ``batch=1`` decodes one at a time: exactly ``create_completion``'s tokens.
+BATCH = 8
 
 #: How the two arms were produced, as a result's ``arms_from`` says it.
 ONE_GENERATION = ("one greedy generation per question, read as both arms: with stop it is cut "
@@ -90,6 +97,23 @@ def complete_once(model, question: str, *, stop: bool, max_tokens: int = MAX_TOK
     c = model.complete(prompt, stop=protocol.STOP if stop else None, max_tokens=max_tokens)
     return {**describe(question, stop, c.text, c.finish_reason, c.completion_tokens, c.seconds),
             "prompt_tokens": c.prompt_tokens, "evaluated_tokens": c.evaluated_tokens}
+
+
+def run_on(model: LocalModel, trial: dict, max_tokens: int, tools=None) -> dict:
+    """Continue ``trial``'s completion without ``stop`` by up to ``max_tokens`` more tokens.
+
+    The embedded model (greedy, one at a time) is given the trial's prompt (chat template
+    applied) followed by the trial's text, so the result's text starts with that text
+    whether the trial was decoded alone or side by side. Returns :func:`describe` of the
+    whole text (``completion_tokens`` the trial's plus the new ones; ``seconds`` the
+    continuation's). Raises ``ValueError`` as :meth:`LocalModel.generate` does.
+    """
+    tools = default_tools() if tools is None else tools
+    prompt = model.render(protocol.build_prompt(trial["question"], tools.values()))
+    more = model.generate(prompt + trial["text"], max_tokens=max_tokens, temperature=0.0,
+                          seed=model.seed)
+    return describe(trial["question"], False, trial["text"] + more.text, more.finish_reason,
+                    trial["completion_tokens"] + more.completion_tokens, more.seconds)
 
 
 def describe(question: str, stop: bool, text: str, finish_reason: str, completion_tokens: int,
@@ -143,32 +167,39 @@ def why_stopped_counts(trials: Sequence[dict]) -> dict:
 # --------------------------------------------------------------------------- the experiment
 
 def _one_generation(model: LocalModel, texts: Sequence[str], max_tokens: int, tail: int,
-                    bar) -> tuple[dict, list[dict]]:
+                    bar, width: int) -> tuple[dict, list[dict]]:
     """Both arms of every question from one greedy generation each; and the tail subsample."""
     tools = default_tools()
+    readers = [TwoArmReader(model.llm.detokenize, max_tokens=max_tokens, run_to_max=i < tail)
+               for i in range(len(texts))]
+    t0 = time.perf_counter()
+
+    def done(i: int, finish: str) -> None:
+        if finish == "end_of_text":
+            readers[i].end_of_text()
+        bar.update()
+
+    # A few tokens of slack: as create_completion, the reader may run past max_tokens to
+    # finish a UTF-8 character; it ends the generation itself.
+    outs = model.decode_many([model.render(protocol.build_prompt(q, tools.values())) for q in texts],
+                             max_tokens=max_tokens + 4, width=width,
+                             on_token=lambda i, token: readers[i].feed(token),
+                             on_done=done)
     trials: dict[str, list[dict]] = {arm: [] for arm in ARMS}
     tail_trials = []
-    for i, question in enumerate(texts):
-        reader = TwoArmReader(model.llm.detokenize, max_tokens=max_tokens, run_to_max=i < tail)
-        t0 = time.perf_counter()
-        # A few tokens of slack: as create_completion, the reader may run past max_tokens
-        # to finish a UTF-8 character; it ends the generation itself.
-        out = model.decode(model.render(protocol.build_prompt(question, tools.values())),
-                           max_tokens=max_tokens + 4, on_token=reader.feed)
-        if out.raw.finish == "end_of_text":
-            reader.end_of_text()
+    for i, (question, reader, out) in enumerate(zip(texts, readers, outs)):
+        started = out.raw.started or t0
         free = reader.early or reader.without_stop
         for arm, stop, end in ((ARMS[0], True, reader.with_stop), (ARMS[1], False, free)):
             trials[arm].append({**describe(question, stop, end.text, end.finish_reason,
-                                           end.completion_tokens, end.at - t0),
+                                           end.completion_tokens, end.at - started),
                                 "prompt_tokens": out.prompt_tokens,
                                 "evaluated_tokens": out.evaluated_tokens})
         if i < tail:
             full = reader.without_stop
             tail_trials.append({**describe(question, False, full.text, full.finish_reason,
-                                           full.completion_tokens, full.at - t0),
+                                           full.completion_tokens, full.at - started),
                                 "tail_tokens": reader.tail_tokens()})
-        bar.update()
     return trials, tail_trials
 
 
@@ -194,7 +225,7 @@ def _sum(values) -> int | None:
 
 
 def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MAX_TOKENS,
-                   tail: int = TAIL_SAMPLE, progress: bool = True) -> dict:
+                   tail: int = TAIL_SAMPLE, batch: int = BATCH, progress: bool = True) -> dict:
     """Complete every question's first step with and without ``stop``, and count each arm.
 
     On the embedded model (a :class:`~react_lab.models.LocalModel` decoding greedily) one
@@ -202,29 +233,36 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     with-stop arm is the completion ``stop`` gives, token for token; the no-stop arm ends
     once its forgery is certain, so its ``forged`` count is the full completion's, its
     finish reason ``"forged"``, and its text, tokens and strict parse stop at the label
-    (an ``Answer:`` written after a forged observation is not seen). Any other backend
-    completes each question twice: every question with ``stop``, then every one without.
+    (an ``Answer:`` written after a forged observation is not seen). ``batch`` questions
+    are decoded side by side (:meth:`~react_lab.models.LocalModel.decode_many`): faster,
+    and greedy under batched arithmetic, so a completion may part from the one-at-a-time
+    completion at a near-tie; ``batch=1`` gives ``create_completion``'s tokens exactly.
+    Any other backend completes each question twice: every question with ``stop``, then
+    every one without (``batch`` is not used). Raises ``ValueError`` if ``batch < 1``.
 
     The first ``tail`` questions (a fixed, stated subsample) run on to ``max_tokens``
     without stop, to measure what a forged tail costs (:func:`truncation_costs`).
 
     Returns ``{"n", "model", "max_tokens", "seconds" (wall time), "arms_from"
-    (:data:`ONE_GENERATION` or :data:`TWO_PASSES`), "tokens": {"prompt_sent",
+    (:data:`ONE_GENERATION` or :data:`TWO_PASSES`), "batch" (questions decoded side by
+    side; 1 in two passes), "tokens": {"prompt_sent",
     "prompt_evaluated" (None where the backend cannot tell), "generated"},
     "tail_subsample": {"k", "trials"}, "with_stop": summary, "without_stop": summary,
     "trials": {arm: [trial, ...]}}`` (see :func:`summarize` and :func:`describe`). Each
     summary adds ``"seconds"``, the sum of its trials' ``seconds``: model time per call
     in two passes; from one generation, the time until that arm was decided (the arms
-    share their generations, so the two sums overlap). ``without_stop`` also has
+    share their generations, so the two sums overlap, and side by side the questions'
+    times overlap too). ``without_stop`` also has
     ``"why_stopped"`` (:func:`why_stopped_counts`).
     """
+    check_count("batch", batch)
     one = isinstance(model, LocalModel) and model.temperature == 0
     t0 = time.perf_counter()
     with tqdm(total=len(question_texts) * (1 if one else 2), disable=not progress,
               desc="questions" if one else "completions") as bar:
         if one:
             before = model.usage.snapshot()
-            trials, tail_trials = _one_generation(model, question_texts, max_tokens, tail, bar)
+            trials, tail_trials = _one_generation(model, question_texts, max_tokens, tail, bar, batch)
             used = model.usage - before
             tokens = {"prompt_sent": used.prompt_sent, "prompt_evaluated": used.prompt_evaluated,
                       "generated": used.generated}
@@ -240,13 +278,15 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     summaries["without_stop"]["why_stopped"] = why_stopped_counts(trials["without_stop"])
     return {"n": len(question_texts), "model": getattr(model, "name", type(model).__name__),
             "max_tokens": max_tokens, "seconds": round(seconds, 2),
-            "arms_from": ONE_GENERATION if one else TWO_PASSES, "tokens": tokens,
+            "arms_from": ONE_GENERATION if one else TWO_PASSES, "batch": batch if one else 1,
+            "tokens": tokens,
             "tail_subsample": {"k": len(tail_trials), "trials": tail_trials},
             **summaries, "trials": trials}
 
 
-def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int = TAIL_SAMPLE) -> str:
-    """Hash what decides the result: model name and settings, every prompt, n, max_tokens, tail, version."""
+def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int = TAIL_SAMPLE,
+              batch: int = BATCH) -> str:
+    """Hash what decides the result: model name and settings, every prompt, n, max_tokens, tail, batch, version."""
     tools = default_tools()
     prompts = [protocol.build_prompt(q, tools.values()) for q in question_texts]
     fingerprint = {
@@ -255,13 +295,14 @@ def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int =
         "script": getattr(model, "completions", None),  # a scripted model's replies
         "prompts": hashlib.sha256("\x00".join(prompts).encode()).hexdigest(),
         "stop": protocol.STOP, "n": len(question_texts), "max_tokens": max_tokens, "tail": tail,
-        "version": EXPERIMENT_VERSION,
+        "batch": batch, "version": EXPERIMENT_VERSION,
     }
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, tail: int = TAIL_SAMPLE,
-               refresh: bool = False, progress: bool = True, cache: bool = True) -> dict:
+               batch: int = BATCH, refresh: bool = False, progress: bool = True,
+               cache: bool = True) -> dict:
     """Run :func:`run_experiment` on :func:`questions` ``(n)``, cached on disk.
 
     ``model`` defaults to the embedded model. A cached result (``cache_dir()/forge-KEY.json``,
@@ -272,10 +313,11 @@ def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, tail: 
     if model is None:
         model = local_model()
     texts = questions(n)
-    path = cache_dir() / f"forge-{cache_key(model, texts, max_tokens, tail)}.json"
+    path = cache_dir() / f"forge-{cache_key(model, texts, max_tokens, tail, batch)}.json"
     if cache and not refresh and path.is_file():
         return {**json.loads(path.read_text(encoding="utf-8")), "cached": True}
-    result = run_experiment(texts, model, max_tokens=max_tokens, tail=tail, progress=progress)
+    result = run_experiment(texts, model, max_tokens=max_tokens, tail=tail, batch=batch,
+                            progress=progress)
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
@@ -400,6 +442,8 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
     lines.append(f"seed claim: {claim[0]} of {claim[1]} forged without stop; "
                  f"measured: {result['without_stop']['forged']} of {n}")
     lines.append(f"arms from: {result['arms_from']}")
+    if result.get("batch", 1) > 1:
+        lines.append(f"decoded {result['batch']} questions side by side (batched greedy decoding)")
     costs = truncation_costs(result)
     if costs["n"]:
         tail = "not counted" if costs["tail_tokens"] is None else \
@@ -416,7 +460,7 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
 
 
 def cli_forge_rate(args) -> int:
-    """Handle ``react-lab forge-rate --n N [--model SPEC] [--json] [--save-results NAME]``; always recomputes.
+    """Handle ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``; always recomputes.
 
     ``--json`` prints the result without per-question texts (``{"n", "model",
     "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
@@ -432,13 +476,16 @@ def cli_forge_rate(args) -> int:
     model = load_model(spec)
     if spec == "local":
         warm_up(model=True, protocols=["text"])  # one-off costs are not the experiment's
-    result = forge_rate(args.n, model, refresh=True, progress=not args.json)
+    batch = getattr(args, "batch", BATCH)
+    result = forge_rate(args.n, model, batch=batch, refresh=True, progress=not args.json)
     name = getattr(args, "save_results", None)
     if name:
         path = save(name, result, experiment="forge", seconds=result["seconds"],
                     config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
+                            "batch": batch,
                             "model": spec},
-                    command=f"react-lab forge-rate --n {args.n} --model {spec} --save-results {name}")
+                    command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
+                            f"--save-results {name}")
         print(f"saved: {path}", file=sys.stderr)
     if args.json:
         brief = {k: v for k, v in result.items() if k != "trials"}

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .llama_state import (ContextWindowExceeded, GrammarSampler, PrefixState, Usage, greedy_decode,
+                          greedy_decode_batch,
                           shared_tokens, trim_cache)
 from .threads import default_threads
 
@@ -313,6 +314,50 @@ class LocalModel:
         return Completion(text=completion, finish_reason="length" if out.finish == "length" else "stop",
                           prompt_tokens=len(tokens), completion_tokens=len(out.tokens),
                           seconds=out.seconds, evaluated_tokens=out.evaluated_tokens, raw=out)
+
+    def decode_many(self, texts: Sequence[str], *, max_tokens: int, width: int = 1,
+                    on_token: Callable[[int, int], bool] | None = None,
+                    on_done: Callable[[int, str], None] | None = None) -> list[Completion]:
+        """Greedy-decode every text (no template), ``width`` of them side by side.
+
+        ``width=1`` runs :meth:`decode` on each in turn (the one-at-a-time tokens, cache
+        rules included); more runs :func:`react_lab.llama_state.greedy_decode_batch`, whose
+        completions may differ from those at a near-tie (its docstring says why), starting
+        from the texts' shared prefix kept by :meth:`remember_prefix`.
+        ``on_token(i, token)`` sees each token of text ``i`` and returns False to end that
+        completion; ``on_done(i, finish)`` is told when text ``i`` is finished, with the
+        decoder's reason (``"end_of_text"``, ``"length"`` or ``"stopped"``). Returns one
+        :class:`Completion` per text, in order; each ``raw`` is its
+        :class:`~react_lab.llama_state.Decoded` (``started`` says when it began). Raises
+        ``ValueError`` as :meth:`decode` does, or if ``width < 1``.
+        """
+        check_count("max_tokens", max_tokens)
+        check_count("width", width)
+        if width == 1:
+            out = []
+            for i, text in enumerate(texts):
+                c = self.decode(text, max_tokens=max_tokens,
+                                on_token=None if on_token is None else (lambda t, i=i: on_token(i, t)))
+                out.append(c)
+                if on_done is not None:
+                    on_done(i, c.raw.finish)
+            return out
+        prefix = self.remember_prefix(texts) if len(texts) > 1 else None  # kept for the next run
+        with self._lock:
+            prompts = [self.tokenize(t) for t in texts]
+            t0 = time.perf_counter()
+            decoded = greedy_decode_batch(self.llm, prompts, max_tokens=max_tokens, width=width,
+                                          prefix=prefix,
+                                          on_token=on_token,
+                                          on_done=None if on_done is None else (lambda i, d: on_done(i, d.finish)))
+            self.usage.add(sum(map(len, prompts)), sum(d.evaluated_tokens for d in decoded),
+                           sum(len(d.tokens) for d in decoded), time.perf_counter() - t0,
+                           calls=len(prompts))
+            texts_out = [self.llm.detokenize(d.tokens).decode("utf-8", errors="ignore") for d in decoded]
+        return [Completion(text=text, finish_reason="length" if d.finish == "length" else "stop",
+                           prompt_tokens=len(p), completion_tokens=len(d.tokens), seconds=d.seconds,
+                           evaluated_tokens=d.evaluated_tokens, raw=d)
+                for text, d, p in zip(texts_out, decoded, prompts)]
 
     def grammar_sampler(self, grammar: str) -> GrammarSampler:
         """The parsed :class:`GrammarSampler` of ``grammar`` (GBNF), one per distinct grammar."""

@@ -140,7 +140,8 @@ REPLIES = {
 
 def test_one_generation_and_two_passes_count_the_same():
     texts = list(REPLIES)
-    fast = forge.run_experiment(texts, ReplayedGreedy(REPLIES), max_tokens=400, tail=2, progress=False)
+    fast = forge.run_experiment(texts, ReplayedGreedy(REPLIES), max_tokens=400, tail=2, batch=1,
+                                progress=False)
     slow = forge.run_experiment(texts, ScriptedModel([REPLIES[q] for q in texts] * 2), max_tokens=400,
                                 tail=2, progress=False)
     assert fast["arms_from"] == forge.ONE_GENERATION and slow["arms_from"] == forge.TWO_PASSES

@@ -2,6 +2,8 @@
 
 * one greedy generation read as both arms == two create_completion calls (with and without
   ``stop``), and the experiment's counts == the two-pass path's, on a small sample;
+* batched decoding: with width 1 the one-at-a-time tokens exactly; with the experiment's
+  width, forgery verdicts that agree with one-at-a-time decoding within noise;
 * the one-token grammar check == create_completion(grammar=...) token for token;
 * the cache rules: the same prompt twice (or after a prefix snapshot was restored) gives
   the cold completion.
@@ -17,10 +19,12 @@ from react_lab.chat import LocalChatModel
 from react_lab.cli import main
 from react_lab.grammar import reply_grammar
 from react_lab.guards import MORE, Guards
-from react_lab.llama_state import trim_cache
+from react_lab.llama_state import (ContextWindowExceeded, common_prefix, greedy_decode,
+                                   greedy_decode_batch, trim_cache)
 from react_lab.models import local_model
 from react_lab.native import SYSTEM
 from react_lab.parser import find_forged
+from react_lab.stats import paired_comparison
 from react_lab.tools import default_tools, tool_schemas
 from react_lab.warm import native_prompts, text_prompts
 
@@ -74,7 +78,7 @@ class TwoPasses:
 
 def test_the_experiment_counts_the_same_both_ways(model):
     texts = forge.questions(N)
-    fast = forge.run_experiment(texts, model, tail=3, progress=False)
+    fast = forge.run_experiment(texts, model, tail=3, batch=1, progress=False)
     slow = forge.run_experiment(texts, TwoPasses(model), tail=3, progress=False)
     assert fast["arms_from"] == forge.ONE_GENERATION and slow["arms_from"] == forge.TWO_PASSES
     for arm in forge.ARMS:
@@ -89,6 +93,45 @@ def test_the_experiment_counts_the_same_both_ways(model):
     assert fast["tokens"]["prompt_evaluated"] < slow["tokens"]["prompt_evaluated"]
     assert fast["tokens"]["generated"] < slow["tokens"]["generated"]
     assert fast["tokens"]["prompt_sent"] == slow["tokens"]["prompt_sent"] // 2
+
+
+def test_a_batch_of_width_one_decodes_the_one_at_a_time_tokens(model):
+    prompts = [model.tokenize(rendered(model, q)) for q in forge.questions(4)]
+    seen = []
+
+    def on_token(i, token):
+        seen.append(i)
+        return i != 2 or len(seen) < 50  # end the third completion early, from outside
+
+    batched = greedy_decode_batch(model.llm, prompts, max_tokens=60, width=1, on_token=on_token)
+    for i, (prompt, b) in enumerate(zip(prompts, batched)):
+        alone = greedy_decode(model.llm, prompt, max_tokens=60)
+        if b.finish == "stopped":
+            assert i == 2 and alone.tokens[:len(b.tokens)] == b.tokens
+        else:
+            assert (b.tokens, b.finish) == (alone.tokens, alone.finish)
+    assert batched[2].finish == "stopped"
+    # the shared prefix is evaluated once, each prompt's own rest once
+    shared = min(common_prefix(prompts[0], p) for p in prompts)
+    assert sum(b.evaluated_tokens for b in batched) == sum(len(p) for p in prompts) - 3 * shared
+    with pytest.raises(ContextWindowExceeded):
+        greedy_decode_batch(model.llm, [prompts[0] * 10], max_tokens=8)
+    with pytest.raises(ValueError, match="width"):
+        greedy_decode_batch(model.llm, prompts, max_tokens=8, width=0)
+
+
+def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
+    texts = forge.questions(12)
+    alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)
+    batched = forge.run_experiment(texts, model, tail=0, batch=forge.BATCH, progress=False)
+    assert batched["batch"] == forge.BATCH and alone["batch"] == 1
+    assert batched["with_stop"]["forged"] == 0      # the stop sequence holds either way
+    verdicts = [{t["question"]: t["forged"] for t in r["trials"]["without_stop"]} for r in (alone, batched)]
+    paired = paired_comparison(*verdicts)
+    assert paired.verdict == "not significant" and paired.gained + paired.lost <= len(texts) // 3
+    # the same questions, in order, each read as both arms from one generation
+    for w, f in zip(batched["trials"]["with_stop"], batched["trials"]["without_stop"]):
+        assert w["question"] == f["question"] and f["text"].startswith(w["text"])
 
 
 def test_forge_rate_cli_reports_wall_time_and_prompt_tokens_sent_against_evaluated(tmp_path, monkeypatch, capsys):
