@@ -41,6 +41,9 @@ from typing import Callable, Sequence
 #: Prompt tokens evaluated at least, per completion (see the module docstring).
 MIN_EVAL = 2
 
+#: Tokens per llama.cpp call in :func:`greedy_decode_batch` (at least its width).
+BATCH_CALL_TOKENS = 64
+
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """How many leading items ``a`` and ``b`` share (token ids of two prompts)."""
@@ -85,29 +88,28 @@ class ContextWindowExceeded(ValueError):
     """
 
 
-def buffer_bytes(buffer, n: int) -> bytes:
-    """The first ``n`` bytes of a ctypes array, copied once.
+def c_view(data: bytearray):
+    """A ctypes ``uint8`` array over ``data``'s own memory: llama.cpp reads or writes it in place.
 
-    ``bytes(buffer[:n])`` would build a list of ``n`` Python ints first: about 8 bytes per
-    byte, so a 16 MB snapshot briefly took 130 MB more, and set the kernel's peak memory.
-    Raises ``ValueError`` unless ``0 <= n <= ctypes.sizeof(buffer)``.
+    No copy is made (``bytes(array[:n])`` would first build a list of Python ints, about 8
+    bytes per byte, and ``from_buffer_copy`` a second copy). ``data`` cannot be resized
+    while the view is alive. Raises ``TypeError`` for a read-only buffer such as ``bytes``.
     """
-    if not 0 <= n <= ctypes.sizeof(buffer):
-        raise ValueError(f"cannot read {n} bytes from a buffer of {ctypes.sizeof(buffer)}")
-    return ctypes.string_at(buffer, n)
+    return (ctypes.c_uint8 * len(data)).from_buffer(data)
 
 
 class PrefixState:
     """A snapshot of the KV cache for one prompt prefix, restorable into the same ``Llama``.
 
     Only sequence 0's cache cells are saved (``llama_state_seq_get_data``: about 16 MB for
-    a 700-token prefix). ``Llama.save_state`` would also copy a tokens x vocabulary array
-    of logits (about 120 MB) that greedy decoding never reads.
+    a 700-token prefix), into one ``bytearray`` that llama.cpp writes and reads in place
+    (:func:`c_view`). ``Llama.save_state`` would also copy a tokens x vocabulary array of
+    logits (about 120 MB) that greedy decoding never reads.
     """
 
-    def __init__(self, tokens: Sequence[int], data: bytes):
+    def __init__(self, tokens: Sequence[int], data: bytes | bytearray):
         self.tokens = list(tokens)
-        self.data = data
+        self.data = data if isinstance(data, bytearray) else bytearray(data)
         self.restores = 0
 
     @classmethod
@@ -118,9 +120,10 @@ class PrefixState:
         trim_cache(llm, tokens, min_eval=0)
         llm.eval(list(tokens)[llm.n_tokens:])
         size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, buffer, size, 0)
-        return cls(tokens, buffer_bytes(buffer, written))
+        data = bytearray(size)
+        written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, c_view(data), size, 0)
+        del data[written:]  # the view is gone once the call returns
+        return cls(tokens, data)
 
     @property
     def nbytes(self) -> int:
@@ -141,8 +144,7 @@ class PrefixState:
         if have >= len(self.tokens):
             return 0
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        buffer = (ctypes.c_uint8 * len(self.data)).from_buffer_copy(self.data)
-        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, buffer, len(self.data), 0) == 0:
+        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, c_view(self.data), len(self.data), 0) == 0:
             llm.reset()
             raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
         llm.input_ids[: len(self.tokens)] = self.tokens
@@ -351,9 +353,11 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
     params.n_ctx = -(-cells // 256) * 256
     params.n_seq_max = width + 1  # sequence 0 holds the shared prefix
     params.kv_unified = True      # one cache, so the prefix cells are shared, not copied
+    # Small calls: the prefix usually comes from its snapshot, and llama.cpp sizes its
+    # scratch memory for the largest call (about 100 MB at llm's 512 tokens).
+    params.n_batch = params.n_ubatch = n_batch = max(BATCH_CALL_TOKENS, width)
     ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
-    n_batch = params.n_batch
-    batch = llama_cpp.llama_batch_init(max(n_batch, width), 0, 1)
+    batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
     vocab, n_vocab = llm._model.vocab, llm.n_vocab()
 
     def run(items) -> list[int]:
@@ -371,11 +375,13 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
                                                     shape=(n_vocab,)))) for k in rows]
 
     def evaluate(tokens, start, seq) -> int | None:
+        """Evaluate ``tokens`` in calls of at most ``n_batch``, never one token alone (MIN_EVAL)."""
+        cuts = list(range(0, len(tokens), n_batch))
+        if len(cuts) > 1 and len(tokens) - cuts[-1] < MIN_EVAL:
+            cuts[-1] = len(tokens) - MIN_EVAL
         best = None
-        for at in range(0, len(tokens), n_batch):
-            chunk = tokens[at:at + n_batch]
-            last = at + len(chunk) == len(tokens)
-            out = run([(t, start + at + k, seq, last and k == len(chunk) - 1) for k, t in enumerate(chunk)])
+        for at, end in zip(cuts, cuts[1:] + [len(tokens)]):
+            out = run([(tokens[k], start + k, seq, k == len(tokens) - 1) for k in range(at, end)])
             best = out[0] if out else None
         return best
 
@@ -408,8 +414,7 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
     try:
         loaded = 0
         if prefix is not None and len(prefix.tokens) <= shared and prefix.tokens == prompts[0][:len(prefix.tokens)]:
-            data = (ctypes.c_uint8 * len(prefix.data)).from_buffer_copy(prefix.data)
-            if llama_cpp.llama_state_seq_set_data(ctx.ctx, data, len(prefix.data), 0) == 0:
+            if llama_cpp.llama_state_seq_set_data(ctx.ctx, c_view(prefix.data), len(prefix.data), 0) == 0:
                 raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
             loaded = len(prefix.tokens)
         evaluate(prompts[0][loaded:shared], loaded, 0)
