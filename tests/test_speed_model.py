@@ -30,7 +30,7 @@ from react_lab.warm import native_prompts, text_prompts
 
 pytestmark = pytest.mark.model
 
-N = 6
+N = 4
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_a_batch_of_width_one_decodes_the_one_at_a_time_tokens(model):
 
 
 def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
-    texts = forge.questions(12)
+    texts = forge.questions(8)
     alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)
     batched = forge.run_experiment(texts, model, tail=0, batch=forge.BATCH, progress=False)
     assert batched["batch"] == forge.BATCH and alone["batch"] == 1
