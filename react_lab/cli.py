@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
     f.add_argument("--model", default=None, help=MODEL_HELP)
-    f.add_argument("--batch", type=whole_number(1), default=forge.BATCH,
+    f.add_argument("--batch", type=whole_number(1, 255), default=forge.BATCH,  # llama.cpp's limit
                    help="embedded model: questions decoded side by side (default %(default)s; "
                         "1 = one at a time, exactly create_completion's tokens)")
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")

@@ -238,14 +238,15 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     and greedy under batched arithmetic, so a completion may part from the one-at-a-time
     completion at a near-tie; ``batch=1`` gives ``create_completion``'s tokens exactly.
     Any other backend completes each question twice: every question with ``stop``, then
-    every one without (``batch`` is not used). Raises ``ValueError`` if ``batch < 1``.
+    every one without (``batch`` is not used). Raises ``ValueError`` if ``batch`` or
+    ``max_tokens`` is not a whole number >= 1.
 
     The first ``tail`` questions (a fixed, stated subsample) run on to ``max_tokens``
     without stop, to measure what a forged tail costs (:func:`truncation_costs`).
 
     Returns ``{"n", "model", "max_tokens", "seconds" (wall time), "arms_from"
     (:data:`ONE_GENERATION` or :data:`TWO_PASSES`), "batch" (questions decoded side by
-    side; 1 in two passes), "tokens": {"prompt_sent",
+    side at most: ``batch``, or fewer if there were fewer questions; 1 in two passes), "tokens": {"prompt_sent",
     "prompt_evaluated" (None where the backend cannot tell), "generated"},
     "tail_subsample": {"k", "trials"}, "with_stop": summary, "without_stop": summary,
     "trials": {arm: [trial, ...]}}`` (see :func:`summarize` and :func:`describe`). Each
@@ -256,6 +257,7 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     ``"why_stopped"`` (:func:`why_stopped_counts`).
     """
     check_count("batch", batch)
+    check_count("max_tokens", max_tokens)
     one = isinstance(model, LocalModel) and model.temperature == 0
     t0 = time.perf_counter()
     with tqdm(total=len(question_texts) * (1 if one else 2), disable=not progress,
@@ -278,7 +280,8 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
     summaries["without_stop"]["why_stopped"] = why_stopped_counts(trials["without_stop"])
     return {"n": len(question_texts), "model": getattr(model, "name", type(model).__name__),
             "max_tokens": max_tokens, "seconds": round(seconds, 2),
-            "arms_from": ONE_GENERATION if one else TWO_PASSES, "batch": batch if one else 1,
+            "arms_from": ONE_GENERATION if one else TWO_PASSES,
+            "batch": min(batch, len(question_texts)) if one and question_texts else 1,
             "tokens": tokens,
             "tail_subsample": {"k": len(tail_trials), "trials": tail_trials},
             **summaries, "trials": trials}

@@ -300,8 +300,8 @@ class LocalModel:
         completion there. ``grammar`` (GBNF text) constrains the tokens. Returns a
         :class:`Completion` (finish reason ``"length"`` at ``max_tokens``, else ``"stop"``)
         whose ``raw`` is the :class:`react_lab.llama_state.Decoded` (``tokens``, ``finish``).
-        Raises ``ValueError`` for a grammar llama.cpp cannot parse or a prompt longer
-        than the context window.
+        Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty prompt, or a
+        prompt longer than the context window.
         """
         check_count("max_tokens", max_tokens)
         with self._lock:

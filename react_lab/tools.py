@@ -255,7 +255,7 @@ def _evaluate(node: ast.AST) -> int | float:
                         " is not allowed")
     left, right = _evaluate(node.left), _evaluate(node.right)
     if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-        raise ToolError(f"exponent {right} is too large; use at most {MAX_EXPONENT}")
+        raise ToolError(f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}")
     try:
         value = _BINARY[type(node.op)](left, right)
     except ZeroDivisionError:

@@ -5,6 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+# Binder builds with the Python of binder/runtime.txt (repo2docker's default is older):
+# check with the same minor version, or say which one this is.
+want="$(sed -n 's/^python-\([0-9]*\.[0-9]*\).*/\1/p' binder/runtime.txt)"
+have="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+if [ "$have" != "$want" ]; then
+  echo "==> note: Binder builds with Python $want (binder/runtime.txt); this check uses $have"
+fi
 VENV="$PWD/.binder-venv"
 rm -rf "$VENV"
 echo "==> Binder check: fresh environment from binder/requirements.txt + binder/postBuild"

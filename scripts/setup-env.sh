@@ -16,7 +16,7 @@ fi
 if .venv/bin/python -c "import importlib.metadata as m; m.version('llama-cpp-python')" 2>/dev/null; then
   echo "==> checking react_lab and its dependencies in .venv"
 else
-  echo "==> installing react_lab and its dependencies into .venv (first time: ~5 minutes)"
+  echo "==> installing react_lab and its dependencies into .venv (first time: about 4 minutes)"
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --progress-bar off --quiet --quiet -e '.[test]' \

@@ -51,3 +51,16 @@ def test_workshop_trusts_the_shipped_notebooks_before_starting_jupyterlab(tmp_pa
                      ["lab", "--notebook-dir=notebooks", "notebooks/01_text_protocol.ipynb"]]
 
 
+
+
+def test_binder_builds_with_a_python_the_package_and_its_pins_accept():
+    """repo2docker's default Python is older than the pins need: binder/runtime.txt names one."""
+    import re
+    import tomllib
+
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    match = re.fullmatch(r"python-(\d+)\.(\d+)", runtime)
+    assert match, f"binder/runtime.txt should read python-X.Y, not {runtime!r}"
+    wanted = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    low = tuple(int(x) for x in re.fullmatch(r">=(\d+)\.(\d+)", wanted).groups())
+    assert tuple(int(x) for x in match.groups()) >= low

@@ -120,6 +120,24 @@ def test_a_batch_of_width_one_decodes_the_one_at_a_time_tokens(model):
         greedy_decode_batch(model.llm, prompts, max_tokens=8, width=0)
 
 
+def test_the_batched_decoder_refuses_bad_input_and_takes_any_width_llama_cpp_allows(model):
+    llm = model.llm
+    tiny = [model.tokenize(f"Count: {i}") for i in range(256)]
+    for width in (64, 255):  # llama.cpp asserted (and aborted the process) from 64 on
+        out = greedy_decode_batch(llm, tiny[:width + 1], max_tokens=1, width=width)
+        assert len(out) == width + 1 and all(len(d.tokens) <= 1 for d in out)
+    for bad, match in (({"width": 256}, "width"), ({"max_tokens": 0}, "max_tokens"),
+                       ({"prompts": [[]]}, "at least one token"),
+                       ({"prompts": [[llm.n_vocab()]]}, "vocabulary")):
+        args = {"prompts": tiny[:2], "max_tokens": 2, "width": 2, **bad}
+        with pytest.raises(ValueError, match=match):
+            greedy_decode_batch(llm, args.pop("prompts"), **args)
+    with pytest.raises(ValueError, match="no tokens"):
+        model.decode("", max_tokens=3)   # not a continuation of whatever ran before
+    with pytest.raises(ValueError, match="no tokens"):
+        model.decode_many(["", "Count: 1"], max_tokens=3)
+
+
 def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
     texts = forge.questions(8)
     alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)

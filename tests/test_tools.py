@@ -184,6 +184,12 @@ def test_calc_rejects(expression):
         T.calc(expression)
 
 
+def test_calc_says_which_exponents_it_takes_whatever_the_sign():
+    for expression in ("2 ** 1075", "2 ** -1075"):
+        with pytest.raises(T.ToolError, match="out of range; use one from -"):
+            T.calc(expression)
+
+
 # --- search --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("query", ["AND OR", "NEAR(", "title:refund", "refund\" OR", "é ü", "NOT"])
