@@ -246,7 +246,8 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
 
     Returns ``{"n", "model", "max_tokens", "seconds" (wall time), "arms_from"
     (:data:`ONE_GENERATION` or :data:`TWO_PASSES`), "batch" (questions decoded side by
-    side at most: ``batch``, or fewer if there were fewer questions; 1 in two passes), "tokens": {"prompt_sent",
+    side at most: ``batch``, or fewer if there were fewer questions; 1 in two passes),
+    "tokens": {"prompt_sent",
     "prompt_evaluated" (None where the backend cannot tell), "generated"},
     "tail_subsample": {"k", "trials"}, "with_stop": summary, "without_stop": summary,
     "trials": {arm: [trial, ...]}}`` (see :func:`summarize` and :func:`describe`). Each

@@ -331,9 +331,9 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
     over the cache cells of all live sequences, and the rests are evaluated in calls of
     :data:`BATCH_CALL_TOKENS`, so long prompts that share little run slower than one at
     a time (8 unshared 2,000-token prompts: 252 s against 77 s).
-    ``evaluated_tokens`` counts what was evaluated of the shared prefix once (in the first
-    prompt's);
-    ``seconds`` runs from a prompt's start to its end, so the prompts' times overlap.
+    ``evaluated_tokens`` counts each prompt's own rest, and what was evaluated of the
+    shared prefix once, in the first prompt's; ``seconds`` runs from a prompt's start to
+    its end, so the prompts' times overlap.
     Raises :class:`ContextWindowExceeded` when a prompt does not fit ``llm``'s window;
     ``ValueError`` for a width outside 1..255 (llama.cpp's limit on sequences, less the
     prefix's), ``max_tokens < 1``, an empty prompt or a token id outside the vocabulary;

@@ -329,7 +329,7 @@ class LocalModel:
         decoder's reason (``"end_of_text"``, ``"length"`` or ``"stopped"``). Returns one
         :class:`Completion` per text, in order; each ``raw`` is its
         :class:`~react_lab.llama_state.Decoded` (``started`` says when it began). Raises
-        ``ValueError`` as :meth:`decode` does, or if ``width < 1``.
+        ``ValueError`` as :meth:`decode` does, or for a width outside 1..255.
         """
         check_count("max_tokens", max_tokens)
         check_count("width", width)
