@@ -116,6 +116,34 @@ def run_on(model: LocalModel, trial: dict, max_tokens: int, tools=None) -> dict:
                     trial["completion_tokens"] + more.completion_tokens, more.seconds)
 
 
+def batching_differences(model: LocalModel, question_texts: Sequence[str], *,
+                         max_tokens: int = 40, batch: int = BATCH, tools=None) -> dict:
+    """Decode the same prompts one at a time and ``batch`` side by side; say where they part.
+
+    Greedy, no stop sequence, ``max_tokens`` tokens each, on the embedded model
+    (:meth:`LocalModel.decode_many`). Returns ``{"n", "batch", "max_tokens", "seconds":
+    {"one_at_a_time", "side_by_side"} (wall time), "same" (completions identical token for
+    token), "parted": [{"question", "at" (index of the first differing token), "alone",
+    "batched" (the two texts from that token on)}, ...]}``. Raises ``ValueError`` for a bad
+    ``max_tokens`` or ``batch``.
+    """
+    tools = default_tools() if tools is None else tools
+    texts = [model.render(protocol.build_prompt(q, tools.values())) for q in question_texts]
+    runs, seconds = {}, {}
+    for name, width in (("one_at_a_time", 1), ("side_by_side", batch)):
+        t0 = time.perf_counter()
+        runs[name] = [c.raw.tokens for c in model.decode_many(texts, max_tokens=max_tokens, width=width)]
+        seconds[name] = round(time.perf_counter() - t0, 2)
+    parted = []
+    for question, alone, batched in zip(question_texts, runs["one_at_a_time"], runs["side_by_side"]):
+        if alone != batched:
+            at = next((k for k, (a, b) in enumerate(zip(alone, batched)) if a != b), min(len(alone), len(batched)))
+            text = lambda tokens: model.llm.detokenize(tokens[at:]).decode("utf-8", errors="ignore")  # noqa: E731
+            parted.append({"question": question, "at": at, "alone": text(alone), "batched": text(batched)})
+    return {"n": len(texts), "batch": batch, "max_tokens": max_tokens, "seconds": seconds,
+            "same": len(texts) - len(parted), "parted": parted}
+
+
 def describe(question: str, stop: bool, text: str, finish_reason: str, completion_tokens: int,
              seconds: float) -> dict:
     """One trial's record: ``{"question", "stop", "text", "finish_reason", "completion_tokens",

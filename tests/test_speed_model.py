@@ -138,6 +138,16 @@ def test_the_batched_decoder_refuses_bad_input_and_takes_any_width_llama_cpp_all
         model.decode_many(["", "Count: 1"], max_tokens=3)
 
 
+def test_batching_differences_finds_none_between_two_one_at_a_time_runs(model):
+    texts = forge.questions(N)
+    same = forge.batching_differences(model, texts, max_tokens=8, batch=1)
+    assert (same["same"], same["parted"]) == (N, [])
+    sides = forge.batching_differences(model, texts, max_tokens=8)
+    assert sides["same"] + len(sides["parted"]) == N and sides["batch"] == forge.BATCH
+    for p in sides["parted"]:
+        assert 0 <= p["at"] < 8 and p["alone"] != p["batched"]
+
+
 def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
     texts = forge.questions(8)
     alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)
