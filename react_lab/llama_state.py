@@ -88,6 +88,14 @@ class ContextWindowExceeded(ValueError):
     """
 
 
+def check_fits(prompt_tokens: int, n_ctx: int, max_tokens: int) -> None:
+    """Refuse ``max_tokens < 1`` (``ValueError``) and a prompt that fills the window (:class:`ContextWindowExceeded`)."""
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
+    if prompt_tokens >= n_ctx:
+        raise ContextWindowExceeded(f"the prompt is {prompt_tokens} tokens; the context window holds {n_ctx}")
+
+
 def c_view(data: bytearray):
     """A ctypes ``uint8`` array over ``data``'s own memory: llama.cpp reads or writes it in place.
 
@@ -273,11 +281,7 @@ def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
     t0 = time.perf_counter()
     if not prompt:
         raise ValueError("the prompt has no tokens: there is nothing to continue")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
-    if len(prompt) >= llm.n_ctx():
-        raise ContextWindowExceeded(f"the prompt is {len(prompt)} tokens; "
-                                    f"the context window holds {llm.n_ctx()}")
+    check_fits(len(prompt), llm.n_ctx(), max_tokens)
     max_tokens = min(max_tokens, llm.n_ctx() - len(prompt))
     evaluated = trim_cache(llm, prompt)
     llm.eval(list(prompt)[llm.n_tokens:])
@@ -346,8 +350,6 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
     most = llama_cpp.llama_max_parallel_sequences() - 1  # sequence 0 holds the shared prefix
     if not 1 <= width <= most:
         raise ValueError(f"width must be between 1 and {most}, not {width}")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     prompts = [list(p) for p in prompts]
     if not prompts:
         return []
@@ -360,8 +362,7 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
     t0 = time.perf_counter()
     n_ctx = llm.n_ctx()
     for p in prompts:
-        if len(p) >= n_ctx:
-            raise ContextWindowExceeded(f"the prompt is {len(p)} tokens; the context window holds {n_ctx}")
+        check_fits(len(p), n_ctx, max_tokens)
     limits = [min(max_tokens, n_ctx - len(p)) for p in prompts]
     shared = max(0, min(min(common_prefix(prompts[0], p) for p in prompts),
                         min(len(p) for p in prompts) - MIN_EVAL))
