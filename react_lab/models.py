@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .llama_state import (ContextWindowExceeded, GrammarSampler, PrefixState, Usage, greedy_decode,
-                          greedy_decode_batch,
-                          shared_tokens, trim_cache)
+                          greedy_decode_batch, load_llama, shared_tokens, trim_cache)
 from .threads import default_threads
 
 GGUF_ENV = "REACT_LAB_GGUF"
@@ -215,14 +214,12 @@ class LocalModel:
     def llm(self):
         """The underlying ``llama_cpp.Llama``, loaded once."""
         if self._llm is None:
-            from llama_cpp import Llama  # heavy, optional: loads llama.cpp
-
             threads = self.n_threads or default_threads()
             # flash_attn stays off: with it, logits depend on how the prompt was split
             # into batches, so greedy output would depend on what the cache held.
-            self._llm = Llama(model_path=str(self.path or smollm2_path()), n_ctx=self.n_ctx,
-                              seed=self.seed, n_threads=threads, n_threads_batch=threads,
-                              flash_attn=False, verbose=False)
+            self._llm = load_llama(str(self.path or smollm2_path()), n_ctx=self.n_ctx,
+                                   seed=self.seed, n_threads=threads, n_threads_batch=threads,
+                                   flash_attn=False, verbose=False)
             # Free the model at exit, before Python clears modules: left to Llama.__del__
             # during that teardown, llama-cpp-python prints "Exception ignored in ...
             # TypeError: 'NoneType' object is not callable". A weak reference, so an

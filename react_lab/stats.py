@@ -4,8 +4,7 @@ A figure such as "30 of 52 tasks" is a sample, not the model's rate: with 52 tas
 95 % interval around 58 % is about ±13 points, so two configurations 5 points apart are
 not yet told apart. Every rate the lab reports as a result goes through
 :func:`success_rate`, which attaches the Wilson score interval (Wilson, 1927, "Probable
-inference, the law of succession, and statistical inference", JASA 22:209-212), computed
-by SciPy's ``binomtest(...).proportion_ci(method="wilson")``.
+inference, the law of succession, and statistical inference", JASA 22:209-212).
 
 Repeated trials answer a different question from one trial per task:
 
@@ -18,21 +17,27 @@ Repeated trials answer a different question from one trial per task:
 Two configurations run on the *same* tasks are compared task by task with
 :func:`paired_comparison`: only the tasks where they disagree carry information, and
 the exact McNemar test asks whether the disagreements lean one way more often than a
-fair coin would (a two-sided binomial test on them, SciPy's ``binomtest``). Paired,
-it tells apart differences that two overlapping Wilson intervals cannot.
+fair coin would (:func:`sign_test`, a two-sided binomial test on them). Paired, it tells
+apart differences that two overlapping Wilson intervals cannot.
 
 With n ≥ k trials per task both are estimated without bias from c successes out of n:
 pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k), averaged over tasks.
+
+The two formulas are written here with the standard library (``statistics.NormalDist``
+for the normal quantile, ``math.comb`` for binomial coefficients) rather than imported
+from SciPy: ``scipy.stats`` costs a notebook kernel about 70 MiB of memory, a seventh of
+its 500 MB budget. The tests check both against SciPy's ``binomtest`` (``pvalue`` and
+``proportion_ci(method="wilson")``) over every count up to n = 60.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb
+from math import comb, sqrt
+from statistics import NormalDist
 from typing import Iterable, Sequence
 
-from scipy.stats import binomtest
-
-__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_comparison"]
+__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_comparison",
+           "sign_test"]
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,13 @@ def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return Rate(0, 0, 0.0, 1.0)
-    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return Rate(successes, n, float(ci.low), float(ci.high))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)  # 1.96 for 95 %
+    p, z2 = successes / n, z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    low = 0.0 if successes == 0 else centre - half   # exact ends: rounding would leave 1e-17
+    high = 1.0 if successes == n else centre + half
+    return Rate(successes, n, low, high)
 
 
 def _per_task(trials: Iterable[Sequence[bool]], k: int) -> list[tuple[int, int]]:
@@ -133,12 +143,28 @@ def paired_comparison(old: dict[str, bool], new: dict[str, bool]) -> Paired:
     """Compare two runs task by task: ``{task_id: solved}`` for each, on the same task ids.
 
     Returns a :class:`Paired`; the p-value is the exact McNemar test (a two-sided
-    binomial test of the discordant tasks against 1/2, SciPy ``binomtest``; McNemar,
+    binomial test of the discordant tasks against 1/2, :func:`sign_test`; McNemar,
     1947, Psychometrika 12:153-157). Raises ``ValueError`` when the task ids differ.
     """
     if set(old) != set(new):
         raise ValueError(f"the runs cover different tasks: {len(set(old) ^ set(new))} differ")
     gained = sum(bool(new[t]) and not old[t] for t in old)
     lost = sum(bool(old[t]) and not new[t] for t in old)
-    p = binomtest(gained, gained + lost).pvalue if gained + lost else 1.0
-    return Paired(gained, lost, len(old) - gained - lost, float(p))
+    return Paired(gained, lost, len(old) - gained - lost, sign_test(gained, lost))
+
+
+def sign_test(up: int, down: int) -> float:
+    """Return the two-sided exact p-value of ``up`` changes one way against ``down`` the other.
+
+    Under the null hypothesis each change goes either way with probability 1/2, so
+    ``up`` ~ Binomial(up + down, 1/2); the p-value is the chance of a split at least as
+    uneven as the one seen, in either direction: 2 · P(X ≤ min(up, down)), capped at 1
+    (1.0 when there are no changes). Raises ``ValueError`` for a negative count.
+    """
+    if up < 0 or down < 0:
+        raise ValueError(f"counts of changes cannot be negative, got up={up}, down={down}")
+    n = up + down
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(up, down) + 1))
+    return min(1.0, 2 * tail / 2 ** n)

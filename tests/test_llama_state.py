@@ -146,3 +146,49 @@ def test_a_snapshot_is_written_and_read_in_place_without_a_second_copy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) < 27  # MiB: the 19 MiB snapshot once, not a second copy beside it
+
+
+@pytest.mark.parametrize("n, size, calls", [
+    (0, 128, []),
+    (1, 128, [(0, 1)]),                                   # a generated token: one call of one
+    (2, 128, [(0, 2)]),
+    (128, 128, [(0, 128)]),
+    (129, 128, [(0, 127), (127, 129)]),                   # never a last call of one token
+    (257, 128, [(0, 128), (128, 255), (255, 257)]),
+    (300, 128, [(0, 128), (128, 256), (256, 300)]),
+    (7, 3, [(0, 3), (3, 5), (5, 7)]),
+])
+def test_eval_cuts_cover_every_token_in_calls_of_at_most_size_and_never_one_alone(n, size, calls):
+    from react_lab.llama_state import eval_cuts
+
+    cuts = eval_cuts(n, size)
+    assert cuts == calls
+    assert [k for a, b in cuts for k in range(a, b)] == list(range(n))
+    assert all(b - a <= size for a, b in cuts) and (n == 1 or all(b - a >= MIN_EVAL for a, b in cuts))
+
+
+def test_eval_cuts_refuses_calls_too_small_to_avoid_one_token():
+    from react_lab.llama_state import eval_cuts
+
+    for size in (1, 2):
+        with pytest.raises(ValueError, match="more than 2"):
+            eval_cuts(10, size)
+
+
+def test_the_model_evaluates_prompts_in_small_calls_of_its_own_cutting(monkeypatch):
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from react_lab.llama_state import EVAL_CALL_TOKENS
+
+    calls = []
+
+    class Stock(RecordingLlama):
+        def eval(self, tokens):
+            calls.append(len(tokens))
+
+    monkeypatch.setattr(llama_cpp, "Llama", Stock)
+    RecordingLlama.made = []
+    llm = LocalModel("unused.gguf", n_threads=1).llm
+    assert RecordingLlama.made[0]["n_batch"] == RecordingLlama.made[0]["n_ubatch"] == EVAL_CALL_TOKENS
+    llm.n_batch = EVAL_CALL_TOKENS
+    llm.eval(list(range(2 * EVAL_CALL_TOKENS + 1)))
+    assert calls == [EVAL_CALL_TOKENS, EVAL_CALL_TOKENS - 1, 2]

@@ -203,3 +203,32 @@ def test_the_same_prompt_twice_and_after_a_snapshot_gives_the_cold_completion(mo
     after = model.complete(prompt, stop=protocol.STOP, max_tokens=64)
     assert text_state.restores == restores + 1                   # restored, not evaluated again
     assert after.text == cold.text and after.evaluated_tokens < 40
+
+
+def test_prompts_cut_into_the_models_small_calls_give_the_logits_of_one_large_call(model):
+    """The model evaluates prompts EVAL_CALL_TOKENS at a time (less scratch memory); the logits
+    after the prompt are bit-identical to llama-cpp-python's stock evaluation in one call."""
+    import llama_cpp
+    import numpy as np
+
+    from react_lab.llama_state import EVAL_CALL_TOKENS, eval_cuts
+    from react_lab.models import smollm2_path
+
+    stock = llama_cpp.Llama(model_path=str(model.path or smollm2_path()), n_ctx=1024, n_batch=512,
+                            n_threads=model.llm.n_threads, n_threads_batch=model.llm.n_threads,
+                            flash_attn=False, verbose=False)
+
+    def last_logits(llm, tokens):
+        llm.reset()
+        llm.eval(tokens)
+        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1),
+                                     shape=(llm.n_vocab(),)).copy()
+
+    try:
+        tokens = model.tokenize(rendered(model, "Which invoices of cus_4417 are still open?"))
+        for n in (EVAL_CALL_TOKENS + 1, 2 * EVAL_CALL_TOKENS + 1, 300):
+            assert len(eval_cuts(n, EVAL_CALL_TOKENS)) > 1
+            assert np.array_equal(last_logits(model.llm, tokens[:n]), last_logits(stock, tokens[:n])), n
+    finally:
+        stock.close()
+        model.llm.reset()

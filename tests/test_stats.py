@@ -67,3 +67,40 @@ def test_paired_comparison_counts_disagreements_and_tests_them():
     assert paired_comparison(old, old).p == 1.0
     with pytest.raises(ValueError, match="different tasks"):
         paired_comparison(old, {"t0": True})
+
+
+def test_interval_and_sign_test_agree_with_scipy_for_every_count_up_to_60():
+    # The formulas are written with the standard library (scipy.stats costs a kernel ~70 MiB);
+    # SciPy's binomtest is the reference they must match.
+    from scipy.stats import binomtest
+
+    from react_lab.stats import sign_test
+
+    for n in range(1, 61):
+        for k in range(n + 1):
+            ref = binomtest(k, n)
+            ci, rate = ref.proportion_ci(method="wilson"), success_rate(k, n)
+            assert (rate.low, rate.high) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+            assert 0.0 <= rate.low <= rate.high <= 1.0
+            assert sign_test(k, n - k) == pytest.approx(ref.pvalue, abs=1e-12)
+    ninety = success_rate(30, 52, confidence=0.90)
+    ref90 = binomtest(30, 52).proportion_ci(confidence_level=0.90, method="wilson")
+    assert (ninety.low, ninety.high) == (pytest.approx(ref90.low), pytest.approx(ref90.high))
+
+
+def test_sign_test_edges():
+    from react_lab.stats import sign_test
+
+    assert sign_test(0, 0) == 1.0 and sign_test(3, 3) == 1.0
+    assert sign_test(5, 0) == pytest.approx(2 / 32) == sign_test(0, 5)
+    with pytest.raises(ValueError):
+        sign_test(-1, 2)
+
+
+def test_importing_the_statistics_does_not_import_scipy():
+    import subprocess
+    import sys
+
+    code = "import sys, react_lab.stats; print('scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
