@@ -51,7 +51,8 @@ MAX_TOKENS = 80
 #: Bumped when the experiment changes, so old cached results are not reused.
 #: 4: one generation serves both arms on the embedded model; the no-stop arm ends at the forgery.
 #: 5: the embedded model decodes :data:`BATCH` questions side by side by default.
-EXPERIMENT_VERSION = 5
+#: 6: a finished line that is the Observation label alone counts as forged (find_forged).
+EXPERIMENT_VERSION = 6
 
 #: The first this many questions run on to ``max_tokens`` without stop: a fixed, stated
 #: subsample that measures what a forged tail costs (see :func:`truncation_costs`).

@@ -50,12 +50,13 @@ _LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029",
 # What a model-written Observation label looks like (see find_forged).
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
 _OBS_WORD = re.compile(r"observation", re.IGNORECASE)
-_OBS_LABEL = re.compile(
+_OBS_HEAD = (
     r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
     r"observations?"                                   # the label, singular or plural
-    r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*"    # step number, emphasis, spaces (no letters)
-    r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",      # : or full-width ：, or a dash not joined to a word
-    re.IGNORECASE)
+    r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*")   # step number, emphasis, spaces (no letters)
+_OBS_LABEL = re.compile(_OBS_HEAD + r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",  # : or ：, or a dash
+                        re.IGNORECASE)                                          # not joined to a word
+_OBS_BARE = re.compile(_OBS_HEAD, re.IGNORECASE)  # the whole line: a heading-style label
 _NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
 
 _BRACKET = re.compile(r"[\[\]]")
@@ -72,11 +73,14 @@ def _one_newline(text: str) -> str:
     return text.translate(_LINE_BREAKS)
 
 
-def _is_observation_label(line: str) -> bool:
-    """True if ``line`` (one line, no newline) opens with an ``Observation`` label; see :func:`find_forged`."""
+def _is_observation_label(line: str, finished: bool = False) -> bool:
+    """True if ``line`` (one line, no newline) opens with an ``Observation`` label; see :func:`find_forged`.
+
+    ``finished``: a line break follows ``line``, so a line that is the label alone counts.
+    """
     if "<" in line:
         line = _HTML_TAG.sub("", line)
-    return _OBS_LABEL.match(line) is not None
+    return _OBS_LABEL.match(line) is not None or (finished and _OBS_BARE.fullmatch(line) is not None)
 
 
 def find_forged(text: str) -> int | None:
@@ -87,9 +91,11 @@ def find_forged(text: str) -> int | None:
     zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
     spaces, digits, ``*``, ``_``, ``#``, ``.``, brackets, then ``:``, a full-width ``：``
     or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
-    So ``- Observation (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``,
-    ``Observation shows that x: y`` and ``the observation: ...`` do not. Lines may end in
-    any line break ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
+    A finished line (a line break follows) that is the label alone, as a heading, counts
+    too: ``Observation``, ``**Observation 2**``, ``### Observations``. So ``- Observation
+    (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``, ``Observation shows
+    that x: y`` and ``the observation: ...`` do not. Lines may end in any line break
+    ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
 
     Linear in ``len(text)``: only lines containing the word are looked at, each once.
     """
@@ -99,7 +105,7 @@ def find_forged(text: str) -> int | None:
         start = lines.rfind("\n", 0, hit.start()) + 1
         end = lines.find("\n", hit.end())
         end = len(lines) if end < 0 else end
-        if _is_observation_label(lines[start:end]):
+        if _is_observation_label(lines[start:end], finished=end < len(lines)):
             return start
         pos = end
     return None

@@ -9,7 +9,7 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from react_lab.parser import find_forged, parse, trim_partial_stop
+from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
 
 # ---- adversarial sizes: every shape parses in linear time ---------------------------------
 
@@ -136,6 +136,29 @@ def test_observation_as_an_ordinary_word_is_not_a_forgery(line):
     assert find_forged(text) is None
     r = parse(text)
     assert (r.kind, r.answer, r.forged) == ("final", "Yes", False)
+
+
+BARE = ["Observation", "**Observation**", "### Observation", "Observation 2", "observations",
+        "<b>Observation</b>", "- Observation (1)", "Observation  ", "_Observation_"]
+
+
+@pytest.mark.parametrize("label", BARE)
+def test_a_line_that_is_the_label_alone_is_a_forged_observation(label):
+    # The model writes the label as a heading and the made-up result on the next line.
+    text = f"Thought: check\nAction: get_payments[INV-2291]\n{label}\n[] \nAnswer: unpaid"
+    assert find_forged(text) == settled_forgery(text) == text.index(label)
+    r = parse(text)
+    assert (r.kind, r.tool, r.input, r.forged) == ("action", "get_payments", "INV-2291", True)
+    assert r.kept == "Thought: check\nAction: get_payments[INV-2291]"
+
+
+@pytest.mark.parametrize("label", BARE)
+def test_the_label_alone_counts_only_once_its_line_is_finished(label):
+    # "Observation" at the very end may yet become "Observation shows that ...".
+    text = f"Thought: check\n{label}"
+    assert find_forged(text) is None and settled_forgery(text) is None
+    assert find_forged(text + " shows that it was paid\n") is None
+    assert find_forged(text + "\r\n") == len("Thought: check\n")
 
 
 @pytest.mark.parametrize("sep", ["\n", "\r\n", "\r", "\u2028", "\u2029", "\x85", "\v", "\f"],
