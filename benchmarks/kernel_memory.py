@@ -2,7 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/kernel_memory.py [notebooks/NN_x.ipynb ...]`` (default:
 every notebook). Executes each notebook in a fresh kernel with nbclient, then asks the
-kernel for its own peak resident set size (``ru_maxrss``, KiB on Linux). Nothing is saved.
+kernel for its own peak resident set size (``VmHWM`` in ``/proc/self/status``, KiB). Not
+``ru_maxrss``: Linux carries that across ``execve``, so a kernel started by a process that
+holds the model would report at least that process's size. Nothing is saved.
 """
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-PROBE = "import resource; print('PEAK_KIB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+PROBE = ("print('PEAK_KIB', next(line.split()[1] for line in open('/proc/self/status') "
+         "if line.startswith('VmHWM:')))")
 
 
 def peak_mib(path: Path) -> tuple[float, float]:

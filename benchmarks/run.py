@@ -3,7 +3,7 @@
 Run it alone on the machine (it is the only model user it measures), from the repository::
 
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
-        .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory NOTEBOOK]
+        .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory [NOTEBOOK ...]]
 
 Measures, in this order, after :func:`react_lab.warm_up` (whose one-off costs it reports):
 
@@ -17,8 +17,8 @@ Measures, in this order, after :func:`react_lab.warm_up` (whose one-off costs it
 4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
    (from the text evaluation's steps; the harness's own logging and scoring beside it);
 5. with ``--notebooks``: the notebook suite under nbval in CI mode, goal <= 300 s;
-6. with ``--notebooks`` or ``--memory``: a kernel's peak memory running one notebook top to
-   bottom (default the heaviest, 08), goal <= 500 MB.
+6. with ``--notebooks`` or ``--memory``: a kernel's peak memory running each notebook top to
+   bottom (default every notebook; the heaviest is the figure), goal <= 500 MB.
 
 Every experiment's time is also shown as a ratio to the model-only time its token counts
 imply (prompt tokens evaluated / prompt speed + tokens generated / generation speed), so
@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +145,8 @@ def evaluation(model, raw: dict, protocol: str, n_tasks: int) -> dict:
             "implied_seconds": round(implied_seconds(used, raw), 1),
             "loop_overhead": round((step_seconds - used["seconds"]) / used["seconds"], 4),
             "harness_overhead": round((m.seconds - step_seconds) / used["seconds"], 4),
-            "timeouts": sum(r["stopped_by"] == "timeout" for r in run.records)}
+            "timeouts": sum(r["stopped_by"] == "timeout" for r in run.records),
+            "stopped_by": dict(Counter(r["stopped_by"] for r in run.records).most_common())}
 
 
 # --------------------------------------------------------------------------- 5-6. notebooks
@@ -162,14 +164,19 @@ def notebook_suite() -> dict:
             "summary": last}
 
 
-def kernel_memory(notebook: Path) -> dict:
+def kernel_memory(notebooks: list[Path]) -> dict:
+    """Peak RSS of a fresh kernel running each notebook (empty results cache); the heaviest first."""
     from kernel_memory import peak_mib
 
-    with tempfile.TemporaryDirectory() as cache, Meter() as m:
-        os.environ["REACT_LAB_CACHE"] = cache  # the kernel inherits it: every result computed
-        mib, seconds = peak_mib(notebook)
-    return {"notebook": notebook.name, "peak_mib": round(mib), "seconds": round(seconds, 1),
-            "others": m.others}
+    each = []
+    with Meter() as m:
+        for notebook in notebooks:
+            with tempfile.TemporaryDirectory() as cache:
+                os.environ["REACT_LAB_CACHE"] = cache  # the kernel inherits it: every result computed
+                mib, seconds = peak_mib(notebook)
+            each.append({"notebook": notebook.name, "peak_mib": round(mib), "seconds": round(seconds, 1)})
+    heaviest = max(each, key=lambda e: e["peak_mib"])
+    return {**heaviest, "each": each, "others": m.others}
 
 
 # --------------------------------------------------------------------------- the table
@@ -204,6 +211,10 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
                      "<= 2x text" if name == "native" else "", ratio(e["seconds"], e["implied_seconds"]),
                      str(e["others"])))
         rows.append((f"  {name}: model calls, s per call", f"{e['calls']}, {e['per_call']} s", "", "", ""))
+        rows.append((f"  {name}: tokens generated per call",
+                     f"{e['usage']['generated'] / max(1, e['calls']):.0f}", "", "", ""))
+        rows.append((f"  {name}: runs ended by", ", ".join(f"{k} {v}" for k, v in e["stopped_by"].items()),
+                     "", "", ""))
         rows.append((f"  {name}: prompt tokens sent / evaluated",
                      f"{e['usage']['prompt_sent']:,} / {e['usage']['prompt_evaluated']:,}", "", "", ""))
     rows.append(("native / text, per task", f"{native['per_task'] / text['per_task']:.2f}x", "<= 2x", "", ""))
@@ -216,8 +227,10 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
                      "<= 300 s", "", str(nb["others"])))
     if "memory" in report:
         mem = report["memory"]
-        rows.append((f"kernel peak memory, {mem['notebook']}", f"{mem['peak_mib']} MiB", "<= 500 MB",
-                     "", str(mem["others"])))
+        rows.append((f"kernel peak memory, heaviest of {len(mem['each'])} ({mem['notebook']})",
+                     f"{mem['peak_mib']} MiB", "<= 500 MB (477 MiB)", "", str(mem["others"])))
+        for e in mem["each"]:
+            rows.append((f"  {e['notebook']}", f"{e['peak_mib']} MiB", "", "", ""))
     return rows
 
 
@@ -227,9 +240,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10, help="evaluation tasks per protocol (default 10)")
     parser.add_argument("--notebooks", action="store_true", help="also time the notebook suite under "
                         "nbval and measure kernel memory (minutes)")
-    parser.add_argument("--memory", type=Path, default=None,
-                        help="measure a kernel's peak memory on this notebook (default with "
-                             "--notebooks: notebooks/08_evaluation.ipynb)")
+    parser.add_argument("--memory", type=Path, nargs="*", default=None,
+                        help="measure a kernel's peak memory on these notebooks (with no names, "
+                             "and by default with --notebooks: every notebook)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results"
                         / f"bench-{time.strftime('%Y-%m-%d')}.json")
     args = parser.parse_args()
@@ -257,9 +270,9 @@ def main() -> None:
     report["eval_native"] = evaluation(model, report["raw"], "native", args.tasks)
     if args.notebooks:
         report["notebooks"] = notebook_suite()
-    memory = args.memory or (ROOT / "notebooks" / "08_evaluation.ipynb" if args.notebooks else None)
-    if memory is not None:
-        report["memory"] = kernel_memory(memory)
+    if args.memory is not None or args.notebooks:
+        every = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        report["memory"] = kernel_memory(args.memory or every)
 
     rows = [("what", "measured", "limit / goal", "/ model-only", "others")] + table(report)
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
