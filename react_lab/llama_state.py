@@ -35,7 +35,9 @@ and model tests check them against the stock calls (tests/test_speed_model.py).
   memory grows with the tokens of a call times the tokens cached (the attention scores):
   llama-cpp-python's 512-token calls on a 3,000-token prompt touch about 60 MiB, 128-token
   calls a quarter of it, at the same speed on these 2 cores. Calls of 2 or more tokens
-  give bit-identical logits however the prompt is cut, so completions do not change.
+  gave bit-identical logits however the prompt was cut (measured on this model and
+  build; tests/test_speed_model.py checks 128-token calls against one call), and the
+  committed evaluation and ladder records re-ran word for word.
 """
 from __future__ import annotations
 
@@ -75,20 +77,25 @@ def load_llama(model_path: str, **params):
     """Load ``llama_cpp.Llama(model_path, **params)`` whose ``eval`` cuts prompts by :func:`eval_cuts`.
 
     ``n_batch`` and ``n_ubatch`` default to :data:`EVAL_CALL_TOKENS`; every other
-    parameter is llama-cpp-python's. Raises what ``Llama`` raises (``ValueError`` for a
-    file llama.cpp cannot load).
+    parameter is llama-cpp-python's. A one-token call remains only where there is one
+    token to evaluate (a generated token; a prompt whose rest is one token, which
+    :func:`trim_cache` prevents). Raises ``ValueError`` for ``n_batch <= MIN_EVAL``
+    (before loading) and what ``Llama`` raises (``ValueError`` for a file llama.cpp
+    cannot load).
     """
     from llama_cpp import Llama  # heavy: loads llama.cpp
 
+    params.setdefault("n_batch", EVAL_CALL_TOKENS)
+    eval_cuts(0, min(params["n_batch"], params.get("n_ctx", params["n_batch"])))  # checks the size
+
     class CuttingLlama(Llama):
-        """``Llama`` whose ``eval`` hands llama.cpp calls of :func:`eval_cuts`, never one token alone."""
+        """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts` (no one-token last call)."""
 
         def eval(self, tokens: Sequence[int]) -> None:
             tokens = list(tokens)
             for start, end in eval_cuts(len(tokens), self.n_batch):
                 super().eval(tokens[start:end])
 
-    params.setdefault("n_batch", EVAL_CALL_TOKENS)
     params.setdefault("n_ubatch", params["n_batch"])
     return CuttingLlama(model_path=model_path, **params)
 

@@ -56,7 +56,9 @@ _OBS_HEAD = (
     r"[\s\d*_#.()\[\]`~\u200b-\u200d\u2060\ufeff]*")   # step number, emphasis, spaces (no letters)
 _OBS_LABEL = re.compile(_OBS_HEAD + r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))",  # : or ：, or a dash
                         re.IGNORECASE)                                          # not joined to a word
-_OBS_BARE = re.compile(_OBS_HEAD, re.IGNORECASE)  # the whole line: a heading-style label
+# The whole line a heading-style label: capitalised, with markdown heading or emphasis marks
+# and a step number at most (prose and plans write "observation.", "- Observation", "(observation)").
+_OBS_BARE = re.compile(r"[ \t>#*_]*(?:Observations?|OBSERVATIONS?)[ \t*_]*(?:\d+[ \t*_]*)?")
 _NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
 
 _BRACKET = re.compile(r"[\[\]]")
@@ -89,10 +91,15 @@ def find_forged(text: str) -> int | None:
     A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
     characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
     zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
-    spaces, digits, ``*``, ``_``, ``#``, ``.``, brackets, then ``:``, a full-width ``：``
+    spaces, digits, ``*``, ``_``, ``#``, ``.``, ``~``, backticks, brackets and zero-width
+    characters, then ``:``, a full-width ``：``
     or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
     A finished line (a line break follows) that is the label alone, as a heading, counts
-    too: ``Observation``, ``**Observation 2**``, ``### Observations``. So ``- Observation
+    too: ``Observation``, ``**Observation 2**``, ``### Observations``, ``<b>Observation</b>``
+    -- capitalised, with heading or emphasis marks and a step number at most (not
+    ``- Observation`` in a list of the steps, nor ``observation.`` ending a wrapped
+    sentence). The last line of ``text`` is not finished: a completion that ends on
+    ``Observation 2`` is not counted (the stop sequence cuts there anyway). So ``- Observation
     (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``, ``Observation shows
     that x: y`` and ``the observation: ...`` do not. Lines may end in any line break
     ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).

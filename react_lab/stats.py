@@ -24,7 +24,7 @@ With n ≥ k trials per task both are estimated without bias from c successes ou
 pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k), averaged over tasks.
 
 The two formulas are written here with the standard library (``statistics.NormalDist``
-for the normal quantile, ``math.comb`` for binomial coefficients) rather than imported
+for the normal quantile, exact integer binomial coefficients) rather than imported
 from SciPy: ``scipy.stats`` costs a notebook kernel about 70 MiB of memory, a seventh of
 its 500 MB budget. The tests check both against SciPy's ``binomtest`` (``pvalue`` and
 ``proportion_ci(method="wilson")``) over every count up to n = 60.
@@ -32,9 +32,10 @@ its 500 MB budget. The tests check both against SciPy's ``binomtest`` (``pvalue`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb, sqrt
+from math import comb, isfinite, sqrt
+from operator import index
 from statistics import NormalDist
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 __all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_comparison",
            "sign_test"]
@@ -42,12 +43,13 @@ __all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_
 
 @dataclass(frozen=True)
 class Rate:
-    """A success rate over ``n`` tasks with its 95 % Wilson interval (fractions in [0, 1])."""
+    """A success rate over ``n`` tasks with its Wilson interval (fractions in [0, 1]) at ``confidence``."""
 
     successes: int
     n: int
     low: float
     high: float
+    confidence: float = 0.95
 
     @property
     def rate(self) -> float:
@@ -56,27 +58,40 @@ class Rate:
 
     def __str__(self) -> str:
         return (f"{self.successes}/{self.n} = {self.rate:.0%} "
-                f"(95% CI {self.low:.0%}–{self.high:.0%})")
+                f"({100 * self.confidence:.4g}% CI {self.low:.0%}–{self.high:.0%})")
 
 
 def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
     """Return ``successes`` of ``n`` as a :class:`Rate` with its Wilson score interval.
 
-    ``successes`` and ``n`` are counts of tasks; ``confidence`` is the interval's level
-    (0.95 for the 95 % interval). With ``n == 0`` the interval is the whole of [0, 1].
-    Raises ``ValueError`` when ``successes`` is negative or larger than ``n``.
+    ``successes`` and ``n`` are counts of tasks (whole numbers); ``confidence`` is the
+    interval's level, strictly between 0 and 1 (0.95 for the 95 % interval). With
+    ``n == 0`` the interval is the whole of [0, 1]. Raises ``ValueError`` when
+    ``successes`` is negative or larger than ``n``, or for a level outside (0, 1);
+    ``TypeError`` for a count that is not a whole number.
     """
+    successes, n = _count("successes", successes), _count("n", n)
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if not (isinstance(confidence, (int, float)) and isfinite(confidence) and 0 < confidence < 1):
+        raise ValueError(f"confidence is a level between 0 and 1 such as 0.95, not {confidence!r}")
     if n == 0:
-        return Rate(0, 0, 0.0, 1.0)
+        return Rate(0, 0, 0.0, 1.0, confidence)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)  # 1.96 for 95 %
     p, z2 = successes / n, z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
     low = 0.0 if successes == 0 else centre - half   # exact ends: rounding would leave 1e-17
     high = 1.0 if successes == n else centre + half
-    return Rate(successes, n, low, high)
+    return Rate(successes, n, low, high, confidence)
+
+
+def _count(name: str, value) -> int:
+    """``value`` as an int if it is a whole number (an int, a bool, a NumPy integer); else TypeError."""
+    try:
+        return index(value)
+    except TypeError:
+        raise TypeError(f"{name} is a count of tasks, a whole number, not {value!r}") from None
 
 
 def _per_task(trials: Iterable[Sequence[bool]], k: int) -> list[tuple[int, int]]:
@@ -144,8 +159,12 @@ def paired_comparison(old: dict[str, bool], new: dict[str, bool]) -> Paired:
 
     Returns a :class:`Paired`; the p-value is the exact McNemar test (a two-sided
     binomial test of the discordant tasks against 1/2, :func:`sign_test`; McNemar,
-    1947, Psychometrika 12:153-157). Raises ``ValueError`` when the task ids differ.
+    1947, Psychometrika 12:153-157). Raises ``ValueError`` when the task ids differ,
+    ``TypeError`` when either run is not a mapping.
     """
+    if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
+        raise TypeError("compare two runs as {task_id: solved} mappings, not "
+                        f"{type(old).__name__} and {type(new).__name__}")
     if set(old) != set(new):
         raise ValueError(f"the runs cover different tasks: {len(set(old) ^ set(new))} differ")
     gained = sum(bool(new[t]) and not old[t] for t in old)
@@ -159,12 +178,17 @@ def sign_test(up: int, down: int) -> float:
     Under the null hypothesis each change goes either way with probability 1/2, so
     ``up`` ~ Binomial(up + down, 1/2); the p-value is the chance of a split at least as
     uneven as the one seen, in either direction: 2 · P(X ≤ min(up, down)), capped at 1
-    (1.0 when there are no changes). Raises ``ValueError`` for a negative count.
+    (1.0 when there are no changes). Raises ``ValueError`` for a negative count,
+    ``TypeError`` for one that is not a whole number.
     """
+    up, down = _count("up", up), _count("down", down)
     if up < 0 or down < 0:
         raise ValueError(f"counts of changes cannot be negative, got up={up}, down={down}")
     n = up + down
     if n == 0:
         return 1.0
-    tail = sum(comb(n, i) for i in range(min(up, down) + 1))
+    tail, term = 0, 1  # term runs through C(n, 0), C(n, 1), ...: exact integers, one step each
+    for i in range(min(up, down) + 1):
+        tail += term
+        term = term * (n - i) // (i + 1)
     return min(1.0, 2 * tail / 2 ** n)

@@ -192,3 +192,13 @@ def test_the_model_evaluates_prompts_in_small_calls_of_its_own_cutting(monkeypat
     llm.n_batch = EVAL_CALL_TOKENS
     llm.eval(list(range(2 * EVAL_CALL_TOKENS + 1)))
     assert calls == [EVAL_CALL_TOKENS, EVAL_CALL_TOKENS - 1, 2]
+
+
+def test_load_llama_refuses_calls_too_small_before_loading_anything():
+    pytest.importorskip("llama_cpp")
+    from react_lab.llama_state import load_llama
+
+    with pytest.raises(ValueError, match="more than 2"):
+        load_llama("no-such-file.gguf", n_batch=2)
+    with pytest.raises(ValueError, match="more than 2"):
+        load_llama("no-such-file.gguf", n_ctx=2)

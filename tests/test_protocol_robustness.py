@@ -138,8 +138,19 @@ def test_observation_as_an_ordinary_word_is_not_a_forgery(line):
     assert (r.kind, r.answer, r.forged) == ("final", "Yes", False)
 
 
-BARE = ["Observation", "**Observation**", "### Observation", "Observation 2", "observations",
-        "<b>Observation</b>", "- Observation (1)", "Observation  ", "_Observation_"]
+BARE = ["Observation", "**Observation**", "### Observation", "Observation 2", "Observations",
+        "<b>Observation</b>", "OBSERVATION", "> Observation", "Observation  ", "_Observation_"]
+# Lines that hold the word alone but are prose or a plan, not a label (a fresh reader's finds).
+NOT_BARE = ["observation.", "(observation)", "1. observation", "`observation`",
+            '<a href="x">observation</a>', "- Observation", "observation", "Observation."]
+
+
+@pytest.mark.parametrize("line", NOT_BARE)
+def test_the_word_alone_on_a_line_of_prose_or_a_list_is_not_a_label(line):
+    text = f"Thought: I will answer from the last\n{line}\nAnswer: Three steps: Thought, Action, Observation"
+    assert find_forged(text) is None
+    steps = "Final Answer: the loop has three steps:\n- Thought\n- Action\n- Observation\nDone."
+    assert find_forged(steps) is None
 
 
 @pytest.mark.parametrize("label", BARE)

@@ -104,3 +104,32 @@ def test_importing_the_statistics_does_not_import_scipy():
     code = "import sys, react_lab.stats; print('scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_rate_says_its_own_level_and_bad_levels_or_counts_are_refused():
+    from react_lab.stats import paired_comparison, sign_test
+
+    assert "(90% CI" in str(success_rate(30, 52, confidence=0.90))
+    assert "(95% CI" in str(success_rate(30, 52))
+    for level in (0, 1, 95, -0.5, float("nan"), "0.95"):
+        with pytest.raises(ValueError, match="confidence"):
+            success_rate(30, 52, confidence=level)
+    with pytest.raises(ValueError, match="confidence"):
+        success_rate(0, 0, confidence=95)
+    for args in ((2.5, 5), (float("nan"), 5), (2, 5.0)):
+        with pytest.raises(TypeError, match="whole number"):
+            success_rate(*args)
+    with pytest.raises(TypeError, match="whole number"):
+        sign_test(2.0, 1)
+    with pytest.raises(TypeError, match="mappings"):
+        paired_comparison([True], [True])
+    assert success_rate(True, 2).successes == 1  # a bool is a count of 0 or 1
+
+
+def test_the_sign_test_is_exact_for_large_counts():
+    from scipy.stats import binomtest
+
+    from react_lab.stats import sign_test
+
+    for up, down in ((4900, 5100), (600, 400), (1, 2000)):
+        assert sign_test(up, down) == pytest.approx(binomtest(up, up + down).pvalue, rel=1e-9)
