@@ -86,7 +86,8 @@ def load_llama(model_path: str, **params):
     from llama_cpp import Llama  # heavy: loads llama.cpp
 
     params.setdefault("n_batch", EVAL_CALL_TOKENS)
-    eval_cuts(0, min(params["n_batch"], params.get("n_ctx", params["n_batch"])))  # checks the size
+    n_ctx = params.get("n_ctx") or params["n_batch"]  # llama-cpp-python: n_ctx 0 = the model's own
+    eval_cuts(0, min(params["n_batch"], n_ctx))  # checks the call size (Llama caps n_batch at n_ctx)
 
     class CuttingLlama(Llama):
         """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts` (no one-token last call)."""
