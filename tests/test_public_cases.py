@@ -6,6 +6,7 @@ The cases ship inside the package (``react_lab/data/cases/``, read by
 case in it, unchanged.
 """
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ ARG_CASES = load_cases("native-args")
 
 
 def test_the_package_carries_the_cases_with_their_sources():
-    assert len(PARSE_CASES) >= 16 and len(ARG_CASES) >= 8
+    assert len(PARSE_CASES) >= 27 and len(ARG_CASES) >= 14
     for case in PARSE_CASES + ARG_CASES:
         assert case["id"] and case["source"] and case["why"], case["id"]
     assert len({c["id"] for c in PARSE_CASES + ARG_CASES}) == len(PARSE_CASES) + len(ARG_CASES)
@@ -42,11 +43,53 @@ def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
             assert ours.get(case["id"]) == case, f"{case['id']} differs from {shared}"
 
 
-# ---- text cases: the parser's result is the case's right value ---------------------------
+# ---- text cases: the parser's result is one of the case's accepted values ----------------
 
-@pytest.mark.parametrize("case", PARSE_CASES, ids=[c["id"] for c in PARSE_CASES])
+#: Text cases whose call format the parser does not read yet (leaked native-call markup and
+#: the completions that are no call at all); each fails today, strictly, so the suite says
+#: which are open and fails the day one starts passing. Issue 27 ("every leaked call format read").
+NOT_READ_YET = {"harmony-channel-markup-call", "deepseek-special-token-call-fenced-json",
+                "gemma4-call-syntax-action-key-trap", "mistral-v11-toolcalls-name-glued-json",
+                "sentencepiece-markers-in-call-text", "pythonic-call-schema-properties-wrapper",
+                "generation-cut-mid-thought", "empty-completion"}
+GENERIC = "no action and no answer found"
+#: What an accepted refusal names: a quoted name, a code point, a format or label name, an identifier.
+_NAMES = re.compile(r"'[^']+'|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
+_NOT_NAMES = {"The", "This", "That", "JSON", "NAME"}
+
+
+def _names(reason: str) -> set[str]:
+    return {n for n in _NAMES.findall(reason) if n not in _NOT_NAMES}
+
+
+def accepts(accepted: dict, result) -> bool:
+    """Whether the parser's ``result`` is the accepted value: the same call, the same answer,
+    or a one-line refusal that names what the accepted refusal names (never the generic one)."""
+    if result.kind != accepted["kind"]:
+        return False
+    if accepted["kind"] == "action":
+        return (result.tool, result.input) == (accepted["tool"], accepted["input"])
+    if accepted["kind"] == "final":
+        return result.answer == accepted["answer"]
+    reason = result.reason or ""
+    return (GENERIC not in reason and "\n" not in reason
+            and all(n.lower() in reason.lower() for n in _names(accepted["reason"])))
+
+
+def _case_param(case):
+    marks = [pytest.mark.xfail(strict=True, reason="issue 27: format not read yet")] \
+        if case["id"] in NOT_READ_YET else []
+    return pytest.param(case, id=case["id"], marks=marks)
+
+
+@pytest.mark.parametrize("case", [_case_param(c) for c in PARSE_CASES])
 def test_parse_case(case):
     result = parse(case["model_output"], tools=case.get("tools"))
+    assert "\n" not in (result.reason or "")
+    if "accept" in case:  # newer cases list every value they accept, the expected one first
+        assert case["accept"][0] == case["expected"]
+        assert any(accepts(a, result) for a in case["accept"]), result
+        return
     expected = case["expected"]
     assert result.kind == expected["kind"], result
     if expected["kind"] == "action":
@@ -60,9 +103,17 @@ def test_parse_case(case):
             assert name in result.reason
         if "no final-answer label" in expected["reason"]:
             assert result.reason == expected["reason"]
-    for accepted in case.get("accept", []):  # newer cases list their accepted values too
-        assert accepted == expected
-    assert "\n" not in (result.reason or "")
+
+
+def test_a_refusal_is_accepted_only_when_it_names_what_it_saw():
+    class R:  # the shape accepts() reads
+        def __init__(self, kind, reason=None):
+            self.kind, self.reason, self.tool, self.input, self.answer = kind, reason, None, None, None
+    harmony = {"kind": "error", "reason": "a Harmony tool call (to=functions.get_weather) was found"}
+    assert accepts(harmony, R("error", "a Harmony tool call to functions.get_weather, not read"))
+    assert not accepts(harmony, R("error", "a tool call to get_weather"))
+    assert not accepts({"kind": "error", "reason": "the model returned no text"},
+                       R("error", GENERIC + "; write one line"))
 
 
 # ---- native argument cases: refused naming the words, or decoded to the accepted arguments ----
