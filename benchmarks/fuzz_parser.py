@@ -22,8 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the shared input builder
 
-from model_like import (EXAMPLE_ARGS, TOOLS, check_argument_result, check_parse_result,  # noqa: E402
-                        model_like_arguments, model_like_text)
+from model_like import (  # noqa: E402
+    EXAMPLE_ARGS,
+    TOOLS,
+    check_argument_result,
+    check_parse_result,
+    model_like_arguments,
+    model_like_text,
+)
 
 
 def longer(value, times: int = 10):

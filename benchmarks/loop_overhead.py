@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from react_lab.backends.local import local_model
 from react_lab.loop import run
-from react_lab.models import local_model
 from react_lab.tools import default_tools
 
 QUESTIONS = [

@@ -5,7 +5,7 @@ Run it alone on the machine (it is the only model user it measures), from the re
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
         .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory [NOTEBOOK ...]]
 
-Measures, in this order, after :func:`react_lab.warm_up` (whose one-off costs it reports):
+Measures, in this order, after :func:`react_lab.notebook.warm_up` (whose one-off costs it reports):
 
 1. the physical limit: the embedded model's prompt-evaluation and generation speed here
    (tokens/s, median of a few repetitions, at the context length the experiments use);
@@ -76,8 +76,8 @@ def _own_seconds() -> float:
 
 def raw_speed(model, reps: int = 3, generate: int = 128) -> dict:
     """Prompt-evaluation and generation speed of the embedded model (tokens/s, medians)."""
-    import numpy as np
     import llama_cpp
+    import numpy as np
 
     from react_lab import protocol
     from react_lab.tools import default_tools
@@ -112,7 +112,7 @@ def implied_seconds(usage: dict, raw: dict) -> float:
 # --------------------------------------------------------------------------- 2-4. experiments
 
 def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
-    from react_lab import forge
+    from react_lab.experiments import forge
 
     before = model.usage.snapshot()
     with Meter() as m:
@@ -125,9 +125,9 @@ def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
 
 
 def evaluation(model, raw: dict, protocol: str, n_tasks: int) -> dict:
-    from react_lab import evals
-    from react_lab.chat import LocalChatModel
-    from react_lab.tasks import load_tasks
+    from react_lab.backends.chat import LocalChatModel
+    from react_lab.experiments import evals
+    from react_lab.experiments.tasks import load_tasks
 
     backend = LocalChatModel(model) if protocol == "native" else model
     tasks = load_tasks(n=n_tasks)
@@ -247,22 +247,26 @@ def main() -> None:
                         / f"bench-{time.strftime('%Y-%m-%d')}.json")
     args = parser.parse_args()
 
-    import react_lab
-    from react_lab.models import local_model
-    from react_lab.threads import cgroup_cpu_quota, default_threads, usable_cpus
+    import react_lab.notebook
+    from react_lab.backends.local import local_model
+    from react_lab.backends.threads import (
+        cgroup_cpu_quota,
+        default_threads,
+        usable_cpus,
+    )
 
     report: dict = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": {
         "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
         "usable_cpus": usable_cpus(), "cgroup_quota": cgroup_cpu_quota(), "threads": default_threads(),
         "python": platform.python_version()}}
     with Meter() as m:
-        report["warm_up"] = react_lab.warm_up(model=True)
+        report["warm_up"] = react_lab.notebook.warm_up(model=True)
     report["warm_up"]["others"] = m.others
     model = local_model()
     with Meter() as m:
         report["raw"] = raw_speed(model)
     report["raw"]["others"] = m.others
-    from react_lab.forge import BATCH
+    from react_lab.experiments.forge import BATCH
 
     report["forge"] = forge_experiment(model, report["raw"], args.questions, BATCH)
     report["forge_one_at_a_time"] = forge_experiment(model, report["raw"], args.questions, 1)

@@ -19,28 +19,30 @@ import json
 import math
 import sys
 
-from . import abuses, cost, doctor, evals, forge, models
-from .chat import load_chat_model
+from . import cost
+from .backends import doctor
+from .backends.endpoints import EndpointError
+from .backends.load import load_chat_model, load_model, model_spec
+from .experiments import abuses, evals, forge
+from .experiments.results import save_eval
+from .experiments.tasks import load_tasks
 from .guards import Guards
 from .loop import MAX_STEPS, ask
-from .models import MAX_TOKENS, EndpointError, model_spec
 from .native import ask_native
+from .notebook.warm import warm_up
 from .parser import parse
-from .protocol import EXEMPLARS
-from .results import save_eval
-from .tasks import load_tasks
+from .protocol import EXEMPLARS, MAX_TOKENS
 from .tools import default_tools
-from .warm import warm_up
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
 #: steps took 600 MB to print 108 MB. A real agent run is tens of steps.
 MAX_COST_STEPS = 1000
 
-#: The ``--model`` specs :func:`react_lab.models.load_model` understands.
+#: The ``--model`` specs :func:`react_lab.backends.load.load_model` understands.
 MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
               "another), scripted:FILE.json (replays a JSON "
               "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL")
-#: ``eval`` also takes the two scripted baselines of :mod:`react_lab.evals`.
+#: ``eval`` also takes the two scripted baselines of :mod:`react_lab.experiments.evals`.
 EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
                    "another); oracle (scripted: makes each task's "
                    "right tool calls, then gives the gold answer: scores 100%%); dont_know "
@@ -105,7 +107,7 @@ def cmd_ask(args) -> int:
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
                             guards=_guards(args))
     else:
-        model = models.load_model(args.model)
+        model = load_model(args.model)
         result = ask(args.question, model, default_tools(), stop=not args.no_stop,
                      max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
     if args.json:
@@ -153,28 +155,28 @@ def cmd_parse(args) -> int:
 def _eval_model(spec: str, protocol: str):
     """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
 
-    Text: :func:`react_lab.models.load_model` specs; native: :func:`react_lab.chat.load_chat_model`.
+    Text: :func:`react_lab.backends.load.load_model` specs; native: :func:`react_lab.backends.load.load_chat_model`.
     """
     if spec in evals.SCRIPTED:
         return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
-    return load_chat_model(spec) if protocol == "native" else models.load_model(spec)
+    return load_chat_model(spec) if protocol == "native" else load_model(spec)
 
 
 def cmd_eval(args) -> int:
     """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
 
-    With ``--config NAME`` or ``--list-configs``: :func:`react_lab.ladder.cli_ladder`.
+    With ``--config NAME`` or ``--list-configs``: :func:`react_lab.experiments.ladder.cli_ladder`.
     ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
     dont_know, scripted:FILE.json, openai[:MODEL]), ``exemplars`` (text only: the first
     N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
     ``json``, ``concurrency`` (runs in flight against an endpoint,
-    :func:`react_lab.evals.evaluate`), ``save_results`` (a name: every task computed
-    afresh, then saved by :func:`react_lab.results.save_eval`). Records are cached under
-    :func:`react_lab.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
+    :func:`react_lab.experiments.evals.evaluate`), ``save_results`` (a name: every task computed
+    afresh, then saved by :func:`react_lab.experiments.results.save_eval`). Records are cached under
+    :func:`react_lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
     with the native protocol. Returns the exit code.
     """
     if args.config or args.list_configs:  # the ladder's named configurations (issue 15)
-        from . import ladder
+        from .experiments import ladder
 
         return ladder.cli_ladder(args)
     tasks = load_tasks(n=args.n)
@@ -233,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--protocol", choices=["text", "native"], default="text",
                    help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
                         "react_lab.parser); native: structured tool calls (react_lab.native; the "
-                        "local model's replies constrained by a JSON-Schema grammar, react_lab.grammar)")
+                        "local model's replies constrained by a JSON-Schema grammar, react_lab.backends.grammar)")
     a.add_argument("--no-stop", action="store_true",
                    help="send no stop sequence (text protocol only), to see forged observations")
     a.add_argument("--max-steps", type=whole_number(1), default=MAX_STEPS,
@@ -246,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=cmd_ask, usage_error=a.error)
 
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
-                                          "with and without the stop sequence (react_lab.forge)")
+                                          "with and without the stop sequence (react_lab.experiments.forge)")
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
     f.add_argument("--model", default=None, help=MODEL_HELP)
@@ -256,11 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.add_argument("--save-results", metavar="NAME", default=None,
                    help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
-                        "(react_lab.results)")
+                        "(react_lab.experiments.results)")
     f.set_defaults(func=forge.cli_forge_rate)
 
     ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
-                                       "decoding (react_lab.abuses)")
+                                       "decoding (react_lab.experiments.abuses)")
     ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
     ab.set_defaults(func=abuses.cli_abuses)
 
@@ -277,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cost.cli_cost)
 
     e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
-                                    "(react_lab.evals, react_lab.tasks; --model oracle and "
+                                    "(react_lab.experiments.evals, react_lab.experiments.tasks; --model oracle and "
                                     "dont_know: the 100%% and 0%% baselines)")
     e.add_argument("--n", type=whole_number(1), default=None, help="first N tasks only")
     e.add_argument("--protocol", choices=["text", "native"], default="text",
@@ -293,12 +295,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "records come back in task order, as a serial run's")
     e.add_argument("--save-results", metavar="NAME", default=None,
                    help="compute every task afresh (no cache) and save metrics and records, "
-                        "fingerprinted, as react_lab/data/results/NAME.json (react_lab.results); "
+                        "fingerprinted, as react_lab/data/results/NAME.json (react_lab.experiments.results); "
                         "with --config: save the finished ladder run")
     ladder_group = e.add_argument_group(
-        "the ladder (react_lab.ladder)", "--config NAME runs a named configuration of the "
+        "the ladder (react_lab.experiments.ladder)", "--config NAME runs a named configuration of the "
         "loop over the dev or test half; --list-configs names them")
-    ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.ladder "
+    ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.experiments.ladder "
                               "(baseline, grammar_action, ..., best)")
     ladder_group.add_argument("--list-configs", action="store_true", help="list the configurations")
     ladder_group.add_argument("--split", choices=["dev", "test", "all"], default=None,
@@ -331,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
     file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
     prints ``react-lab: error: ...`` on stderr and returns 2, and so does an endpoint
-    that cannot serve a request (:class:`react_lab.models.EndpointError`: unreachable,
+    that cannot serve a request (:class:`react_lab.backends.endpoints.EndpointError`: unreachable,
     unknown model, refused key, timeout, still failing after the retries); any other
     exception is a bug and keeps its traceback.
     """

@@ -9,7 +9,7 @@ arrives as ordinary text in ``content`` with no ``tool_calls`` and ``finish_reas
 Taken as the final answer, such a reply ends the run on a tool call nobody ran.
 
 :func:`leaked_calls` finds them with the text parser's own JSON-call reader
-(:func:`react_lab.calls.find_json_call`: the same key spellings, fences, tags and Python
+(:func:`react_lab._calls.find_json_call`: the same key spellings, fences, tags and Python
 literals). What the native loop does with them is its policy
 (:func:`react_lab.native.run_native`): a leaked call that names a declared tool with
 valid arguments is run and the step is marked ``leaked``; otherwise nothing runs and the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 
-from .calls import find_json_call, load_object, names_a_call
+from ._calls import find_json_call, load_object, names_a_call
 
 #: Most calls read from one reply: a list of calls is rarely longer, and it bounds the work.
 MAX_CALLS = 8
@@ -30,7 +30,7 @@ def leaked_calls(text: str | None) -> list[dict]:
 
     Each call is ``{"id": "leaked_N", "type": "function", "function": {"name",
     "arguments": "<JSON string>"}}``, in the order written (every call of a JSON list).
-    Only objects that are unmistakably calls count (:func:`react_lab.calls.names_a_call`:
+    Only objects that are unmistakably calls count (:func:`react_lab._calls.names_a_call`:
     an input key such as ``arguments``/``tool_input``, or a name key other than ``name``),
     so ``{"name": "Acme Corp"}`` in an answer is not one. Never raises.
     """

@@ -9,24 +9,26 @@ back as a ``{"role": "tool", "tool_call_id": ...}`` message.
 
 :func:`run_native` is the loop: the same shape as :func:`react_lab.loop.run`, with a
 schema check (:func:`react_lab.schema.validate_call`, inside :func:`execute_call`) where
-the text loop has its parser. The backends it talks to are in :mod:`react_lab.chat`;
-the grammar that constrains the embedded model's replies is in :mod:`react_lab.grammar`.
+the text loop has its parser. The backends it talks to are in :mod:`react_lab.backends.chat`;
+the grammar that constrains the embedded model's replies is in :mod:`react_lab.backends.grammar`.
 """
 from __future__ import annotations
 
+import json
 import time
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from .chat import ChatReply, assistant_json
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
 from .leaks import leaked_calls
-from .loop import MAX_STEPS, best_effort_step, end_step
-from .models import MAX_TOKENS, check_run_arguments
-from .protocol import unknown_tool_message
+from .loop import MAX_STEPS, best_effort_step, check_run_arguments, end_step
+from .protocol import MAX_TOKENS, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
 from .tools import Observation, Tool, call_tool, tool_schemas
 from .trace import RunResult, Step, Transcript
+
+if TYPE_CHECKING:
+    from .backends.chat import ChatReply
 
 #: The system message of a native run. No format rules, no exemplars: the tools travel as
 #: schemas and the reply's shape is the provider's (or the grammar's) business.
@@ -84,7 +86,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     """Run the native tool-calling loop, yielding one :class:`Step` per model call.
 
     ``model`` is any chat backend with ``chat(messages, tools=, max_tokens=)``
-    (:mod:`react_lab.chat`). Pass a ``messages`` list to watch the conversation grow (it
+    (:mod:`react_lab.backends.chat`). Pass a ``messages`` list to watch the conversation grow (it
     is filled in place). A step's ``action`` is ``{"tool", "args"}`` of its first call
     (plus ``"calls"``, all of them, when the reply made several); its ``observation`` is
     the results joined by newlines.
@@ -208,7 +210,7 @@ def leak_message(calls: Sequence[dict], problems: Sequence[str]) -> str:
             "the tool_calls field, with a declared tool and valid arguments")
 
 
-def malformed_reply_message(reply: ChatReply, max_tokens: int) -> str:
+def malformed_reply_message(reply: "ChatReply", max_tokens: int) -> str:
     """What the loop tells the model when a reply has neither tool calls nor an answer."""
     if reply.finish_reason == "length":
         return (f"the reply was cut off after {reply.completion_tokens} tokens (max_tokens="
@@ -271,3 +273,15 @@ def conversation(messages: Sequence[dict]) -> Transcript:
         else:  # later user messages are the loop's notes to the model
             transcript.add("loop", f"{role}: {content}\n")
     return transcript
+
+
+def assistant_json(msg: dict) -> str:
+    """Render an assistant message back into the JSON reply form the grammar produces."""
+    calls = msg.get("tool_calls") or []
+    if not calls:
+        return json.dumps({"thought": msg.get("thought") or "", "answer": msg.get("content") or ""},
+                          ensure_ascii=False)
+    items = [{"name": c["function"]["name"], "arguments": decode_arguments(c["function"]["arguments"])}
+             for c in calls]
+    return json.dumps({"thought": msg.get("content") or "", "tool_calls": items},
+                      ensure_ascii=False)

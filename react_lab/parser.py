@@ -11,7 +11,7 @@ streamed has one for certain), and :func:`truncate_forged` cuts a completion the
 stop sequence would have (the parser keeps only that part, and so can a client whose
 provider rejects ``stop``). The machinery below them -- label regexes that never
 backtrack far -- is not needed to follow the loop; calls written as JSON or as call
-syntax ``tool(...)`` are read by :mod:`react_lab.calls`.
+syntax ``tool(...)`` are read by :mod:`react_lab._calls`.
 """
 from __future__ import annotations
 
@@ -19,8 +19,18 @@ import json
 import re
 from typing import Iterable
 
-from .calls import (FINISH_NAMES, call_as_answer, clean_input, cut_off, cut_off_call, find_json_call,
-                    is_tool_name, object_at, object_without_call, paren_call)
+from ._calls import (
+    FINISH_NAMES,
+    call_as_answer,
+    clean_input,
+    cut_off,
+    cut_off_call,
+    find_json_call,
+    is_tool_name,
+    object_at,
+    object_without_call,
+    paren_call,
+)
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -204,8 +214,8 @@ def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
     break (``\\r``, ``\\u2028``, ...), four dialects (``tool[input]`` from the paper;
     ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
     literals or keywords inside; a JSON call blob, fenced or not, its name and input under
-    any of the keys in :data:`react_lab.calls.NAME_KEYS` and
-    :data:`react_lab.calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
+    any of the keys in :data:`react_lab._calls.NAME_KEYS` and
+    :data:`react_lab._calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
     never ``eval``). A JSON call written after an answer label is the call, not the answer.
     Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
     dropped and ``forged`` is set, so an answer written after a forged observation is

@@ -26,6 +26,9 @@ THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
 #: a new line with a step number ("Observation 2:").
 STOP = ["Observation:", "\nObservation"]
 
+#: Completion tokens per model call when the caller does not say (both loops, the backends, the CLI).
+MAX_TOKENS = 256
+
 #: The classic loop's action regex: ``^Action:`` anchored to a line start (MULTILINE),
 #: a word-character tool name, everything inside the brackets as one string.
 ACTION_RE = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)

@@ -64,7 +64,7 @@ class Step:
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":
         """A step whose model-call fields come from ``reply``: a
-        :class:`react_lab.models.Completion` or a :class:`react_lab.chat.ChatReply`
+        :class:`react_lab.backends.base.Completion` or a :class:`react_lab.backends.chat.ChatReply`
         (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
         return cls(number, completion=reply.text, finish_reason=reply.finish_reason,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,

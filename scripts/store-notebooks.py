@@ -41,7 +41,7 @@ import nbformat
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
-#: What react_lab.exercises.check prints for a stub that is not written yet.
+#: What react_lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
 

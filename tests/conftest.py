@@ -3,7 +3,13 @@ import sqlite3
 
 import pytest
 
-from react_lab.tools import connection, db_checksum, default_tools, payment_tools, working_copy
+from react_lab.tools import (
+    connection,
+    db_checksum,
+    default_tools,
+    payment_tools,
+    working_copy,
+)
 
 #: The shipped database's sha256 when the test session started.
 SHIPPED_SUM = db_checksum()

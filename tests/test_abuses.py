@@ -3,9 +3,16 @@ import json
 
 import pytest
 
-from react_lab.abuses import (ABUSES, DEFENCES, OUTCOMES, outcome_table, plot_trust_boundary,
-                              reply_text, run_abuses)
 from react_lab.cli import main
+from react_lab.experiments.abuses import (
+    ABUSES,
+    DEFENCES,
+    OUTCOMES,
+    outcome_table,
+    plot_trust_boundary,
+    reply_text,
+    run_abuses,
+)
 
 # (regex, schema) per abuse: the classic loop never names a field; the schema always does.
 EXPECTED = {

@@ -8,12 +8,16 @@ import random
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from react_lab import forge, protocol
-from react_lab.arms import TwoArmReader
-from react_lab.llama_state import Decoded
-from react_lab.models import Completion, LocalModel, ScriptedModel
+from react_lab import protocol
+from react_lab.backends.base import Completion
+from react_lab.backends.llama_state import Decoded
+from react_lab.backends.local import LocalModel
+from react_lab.backends.scripted import ScriptedModel
+from react_lab.experiments import forge
+from react_lab.experiments.arms import TwoArmReader
 from react_lab.parser import find_forged, settled_forgery
 
 

@@ -1,8 +1,15 @@
 """The quoted figures and the claim / measured / why table."""
 from datetime import date
 
-from react_lab.claims import (FUNCTION_CALLING, PAPER, SEED_WINDOW, TEXT_PROTOCOL, ClaimTable,
-                              citation, months_between)
+from react_lab.notebook.claims import (
+    FUNCTION_CALLING,
+    PAPER,
+    SEED_WINDOW,
+    TEXT_PROTOCOL,
+    ClaimTable,
+    citation,
+    months_between,
+)
 
 
 def test_the_text_protocol_had_eight_months_to_itself():

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from react_lab import forge, models
+from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import MAX_COST_STEPS, main
-from react_lab.models import ScriptedModel
+from react_lab.experiments import forge
 
 ANSWER = " I know this.\nAnswer: 42"
 
@@ -131,7 +131,7 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
     def broken(spec):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(models, "load_model", broken)
+    monkeypatch.setattr("react_lab.cli.load_model", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 

@@ -5,12 +5,11 @@ import socket
 import pytest
 
 from react_lab import cost
+from react_lab.backends.scripted import ForcedModel, ScriptedModel
 from react_lab.cli import main
 from react_lab.loop import ask
-from react_lab.models import ForcedModel, ScriptedModel
 from react_lab.protocol import build_prompt
 from react_lab.tools import default_tools, production_tools
-
 
 # ---- counting tokens offline ------------------------------------------------------------
 
@@ -254,7 +253,7 @@ class WordModel:
         return len(text.split())
 
     def complete(self, prompt, *, stop=None, max_tokens=256):
-        from react_lab.models import Completion
+        from react_lab.backends.base import Completion
 
         self.prompts.append(prompt)
         return Completion("x", "length", len(prompt.split()), 1, evaluated_tokens=7)
@@ -273,7 +272,7 @@ def test_forced_model_takes_text_from_the_script_and_counts_from_the_model():
 
 @pytest.mark.model
 def test_model_tokenizer_differs_from_cl100k():
-    from react_lab.models import local_model
+    from react_lab.backends.local import local_model
 
     text = build_prompt("Was cus_8812 charged twice for INV-2041 in July?", default_tools().values())
     assert local_model().count_tokens(text) != cost.count_tokens(text)

@@ -4,15 +4,24 @@ import re
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from react_lab import evals
+from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
 from react_lab.data.build_tasks import build_tasks
-from react_lab.evals import metrics, percentile
+from react_lab.experiments import evals
+from react_lab.experiments.evals import metrics, percentile
+from react_lab.experiments.tasks import (
+    MAX_ANSWER_CHARS,
+    TASKS_PATH,
+    Task,
+    dates_in,
+    load_tasks,
+    numbers_in,
+    score,
+)
 from react_lab.loop import ask
-from react_lab.models import ScriptedModel
-from react_lab.tasks import MAX_ANSWER_CHARS, TASKS_PATH, Task, dates_in, load_tasks, numbers_in, score
 from react_lab.tools import default_tools, open_db
 from react_lab.trace import EVENT_FIELDS, html_table, log_run, read_jsonl
 
@@ -251,7 +260,7 @@ def test_per_task_timeout_is_wall_clock_between_steps(tmp_path):
 
 
 def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation():
-    from react_lab.llama_state import ContextWindowExceeded
+    from react_lab.backends.llama_state import ContextWindowExceeded
 
     class Window(ScriptedModel):  # a window of two completions, as llama.cpp refuses a third
         def complete(self, prompt, **kw):
@@ -412,7 +421,7 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.model
 def test_embedded_model_completes_three_tasks(tmp_path):
-    from react_lab.models import local_model
+    from react_lab.backends.local import local_model
 
     run = evals.evaluate(TASKS[:3], local_model(), cache_dir=tmp_path, max_steps=3,
                          max_tokens=96, progress=False)

@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from react_lab import solutions
-from react_lab.exercises import EXERCISES, check, run_cases
+from react_lab.notebook import solutions
+from react_lab.notebook.exercises import EXERCISES, check, run_cases
 
 WRONG = {
     "parse_action": lambda text: (lambda m: m and (m.group(1), [m.group(2)]))(

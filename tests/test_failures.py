@@ -1,11 +1,19 @@
-"""The failure-mode detectors of react_lab.failures, each on a scripted run that shows it and one that does not."""
+"""The failure-mode detectors of react_lab.experiments.failures, each on a scripted run that shows it and one that does not."""
 import pytest
 
-from react_lab.failures import (FAILURE_MODES, GUARDS, StopProbe, count_modes, drifted, failure_modes,
-                                live_pass)
+from react_lab.backends.base import Completion
+from react_lab.backends.scripted import ScriptedModel
+from react_lab.experiments.failures import (
+    FAILURE_MODES,
+    GUARDS,
+    StopProbe,
+    count_modes,
+    drifted,
+    failure_modes,
+    live_pass,
+)
 from react_lab.guards import Guards
 from react_lab.loop import ask
-from react_lab.models import Completion, ScriptedModel
 from react_lab.tools import Tool
 
 Q = "Has INV-2291 been paid?"

@@ -5,14 +5,16 @@ import re
 from collections import Counter
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from react_lab import forge, tools
+from react_lab import tools
+from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
-from react_lab.models import ScriptedModel
+from react_lab.experiments import forge
+from react_lab.experiments.questions import _KINDS
+from react_lab.notebook.widgets import make_forge_widget
 from react_lab.parser import truncate_forged
-from react_lab.questions import _KINDS
-from react_lab.widgets import make_forge_widget
 
 # One script entry per call. run_experiment asks every question with stop, then every
 # question without, and a greedy model writes the same text both times: the list repeats.

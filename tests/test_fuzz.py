@@ -10,11 +10,18 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from model_like import (
+    EXAMPLE_ARGS,
+    PIECES,
+    TOOLS,
+    check_argument_result,
+    check_parse_result,
+    model_like_arguments,
+)
 
 from react_lab.schema import validate_call
-from model_like import (EXAMPLE_ARGS, PIECES, TOOLS, check_argument_result, check_parse_result,
-                        model_like_arguments)
 
 EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

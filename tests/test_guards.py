@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from react_lab.backends.base import Completion
+from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
 from react_lab.context import compact, keep_ids_summary, naive_summary
 from react_lab.guards import DATA_NOTE, GUARD_NAMES, Guards, is_placeholder
 from react_lab.loop import ask, run
-from react_lab.models import Completion, ScriptedModel
 from react_lab.tools import ID_RE, Tool, _schema, db_checksum, default_tools
 from react_lab.trace import Transcript
 
@@ -402,7 +403,7 @@ def test_cli_passes_the_limits(tmp_path, capsys):
 
 
 def test_approval_widget_drives_the_gate(payment_setup, scheduled, shipped_sum):
-    from react_lab.widgets import make_approval_widget
+    from react_lab.notebook.widgets import make_approval_widget
 
     copy, tools = payment_setup
     box = make_approval_widget()

@@ -44,7 +44,8 @@ def test_answers_are_not_calls(text):
 # --------------------------------------------------------------------------- the native loop's policy
 
 from fake_openai import FakeOpenAI  # noqa: E402
-from react_lab.chat import OpenAIChatModel  # noqa: E402
+
+from react_lab.backends.chat import OpenAIChatModel  # noqa: E402
 from react_lab.native import ask_native  # noqa: E402
 from react_lab.tools import call_tool, default_tools  # noqa: E402
 

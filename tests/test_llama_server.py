@@ -1,7 +1,7 @@
 """The loop over HTTP against a real server: llama-cpp-python's own, serving the embedded model.
 
 One server for the module (tests/servers.py): started on 127.0.0.1 on a free port with
-the embedded GGUF through ``python -m react_lab.serve``'s command line, stopped at the
+the embedded GGUF through ``python -m react_lab.backends.serve``'s command line, stopped at the
 end. It holds the model: run these tests under the model lock, with
 ``REACT_LAB_THREADS=2``. The greedy-equality test comes first, so it meets the server
 with nothing cached.
@@ -14,11 +14,12 @@ import sys
 
 import pytest
 
-from react_lab import forge
-from react_lab.models import LocalModel, OpenAIModel
+from react_lab.backends.endpoints import OpenAIModel
+from react_lab.backends.local import LocalModel
+from react_lab.backends.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
+from react_lab.experiments import forge
 from react_lab.parser import truncate_forged
 from react_lab.protocol import STOP, build_prompt
-from react_lab.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
 from react_lab.tools import call_tool, default_tools
 
 pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'")
@@ -38,7 +39,7 @@ def server():
 
 @pytest.fixture
 def served_env(server):
-    """The environment a learner sets: exactly the line ``python -m react_lab.serve`` prints."""
+    """The environment a learner sets: exactly the line ``python -m react_lab.backends.serve`` prints."""
     host, port = server.split("//")[1].split("/")[0].split(":")
     exports = shlex.split(learner_exports(host, int(port)))
     assert exports[0] == "export"
@@ -110,7 +111,7 @@ def test_the_forgery_experiment_over_http(server):
 
 def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     """llama-cpp-python's chatml-function-calling handler fills tool_calls; the loop runs them."""
-    from react_lab.chat import OpenAIChatModel
+    from react_lab.backends.chat import OpenAIChatModel
     from react_lab.native import ask_native
 
     model = OpenAIChatModel(MODEL_ALIAS, base_url=server)

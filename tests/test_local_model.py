@@ -3,8 +3,8 @@ import json
 
 import pytest
 
+from react_lab.backends.local import LocalModel, local_model, smollm2_path
 from react_lab.cli import main
-from react_lab.models import LocalModel, local_model, smollm2_path
 from react_lab.parser import find_forged
 from react_lab.protocol import STOP, build_prompt
 from react_lab.tools import call_tool, default_tools

@@ -4,9 +4,10 @@ import json
 import pytest
 
 from react_lab import loop
+from react_lab.backends.base import Completion
+from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
-from react_lab.loop import ask, run
-from react_lab.models import Completion, ScriptedModel, check_run_arguments
+from react_lab.loop import ask, check_run_arguments, run
 from react_lab.tools import default_tools
 from react_lab.trace import Transcript
 
@@ -92,7 +93,8 @@ def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys, shipped_db_unchanged
 
 
 def test_cli_parse(capsys, monkeypatch):
-    import io, sys
+    import io
+    import sys
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: serch[x]\n")))
     assert main(["parse", "--tools", "search,calc"]) == 0
     out = json.loads(capsys.readouterr().out)

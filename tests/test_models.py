@@ -4,8 +4,13 @@ import json
 
 import pytest
 
-from react_lab import models
-from react_lab.models import LocalModel, OpenAIModel, ScriptedModel, apply_stop
+import react_lab.backends.local as local_module
+from react_lab.backends.base import apply_stop
+from react_lab.backends.endpoints import OpenAIModel
+from react_lab.backends.load import load_model
+from react_lab.backends.local import LocalModel
+from react_lab.backends.scripted import ScriptedModel
+from react_lab.backends.threads import default_threads
 from react_lab.protocol import STOP
 
 
@@ -100,12 +105,12 @@ def test_scripted_from_json_accepts_both_shapes(tmp_path):
 
 def test_load_model_refuses_a_missing_file_name():
     with pytest.raises(ValueError, match="scripted: needs a file name: scripted:FILE.json"):
-        models.load_model("scripted:")
+        load_model("scripted:")
 
 
 def test_load_model_refuses_a_directory_with_a_readable_message(tmp_path):
     with pytest.raises(IsADirectoryError, match="is a directory; a scripted model needs a file"):
-        models.load_model(f"scripted:{tmp_path}")
+        load_model(f"scripted:{tmp_path}")
 
 
 # --------------------------------------------------------------------------- threads, teardown
@@ -113,9 +118,9 @@ def test_load_model_refuses_a_directory_with_a_readable_message(tmp_path):
 def test_default_threads_says_what_to_set(monkeypatch):
     monkeypatch.setenv("REACT_LAB_THREADS", "two")
     with pytest.raises(ValueError, match="REACT_LAB_THREADS='two' is not a whole number"):
-        models.default_threads()
+        default_threads()
     monkeypatch.setenv("REACT_LAB_THREADS", "3")
-    assert models.default_threads() == 3
+    assert default_threads() == 3
 
 
 class _FakeLlama:
@@ -132,7 +137,7 @@ def test_a_loaded_model_is_closed_at_exit_and_close_frees_it(monkeypatch):
     llama_cpp = pytest.importorskip("llama_cpp")
     hooks = []
     monkeypatch.setattr(llama_cpp, "Llama", _FakeLlama)
-    monkeypatch.setattr(models.atexit, "register", lambda fn, *args: hooks.append((fn, args)))
+    monkeypatch.setattr(local_module.atexit, "register", lambda fn, *args: hooks.append((fn, args)))
     _FakeLlama.closed = 0
     model = LocalModel("unused.gguf", n_threads=1)
     assert hooks == []                              # nothing loaded, nothing to close

@@ -4,12 +4,23 @@ from types import SimpleNamespace
 
 import jsonschema
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from react_lab.chat import (ChatReply, LocalChatModel, OpenAIChatModel, ScriptedChatModel,
-                            parse_reply)
+from react_lab.backends.chat import (
+    ChatReply,
+    LocalChatModel,
+    OpenAIChatModel,
+    ScriptedChatModel,
+    parse_reply,
+)
+from react_lab.backends.grammar import (
+    decodable,
+    grammar_check,
+    reply_grammar,
+    reply_schema,
+)
 from react_lab.cli import main
-from react_lab.grammar import decodable, grammar_check, reply_grammar, reply_schema
 from react_lab.native import SYSTEM, ask_native, run_native
 from react_lab.schema import check_arguments, clean_arguments, validate_call
 from react_lab.tools import Tool, default_tools, tool_schemas

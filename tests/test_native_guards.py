@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from react_lab.chat import ScriptedChatModel
+from react_lab.backends.chat import ScriptedChatModel
 from react_lab.context import COMPACTED
 from react_lab.guards import DATA_NOTE, Guards
 from react_lab.native import ask_native, run_native

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from react_lab.calls import INPUT_KEYS, NAME_KEYS
+from react_lab._calls import INPUT_KEYS, NAME_KEYS
 from react_lab.parser import find_forged, parse
 
 TOOLS = ["search", "calc", "list_invoices", "get_charge"]

@@ -3,11 +3,11 @@
 The public cases themselves are tests/test_public_cases.py.
 """
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from react_lab.parser import find_forged, parse, trim_partial_stop
 from react_lab.protocol import ACTION_RE, STOP, strict_parse
-
 
 # ---- each case's whole kind of drift, not only its string --------------------------------
 

@@ -7,7 +7,8 @@ observation (and an answer drawn from it) entered the transcript.
 import time
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
 

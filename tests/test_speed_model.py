@@ -13,20 +13,26 @@ import json
 
 import pytest
 
-from react_lab import forge, protocol
-from react_lab.arms import TwoArmReader
-from react_lab.chat import LocalChatModel
+from react_lab import protocol
+from react_lab.backends.chat import LocalChatModel
+from react_lab.backends.grammar import reply_grammar
+from react_lab.backends.llama_state import (
+    ContextWindowExceeded,
+    common_prefix,
+    greedy_decode,
+    greedy_decode_batch,
+    trim_cache,
+)
+from react_lab.backends.local import local_model
 from react_lab.cli import main
-from react_lab.grammar import reply_grammar
+from react_lab.experiments import forge
+from react_lab.experiments.arms import TwoArmReader
+from react_lab.experiments.stats import paired_comparison
 from react_lab.guards import MORE, Guards
-from react_lab.llama_state import (ContextWindowExceeded, common_prefix, greedy_decode,
-                                   greedy_decode_batch, trim_cache)
-from react_lab.models import local_model
 from react_lab.native import SYSTEM
+from react_lab.notebook.warm import native_prompts, text_prompts
 from react_lab.parser import find_forged
-from react_lab.stats import paired_comparison
 from react_lab.tools import default_tools, tool_schemas
-from react_lab.warm import native_prompts, text_prompts
 
 pytestmark = pytest.mark.model
 
@@ -211,8 +217,8 @@ def test_prompts_cut_into_the_models_small_calls_give_the_logits_of_one_large_ca
     import llama_cpp
     import numpy as np
 
-    from react_lab.llama_state import EVAL_CALL_TOKENS, eval_cuts
-    from react_lab.models import smollm2_path
+    from react_lab.backends.llama_state import EVAL_CALL_TOKENS, eval_cuts
+    from react_lab.backends.local import smollm2_path
 
     stock = llama_cpp.Llama(model_path=str(model.path or smollm2_path()), n_ctx=512, n_batch=512,
                             n_threads=model.llm.n_threads, n_threads_batch=model.llm.n_threads,

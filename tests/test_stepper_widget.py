@@ -1,10 +1,10 @@
 """The step-through widget of notebook 02, driven from code with a scripted model."""
 import html
 
-from react_lab.models import ScriptedModel
+from react_lab.backends.scripted import ScriptedModel
+from react_lab.notebook.widgets import describe_step, make_stepper_widget
 from react_lab.tools import default_tools
 from react_lab.trace import Step
-from react_lab.widgets import describe_step, make_stepper_widget
 
 
 def test_stepper_advances_one_step_per_click_and_stops_at_the_answer():

@@ -16,7 +16,7 @@ split, so an exemplar built from a development run never shows a test task's ans
 Each task records:
 
 * ``question`` -- what the agent is asked;
-* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.tasks.score` compares it
+* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.experiments.tasks.score` compares it
   (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with ``choices``,
   ``text``);
 * ``oracle`` -- the tool calls an oracle would make, ``[tool, [args...]]`` in order;
@@ -32,9 +32,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from react_lab import protocol  # the prompt's own text is the source for two questions
-from react_lab.gold import DUPLICATE_SQL, PAID_SQL
-from react_lab.tools import open_db
+from .. import protocol  # the prompt's own text is the source for two questions
+from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
+from ..tools import open_db
 
 OUT = Path(__file__).resolve().parent / "tasks.json"
 
@@ -86,7 +86,7 @@ class _Tasks:
     """
 
     def __init__(self, conn: sqlite3.Connection):
-        from react_lab.tools import default_tools
+        from ..tools import default_tools
 
         self.conn = conn
         self.tools = default_tools(conn)
@@ -102,7 +102,7 @@ class _Tasks:
         out: it says nothing about that customer's other invoices. (A customer's own
         listing names its invoices, and those count.)
         """
-        from react_lab.tools import call_tool
+        from ..tools import call_tool
 
         ids = set(subjects)
         for tool, args in oracle:
@@ -319,7 +319,7 @@ def _more_tasks(t: _Tasks) -> None:
     asks about, so a run of one shows nothing of another's answer. Invoice-level
     categories come first (their entities are scarce), then the customer-level ones.
     """
-    from react_lab import protocol
+    from .. import protocol
 
     conn = t.conn
     for i, ex in enumerate(protocol.EXEMPLARS, 1):  # exemplars block their ids like tasks do

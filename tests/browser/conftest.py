@@ -6,8 +6,14 @@ import os
 from pathlib import Path
 
 import pytest
-
-from labdriver import INSTALL_HINT, SCREENSHOTS_ENV, SKIP_ENV, make_driver, missing_browser, start_lab
+from labdriver import (
+    INSTALL_HINT,
+    SCREENSHOTS_ENV,
+    SKIP_ENV,
+    make_driver,
+    missing_browser,
+    start_lab,
+)
 
 
 @pytest.fixture(scope="session")

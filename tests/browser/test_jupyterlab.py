@@ -20,8 +20,15 @@ import re
 import time
 
 import pytest
-
-from labdriver import menu, open_notebook, outputs, page_state, scroll_to, stored_outputs, wait_for
+from labdriver import (
+    menu,
+    open_notebook,
+    outputs,
+    page_state,
+    scroll_to,
+    stored_outputs,
+    wait_for,
+)
 
 pytestmark = pytest.mark.browser
 

@@ -27,9 +27,9 @@ def _seconds(work: Callable[[], object]) -> float:
 
 def warm_schema_check() -> None:
     """Import jsonschema and build the validator of every tool schema the lab ships."""
-    from .guards import Guards
-    from .schema import schema_validator
-    from .tools import default_tools
+    from ..guards import Guards
+    from ..schema import schema_validator
+    from ..tools import default_tools
 
     for tool in [*default_tools().values(), Guards().more_tool()]:
         schema_validator(tool.parameters)
@@ -38,8 +38,8 @@ def warm_schema_check() -> None:
 
 def text_prompts(model) -> list[str]:
     """The text protocol's first prompt for two questions, rendered as ``model`` reads them."""
-    from .protocol import build_prompt
-    from .tools import default_tools
+    from ..protocol import build_prompt
+    from ..tools import default_tools
 
     tools = default_tools()
     return [model.render(build_prompt(q, tools.values())) for q in _PROBES]
@@ -47,10 +47,10 @@ def text_prompts(model) -> list[str]:
 
 def native_prompts(model) -> list[str]:
     """The native loop's first prompt (system turn with the tool schemas) for two questions."""
-    from .chat import LocalChatModel
-    from .guards import MORE, Guards
-    from .native import SYSTEM
-    from .tools import default_tools, tool_schemas
+    from ..backends.chat import LocalChatModel
+    from ..guards import MORE, Guards
+    from ..native import SYSTEM
+    from ..tools import default_tools, tool_schemas
 
     schemas = tool_schemas({**default_tools(), MORE: Guards().more_tool()})  # as run_native offers them
     chat = LocalChatModel(model)
@@ -60,7 +60,7 @@ def native_prompts(model) -> list[str]:
 
 def uses_local_model() -> bool:
     """True when ``REACT_LAB_MODEL`` selects the embedded model (the default)."""
-    from .models import model_spec
+    from ..backends.load import model_spec
 
     return model_spec(os.environ.get("REACT_LAB_MODEL")) == "local"
 
@@ -72,21 +72,21 @@ def warm_up(*, model: bool | None = None, protocols: Sequence[str] = ("text", "n
     (``token_counter``). With ``model`` (default: when ``REACT_LAB_MODEL`` selects the
     embedded model): loading it (``model_load``) and a snapshot of the prompt prefix of
     each of ``protocols`` (``native_prefix``, ``text_prefix``:
-    :meth:`react_lab.models.LocalModel.remember_prefix`), so the first question of a
+    :meth:`react_lab.backends.local.LocalModel.remember_prefix`), so the first question of a
     run evaluates only its own tokens. The text prefix goes last and stays in the cache.
     A second call costs milliseconds. Raises ``ValueError`` for an unknown protocol.
     """
     unknown = set(protocols) - {"text", "native"}
     if unknown:
         raise ValueError(f"unknown protocol {sorted(unknown)[0]!r}; use text and/or native")
-    from .cost import count_tokens
+    from ..cost import count_tokens
 
     parts = {"schema_check": _seconds(warm_schema_check),
              "token_counter": _seconds(lambda: count_tokens("warm up"))}
     if model is None:
         model = uses_local_model()
     if model:
-        from .models import local_model
+        from ..backends.local import local_model
 
         local = local_model()
         parts["model_load"] = _seconds(lambda: local.llm)

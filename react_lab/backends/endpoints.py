@@ -1,15 +1,15 @@
 """OpenAI-compatible endpoints: the text protocol's completions over HTTP, errors a user can act on.
 
 :class:`OpenAIModel` is the completion backend for any OpenAI-compatible server (a hosted
-provider, llama-cpp-python's server started by ``python -m react_lab.serve``): the same
+provider, llama-cpp-python's server started by ``python -m react_lab.backends.serve``): the same
 ``complete(prompt, stop=, max_tokens=)`` call as the embedded model, through the ``openai``
 SDK's legacy completions endpoint. Around it: the settings it reads from the environment
 (:func:`endpoint_settings`), the one-line errors naming what to fix (:class:`EndpointError`,
 :func:`endpoint_error`) and the client-side stop for providers that refuse ``stop``
 (:func:`refuses_stop`, :func:`client_cut`). The chat backend for native tool calling,
-:class:`react_lab.chat.OpenAIChatModel`, shares the settings and the errors.
+:class:`react_lab.backends.chat.OpenAIChatModel`, shares the settings and the errors.
 
-Everything here is also importable from :mod:`react_lab.models`, where the backends meet.
+Everything here is also importable from :mod:`react_lab.backends`, where the backends meet.
 """
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ import os
 import time
 from typing import Any, Sequence
 
-from .models import CHAT_TEMPLATE_ENV, CHAT_TEMPLATES, MAX_TOKENS, Completion, check_count, render_chat
+from ..loop import check_count
+from ..protocol import MAX_TOKENS
+from .base import CHAT_TEMPLATE_ENV, CHAT_TEMPLATES, Completion, render_chat
 
 #: Seconds one request may take before the SDK gives up on it (and retries).
 TIMEOUT_ENV = "REACT_LAB_TIMEOUT"
@@ -194,7 +196,7 @@ def resolve_chat_template(template: str | None, model: str) -> str:
     """The chat template to render client-side: ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto.
 
     ``auto`` (the default) is ``chatml`` when the model name mentions SmolLM (the
-    embedded model, as ``python -m react_lab.serve`` names it) and ``none`` otherwise: a
+    embedded model, as ``python -m react_lab.backends.serve`` names it) and ``none`` otherwise: a
     hosted completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab
     cannot know another model's template. Raises ``ValueError`` for an unknown name.
     """
@@ -214,7 +216,7 @@ def client_cut(text: str, stop: Sequence[str]) -> int | None:
     ``Observation`` line by the parser's rule (:func:`react_lab.parser.find_forged`),
     which also catches ``**Observation:**`` and ``Observation 1:``. None when neither occurs.
     """
-    from .parser import find_forged
+    from ..parser import find_forged
 
     hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
     forged = find_forged(text)
@@ -229,7 +231,7 @@ class EndpointBackend:
     Settings come from :func:`endpoint_settings` (``OPENAI_MODEL``, ``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``); ``client=`` uses a
     client you built (or a fake). :class:`OpenAIModel` and
-    :class:`react_lab.chat.OpenAIChatModel` build on it.
+    :class:`react_lab.backends.chat.OpenAIChatModel` build on it.
     """
 
     def __init__(self, model: str | None = None, *, base_url: str | None = None,
@@ -334,7 +336,7 @@ class OpenAIModel(EndpointBackend):
         """Stream without ``stop`` and cut client-side; see :meth:`complete`."""
         import openai
 
-        from .parser import trim_partial_stop
+        from ..parser import trim_partial_stop
 
         pieces: list[str] = []  # one streamed chunk each (about one token)
         text, cut, reason, usage = "", None, None, None

@@ -5,7 +5,7 @@ In a notebook, an exercise is a stub you fill in and a checker cell::
     def parse_action(text): ...            # your code
     check("parse_action", parse_action)    # prints ✓, or the first case that fails
 
-The reference solutions live in one place, :mod:`react_lab.solutions`. With
+The reference solutions live in one place, :mod:`react_lab.notebook.solutions`. With
 ``REACT_LAB_SOLUTIONS=1`` in the environment (CI sets it), :func:`check` checks the
 reference solution instead of the stub and raises ``AssertionError`` on a failure, so
 a wrong solution fails the build. Without it, :func:`check` never raises: a learner's
@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..tools import default_tools
 from . import solutions
-from .tools import default_tools
 
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
 #: What :func:`run_cases` reports when the function still raises ``NotImplementedError``.

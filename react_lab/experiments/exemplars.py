@@ -41,9 +41,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from .protocol import Exemplar
+from ..protocol import Exemplar
+from ..tools import call_tool
 from .tasks import Task, load_tasks
-from .tools import call_tool
 
 __all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
            "jaccard", "pool_exemplar", "harvest", "HARVESTED_FROM"]
@@ -213,7 +213,7 @@ def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[Po
     """Write the exemplar of one dev task; return it and the ids its question and observations show.
 
     The calls are the task's oracle calls (adapted to the tool ``variant``, see
-    :mod:`react_lab.tool_designs`), run through ``tools``: the observations are real.
+    :mod:`react_lab.experiments.tool_designs`), run through ``tools``: the observations are real.
     The answer is the task's gold answer (:func:`stated`). Raises ``ValueError`` for a
     task that is not in the dev half.
     """
@@ -287,7 +287,7 @@ def _clean_run(record: dict, task: Task) -> bool:
 def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     """Turn successful dev runs into pool entries: the model's own thoughts, actions and answer.
 
-    ``records`` are ladder run records (:func:`react_lab.ladder.run_one`) of **dev** tasks
+    ``records`` are ladder run records (:func:`react_lab.experiments.ladder.run_one`) of **dev** tasks
     run with tool ``variant``; returns one :class:`PoolEntry` per kept run (trial 0 only,
     so one per task). A run is kept when it is correct, ended with its own ``Answer:``,
     called every tool of the task's oracle, and every step before the answer was a call
@@ -330,7 +330,7 @@ def runs_pool(variant: str = "default") -> list[PoolEntry]:
     """The runs pool of tool ``variant``: :func:`harvest` of its shipped dev results file.
 
     Raises ``ValueError`` for a variant with no harvested dev run (:data:`HARVESTED_FROM`)
-    and :class:`react_lab.results.StaleResults` when that file no longer matches the code.
+    and :class:`react_lab.experiments.results.StaleResults` when that file no longer matches the code.
     """
     from . import results
 

@@ -15,7 +15,7 @@ import dataclasses
 import functools
 from typing import Callable
 
-from .tools import Tool, default_tools
+from ..tools import Tool, default_tools
 
 __all__ = ["VARIANTS", "ABOUT", "get_tools", "DESCRIPTIONS", "describe"]
 

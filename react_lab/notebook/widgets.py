@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import html
 
-from . import forge
-from .loop import run
-from .models import local_model
-from .parser import find_forged
-from .protocol import STOP, build_prompt
-from .tools import default_tools
-from .trace import Transcript
+from ..backends.local import local_model
+from ..experiments import forge
+from ..loop import run
+from ..parser import find_forged
+from ..protocol import STOP, build_prompt
+from ..tools import default_tools
+from ..trace import Transcript
 
 
 def make_stepper_widget(question: str, model, tools, **run_kwargs):
@@ -83,8 +83,8 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
-    :func:`react_lab.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
-    forged or not), ``completion`` (the last :class:`react_lab.models.Completion`).
+    :func:`react_lab.experiments.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
+    forged or not), ``completion`` (the last :class:`react_lab.backends.base.Completion`).
     ``model`` defaults to the embedded model, loaded on the first click.
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it

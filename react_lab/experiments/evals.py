@@ -1,10 +1,10 @@
 """Measure an agent: run it over the fixed task set with a cache, log every step, compute metrics.
 
 "Read ten traces, then measure." This module is the measuring half, in the order
-``08_evaluation.ipynb`` uses it (the task set and the scorer are :mod:`react_lab.tasks`):
+``08_evaluation.ipynb`` uses it (the task set and the scorer are :mod:`react_lab.experiments.tasks`):
 
-1. the task set and 2. the scorer -- :func:`react_lab.tasks.load_tasks` and
-   :func:`react_lab.tasks.score`;
+1. the task set and 2. the scorer -- :func:`react_lab.experiments.tasks.load_tasks` and
+   :func:`react_lab.experiments.tasks.score`;
 3. the runner -- :func:`evaluate` runs any backend over the set with the text protocol
    (``react_lab.loop``) or native tool calls (``react_lab.native``), one JSONL step-event
    log per evaluation run, and a cache so a re-run only computes what changed;
@@ -32,17 +32,25 @@ from typing import Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from .chat import ScriptedChatModel
-from .guards import Guards
-from .llama_state import ContextWindowExceeded
-from .loop import run
-from .models import ScriptedModel, check_count
-from .native import SYSTEM, conversation, run_native
-from .protocol import build_prompt
+from ..backends.chat import ScriptedChatModel
+from ..backends.llama_state import ContextWindowExceeded
+from ..backends.scripted import ScriptedModel
+from ..guards import Guards
+from ..loop import check_count, run
+from ..native import SYSTEM, conversation, run_native
+from ..protocol import build_prompt
+from ..tools import (
+    CALC,
+    FIND_INVOICE,
+    GET_CHARGE,
+    GET_PAYMENTS,
+    LIST_INVOICES,
+    SEARCH,
+    default_tools,
+)
+from ..trace import RunResult, Transcript, html_table, step_event, write_jsonl
 from .results import cache_dir
-from .tasks import Task, load_tasks, score  # noqa: F401 -- load_tasks: also react_lab.evals.load_tasks
-from .tools import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH, default_tools
-from .trace import RunResult, Transcript, html_table, step_event, write_jsonl
+from .tasks import Task, load_tasks, score  # noqa: F401 -- load_tasks: also react_lab.experiments.evals.load_tasks
 
 PROTOCOLS = ("text", "native")
 #: The ``stopped_by`` of a run the step limit ended (a best-effort answer may follow).
@@ -67,8 +75,8 @@ def _named_args(tool: str, args: Sequence[str]) -> dict:
 def oracle_model(task: Task, protocol: str = "text"):
     """Return a scripted model that makes ``task.oracle``'s calls in order, then answers the gold answer.
 
-    Text protocol: a :class:`~react_lab.models.ScriptedModel` writing ``Action:`` lines;
-    native: a :class:`~react_lab.chat.ScriptedChatModel` replying with tool calls. Either
+    Text protocol: a :class:`~react_lab.backends.scripted.ScriptedModel` writing ``Action:`` lines;
+    native: a :class:`~react_lab.backends.chat.ScriptedChatModel` replying with tool calls. Either
     way it runs through the real loop, tools and scorer, so 100% on the set proves the
     harness (tools reachable, gold answers stated the way the scorer reads them).
     """
@@ -98,7 +106,7 @@ SCRIPTED = {"oracle": oracle_model, "dont_know": dont_know_model}
 # =========================================================================== 3. the runner
 
 def default_cache_dir() -> Path:
-    """Return ``evals/`` under :func:`react_lab.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    """Return ``evals/`` under :func:`react_lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
     return cache_dir() / "evals"
 
 
@@ -193,7 +201,7 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     seconds, checked after every step that did not answer (a step in progress
     finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
     answer. A prompt that outgrows the model's context window
-    (:class:`react_lab.llama_state.ContextWindowExceeded`) ends the run with
+    (:class:`react_lab.backends.llama_state.ContextWindowExceeded`) ends the run with
     ``stopped_by="context_window"`` and no answer, the steps before it kept -- none when
     the first prompt (instructions, exemplars, question) is already too long. Otherwise
     ``stopped_by`` is ``"answer"``, or the guard named by the last step.

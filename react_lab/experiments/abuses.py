@@ -10,7 +10,7 @@ and meets three defences:
 * ``schema`` -- JSON Schema validation of the structured call
   (:func:`react_lab.schema.check_arguments`).
 * ``grammar`` -- schema-constrained decoding: the native loop's reply grammar, run through
-  llama.cpp's own grammar sampler (:func:`react_lab.grammar.grammar_check`). A call the
+  llama.cpp's own grammar sampler (:func:`react_lab.backends.grammar.grammar_check`). A call the
   grammar refuses can never be generated.
 
 Outcomes: ``wrong_call`` (ran and returned misleading rows), ``type_error`` (Python raised
@@ -24,12 +24,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .chat import LocalChatModel
-from .grammar import grammar_check, reply_grammar
-from .native import SYSTEM
-from .protocol import strict_parse
-from .schema import check_arguments
-from .tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
+from ..backends.chat import LocalChatModel
+from ..backends.grammar import grammar_check, reply_grammar
+from ..native import SYSTEM
+from ..protocol import strict_parse
+from ..schema import check_arguments
+from ..tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
 
 DEFENCES = ("regex", "schema", "grammar")
 OUTCOMES = ("wrong_call", "type_error", "rejected", "impossible", "ok")
@@ -141,7 +141,7 @@ def reply_text(abuse: Abuse) -> str:
 def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, model=None) -> Outcome:
     """Check the abusive reply against the reply grammar with llama.cpp's grammar sampler.
 
-    With ``model`` (a :class:`react_lab.chat.LocalChatModel`), also sample one reply to
+    With ``model`` (a :class:`react_lab.backends.chat.LocalChatModel`), also sample one reply to
     :attr:`Abuse.invitation` under the grammar (``tool_choice="required"``) and report
     the call the model wrote and whether it passes the schema.
     """

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..schema import NEEDS
 from .llama_state import GrammarSampler
-from .models import local_model
-from .schema import NEEDS
+from .local import local_model
 
 #: Longest thought and answer a local reply may write, in characters: a small model
 #: otherwise loops inside one string ("a refund of a refund of ...") until max_tokens.
@@ -86,7 +86,9 @@ def reply_grammar(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str
     ``llama_cpp.llama_grammar.json_schema_to_gbnf`` -- what ``LlamaGrammar.from_json_schema``
     calls -- does the conversion.
     """
-    from llama_cpp.llama_grammar import json_schema_to_gbnf  # heavy, optional: loads llama.cpp
+    from llama_cpp.llama_grammar import (
+        json_schema_to_gbnf,  # heavy, optional: loads llama.cpp
+    )
 
     schema = reply_schema(tools, max_calls=max_calls, tool_choice=tool_choice)
     return json_schema_to_gbnf(json.dumps(decodable(schema)))

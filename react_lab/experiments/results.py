@@ -55,13 +55,13 @@ def cache_dir() -> Path:
 
 
 #: Where the shipped results live (package data).
-RESULTS_DIR = Path(__file__).resolve().parent / "data" / "results"
+RESULTS_DIR = Path(__file__).resolve().parents[1] / "data" / "results"
 
 #: experiment name -> "module:function" that maps a config to its :class:`Inputs`.
 EXPERIMENTS = {
-    "forge": "react_lab.results:forge_inputs",
-    "eval": "react_lab.results:eval_inputs",
-    "ladder": "react_lab.ladder:ladder_inputs",
+    "forge": "react_lab.experiments.results:forge_inputs",
+    "eval": "react_lab.experiments.results:eval_inputs",
+    "ladder": "react_lab.experiments.ladder:ladder_inputs",
 }
 
 
@@ -140,7 +140,7 @@ def model_fingerprint(spec: str) -> str:
     spec (``openai:NAME``) is all the fingerprint can hold.
     """
     if spec == "local":
-        from .models import smollm2_path
+        from ..backends.local import smollm2_path
 
         return "sha256:" + file_sha256(smollm2_path())
     if spec.startswith("scripted:"):
@@ -151,7 +151,7 @@ def model_fingerprint(spec: str) -> str:
 def _inputs_function(experiment: str) -> Callable[[dict], Inputs]:
     if experiment not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(sorted(EXPERIMENTS))} "
-                         "(add it to react_lab.results.EXPERIMENTS)")
+                         "(add it to react_lab.experiments.results.EXPERIMENTS)")
     module, _, function = EXPERIMENTS[experiment].partition(":")
     return getattr(importlib.import_module(module), function)
 
@@ -162,7 +162,7 @@ def fingerprint(experiment: str, config: dict) -> dict:
     Returns ``{"experiment", "config", "model", "prompt_sha256", "tasks_sha256", "code",
     "package_version"}``. Raises ``ValueError`` for an experiment not in :data:`EXPERIMENTS`.
     """
-    from . import __version__
+    from .. import __version__
 
     inputs = _inputs_function(experiment)(config)
     return {"experiment": experiment, "config": json.loads(json.dumps(config, default=repr)),
@@ -194,7 +194,7 @@ def _path(name: str, directory: str | os.PathLike | None) -> Path:
 
 def machine() -> dict:
     """Where results were computed: CPUs usable, llama.cpp threads, platform, Python."""
-    from .threads import default_threads, usable_cpus
+    from ..backends.threads import default_threads, usable_cpus
 
     return {"cpus": usable_cpus(), "threads": default_threads(), "platform": platform.platform(),
             "python": platform.python_version()}
@@ -263,9 +263,10 @@ def load(name: str, directory: str | os.PathLike | None = None) -> Results:
 # --------------------------------------------------------------------------- the lab's experiments
 
 def forge_inputs(config: dict) -> Inputs:
-    """The forgery experiment (:mod:`react_lab.forge`): config ``{"n", "max_tokens", "tail", "model"}``."""
-    from . import forge, protocol
-    from .tools import default_tools
+    """The forgery experiment (:mod:`react_lab.experiments.forge`): config ``{"n", "max_tokens", "tail", "model"}``."""
+    from .. import protocol
+    from ..tools import default_tools
+    from . import forge
 
     template = protocol.build_prompt("{question}", default_tools().values())
     return Inputs(model=config.get("model", "local"), prompt={"template": template, "stop": protocol.STOP},
@@ -273,18 +274,18 @@ def forge_inputs(config: dict) -> Inputs:
 
 
 def eval_inputs(config: dict) -> Inputs:
-    """An evaluation (:mod:`react_lab.evals`): config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
+    """An evaluation (:mod:`react_lab.experiments.evals`): config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
 
     ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
     first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
-    default. The prompt part is :func:`react_lab.evals.config_of`'s surface
+    default. The prompt part is :func:`react_lab.experiments.evals.config_of`'s surface
     (instructions, tool descriptions and exemplars; or the system message) and every
     tool schema.
     """
+    from ..protocol import EXEMPLARS
+    from ..tools import default_tools
     from . import evals
-    from .protocol import EXEMPLARS
     from .tasks import load_tasks
-    from .tools import default_tools
 
     tools = default_tools()
     exemplars = None if config.get("exemplars") is None else EXEMPLARS[:config["exemplars"]]
@@ -297,7 +298,7 @@ def eval_inputs(config: dict) -> Inputs:
 
 def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
               exemplars: int | None = None) -> Path:
-    """Save an :class:`react_lab.evals.EvalRun` (metrics and records) as results file ``name``.
+    """Save an :class:`react_lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
 
     What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
     (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default).

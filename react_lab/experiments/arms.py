@@ -5,7 +5,7 @@ string only decides where the server *cuts* it, never which tokens come before t
 (llama-cpp-python checks ``stop`` after each token, on the text so far). So the with-stop
 completion is the no-stop completion cut at the first stop string, and one generation
 serves both arms: :class:`TwoArmReader` reads them off the token stream, exactly where
-two separate completions would have ended. :func:`react_lab.forge.run_experiment` uses it
+two separate completions would have ended. :func:`react_lab.experiments.forge.run_experiment` uses it
 on the embedded model; ``tests/test_speed_model.py`` checks it against two real calls.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from . import protocol
-from .parser import find_forged, settled_forgery
+from .. import protocol
+from ..parser import find_forged, settled_forgery
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The embedded model's llama.cpp internals that decide its speed, and keep greedy output reproducible.
 
-:class:`react_lab.models.LocalModel` uses these; nothing here is needed to follow the
+:class:`react_lab.backends.local.LocalModel` uses these; nothing here is needed to follow the
 agent. They reach into llama-cpp-python (``Llama._ctx``, ``input_ids``, ``n_tokens``,
 ``_model.vocab``) and llama.cpp's C API, so llama-cpp-python is pinned (pyproject.toml)
 and model tests check them against the stock calls (tests/test_speed_model.py).

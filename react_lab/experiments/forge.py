@@ -6,11 +6,11 @@ the model's own action is an observation -- one it makes up. :data:`protocol.STO
 ends the completion where that line would begin. This module measures the difference:
 
 * :func:`questions` draws N billing questions from the database by SQL
-  (:mod:`react_lab.questions`);
+  (:mod:`react_lab.experiments.questions`);
 * :func:`run_experiment` completes each question's first step with and without
   ``stop`` and counts forged observations, strict-regex actions and finish reasons per
   arm; on the embedded model one greedy generation serves both arms
-  (:class:`react_lab.arms.TwoArmReader`), elsewhere each question is completed twice;
+  (:class:`react_lab.experiments.arms.TwoArmReader`), elsewhere each question is completed twice;
   :func:`forge_rate` does the same with a results cache on disk;
 * :func:`react_lab.parser.truncate_forged` is the client-side fallback for providers
   that reject ``stop`` or catch it a token late, and :func:`truncation_costs` counts
@@ -26,22 +26,22 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-import os
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from . import protocol
+from .. import protocol
+from ..backends.load import load_model, model_spec
+from ..backends.local import LocalModel, local_model
+from ..loop import check_count
+from ..parser import find_forged, truncate_forged
+from ..tools import default_tools
 from .arms import TwoArmReader
-from .models import LocalModel, check_count, load_model, local_model, model_spec
-from .parser import find_forged, truncate_forged
-from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
 from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
-from .tools import default_tools
+from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
 
 #: Completion tokens per call. SmolLM2 spells digits one token each, so its thought and
 #: action take 24 to 70 tokens before the first forged ``Observation`` (measured on the
@@ -59,7 +59,7 @@ EXPERIMENT_VERSION = 6
 TAIL_SAMPLE = 10
 
 #: Questions decoded side by side on the embedded model
-#: (:func:`react_lab.llama_state.greedy_decode_batch`). Generation speed on the first 20
+#: (:func:`react_lab.backends.llama_state.greedy_decode_batch`). Generation speed on the first 20
 #: questions, 2 cores: 67 tokens/s one at a time, 89 with 4 side by side, 101 with 8,
 #: 95 with 16. ``batch=1`` decodes one at a time: exactly ``create_completion``'s tokens.
 BATCH = 8
@@ -257,13 +257,13 @@ def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MA
                    tail: int = TAIL_SAMPLE, batch: int = BATCH, progress: bool = True) -> dict:
     """Complete every question's first step with and without ``stop``, and count each arm.
 
-    On the embedded model (a :class:`~react_lab.models.LocalModel` decoding greedily) one
-    generation per question serves both arms (:class:`react_lab.arms.TwoArmReader`): the
+    On the embedded model (a :class:`~react_lab.backends.local.LocalModel` decoding greedily) one
+    generation per question serves both arms (:class:`react_lab.experiments.arms.TwoArmReader`): the
     with-stop arm is the completion ``stop`` gives, token for token; the no-stop arm ends
     once its forgery is certain, so its ``forged`` count is the full completion's, its
     finish reason ``"forged"``, and its text, tokens and strict parse stop at the label
     (an ``Answer:`` written after a forged observation is not seen). ``batch`` questions
-    are decoded side by side (:meth:`~react_lab.models.LocalModel.decode_many`): faster,
+    are decoded side by side (:meth:`~react_lab.backends.local.LocalModel.decode_many`): faster,
     and greedy under batched arithmetic, so a completion may part from the one-at-a-time
     completion at a near-tie; ``batch=1`` gives ``create_completion``'s tokens exactly.
     Any other backend completes each question twice: every question with ``stop``, then
@@ -499,11 +499,11 @@ def cli_forge_rate(args) -> int:
     "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
     "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
     "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
-    saves the whole result as a fingerprinted results file (:mod:`react_lab.results`).
+    saves the whole result as a fingerprinted results file (:mod:`react_lab.experiments.results`).
     Returns the exit code.
     """
+    from ..notebook.warm import warm_up
     from .results import save
-    from .warm import warm_up
 
     spec = model_spec(args.model)
     model = load_model(spec)

@@ -6,7 +6,7 @@ Every backend answers ``chat(messages, tools=[openai tool schemas], max_tokens=N
 *string*):
 
 * :class:`LocalChatModel` -- the embedded model, its replies constrained by the reply
-  grammar of :mod:`react_lab.grammar`, so it cannot *write* a call outside the schema.
+  grammar of :mod:`react_lab.backends.grammar`, so it cannot *write* a call outside the schema.
 * :class:`OpenAIChatModel` -- any OpenAI-compatible ``/chat/completions`` endpoint.
 * :class:`ScriptedChatModel` -- replays fixed replies, for tests.
 """
@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..native import assistant_json
+from ..protocol import MAX_TOKENS
 from .endpoints import EndpointBackend
 from .grammar import reply_grammar
-from .models import MAX_TOKENS, local_model, model_spec
-from .schema import decode_arguments
+from .local import local_model
 
 # --------------------------------------------------------------------------- replies
 
@@ -73,8 +74,8 @@ class LocalChatModel:
     Renders the messages with SmolLM2's ChatML template (``<|im_start|>role ...<|im_end|>``),
     the tool schemas written into the system turn (what a provider's chat template does
     with ``tools=``), and generates with a llama.cpp grammar built from
-    :func:`react_lab.grammar.reply_schema`. Wraps a :class:`react_lab.models.LocalModel`
-    (``inner``; default: the one loaded model, :func:`react_lab.models.local_model`).
+    :func:`react_lab.backends.grammar.reply_schema`. Wraps a :class:`react_lab.backends.local.LocalModel`
+    (``inner``; default: the one loaded model, :func:`react_lab.backends.local.local_model`).
     ``max_calls`` is how many calls one reply may hold.
     """
 
@@ -103,9 +104,9 @@ class LocalChatModel:
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
              max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
-        """Generate one reply that follows :func:`react_lab.grammar.reply_schema`; see :class:`ChatReply`.
+        """Generate one reply that follows :func:`react_lab.backends.grammar.reply_schema`; see :class:`ChatReply`.
 
-        Greedy decoding under the reply grammar (:meth:`react_lab.models.LocalModel.decode`:
+        Greedy decoding under the reply grammar (:meth:`react_lab.backends.local.LocalModel.decode`:
         the grammar is parsed once per tool set and checks one token per step; the
         tokens equal ``create_completion(grammar=..., temperature=0)``'s). A reply cut off
         by ``max_tokens`` is not valid JSON: it comes back with no calls and
@@ -140,16 +141,6 @@ def describe_tool_schemas(tools: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
-def assistant_json(msg: dict) -> str:
-    """Render an assistant message back into the JSON reply form the grammar produces."""
-    calls = msg.get("tool_calls") or []
-    if not calls:
-        return json.dumps({"thought": msg.get("thought") or "", "answer": msg.get("content") or ""},
-                          ensure_ascii=False)
-    items = [{"name": c["function"]["name"], "arguments": decode_arguments(c["function"]["arguments"])}
-             for c in calls]
-    return json.dumps({"thought": msg.get("content") or "", "tool_calls": items},
-                      ensure_ascii=False)
 
 
 def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
@@ -186,16 +177,16 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
 class OpenAIChatModel(EndpointBackend):
     """Any OpenAI-compatible chat completions endpoint with native tool calling.
 
-    Settings come from :func:`react_lab.models.endpoint_settings` (``OPENAI_MODEL``,
+    Settings come from :func:`react_lab.backends.endpoints.endpoint_settings` (``OPENAI_MODEL``,
     ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``REACT_LAB_TIMEOUT``, ``REACT_LAB_RETRIES``).
     Calls ``client.chat.completions.create(model, messages, tools=..., max_tokens=...)``;
     no ``stop`` is sent (the reply's structure ends it), so a provider that refuses
     ``stop`` needs nothing here. An endpoint that cannot serve a request raises
-    :class:`react_lab.models.EndpointError`, one line naming what to fix. Pass
+    :class:`react_lab.backends.endpoints.EndpointError`, one line naming what to fix. Pass
     ``client=`` to use a client you built (or a fake).
 
     llama-cpp-python's server fills ``tool_calls`` only with ``--chat_format
-    chatml-function-calling`` (``python -m react_lab.serve`` starts it so); with its
+    chatml-function-calling`` (``python -m react_lab.backends.serve`` starts it so); with its
     default chat format the tools are ignored and a call, if the model writes one, comes
     back as text (:func:`react_lab.leaks.leaked_calls`).
     """
@@ -206,7 +197,7 @@ class OpenAIChatModel(EndpointBackend):
 
         An assistant message whose ``content`` is None (calls only) is sent with ``""``:
         OpenAI accepts either, llama-cpp-python's server only a string. Raises
-        :class:`react_lab.models.EndpointError` when the endpoint cannot serve the request.
+        :class:`react_lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
         """
         import openai
 
@@ -276,21 +267,3 @@ class ScriptedChatModel:
         reply.prompt_tokens = sum(len(str(m.get("content") or "").split()) for m in messages)
         reply.completion_tokens = len(text.split())
         return reply
-
-
-def load_chat_model(spec: str | None = None):
-    """Build a chat backend: ``local``, ``openai``, ``openai:MODEL`` or ``scripted:FILE.json``.
-
-    With no spec, ``REACT_LAB_MODEL`` names it (default local), as for
-    :func:`react_lab.models.load_model`. Raises ValueError on anything else.
-    """
-    spec = model_spec(spec)
-    if spec == "local":
-        return LocalChatModel()
-    if spec.startswith("scripted:"):
-        return ScriptedChatModel.from_json(spec.split(":", 1)[1])
-    if spec == "openai" or spec.startswith("openai:"):
-        return OpenAIChatModel(spec.split(":", 1)[1] if ":" in spec else None)
-    raise ValueError(f"unknown chat model {spec!r}; "
-                     "use local, scripted:FILE.json, openai or openai:MODEL")
-

@@ -25,12 +25,20 @@ from dataclasses import dataclass, replace
 
 from tqdm.auto import tqdm
 
-from .guards import (EMPTY_RESULTS, MARKERS, MORE, Guards, call_key, call_words, invented_question,
-                     one_word_apart)
-from .loop import run
-from .parser import find_forged, parse
-from .protocol import ParseResult, strict_parse
-from .trace import RunResult, Step, Transcript
+from ..guards import (
+    EMPTY_RESULTS,
+    MARKERS,
+    MORE,
+    Guards,
+    call_key,
+    call_words,
+    invented_question,
+    one_word_apart,
+)
+from ..loop import run
+from ..parser import find_forged, parse
+from ..protocol import ParseResult, strict_parse
+from ..trace import RunResult, Step, Transcript
 
 #: Every failure mode, in the order notebook 06 takes them, with what its detector looks for.
 FAILURE_MODES = {
@@ -222,7 +230,7 @@ class StopProbe:
     If that continuation starts an ``Observation`` line (:func:`react_lab.parser.find_forged`),
     the completion is returned with the continuation as ``cut_text`` and its tokens as
     ``forged_tokens``, as a client-side stop reports a forgery it cut
-    (:class:`react_lab.models.Completion`); the loop then marks the step ``forged``, and the
+    (:class:`react_lab.backends.base.Completion`); the loop then marks the step ``forged``, and the
     transcript still holds only the text before the stop. ``probes`` keeps every continuation.
     """
 

@@ -1,31 +1,31 @@
 """The ladder: named configurations that take the embedded 135M model from failing to working.
 
 Issue 15 asks *what makes a small model a working agent*, with numbers. Each rung is a
-:class:`Config` of the same text-protocol loop (:func:`react_lab.evals.run_task`: the
+:class:`Config` of the same text-protocol loop (:func:`react_lab.experiments.evals.run_task`: the
 real loop, tools and guards) on the same embedded model; only one thing changes per rung:
 
 ============================  ================================================================
 ``baseline``                  today's prompt: one fixed exemplar, default tools, free decoding
 ``grammar_action``            rung 1: the Action line constrained by a grammar built from the tool
-                              schemas (:mod:`react_lab.text_grammar`), the thought left free
+                              schemas (:mod:`react_lab.backends.text_grammar`), the thought left free
 ``grammar_grounded``          rung 1b: as rung 1, and id arguments only ids written in the
                               question or an observation
 ``tax_short``/``tax_none``    rung 1's controls: the *thought* constrained too (a fixed template,
                               or empty): does constraining the reasoning cost accuracy?
 ``pool_k1``..``pool_k3``      rung 3: 1-3 exemplars chosen per question from the dev pool
-                              (:mod:`react_lab.exemplars`), default decoding
+                              (:mod:`react_lab.experiments.exemplars`), default decoding
 ``gpool_k1``                  rungs 1b + 3: the base the tool-design rungs change
 ``t_<variant>``               rung 2: ``gpool_k1`` with one tool-design change
-                              (:mod:`react_lab.tool_designs`)
+                              (:mod:`react_lab.experiments.tool_designs`)
 ``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
-                              successful dev runs (:func:`react_lab.exemplars.harvest`) instead of
+                              successful dev runs (:func:`react_lab.experiments.exemplars.harvest`) instead of
                               the oracle-written pool, on ``gpool_k1`` and on ``best``
 ``best``                      rung 4: the best combination on the DEV half (``t_oldest_first``'s)
 ============================  ================================================================
 
 Tune on ``split="dev"``; every figure the lab reports as a result comes from
 ``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
-budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.results`),
+budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.experiments.results`),
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
 ``react-lab eval --config NAME`` is the command line (:func:`cli_ladder`).
 """
@@ -40,17 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from . import text_grammar
-from .cost import count_tokens
+from ..backends import text_grammar
+from ..backends.base import Completion
+from ..backends.local import LocalModel, local_model
+from ..cost import count_tokens
+from ..guards import MORE, Guards
+from ..loop import check_count
+from ..protocol import EXEMPLARS, build_prompt
+from ..tools import Tool
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, run_task
 from .exemplars import get_pool, select
-from .guards import MORE, Guards
-from .models import Completion, LocalModel, check_count, local_model
-from .protocol import EXEMPLARS, build_prompt
 from .stats import Rate, pass_at_k, pass_hat_k, success_rate
 from .tasks import Task, load_tasks, score
 from .tool_designs import get_tools
-from .tools import Tool
 
 #: Bump when a change here changes what a run does; saved results then read as stale.
 CODE_VERSION = 1
@@ -58,7 +60,7 @@ CODE_VERSION = 1
 
 def default_log_dir() -> Path:
     """Return where :func:`run_ladder` keeps its resumable run logs (one JSON line per task and trial):
-    ``ladder/`` under :func:`react_lab.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    ``ladder/`` under :func:`react_lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
     from .results import cache_dir
 
     return cache_dir() / "ladder"
@@ -70,9 +72,9 @@ def default_log_dir() -> Path:
 class Config:
     """One rung: how the prompt is built and how the model decodes, over the same loop.
 
-    ``grammar``: None (free decoding) or a :data:`react_lab.text_grammar.THOUGHT_MODES`
+    ``grammar``: None (free decoding) or a :data:`react_lab.backends.text_grammar.THOUGHT_MODES`
     mode; ``grounded``: id arguments only from the question and observations;
-    ``tools``: a :func:`react_lab.tool_designs.get_tools` spec; ``exemplars``:
+    ``tools``: a :func:`react_lab.experiments.tool_designs.get_tools` spec; ``exemplars``:
     ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
     question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
     pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
@@ -180,10 +182,10 @@ def compiled(grammar: str):
 class GrammarModel:
     """The embedded model decoding under a grammar chosen per prompt; shares ``base``'s weights.
 
-    ``complete`` is :meth:`react_lab.models.LocalModel.complete` plus llama.cpp's
+    ``complete`` is :meth:`react_lab.backends.local.LocalModel.complete` plus llama.cpp's
     ``grammar=``: the loop's best-effort step (a prompt ending in ``Answer:``) gets an
     answer-only grammar, every other step the protocol grammar of ``tools``
-    (:func:`react_lab.text_grammar.protocol_grammar`); ``thought=None`` decodes freely.
+    (:func:`react_lab.backends.text_grammar.protocol_grammar`); ``thought=None`` decodes freely.
     ``temperature`` and ``seed`` apply to every completion.
     """
 
@@ -228,7 +230,7 @@ def _more_tool() -> Tool:
 
 
 def base_model() -> LocalModel:
-    """The embedded model: :func:`react_lab.models.local_model`, the one instance per process.
+    """The embedded model: :func:`react_lab.backends.local.local_model`, the one instance per process.
 
     Sharing it with the rest of the lab (``warm_up``, notebooks) keeps one copy of the
     weights and one KV cache in memory.
@@ -334,7 +336,7 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
     than one trial only makes sense above 0). Records go to a run log as they come
     (:func:`default_log_dir`), so an interrupted run resumes where it stopped; no new
     run starts once ``budget`` seconds have passed; logged answers are scored again by
-    :func:`react_lab.tasks.score` as it is now. Raises ``RuntimeError`` before
+    :func:`react_lab.experiments.tasks.score` as it is now. Raises ``RuntimeError`` before
     running anything if a prompt would show a non-dev exemplar (:func:`check_no_leak`).
     ``model`` defaults to :func:`base_model`; ``progress`` prints a line per run (None: silent).
     """
@@ -441,7 +443,7 @@ def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
 # --------------------------------------------------------------------------- results files
 
 def ladder_inputs(config: dict):
-    """The fingerprint inputs of a ladder results file (:data:`react_lab.results.EXPERIMENTS`).
+    """The fingerprint inputs of a ladder results file (:data:`react_lab.experiments.results.EXPERIMENTS`).
 
     ``config`` is the saved run's settings (``config``, ``split``, ``task_ids``, ...). The
     prompt part is every first prompt of the run (instructions, tool descriptions,
@@ -484,14 +486,14 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     """Load the shipped ladder results as rows, one per results file; stale files raise.
 
     Each row: ``name``, ``config``, ``split``, ``subset``, ``trials``, ``temperature``,
-    ``seed``, ``rate`` (a :class:`react_lab.stats.Rate`: successes of n with its 95%
+    ``seed``, ``rate`` (a :class:`react_lab.experiments.stats.Rate`: successes of n with its 95%
     Wilson interval, trial 0), ``mean_steps``, ``prompt_tokens`` / ``prefix_tokens`` /
     ``exemplar_tokens`` (means per task run; the model's tokens, and the first prompt in
     cl100k), ``seconds``, ``pass_hat_k`` / ``pass_at_k`` (k = 1..trials), ``by_category``,
     ``outcomes`` ({task_id: [correct per trial]}), ``records`` and ``describe`` (where
     the file came from). ``names`` defaults to every saved ladder file. Raises
-    :class:`react_lab.results.StaleResults` for a file the code no longer matches,
-    including one whose saved answers the scorer (:func:`react_lab.tasks.score`) would
+    :class:`react_lab.experiments.results.StaleResults` for a file the code no longer matches,
+    including one whose saved answers the scorer (:func:`react_lab.experiments.tasks.score`) would
     now judge differently.
     """
     from . import results

@@ -1,8 +1,8 @@
 """Serve the embedded model over HTTP: llama-cpp-python's own OpenAI-compatible server.
 
-``python -m react_lab.serve [--host 127.0.0.1] [--port 8000] [--threads N]`` starts
+``python -m react_lab.backends.serve [--host 127.0.0.1] [--port 8000] [--threads N]`` starts
 ``python -m llama_cpp.server`` (``pip install react-lab[server]``) on the GGUF file the lab
-runs in-process (:func:`react_lab.models.smollm2_path`), with the settings that make it
+runs in-process (:func:`react_lab.backends.local.smollm2_path`), with the settings that make it
 decode as the in-process model does, and prints what a learner exports to use it::
 
     export OPENAI_BASE_URL=http://HOST:8000/v1 OPENAI_MODEL=smollm2-135m-instruct \\
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 #: The model name the server answers to (``OPENAI_MODEL``). It mentions SmolLM, so
-#: :func:`react_lab.models.resolve_chat_template` renders ChatML client-side for it.
+#: :func:`react_lab.backends.endpoints.resolve_chat_template` renders ChatML client-side for it.
 MODEL_ALIAS = "smollm2-135m-instruct"
 #: What the server must be sent so it samples as the in-process model (see the module doc).
 EXTRA_BODY = '{"repeat_penalty": 1.0}'
@@ -39,11 +39,12 @@ def server_command(*, host: str = "127.0.0.1", port: int = 8000, threads: int | 
                    gguf: str | os.PathLike | None = None, python: str | None = None) -> list[str]:
     """The ``python -m llama_cpp.server`` command line (a list) that serves the embedded model.
 
-    ``threads`` defaults to :func:`react_lab.models.default_threads` (``REACT_LAB_THREADS``);
-    ``gguf`` to :func:`react_lab.models.smollm2_path`; ``python`` to this interpreter.
+    ``threads`` defaults to :func:`react_lab.backends.threads.default_threads` (``REACT_LAB_THREADS``);
+    ``gguf`` to :func:`react_lab.backends.local.smollm2_path`; ``python`` to this interpreter.
     Raises ``FileNotFoundError`` when the GGUF file is missing.
     """
-    from .models import default_threads, smollm2_path
+    from .local import smollm2_path
+    from .threads import default_threads
 
     threads = threads or default_threads()
     return [python or sys.executable, "-m", "llama_cpp.server",
@@ -67,7 +68,7 @@ def learner_exports(host: str, port: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Start the server in the foreground (Ctrl-C stops it); return its exit code."""
-    p = argparse.ArgumentParser(prog="python -m react_lab.serve", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m react_lab.backends.serve", description=__doc__.split("\n")[0])
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default %(default)s; 0.0.0.0 for a room)")
     p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")

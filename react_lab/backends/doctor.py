@@ -1,4 +1,4 @@
-"""Check that the lab is ready offline: model file, llama.cpp, database; ``python -m react_lab.doctor``.
+"""Check that the lab is ready offline: model file, llama.cpp, database; ``python -m react_lab.backends.doctor``.
 
 Prints one line per check and exits 1 with a hint when one fails. The setup script
 runs it last so a broken install is reported before the workshop starts. With
@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 import time
 
-from .cost import encoding
-from .models import local_model, smollm2_path
-from .tools import DB_PATH, open_db
+from ..cost import encoding
+from ..tools import DB_PATH, open_db
+from .local import local_model, smollm2_path
 
 
 def checks():
@@ -54,8 +54,8 @@ def endpoint_checks():
     base_url = os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         return
-    from .models import EndpointError, OpenAIModel
-    from .protocol import STOP
+    from ..protocol import STOP
+    from .endpoints import EndpointError, OpenAIModel
 
     try:
         model = OpenAIModel()

@@ -6,7 +6,7 @@ The first 50 are the original set (notebook 08, ``react-lab eval``); 156 more in
 categories make 206, split once by a fixed seed into a ``dev`` half (tune on it) and a
 ``test`` half (report on it) -- :func:`load_tasks` returns either.
 :func:`score` compares an answer to the gold one after normalising numbers, dates, ids
-and yes/no (the rules are in its docstring). :mod:`react_lab.evals` runs a model over
+and yes/no (the rules are in its docstring). :mod:`react_lab.experiments.evals` runs a model over
 the set and computes the metrics.
 """
 from __future__ import annotations
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from .tools import ID_LIKE_RE, MONTHS
+from ..tools import ID_LIKE_RE, MONTHS
 
-TASKS_PATH = Path(__file__).resolve().parent / "data" / "tasks.json"
+TASKS_PATH = Path(__file__).resolve().parents[1] / "data" / "tasks.json"
 
 # --------------------------------------------------------------------------- the task set
 

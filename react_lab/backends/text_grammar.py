@@ -1,6 +1,6 @@
 """The text-protocol reply grammar: constrained decoding of the ``Action:`` line, built from the tool schemas.
 
-:mod:`react_lab.grammar` constrains a *native* reply (one JSON object). This module does
+:mod:`react_lab.backends.grammar` constrains a *native* reply (one JSON object). This module does
 the same for the text protocol of notebooks 01-03: the loop's prompt ends with
 ``Thought:``, so a completion is ``<thought>\\nAction: tool[args]`` or
 ``<thought>\\nAnswer: ...``. :func:`protocol_grammar` writes a GBNF grammar (llama.cpp's
@@ -18,7 +18,7 @@ grammar format, passed as ``create_completion(grammar=...)``) over that completi
   accuracy, the "format tax" of Tam et al., 2024, "Let Me Speak Freely? A Study on the
   Impact of Format Restrictions on Performance of Large Language Models" (arXiv:2408.02442).
 
-Nothing here runs the model; :class:`react_lab.ladder.GrammarModel` passes the grammar
+Nothing here runs the model; :class:`react_lab.experiments.ladder.GrammarModel` passes the grammar
 to llama.cpp, which masks every token that would leave it.
 """
 from __future__ import annotations

@@ -4,7 +4,7 @@ The notebooks ask "Was cus_8812 charged twice for INV-2041 in July?" and similar
 questions that are not in the evaluation set. :func:`check_charges` answers the
 duplicate-charge kind by SQL (a real duplicate is two *succeeded* charges; an invoice
 listed twice was usually emailed twice), and :meth:`ChargeCheck.task` turns the answer
-into a :class:`react_lab.tasks.Task`, so :func:`react_lab.tasks.score` judges the model's
+into a :class:`react_lab.experiments.tasks.Task`, so :func:`react_lab.experiments.tasks.score` judges the model's
 answer exactly as the evaluation does. :func:`why_wrong` names, from what a run did, the
 usual reasons a small model misses it.
 """
@@ -14,9 +14,9 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
-from .protocol import EXEMPLARS
-from .tasks import Task, score
-from .tools import ID_LIKE_RE, open_db
+from ..experiments.tasks import Task, score
+from ..protocol import EXEMPLARS
+from ..tools import ID_LIKE_RE, open_db
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
 DUPLICATE_SQL = ("SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges "
@@ -53,7 +53,7 @@ class ChargeCheck:
         return "yes" if len(self.succeeded) > 1 else "no"
 
     def task(self, question: str) -> Task:
-        """``question`` as a yes/no :class:`~react_lab.tasks.Task` with this gold answer."""
+        """``question`` as a yes/no :class:`~react_lab.experiments.tasks.Task` with this gold answer."""
         return Task(id=f"charged_twice:{self.invoice_id}", category="duplicate",
                     question=question, gold=self.gold, kind="yesno", sql=DUPLICATE_SQL,
                     params=(self.invoice_id,))
@@ -135,7 +135,7 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
 
 @dataclass(frozen=True)
 class Verdict:
-    """A run's answer beside the gold one: ``right`` by :func:`react_lab.tasks.score`, ``why`` if not."""
+    """A run's answer beside the gold one: ``right`` by :func:`react_lab.experiments.tasks.score`, ``why`` if not."""
 
     answer: str | None
     gold: str

@@ -3,7 +3,7 @@
 :func:`question_set` asks for ``n`` questions of seven kinds (duplicate charges, latest
 invoice, totals since a date, payment status, charge status, invoices listed twice, help
 lookups), the same ``n`` every time, each with the answer the database gives;
-:func:`questions` is their text. :mod:`react_lab.forge` asks them (``forge.questions`` is
+:func:`questions` is their text. :mod:`react_lab.experiments.forge` asks them (``forge.questions`` is
 this function).
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
-from .tools import MONTHS, open_db
+from ..tools import MONTHS, open_db
 
 
 @dataclass(frozen=True)
