@@ -34,7 +34,8 @@ from servers import llama_server  # noqa: E402
 
 from react_lab.backends.endpoints import OpenAIModel  # noqa: E402
 from react_lab.backends.serve import EXTRA_BODY, MODEL_ALIAS  # noqa: E402
-from react_lab.experiments.evals import evaluate, load_tasks  # noqa: E402
+from react_lab.experiments.evals import evaluate  # noqa: E402
+from react_lab.experiments.tasks import load_tasks  # noqa: E402
 
 
 def content(record: dict) -> dict:

@@ -19,9 +19,7 @@ this lab is built from (P=1,000, O=600, A=100, N=10 gives 7,300 tokens at step 1
 from __future__ import annotations
 
 import functools
-import html
 import importlib.util
-import json
 from pathlib import Path
 from typing import Callable, Sequence
 from unittest import mock
@@ -213,129 +211,8 @@ def describe_cost(cost: dict) -> str:
 
 # --------------------------------------------------------------------------- plots
 
-def plot_cost(P: int, O: int, A: int, N: int, *, title: str | None = None):
-    """Plot an N-step run: prompt tokens per step, and cumulative tokens split by term.
-
-    Left: each step's prompt as the prefix ``P`` plus the re-sent ``(k - 1)(A + O)``.
-    Right: running totals of the linear prefix term and the quadratic re-sent term.
-    The crossover steps are marked. Returns a ``matplotlib.figure.Figure`` (not shown,
-    not registered with pyplot).
-    """
-    from matplotlib.figure import Figure  # heavy, optional: only plots need it
-    from matplotlib.ticker import MaxNLocator
-
-    cost = run_cost(P, O, A, N)
-    steps = list(range(1, N + 1))
-    resent = [s - P for s in cost["per_step"]]
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
-    left, right = fig.subplots(1, 2)
-
-    left.bar(steps, [P] * N, color="#9ca3af", label=f"prefix P = {P:,}")
-    left.bar(steps, resent, bottom=[P] * N, color="#2563eb",
-             label=f"re-sent text (k-1)·(A+O), A+O = {A + O:,}")
-    k = cost["crossover_step"]
-    if k is not None and k <= N:
-        _mark(left, k, f"from step {k},\nre-sent > prefix")
-    left.set(xlabel="step", ylabel="prompt tokens sent", title="Each request")
-    left.legend(fontsize=8, loc="upper left")
-
-    cum_prefix = [P * n for n in steps]
-    cum_resent = [(A + O) * n * (n - 1) // 2 for n in steps]
-    right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#2563eb"],
-                    labels=["prefix: N·P (linear)", "re-sent: (A+O)·N(N-1)/2 (quadratic)"])
-    right.plot(steps, cum_prefix, color="#374151", lw=1)
-    m = cost["cumulative_crossover_step"]
-    if m is not None and m <= N:
-        _mark(right, m, f"from N = {m},\nre-sent total > prefix total")
-    right.set(xlabel="steps so far", ylabel="cumulative prompt tokens",
-              title=f"The run: {cost['total_tokens']:,} tokens in {N} steps")
-    right.legend(fontsize=8, loc="upper left")
-    for ax in (left, right):
-        ax.yaxis.set_major_formatter("{x:,.0f}")
-        ax.set_xlim(0.4, N + 0.6)
-        if N <= 20:
-            ax.set_xticks(steps)
-        else:
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    if title:
-        fig.suptitle(title)
-    return fig
-
-
-def _mark(ax, x, text):
-    """A dashed red line at step ``x`` with a boxed label, in the upper half of ``ax``."""
-    ax.axvline(x, color="#dc2626", ls="--", lw=1)
-    ax.text(x - 0.15, 0.62, text, transform=ax.get_xaxis_transform(), ha="right", va="top",
-            color="#dc2626", fontsize=8.5, bbox={"facecolor": "white", "alpha": 0.85, "lw": 0})
-
-
-def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
-    """Return (do not display) a widget with IntSliders for P, O, A, N that redraws :func:`plot_cost`.
-
-    State lives on the returned ``VBox``: ``.sliders`` (dict by letter), ``.cost``
-    (the latest :func:`run_cost` dict), ``.figure`` (the latest Figure), ``.summary``
-    (an HTML widget with :func:`describe_cost`), ``.output`` and ``.redraws``
-    (how many times it has drawn).
-    """
-    import ipywidgets as widgets  # heavy, optional: only the notebooks' controls need it
-    from IPython.display import display
-
-    def slider(value, low, high, step, text):
-        return widgets.IntSlider(value=value, min=low, max=high, step=step, description=text,
-                                 continuous_update=False, style={"description_width": "11em"},
-                                 layout=widgets.Layout(width="32em"))
-
-    sliders = {"P": slider(P, 0, 5000, 50, "prefix P (tokens)"),
-               "O": slider(O, 0, 5000, 50, "observation O (tokens)"),
-               "A": slider(A, 0, 1000, 10, "assistant A (tokens)"),
-               "N": slider(N, 1, 40, 1, "steps N")}
-    summary, output = widgets.HTML(), widgets.Output()
-    box = widgets.VBox([*sliders.values(), summary, output])
-    box.sliders, box.summary, box.output = sliders, summary, output
-    box.cost, box.figure, box.redraws = None, None, 0
-
-    def redraw(change=None):
-        p, o, a, n = (sliders[name].value for name in "POAN")
-        box.cost = run_cost(p, o, a, n)
-        box.figure = plot_cost(p, o, a, n)
-        summary.value = "<br>".join(html.escape(line) for line in describe_cost(box.cost).splitlines())
-        box.redraws += 1
-        output.clear_output(wait=True)
-        with output:
-            display(box.figure)
-
-    for s in sliders.values():
-        s.observe(redraw, names="value")
-    redraw()
-    return box
-
 
 # --------------------------------------------------------------------------- the CLI
-
-def cli_cost(args) -> int:
-    """``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png] [--json]``.
-
-    ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
-    "naive_tokens"}``; otherwise a table of the steps and a summary. ``--plot`` writes
-    :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
-    """
-    P, O, A, N = args.prefix, args.observation, args.assistant, args.steps
-    cost = run_cost(P, O, A, N)
-    if args.plot:
-        plot_cost(P, O, A, N).savefig(args.plot, dpi=120)
-    if args.json:
-        keys = ("per_step", "total_tokens", "prefix_tokens", "resent_tokens", "naive_tokens")
-        print(json.dumps({key: cost[key] for key in keys}))
-        return 0
-    print(f"{'step':>4}  {'prompt tokens':>13}  {'prefix':>8}  {'re-sent':>8}  {'cumulative':>10}")
-    running = 0
-    for k, sent in enumerate(cost["per_step"], 1):
-        running += sent
-        print(f"{k:>4}  {sent:>13,}  {P:>8,}  {sent - P:>8,}  {running:>10,}")
-    print(describe_cost(cost))
-    if args.plot:
-        print(f"plot written to {args.plot}")
-    return 0
 
 
 # --------------------------------------------------------------------------- prompts to count
@@ -427,56 +304,6 @@ def request_texts(result) -> list[str]:
             texts.append(sent)
         sent += text
     return texts[:len(result.steps)]
-
-
-def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tokens"):
-    """Plot a measured run: each request split by term, and the run's cumulative totals.
-
-    Left: one stacked bar per step -- the prompt prefix ``P`` (the same every step: the
-    linear term), then the earlier steps' model text and observations re-sent (the part
-    that grows: the quadratic term) -- with the prompt tokens the backend reported as
-    dots and the cost model with the run's mean A and O as a dashed line. Right: the
-    cumulative prompt tokens, prefix and re-sent stacked, and the tokens the backend
-    actually evaluated (its KV cache reused the rest) where it reports them. Both y axes start at 0; ``unit``
-    names the tokenizer in their labels. ``measured`` is :func:`measure_run`'s dict.
-    Returns a ``matplotlib.figure.Figure``.
-    """
-    from matplotlib.figure import Figure  # heavy, optional: only plots need it
-
-    steps, P = measured["steps"], measured["P"]
-    prefix, model_text, observations = [P] * len(steps), measured["resent_A"], measured["resent_O"]
-    fig = Figure(figsize=(10, 4.8), layout="constrained")
-    left, right = fig.subplots(1, 2)
-    left.bar(steps, prefix, color="#9ca3af", label=f"prompt prefix P = {P:,} (linear)")
-    left.bar(steps, model_text, bottom=prefix, color="#93c5fd", label="re-sent model text")
-    left.bar(steps, observations, bottom=[p + a for p, a in zip(prefix, model_text)],
-             color="#1d4ed8", label="re-sent observations")
-    left.plot(steps, measured["reported"], "o", color="#111827", label="reported by the backend")
-    left.plot(steps, measured["predicted_mean"], "--", color="#f59e0b",
-              label=f"cost model, mean A = {measured['mean_A']:.0f}, O = {measured['mean_O']:.0f}")
-    over = [k for k, a, o in zip(steps, model_text, observations) if a + o > P]
-    if over:
-        _mark(left, over[0], f"from step {over[0]},\nre-sent > prefix")
-    left.set(xlabel="step", ylabel=f"prompt tokens sent ({unit})", title="Each request")
-    below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2}
-    left.legend(**below)
-
-    cum_prefix, cum_resent = _running(prefix), _running([a + o for a, o in zip(model_text, observations)])
-    right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#1d4ed8"],
-                    labels=["prefix: N·P (linear)", "re-sent text (quadratic)"])
-    if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
-        right.plot(steps, _running(measured["evaluated"]), "s-", color="#059669",
-                   label="evaluated (the rest came from the KV cache)")
-    right.set(xlabel="steps so far", ylabel=f"cumulative prompt tokens ({unit})",
-              title=f"The run: {sum(measured['reported']):,} prompt tokens in {len(steps)} steps")
-    right.legend(**below)
-    for ax in (left, right):
-        ax.set_xticks(steps)
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter("{x:,.0f}")
-    if title:
-        fig.suptitle(title)
-    return fig
 
 
 def _running(values: Sequence[int]) -> list[int]:

@@ -20,8 +20,8 @@ from .schema import validate_call
 OWNERS = ("prompt", "model", "loop")
 #: What a span of the loop's holds (``Transcript.kinds``).
 KINDS = ("observation", "error", "nudge", "summary")
-_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
-_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
+OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
+OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
 
 @dataclass
@@ -120,12 +120,6 @@ class Transcript:
     def text(self) -> str:
         return "".join(t for _, t in self.spans)
 
-    def chars_by_owner(self) -> dict[str, int]:
-        """Characters written by each owner."""
-        out = dict.fromkeys(OWNERS, 0)
-        for owner, t in self.spans:
-            out[owner] += len(t)
-        return out
 
     def render_text(self, *, show_prompt: bool = False) -> str:
         """Plain text with an owner tag on every line, e.g. ``[model] Thought: ...``.
@@ -148,15 +142,15 @@ class Transcript:
     def render_html(self, *, show_prompt: bool = False) -> str:
         """HTML with each span coloured by owner and a legend; for notebooks."""
         legend = " ".join(
-            f'<span style="background:{_BACKGROUNDS[o]};color:{_COLOURS[o]};padding:0 4px">'
+            f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]};padding:0 4px">'
             f"{o}</span>" for o in OWNERS)
         body = []
         for owner, t in self.spans:
             if owner == "prompt" and not show_prompt:
                 q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
                 t = f"… {len(t)} characters of prompt prefix …\n" + (q[-1] + "\n" if q else "")
-            body.append(f'<span title="written by the {owner}" style="background:{_BACKGROUNDS[owner]};'
-                        f'color:{_COLOURS[owner]}">{html.escape(t)}</span>')
+            body.append(f'<span title="written by the {owner}" style="background:{OWNER_BACKGROUNDS[owner]};'
+                        f'color:{OWNER_COLOURS[owner]}">{html.escape(t)}</span>')
         return (f'<div style="font-size:90%">written by: {legend}</div>'
                 f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>')
 
@@ -262,42 +256,3 @@ def log_run(result, path: str | Path, run_id: str, *, task_id: str | None = None
     """
     return write_jsonl(path, (step_event(s, run_id=run_id, task_id=task_id, tools=tools)
                               for s in result.steps))
-
-
-def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
-               max_chars: int = 60) -> str:
-    """Render dicts as an HTML table (no pandas); cells are escaped and cut at ``max_chars``.
-
-    ``columns`` defaults to the keys of the first row. Floats show three significant
-    digits, or whole numbers with thousands commas from 100 up.
-    """
-    rows = list(rows)
-    columns = list(columns or (rows[0] if rows else []))
-
-    def cell(value) -> str:
-        if isinstance(value, float):
-            value = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
-        elif not isinstance(value, str) and value is not None:
-            value = json.dumps(value, ensure_ascii=False, default=str)
-        text = "" if value is None else value
-        text = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
-        return f"<td style='text-align:left'>{html.escape(text)}</td>"
-
-    head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in columns) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
-    """Render texts side by side: ``{title: [(owner, text), ...]}`` as HTML columns.
-
-    Each span is coloured by its owner (:data:`OWNERS`), as :meth:`Transcript.render_html`
-    colours a transcript; text is escaped. For comparing two prompts and their completions.
-    """
-    cells = []
-    for title, spans in columns.items():
-        body = "".join(f'<span style="background:{_BACKGROUNDS[o]};color:{_COLOURS[o]}">'
-                       f"{html.escape(t)}</span>" for o, t in spans)
-        cells.append(f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
-                     f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>")
-    return f"<table style='width:100%'><tr>{''.join(cells)}</tr></table>"

@@ -8,11 +8,11 @@ from react_lab.experiments.abuses import (
     ABUSES,
     DEFENCES,
     OUTCOMES,
-    outcome_table,
-    plot_trust_boundary,
     reply_text,
     run_abuses,
 )
+from react_lab.notebook.plots import plot_trust_boundary
+from react_lab.notebook.tables import outcome_table
 
 # (regex, schema) per abuse: the classic loop never names a field; the schema always does.
 EXPECTED = {

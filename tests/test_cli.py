@@ -10,7 +10,7 @@ import pytest
 
 from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import MAX_COST_STEPS, main
-from react_lab.experiments import forge
+from react_lab.experiments.results import CACHE_ENV
 
 ANSWER = " I know this.\nAnswer: 42"
 
@@ -131,7 +131,7 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
     def broken(spec):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("react_lab.cli.load_model", broken)
+    monkeypatch.setattr("react_lab.cli.commands.load_model", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 
@@ -173,7 +173,7 @@ def test_forge_rate_help_explains_model(capsys):
 
 
 def test_forge_rate_json_shows_no_progress_bar(tmp_path, monkeypatch, capsys, script):
-    monkeypatch.setenv(forge.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     assert main(["forge-rate", "--n", "2", "--model", f"scripted:{script}", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 2

@@ -8,6 +8,8 @@ from react_lab import cost
 from react_lab.backends.scripted import ForcedModel, ScriptedModel
 from react_lab.cli import main
 from react_lab.loop import ask
+from react_lab.notebook.plots import plot_cost, plot_run
+from react_lab.notebook.widgets import make_cost_widget
 from react_lab.protocol import build_prompt
 from react_lab.tools import default_tools, production_tools
 
@@ -157,7 +159,7 @@ def test_cli_rejects_negative_sizes(capsys):
 # ---- plots and the widget ---------------------------------------------------------------
 
 def test_plot_cost_marks_both_crossovers():
-    fig = cost.plot_cost(1000, 600, 100, 10)
+    fig = plot_cost(1000, 600, 100, 10)
     left, right = fig.axes
     assert [round(line.get_xdata()[0]) for line in left.lines] == [3]
     assert [round(line.get_xdata()[0]) for line in right.lines[1:]] == [4]
@@ -165,7 +167,7 @@ def test_plot_cost_marks_both_crossovers():
 
 
 def test_widget_redraws_when_a_slider_moves():
-    w = cost.make_cost_widget()
+    w = make_cost_widget()
     assert w.redraws == 1 and w.cost["total_tokens"] == 41500
     w.sliders["N"].value = 4
     assert w.redraws == 2 and w.cost["per_step"] == [1000, 1700, 2400, 3100]
@@ -228,7 +230,7 @@ def test_measure_run_predicts_a_scripted_run_exactly():
     assert all(p == measured["P"] + a + o for p, a, o in
                zip(measured["predicted"], measured["resent_A"], measured["resent_O"]))
     assert measured["resent_O"][2] == measured["O"][0] + measured["O"][1]
-    fig = cost.plot_run(measured, unit="words")
+    fig = plot_run(measured, unit="words")
     assert len(fig.axes) == 2
     for ax in fig.axes:
         assert ax.get_ylim()[0] == 0 and "(words)" in ax.get_ylabel()

@@ -219,7 +219,8 @@ def _content(record: dict) -> dict:
 
 
 def test_eval_with_runs_in_flight_matches_a_serial_run_and_is_faster(env, tmp_path):
-    from react_lab.experiments.evals import evaluate, load_tasks
+    from react_lab.experiments.evals import evaluate
+    from react_lab.experiments.tasks import load_tasks
 
     tasks = load_tasks(n=8)
     timings = {}
@@ -238,7 +239,8 @@ def test_eval_with_runs_in_flight_matches_a_serial_run_and_is_faster(env, tmp_pa
 
 
 def test_eval_concurrency_must_be_a_whole_number(env):
-    from react_lab.experiments.evals import evaluate, load_tasks
+    from react_lab.experiments.evals import evaluate
+    from react_lab.experiments.tasks import load_tasks
 
     with pytest.raises(ValueError, match="concurrency"):
         evaluate(load_tasks(n=1), OpenAIModel("m", base_url="http://127.0.0.1:9/v1"),

@@ -22,8 +22,9 @@ from react_lab.experiments.tasks import (
     score,
 )
 from react_lab.loop import ask
+from react_lab.notebook.tables import html_table
 from react_lab.tools import default_tools, open_db
-from react_lab.trace import EVENT_FIELDS, html_table, log_run, read_jsonl
+from react_lab.trace import EVENT_FIELDS, log_run, read_jsonl
 
 TASKS = load_tasks()
 
@@ -371,12 +372,6 @@ def test_cached_records_keep_their_transcript(tmp_path):
     assert evals.transcript_of(again.records[0]).text == evals.transcript_of(run.records[0]).text
 
 
-def test_metrics_html_and_plot():
-    named = {"a": metrics(HANDCRAFTED), "b": metrics(HANDCRAFTED[:1])}
-    html = evals.metrics_html(named)
-    assert "success_rate" in html and html.count("<tr>") == len(evals.METRIC_ROWS) + 1
-    fig = evals.plot_metrics(named, {k: evals.success_by_category(HANDCRAFTED) for k in named})
-    assert len(fig.axes) == 4
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -12,7 +12,10 @@ from react_lab import tools
 from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
 from react_lab.experiments import forge
-from react_lab.experiments.questions import _KINDS
+from react_lab.experiments.questions import _KINDS, question_set
+from react_lab.experiments.results import CACHE_ENV
+from react_lab.notebook.plots import plot_forge_rate
+from react_lab.notebook.tables import highlight_forged
 from react_lab.notebook.widgets import make_forge_widget
 from react_lab.parser import truncate_forged
 
@@ -28,7 +31,7 @@ SCRIPT = [FORGES_THEN_ANSWERS, ANSWERS, RAMBLES, NUMBERED] * 2
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(forge.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 
@@ -39,20 +42,20 @@ def test_questions_are_deterministic_distinct_and_mixed():
     assert first == forge.questions(100)
     assert forge.questions(10) == first[:10]          # a smaller n is a prefix
     assert len(set(first)) == 100
-    kinds = Counter(q.kind for q in forge.question_set(100))
+    kinds = Counter(q.kind for q in question_set(100))
     assert set(kinds) == set(_KINDS) and min(kinds.values()) >= 10
 
 
 @pytest.mark.parametrize("n", [0, -1, 10**6])
 def test_question_count_out_of_range_is_a_clear_error(n):
     with pytest.raises(ValueError, match="n must be between 1 and"):
-        forge.question_set(n)
+        question_set(n)
 
 
 def test_questions_are_grounded_in_what_the_tools_return():
     """Every SQL-computed answer agrees with the agent's own tools on the shipped database."""
     conn = tools.open_db()
-    for q in forge.question_set(140):
+    for q in question_set(140):
         ids = re.findall(r"cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]+", q.text)
         if q.kind == "latest_invoice":
             assert tools.list_invoices(conn, ids[0], "0000-00-00")[0]["issued"] == q.answer
@@ -155,7 +158,7 @@ def test_truncate_forged_never_raises_and_leaves_no_observation_line(text):
 # --------------------------------------------------------------------------- highlighting
 
 def test_highlight_marks_the_observation_line_and_what_follows():
-    out = forge.highlight_forged(FORGES_THEN_ANSWERS)
+    out = highlight_forged(FORGES_THEN_ANSWERS)
     line = re.search(r'<mark class="forged-observation"[^>]*>(.*?)</mark>', out).group(1)
     assert html.unescape(line) == 'Observation: {"status": "refunded"}'
     after = re.search(r'<mark class="forged-after"[^>]*>(.*?)</mark>', out, re.S).group(1)
@@ -164,30 +167,30 @@ def test_highlight_marks_the_observation_line_and_what_follows():
 
 
 def test_highlight_without_forgery_marks_nothing_and_escapes():
-    out = forge.highlight_forged("Action: search[<script>]")
+    out = highlight_forged("Action: search[<script>]")
     assert "<mark" not in out and "<script>" not in out and "&lt;script&gt;" in out
 
 
 def test_highlight_marks_every_forged_observation():
-    out = forge.highlight_forged("Action: a[b]\nObservation: 1\nThought: t\nObservation 2: 2\nend")
+    out = highlight_forged("Action: a[b]\nObservation: 1\nThought: t\nObservation 2: 2\nend")
     assert out.count('class="forged-observation"') == 2
     assert out.count('class="forged-after"') == 2
 
 
 def test_highlight_escapes_inside_the_forged_span():
-    out = forge.highlight_forged("ok\nObservation: <b>&</b>\n<i>then</i>")
+    out = highlight_forged("ok\nObservation: <b>&</b>\n<i>then</i>")
     assert "<b>" not in out and "<i>" not in out and "&lt;b&gt;&amp;" in out
 
 
 @given(MODEL_TEXT)
 def test_highlight_keeps_every_character(text):
-    out = forge.highlight_forged(text)
+    out = highlight_forged(text)
     assert html.unescape(re.sub(r"<[^>]+>", "", out)) == text
 
 
 def test_plot_puts_the_claim_beside_the_measured_rates():
     result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False)
-    fig = forge.plot_forge_rate(result)
+    fig = plot_forge_rate(result)
     heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
     # with stop forged 0/4; without stop: forged 2/4, max_tokens 1/4, end of text 1/4 (stacked);
     # the claim 61; strict actions 2/4 and 1/4
@@ -215,7 +218,7 @@ def test_cache_miss_then_hit_then_refresh(cache):
 
 
 def test_cache_lives_outside_the_repo(monkeypatch, tmp_path):
-    monkeypatch.delenv(forge.CACHE_ENV, raising=False)
+    monkeypatch.delenv(CACHE_ENV, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert forge.cache_dir() == tmp_path / ".cache" / "react_lab"
 

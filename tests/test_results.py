@@ -30,7 +30,7 @@ def save_forge(where, script, n=3):
     model = f"scripted:{script}"
     data = forge.run_experiment(forge.questions(n), load_model(model), progress=False)
     return results.save("forge-small", data, experiment="forge", directory=where,
-                        config={"n": n, "max_tokens": forge.MAX_TOKENS, "tail": forge.TAIL_SAMPLE,
+                        config={"n": n, "max_tokens": forge.FORGE_MAX_TOKENS, "tail": forge.TAIL_SAMPLE,
                                 "model": model},
                         command=f"react-lab forge-rate --n {n} --model {model} --save-results forge-small",
                         seconds=data["seconds"])

@@ -19,12 +19,10 @@ names the field), ``impossible`` (cannot be generated), ``ok``.
 """
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..backends.chat import LocalChatModel
 from ..backends.grammar import grammar_check, reply_grammar
 from ..native import SYSTEM
 from ..protocol import strict_parse
@@ -214,84 +212,5 @@ def _where(sql: list[str]) -> str:
 
 # --------------------------------------------------------------------------- showing them
 
-_COLOURS = {"wrong_call": "#fecaca", "type_error": "#fed7aa", "rejected": "#bbf7d0",
-            "impossible": "#bfdbfe", "ok": "#e5e7eb"}
-_HEADERS = {"regex": "regex + comma split (classic loop)", "schema": "JSON Schema validation",
-            "grammar": "schema-constrained decoding"}
-
-
-def outcome_table(outcomes: list[Outcome]) -> str:
-    """Render outcomes as an HTML table: one row per abuse, one column per defence."""
-    abuses = list(dict.fromkeys(o.abuse for o in outcomes))
-    defences = list(dict.fromkeys(o.defence for o in outcomes))
-    cells = {(o.abuse, o.defence): o for o in outcomes}
-    head = "".join(f"<th style='text-align:left'>{html.escape(_HEADERS.get(d, d))}</th>"
-                   for d in defences)
-    rows = []
-    for a in abuses:
-        tds = []
-        for d in defences:
-            o = cells.get((a, d))
-            if o is None:
-                tds.append("<td></td>")
-                continue
-            tds.append(f"<td style='text-align:left;background:{_COLOURS.get(o.outcome, '#fff')}'>"
-                       f"<b>{o.outcome}</b><br><small>{html.escape(o.detail)}</small></td>")
-        rows.append(f"<tr><th style='text-align:left'>{html.escape(a)}</th>{''.join(tds)}</tr>")
-    return (f"<table><thead><tr><th></th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
-
-
-def plot_trust_boundary():
-    """Draw where "these characters are a tool call" is decided, text vs native; return the figure."""
-    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
-    from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
-
-    fig, ax = plt.subplots(figsize=(10, 4.2))
-    ax.set_xlim(0, 10)
-    ax.set_ylim(0, 4.4)
-    ax.axis("off")
-    lanes = [
-        (3.2, "text protocol", [("model", "writes text"), ("completion", "one string"),
-                                ("ACTION_RE + split(',')", "in YOUR client"),
-                                ("tool.fn(*args)", "")], 2),
-        (1.0, "native + schema", [("model", "tokens"), ("grammar / provider", "serialises JSON"),
-                                  ("validate_call", "jsonschema"), ("tool.fn(**args)", "")], 1),
-    ]
-    for y, title, boxes, decider in lanes:
-        ax.text(0.05, y + 0.85, title, fontsize=12, weight="bold")
-        for i, (name, note) in enumerate(boxes):
-            x = 0.2 + i * 2.5
-            hot = i == decider
-            ax.add_patch(FancyBboxPatch((x, y - 0.35), 1.9, 0.8, boxstyle="round,pad=0.05",
-                                        facecolor="#fde68a" if hot else "#f3f4f6",
-                                        edgecolor="#b45309" if hot else "#6b7280",
-                                        linewidth=2 if hot else 1))
-            ax.text(x + 0.95, y + 0.12, name, ha="center", fontsize=9.5, weight="bold")
-            ax.text(x + 0.95, y - 0.18, note, ha="center", fontsize=8.5, color="#374151")
-            if i:
-                ax.add_patch(FancyArrowPatch((x - 0.6, y + 0.05), (x - 0.05, y + 0.05),
-                                             arrowstyle="-|>", mutation_scale=14))
-        x = 0.2 + decider * 2.5 + 0.95
-        ax.text(x, y - 0.7, "decides: this is a call", ha="center", fontsize=9,
-                color="#b45309", style="italic")
-    ax.set_title("Where the decision \"these characters are a tool call\" is made", fontsize=12)
-    fig.tight_layout()
-    return fig
-
 
 # --------------------------------------------------------------------------- the CLI
-
-def cli_abuses(args) -> int:
-    """``react-lab abuses [--json]``: every abuse x defence, sampled on the embedded model.
-
-    Prints a JSON list of ``{"abuse", "defence", "outcome", "detail"}`` with ``--json``,
-    else one line per outcome. Returns the exit code.
-    """
-    outcomes = run_abuses(model=LocalChatModel())
-    if getattr(args, "json", False):
-        print(json.dumps([o.to_dict() for o in outcomes], indent=2, ensure_ascii=False))
-    else:
-        for o in outcomes:
-            print(f"{o.abuse:<45} {o.defence:<8} {o.outcome:<11} {o.detail}")
-    return 0

@@ -26,9 +26,9 @@ import math
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from tqdm.auto import tqdm
 
@@ -48,9 +48,10 @@ from ..tools import (
     SEARCH,
     default_tools,
 )
-from ..trace import RunResult, Transcript, html_table, step_event, write_jsonl
-from .results import cache_dir
-from .tasks import Task, load_tasks, score  # noqa: F401 -- load_tasks: also react_lab.experiments.evals.load_tasks
+from ..trace import RunResult, Transcript, step_event, write_jsonl
+from . import results
+from .results import Inputs, cache_dir
+from .tasks import Task, score
 
 PROTOCOLS = ("text", "native")
 #: The ``stopped_by`` of a run the step limit ended (a best-effort answer may follow).
@@ -59,8 +60,6 @@ STEP_LIMIT = "max_steps"
 #: The evaluation's budget, smaller than the loops' defaults: 50 tasks on a 2-core laptop
 #: must run in minutes, and every task's oracle needs at most 3 calls and an answer.
 EVAL_MAX_STEPS, EVAL_MAX_TOKENS = 4, 128
-
-
 
 
 # =========================================================================== scripted models
@@ -415,17 +414,6 @@ METRIC_ROWS = ("success_rate", "mean_steps", "p95_steps", "step_limit_rate", "to
                "repeat_action_rate", "parse_error_rate", "tokens_per_task", "seconds_per_task")
 
 
-def metrics_table(named: dict[str, dict], rows: Iterable[str] = METRIC_ROWS) -> list[dict]:
-    """Return one row per metric with a column per name (``{"text": metrics, ...}``)."""
-    return [{"metric": m, **{name: values.get(m) for name, values in named.items()}}
-            for m in rows]
-
-
-def metrics_html(named: dict[str, dict]) -> str:
-    """Render :func:`metrics_table` as an HTML table."""
-    return html_table(metrics_table(named))
-
-
 def success_by_category(records: Sequence[dict]) -> dict[str, float]:
     """Return the success rate of each task category, in first-seen order."""
     groups: dict[str, list[float]] = {}
@@ -434,43 +422,45 @@ def success_by_category(records: Sequence[dict]) -> dict[str, float]:
     return {c: _mean(v) for c, v in groups.items()}
 
 
-def plot_metrics(named: dict[str, dict], by_category: dict[str, dict] | None = None):
-    """Plot metrics side by side, one bar colour per name; returns the matplotlib Figure.
+# --------------------------------------------------------------------------- results files
 
-    Panels: the rates (0..1), steps per task (mean and p95), tokens per task, and, when
-    ``by_category`` (name -> :func:`success_by_category`) is given, success per category.
+def fingerprint_inputs(config: dict) -> Inputs:
+    """The fingerprint inputs of an evaluation results file: config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
+
+    ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
+    first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
+    default. The prompt part is :func:`react_lab.experiments.evals.config_of`'s surface
+    (instructions, tool descriptions and exemplars; or the system message) and every
+    tool schema.
     """
-    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
+    from ..protocol import (
+        EXEMPLARS,  # read at call time: the fingerprint sees what is current
+    )
+    from .tasks import load_tasks
 
-    rates = ["success_rate", "step_limit_rate", "tool_error_rate", "repeat_action_rate",
-             "parse_error_rate"]
-    panels = [("rates (share)", rates), ("steps per task", ["mean_steps", "p95_steps"]),
-              ("tokens per task", ["tokens_per_task"])]
-    ncols = len(panels) + (1 if by_category else 0)
-    widths = [3, 1.3, 1] + ([3] if by_category else [])
-    fig, axes = plt.subplots(1, ncols, figsize=(4 * ncols, 3.6),
-                             gridspec_kw={"width_ratios": widths})
-    width = 0.8 / max(1, len(named))
-    for ax, (title, keys) in zip(axes, panels):
-        for i, (name, values) in enumerate(named.items()):
-            xs = [k + (i - (len(named) - 1) / 2) * width for k in range(len(keys))]
-            ax.bar(xs, [values.get(k) or 0 for k in keys], width, label=name)
-        ax.set_xticks(range(len(keys)))
-        ax.set_xticklabels([k.replace("_rate", "").replace("_", " ") for k in keys],
-                           rotation=30, ha="right")
-        ax.set_title(title)
-    axes[0].set_ylim(0, 1)
-    axes[0].legend()
-    if by_category:
-        ax = axes[-1]
-        cats = list(next(iter(by_category.values())))
-        for i, (name, values) in enumerate(by_category.items()):
-            ys = [k + (i - (len(by_category) - 1) / 2) * width for k in range(len(cats))]
-            ax.barh(ys, [values.get(c, 0) for c in cats], width, label=name)
-        ax.set_yticks(range(len(cats)))
-        ax.set_yticklabels(cats)
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_title("success by category")
-    fig.tight_layout()
-    return fig
+    tools = default_tools()
+    exemplars = None if config.get("exemplars") is None else EXEMPLARS[:config["exemplars"]]
+    surface = config_of(config["protocol"], tools, max_steps=config["max_steps"],
+                              max_tokens=config["max_tokens"], exemplars=exemplars)["surface"]
+    return Inputs(model=config.get("model", "local"),
+                  prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
+                  tasks=[asdict(t) for t in load_tasks(n=config.get("n"))])
+
+
+def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
+              exemplars: int | None = None) -> Path:
+    """Save an :class:`react_lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
+
+    What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
+    (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default).
+    """
+    config = {"protocol": protocol, "model": model, "n": n, "max_steps": EVAL_MAX_STEPS,
+              "max_tokens": EVAL_MAX_TOKENS}
+    if exemplars is not None:  # absent by default, so files saved before the option stay current
+        config["exemplars"] = exemplars
+    command = (f"react-lab eval --protocol {protocol} --model {model}"
+               + (f" --n {n}" if n else "")
+               + (f" --exemplars {exemplars}" if exemplars is not None else "")
+               + f" --save-results {name}")
+    return results.save(name, {"metrics": run.metrics, "records": run.records}, experiment="eval",
+                config=config, command=command, seconds=run.seconds)

@@ -24,9 +24,7 @@ completions without a stop sequence ran into a fabricated ``Observation:`` line.
 from __future__ import annotations
 
 import hashlib
-import html
 import json
-import sys
 import time
 from collections import Counter
 from typing import Sequence
@@ -34,19 +32,18 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from .. import protocol
-from ..backends.load import load_model, model_spec
 from ..backends.local import LocalModel, local_model
 from ..loop import check_count
 from ..parser import find_forged, truncate_forged
 from ..tools import default_tools
 from .arms import TwoArmReader
-from .questions import Question, question_set, questions  # noqa: F401 -- forge.questions(n)
-from .results import CACHE_ENV, cache_dir  # noqa: F401 -- forge.cache_dir(): one reader of REACT_LAB_CACHE
+from .questions import questions
+from .results import Inputs, cache_dir
 
 #: Completion tokens per call. SmolLM2 spells digits one token each, so its thought and
 #: action take 24 to 70 tokens before the first forged ``Observation`` (measured on the
 #: 100 questions); 80 leaves room for the forgery and keeps 200 completions to minutes.
-MAX_TOKENS = 80
+FORGE_MAX_TOKENS = 80
 
 #: Bumped when the experiment changes, so old cached results are not reused.
 #: 4: one generation serves both arms on the embedded model; the no-stop arm ends at the forgery.
@@ -85,7 +82,7 @@ def forged_tail(text: str) -> str:
     return "" if cut is None else text[cut:]
 
 
-def complete_once(model, question: str, *, stop: bool, max_tokens: int = MAX_TOKENS,
+def complete_once(model, question: str, *, stop: bool, max_tokens: int = FORGE_MAX_TOKENS,
                   tools=None) -> dict:
     """Complete the first step of ``question`` once and describe the completion.
 
@@ -253,7 +250,7 @@ def _sum(values) -> int | None:
     return None if any(v is None for v in values) else sum(values)
 
 
-def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = MAX_TOKENS,
+def run_experiment(question_texts: Sequence[str], model, *, max_tokens: int = FORGE_MAX_TOKENS,
                    tail: int = TAIL_SAMPLE, batch: int = BATCH, progress: bool = True) -> dict:
     """Complete every question's first step with and without ``stop``, and count each arm.
 
@@ -333,7 +330,7 @@ def cache_key(model, question_texts: Sequence[str], max_tokens: int, tail: int =
     return hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def forge_rate(n: int = 100, model=None, *, max_tokens: int = MAX_TOKENS, tail: int = TAIL_SAMPLE,
+def forge_rate(n: int = 100, model=None, *, max_tokens: int = FORGE_MAX_TOKENS, tail: int = TAIL_SAMPLE,
                batch: int = BATCH, refresh: bool = False, progress: bool = True,
                cache: bool = True) -> dict:
     """Run :func:`run_experiment` on :func:`questions` ``(n)``, cached on disk.
@@ -381,84 +378,6 @@ def truncation_costs(result: dict) -> dict:
 
 # --------------------------------------------------------------------------- showing it
 
-FORGED_LINE_STYLE = "background:#fecaca;color:#7f1d1d;font-weight:bold"
-FORGED_AFTER_STYLE = "background:#fef3c7;color:#78350f"
-
-
-def highlight_forged(text: str) -> str:
-    """Render a completion as HTML in a ``<pre>``, marking the forged span.
-
-    Every model-written ``Observation`` line is a ``<mark class="forged-observation">``;
-    everything else after the first one (what the model went on to reason from its own
-    fiction) is a ``<mark class="forged-after">``. Text before it is left plain. All
-    model text is HTML-escaped.
-    """
-    cut = find_forged(text)
-    parts = [html.escape(text if cut is None else text[:cut])]
-    pos = cut
-    while pos is not None:
-        line_end = text.find("\n", pos)
-        line_end = len(text) if line_end < 0 else line_end
-        parts.append(f'<mark class="forged-observation" style="{FORGED_LINE_STYLE}">'
-                     f"{html.escape(text[pos:line_end])}</mark>")
-        nxt = find_forged(text[line_end:])
-        after_end = len(text) if nxt is None else line_end + nxt
-        if after_end > line_end:
-            parts.append(f'<mark class="forged-after" style="{FORGED_AFTER_STYLE}">'
-                         f"{html.escape(text[line_end:after_end])}</mark>")
-        pos = None if nxt is None else after_end
-    return ('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
-            + "".join(parts) + "</pre>")
-
-
-#: How the plot names each reason a no-stop completion ended (:func:`why_stopped`), and its colour.
-WHY_STOPPED_BARS = {"forged": ("forged Observation", "#dc2626"),
-                    "length": ("hit max_tokens first", "#f59e0b"),
-                    "end_of_text": ("model ended its text", "#9ca3af")}
-
-
-def plot_forge_rate(result: dict, claim: tuple[int, int] = SEED_CLAIM, ax=None):
-    """Bar chart per 100 completions: forgeries and strict-parsed actions per arm, the claim beside.
-
-    The no-stop arm's first bar is split by why each completion ended (:func:`why_stopped`:
-    forged, hit ``max_tokens`` first, or the model ended its text); the with-stop arm's is
-    its forgeries. ``claim`` is the seed's ``(forged, completions)`` without stop, drawn
-    beside the measured forgeries. Returns the matplotlib ``Figure``.
-    """
-    import matplotlib.pyplot as plt  # heavy, optional: only plots need it
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 3.8))
-    n = result["n"]
-    per100 = lambda k: 100 * k / n  # noqa: E731 -- a rate, so any n compares with the claim
-    labelled = set()
-
-    def bar(x, height, why, **style):
-        label, color = WHY_STOPPED_BARS[why]
-        bars = ax.bar([x], [height], 0.25, color=color, label=None if why in labelled else label, **style)
-        labelled.add(why)
-        return bars
-
-    ax.bar_label(bar(-0.14, per100(result["with_stop"]["forged"]), "forged"), fmt="%.0f", fontsize=8)
-    bottom = 0.0
-    for why, count in result["without_stop"]["why_stopped"].items():  # stacked: why each one ended
-        bars = bar(0.72, per100(count), why, bottom=bottom)
-        if count:
-            ax.bar_label(bars, fmt="%.0f", fontsize=8, label_type="center")
-        bottom += per100(count)
-    ax.bar_label(ax.bar([1.0], [100 * claim[0] / claim[1]], 0.25, color="#e5e7eb", hatch="//",
-                        edgecolor="#6b7280", label=f"seed claim: {claim[0]} of {claim[1]} forged"),
-                 fmt="%.0f", fontsize=8)
-    parsed = ax.bar([0.14, 1.28], [per100(result[a]["parsed"]) for a in ARMS], 0.25,
-                    color="#2563eb", label="strict regex finds an action")
-    ax.bar_label(parsed, fmt="%.0f", fontsize=8)
-    ax.set_xticks([0, 1], ["with stop", "without stop\n(first bar: why each completion ended)"])
-    ax.set_ylim(0, 125)
-    ax.set_ylabel("completions per 100")
-    ax.set_title(f"{result['model']}, {n} questions, max_tokens={result['max_tokens']}")
-    ax.legend(fontsize=8, loc="upper left", ncol=2)
-    return ax.figure
-
 
 def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
     """Return the experiment as a few plain-text lines (the CLI prints these)."""
@@ -492,38 +411,8 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
     return "\n".join(lines)
 
 
-def cli_forge_rate(args) -> int:
-    """Handle ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``; always recomputes.
-
-    ``--json`` prints the result without per-question texts (``{"n", "model",
-    "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
-    "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
-    "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
-    saves the whole result as a fingerprinted results file (:mod:`react_lab.experiments.results`).
-    Returns the exit code.
-    """
-    from ..notebook.warm import warm_up
-    from .results import save
-
-    spec = model_spec(args.model)
-    model = load_model(spec)
-    if spec == "local":
-        warm_up(model=True, protocols=["text"])  # one-off costs are not the experiment's
-    batch = getattr(args, "batch", BATCH)
-    result = forge_rate(args.n, model, batch=batch, refresh=True, progress=not args.json)
-    name = getattr(args, "save_results", None)
-    if name:
-        path = save(name, result, experiment="forge", seconds=result["seconds"],
-                    config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
-                            "batch": batch,
-                            "model": spec},
-                    command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
-                            f"--save-results {name}")
-        print(f"saved: {path}", file=sys.stderr)
-    if args.json:
-        brief = {k: v for k, v in result.items() if k != "trials"}
-        brief["tail_subsample"] = {**truncation_costs(result), "k": result["tail_subsample"]["k"]}
-        print(json.dumps(brief, indent=2))
-    else:
-        print(format_report(result))
-    return 0
+def fingerprint_inputs(config: dict) -> Inputs:
+    """The fingerprint inputs of a forgery results file: config ``{"n", "max_tokens", "tail", "model"}``."""
+    template = protocol.build_prompt("{question}", default_tools().values())
+    return Inputs(model=config.get("model", "local"), prompt={"template": template, "stop": protocol.STOP},
+                  tasks=questions(config["n"]), code={"forge": EXPERIMENT_VERSION})

@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -442,7 +441,7 @@ def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
 
 # --------------------------------------------------------------------------- results files
 
-def ladder_inputs(config: dict):
+def fingerprint_inputs(config: dict):
     """The fingerprint inputs of a ladder results file (:data:`react_lab.experiments.results.EXPERIMENTS`).
 
     ``config`` is the saved run's settings (``config``, ``split``, ``task_ids``, ...). The
@@ -531,49 +530,3 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
 def list_configs() -> str:
     """The ``--list-configs`` text: one line per config, name and what it changes."""
     return "\n".join(f"{c.name:<20} {c.about}" for c in CONFIGS.values())
-
-
-def cli_ladder(args) -> int:
-    """``react-lab eval --config NAME``: run one rung over a split; print its summary.
-
-    ``args``: ``config``, ``split`` (dev|test|all), ``per_category`` / ``n`` (a fixed
-    subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
-    runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
-    run is done, 3 when the budget stopped it first (run the same command again to
-    resume), 2 for bad arguments.
-    """
-    if getattr(args, "list_configs", False):
-        print(list_configs())
-        return 0
-    cfg = get_config(args.config)
-    split = args.split or "dev"
-    tasks = choose_tasks(split, per_category=args.per_category, n=args.n)
-    if args.trials > 1 and args.temperature == 0:
-        print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
-              "give a temperature such as 0.7", file=sys.stderr)
-        return 2
-    quiet = args.json
-    records, complete = run_ladder(cfg, tasks, split=split, trials=args.trials,
-                                   temperature=args.temperature, seed=args.seed,
-                                   budget=args.budget, progress=None if quiet else print)
-    summary = summarize(records)
-    subset = (f"first {args.per_category} per category" if args.per_category else "all") + \
-             (f", first {args.n}" if args.n else "")
-    out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
-    if complete and args.save_results:
-        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset)
-        command = " ".join(["react-lab eval", f"--config {cfg.name}", f"--split {split}",
-                            *([f"--per-category {args.per_category}"] if args.per_category else []),
-                            *([f"--n {args.n}"] if args.n else []),
-                            f"--trials {args.trials}", f"--temperature {args.temperature:g}",
-                            f"--seed {args.seed}", f"--save-results {args.save_results}"])
-        out["saved"] = str(save(args.save_results, records, settings, command=command))
-    if quiet:
-        print(json.dumps(out, indent=2))
-    else:
-        print(format_summary(cfg.name, summary))
-        print(f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
-              + ("" if complete else "; the budget ran out: run the same command again to resume"))
-        if out.get("saved"):
-            print(f"saved: {out['saved']}")
-    return 0 if complete else 3

@@ -37,7 +37,7 @@ import json
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,11 +57,12 @@ def cache_dir() -> Path:
 #: Where the shipped results live (package data).
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "data" / "results"
 
-#: experiment name -> "module:function" that maps a config to its :class:`Inputs`.
+#: experiment name -> "module:function" that maps a config to its :class:`Inputs`. Each experiment
+#: keeps that function in its own module; this store imports them only by name, when it checks a file.
 EXPERIMENTS = {
-    "forge": "react_lab.experiments.results:forge_inputs",
-    "eval": "react_lab.experiments.results:eval_inputs",
-    "ladder": "react_lab.experiments.ladder:ladder_inputs",
+    "forge": "react_lab.experiments.forge:fingerprint_inputs",
+    "eval": "react_lab.experiments.evals:fingerprint_inputs",
+    "ladder": "react_lab.experiments.ladder:fingerprint_inputs",
 }
 
 
@@ -258,61 +259,3 @@ def load(name: str, directory: str | os.PathLike | None = None) -> Results:
     fields = {k: record[k] for k in ("name", "experiment", "config", "command", "fingerprint",
                                      "created", "machine", "seconds", "data")}
     return Results(**fields, path=_path(name, directory))
-
-
-# --------------------------------------------------------------------------- the lab's experiments
-
-def forge_inputs(config: dict) -> Inputs:
-    """The forgery experiment (:mod:`react_lab.experiments.forge`): config ``{"n", "max_tokens", "tail", "model"}``."""
-    from .. import protocol
-    from ..tools import default_tools
-    from . import forge
-
-    template = protocol.build_prompt("{question}", default_tools().values())
-    return Inputs(model=config.get("model", "local"), prompt={"template": template, "stop": protocol.STOP},
-                  tasks=forge.questions(config["n"]), code={"forge": forge.EXPERIMENT_VERSION})
-
-
-def eval_inputs(config: dict) -> Inputs:
-    """An evaluation (:mod:`react_lab.experiments.evals`): config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
-
-    ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
-    first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
-    default. The prompt part is :func:`react_lab.experiments.evals.config_of`'s surface
-    (instructions, tool descriptions and exemplars; or the system message) and every
-    tool schema.
-    """
-    from ..protocol import EXEMPLARS
-    from ..tools import default_tools
-    from . import evals
-    from .tasks import load_tasks
-
-    tools = default_tools()
-    exemplars = None if config.get("exemplars") is None else EXEMPLARS[:config["exemplars"]]
-    surface = evals.config_of(config["protocol"], tools, max_steps=config["max_steps"],
-                              max_tokens=config["max_tokens"], exemplars=exemplars)["surface"]
-    return Inputs(model=config.get("model", "local"),
-                  prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
-                  tasks=[asdict(t) for t in load_tasks(n=config.get("n"))])
-
-
-def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
-              exemplars: int | None = None) -> Path:
-    """Save an :class:`react_lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
-
-    What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
-    (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default).
-    """
-    from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
-
-    config = {"protocol": protocol, "model": model, "n": n, "max_steps": EVAL_MAX_STEPS,
-              "max_tokens": EVAL_MAX_TOKENS}
-    if exemplars is not None:  # absent by default, so files saved before the option stay current
-        config["exemplars"] = exemplars
-    command = (f"react-lab eval --protocol {protocol} --model {model}"
-               + (f" --n {n}" if n else "")
-               + (f" --exemplars {exemplars}" if exemplars is not None else "")
-               + f" --save-results {name}")
-    return save(name, {"metrics": run.metrics, "records": run.records}, experiment="eval",
-                config=config, command=command, seconds=run.seconds)
-

@@ -9,12 +9,15 @@ from __future__ import annotations
 import html
 
 from ..backends.local import local_model
+from ..cost import describe_cost, run_cost
 from ..experiments import forge
 from ..loop import run
 from ..parser import find_forged
 from ..protocol import STOP, build_prompt
 from ..tools import default_tools
 from ..trace import Transcript
+from .plots import plot_cost
+from .tables import highlight_forged
 
 
 def make_stepper_widget(question: str, model, tools, **run_kwargs):
@@ -83,14 +86,14 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
-    :func:`react_lab.experiments.forge.highlight_forged`), ``status`` (HTML: finish reason, tokens,
+    :func:`react_lab.notebook.tables.highlight_forged`), ``status`` (HTML: finish reason, tokens,
     forged or not), ``completion`` (the last :class:`react_lab.backends.base.Completion`).
     ``model`` defaults to the embedded model, loaded on the first click.
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     tools = default_tools() if tools is None else tools
-    max_tokens = forge.MAX_TOKENS if max_tokens is None else max_tokens
+    max_tokens = forge.FORGE_MAX_TOKENS if max_tokens is None else max_tokens
     options = list(questions) if questions is not None else forge.questions(20)
     stop = w.Checkbox(value=True, description="send stop sequence", indent=False)
     question = w.Dropdown(options=options, value=options[0], description="question",
@@ -115,7 +118,7 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
                    else "no model-written Observation")
         status.value = (f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
                         f"{c.completion_tokens} completion tokens &middot; {verdict}")
-        output.value = forge.highlight_forged(c.text)
+        output.value = highlight_forged(c.text)
 
     button.on_click(complete)
     return box
@@ -179,4 +182,45 @@ def make_approval_widget():
     approve_button.on_click(lambda _: settle("approved by a human"))
     deny_button.on_click(lambda _: settle("denied by a human"))
     box.approve = approve
+    return box
+
+
+def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
+    """Return (do not display) a widget with IntSliders for P, O, A, N that redraws :func:`plot_cost`.
+
+    State lives on the returned ``VBox``: ``.sliders`` (dict by letter), ``.cost``
+    (the latest :func:`run_cost` dict), ``.figure`` (the latest Figure), ``.summary``
+    (an HTML widget with :func:`describe_cost`), ``.output`` and ``.redraws``
+    (how many times it has drawn).
+    """
+    import ipywidgets as widgets  # heavy, optional: only the notebooks' controls need it
+    from IPython.display import display
+
+    def slider(value, low, high, step, text):
+        return widgets.IntSlider(value=value, min=low, max=high, step=step, description=text,
+                                 continuous_update=False, style={"description_width": "11em"},
+                                 layout=widgets.Layout(width="32em"))
+
+    sliders = {"P": slider(P, 0, 5000, 50, "prefix P (tokens)"),
+               "O": slider(O, 0, 5000, 50, "observation O (tokens)"),
+               "A": slider(A, 0, 1000, 10, "assistant A (tokens)"),
+               "N": slider(N, 1, 40, 1, "steps N")}
+    summary, output = widgets.HTML(), widgets.Output()
+    box = widgets.VBox([*sliders.values(), summary, output])
+    box.sliders, box.summary, box.output = sliders, summary, output
+    box.cost, box.figure, box.redraws = None, None, 0
+
+    def redraw(change=None):
+        p, o, a, n = (sliders[name].value for name in "POAN")
+        box.cost = run_cost(p, o, a, n)
+        box.figure = plot_cost(p, o, a, n)
+        summary.value = "<br>".join(html.escape(line) for line in describe_cost(box.cost).splitlines())
+        box.redraws += 1
+        output.clear_output(wait=True)
+        with output:
+            display(box.figure)
+
+    for s in sliders.values():
+        s.observe(redraw, names="value")
+    redraw()
     return box

@@ -14,25 +14,16 @@ file that cannot be loaded (``react-lab: error: ...``).
 from __future__ import annotations
 
 import argparse
-import functools
-import json
 import math
 import sys
 
-from . import cost
-from .backends import doctor
-from .backends.endpoints import EndpointError
-from .backends.load import load_chat_model, load_model, model_spec
-from .experiments import abuses, evals, forge
-from .experiments.results import save_eval
-from .experiments.tasks import load_tasks
-from .guards import Guards
-from .loop import MAX_STEPS, ask
-from .native import ask_native
-from .notebook.warm import warm_up
-from .parser import parse
-from .protocol import EXEMPLARS, MAX_TOKENS
-from .tools import default_tools
+from ..backends import doctor
+from ..backends.endpoints import EndpointError
+from ..experiments.forge import BATCH
+from ..guards import Guards
+from ..loop import MAX_STEPS
+from ..protocol import EXEMPLARS, MAX_TOKENS
+from . import commands
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
 #: steps took 600 MB to print 108 MB. A real agent run is tens of steps.
@@ -91,40 +82,6 @@ def non_negative(*, zero_is_off: bool = False):
     return parse
 
 
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
-
-
-def cmd_ask(args) -> int:
-    """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``."""
-    if getattr(args, "protocol", "text") == "native" and args.no_stop:
-        args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
-                         "drop --no-stop, or use --protocol text to see forged observations")
-    if model_spec(args.model) == "local":
-        warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
-    if getattr(args, "protocol", "text") == "native":
-        result = ask_native(args.question, load_chat_model(args.model), default_tools(),
-                            max_steps=args.max_steps, max_tokens=args.max_tokens,
-                            guards=_guards(args))
-    else:
-        model = load_model(args.model)
-        result = ask(args.question, model, default_tools(), stop=not args.no_stop,
-                     max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        print(result.transcript.render_text())
-        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
-    return 0
-
-
-def _guards(args):
-    """The run's :class:`react_lab.guards.Guards` from the ``ask`` options (0 switches a limit off)."""
-    return Guards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
-                  tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
-                  price_in=args.price_in, price_out=args.price_out)
-
-
 def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     """The guard limits of ``ask``; defaults are :class:`react_lab.guards.Guards`'s."""
     d = Guards()
@@ -142,84 +99,6 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
                    help="dollars per million completion tokens (default %(default)s)")
     g.add_argument("--money-budget", type=limit, default=d.money_budget,
                    help="dollars per run at those prices (default %(default)s)")
-
-
-def cmd_parse(args) -> int:
-    """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
-    text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    _print_json(parse(text, tools=tools).to_dict())
-    return 0
-
-
-def _eval_model(spec: str, protocol: str):
-    """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
-
-    Text: :func:`react_lab.backends.load.load_model` specs; native: :func:`react_lab.backends.load.load_chat_model`.
-    """
-    if spec in evals.SCRIPTED:
-        return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
-    return load_chat_model(spec) if protocol == "native" else load_model(spec)
-
-
-def cmd_eval(args) -> int:
-    """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
-
-    With ``--config NAME`` or ``--list-configs``: :func:`react_lab.experiments.ladder.cli_ladder`.
-    ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
-    dont_know, scripted:FILE.json, openai[:MODEL]), ``exemplars`` (text only: the first
-    N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
-    ``json``, ``concurrency`` (runs in flight against an endpoint,
-    :func:`react_lab.experiments.evals.evaluate`), ``save_results`` (a name: every task computed
-    afresh, then saved by :func:`react_lab.experiments.results.save_eval`). Records are cached under
-    :func:`react_lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
-    with the native protocol. Returns the exit code.
-    """
-    if args.config or args.list_configs:  # the ladder's named configurations (issue 15)
-        from .experiments import ladder
-
-        return ladder.cli_ladder(args)
-    tasks = load_tasks(n=args.n)
-    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
-    save_as = getattr(args, "save_results", None)
-    n_exemplars = getattr(args, "exemplars", None)
-    if n_exemplars is not None and args.protocol != "text":
-        raise ValueError("--exemplars is for the text protocol (native calls have no exemplars)")
-    exemplars = None if n_exemplars is None else EXEMPLARS[:n_exemplars]
-    try:
-        model = _eval_model(args.model, args.protocol)
-        if args.model == "local":
-            warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
-        run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                             model_name=args.model if args.model in evals.SCRIPTED else None,
-                             exemplars=exemplars,
-                             concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
-    except RuntimeError as exc:
-        if isinstance(exc, EndpointError):
-            raise  # the CLI prints it as one "react-lab: error: ..." line
-        print(f"react-lab eval: {exc}", file=sys.stderr)
-        return 2
-    if save_as:
-        path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
-                         exemplars=n_exemplars)
-        print(f"saved: {path}", file=sys.stderr)
-    m = run.metrics
-    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
-               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
-               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
-    if args.json:
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
-        return 0
-    for r in run.records:
-        answer = (r["answer"] or "").replace("\n", " ")
-        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
-              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
-    print()
-    for key in evals.METRIC_ROWS:
-        print(f"{key:>20}: {m[key]:.3f}")
-    print(f"{'tasks':>20}: {m['n']} ({run.computed} computed, the rest cached)")
-    print(f"{'wall clock':>20}: {run.seconds:.1f} s   log: {run.log_path}")
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,26 +124,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     _add_guard_options(a)
-    a.set_defaults(func=cmd_ask, usage_error=a.error)
+    a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
                                           "with and without the stop sequence (react_lab.experiments.forge)")
     f.add_argument("--n", type=whole_number(1), default=100,
                    help="number of questions (default %(default)s)")
     f.add_argument("--model", default=None, help=MODEL_HELP)
-    f.add_argument("--batch", type=whole_number(1, 255), default=forge.BATCH,  # llama.cpp's limit
+    f.add_argument("--batch", type=whole_number(1, 255), default=BATCH,  # llama.cpp's limit
                    help="embedded model: questions decoded side by side (default %(default)s; "
                         "1 = one at a time, exactly create_completion's tokens)")
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.add_argument("--save-results", metavar="NAME", default=None,
                    help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
                         "(react_lab.experiments.results)")
-    f.set_defaults(func=forge.cli_forge_rate)
+    f.set_defaults(func=commands.cmd_forge_rate)
 
     ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
                                        "decoding (react_lab.experiments.abuses)")
     ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
-    ab.set_defaults(func=abuses.cli_abuses)
+    ab.set_defaults(func=commands.cmd_abuses)
 
     c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic "
                                     "re-sends (react_lab.cost)")
@@ -276,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"number of steps N (at most {MAX_COST_STEPS})")
     c.add_argument("--plot", help="write a PNG plot to this file")
     c.add_argument("--json", action="store_true", help="print one JSON object")
-    c.set_defaults(func=cost.cli_cost)
+    c.set_defaults(func=commands.cmd_cost)
 
     e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
                                     "(react_lab.experiments.evals, react_lab.experiments.tasks; --model oracle and "
@@ -314,7 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     ladder_group.add_argument("--seed", type=int, default=0, help="seed of the first trial")
     ladder_group.add_argument("--budget", type=float, default=None,
                               help="seconds; start no run after them (run again to resume)")
-    e.set_defaults(func=cmd_eval)
+    e.set_defaults(func=commands.cmd_eval)
 
     d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
                                       "and the endpoint when OPENAI_BASE_URL is set")
@@ -323,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
                                       "(react_lab.parser)")
     pr.add_argument("--tools", help="comma-separated tool names; any other name is an error")
-    pr.set_defaults(func=cmd_parse)
+    pr.set_defaults(func=commands.cmd_parse)
     return p
 
 
@@ -346,5 +225,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
