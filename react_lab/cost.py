@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 from unittest import mock
@@ -29,7 +30,16 @@ import tiktoken_ext.openai_public
 from tiktoken.load import load_tiktoken_bpe
 
 from . import protocol
-from .tools import call_tool, default_tools
+from .tools import (
+    CHARGE_ID,
+    Tool,
+    ToolError,
+    call_tool,
+    connection,
+    default_tools,
+    payment_tools,
+    working_copy,
+)
 
 # --------------------------------------------------------------------------- counting tokens
 
@@ -312,3 +322,27 @@ def _running(values: Sequence[int]) -> list[int]:
         total += v
         out.append(total)
     return out
+
+
+def _refund_stand_in(charge_id: str):
+    raise ToolError("refund_charge is described in the production-sized prompt only; "
+                    "react_lab does not run refunds")
+
+
+
+def production_tools() -> list[Tool]:
+    """Eight tool descriptions for a production-sized prompt: describe them, don't call them.
+
+    The six read-only tools, ``schedule_payment`` (its description, built on a throwaway
+    copy of the database whose connection is closed again) and ``refund_charge``, a
+    stand-in that exists only as a description, to reach the seed's eight.
+    """
+    tools = list(default_tools().values())
+    with tempfile.TemporaryDirectory(prefix="react_lab_cost_") as tmp:
+        payment = payment_tools(working_copy(tmp))["schedule_payment"]
+        connection(payment).close()
+    refund = Tool("refund_charge", _refund_stand_in,
+                  "Refund one succeeded card charge in full; amounts are in cents. Moves real money.",
+                  {"type": "object", "properties": {"charge_id": CHARGE_ID},
+                   "required": ["charge_id"], "additionalProperties": False}, side_effect=True)
+    return tools + [payment, refund]

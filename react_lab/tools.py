@@ -77,12 +77,11 @@ class ToolError(Exception):
 
 # --- how the data writes ids and months (the guards, the scorer and the questions read them) --
 
-#: Ids the billing data uses: customers, invoices, charges, help articles, suppliers.
-ID_RE = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{4,}|KB-\d{2}|sup_\d{3})\b")
-
-#: Anything written like an id, in any case and of any length (``inv-20411``, ``pay_7``):
-#: what a reader of free text must not take for a number.
-ID_LIKE_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
+#: Anything written like one of the billing data's ids, in any case and of any length:
+#: customers ``cus_4417``, invoices ``INV-2041``, charges ``ch_9nfKQD``, help articles
+#: ``KB-01``, suppliers ``sup_106``, payments ``pay_0001`` -- and ``inv-20411`` too, which a
+#: reader of free text must not take for a number. The one id pattern of the package.
+ID_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")
@@ -401,29 +400,6 @@ def payment_tools(db_path: str | Path) -> dict[str, Tool]:
                 "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
                 SCHEDULE_PAYMENT, side_effect=True)
     return {tool.name: tool}
-
-
-def _refund_stand_in(charge_id: str):
-    raise ToolError("refund_charge is described in the production-sized prompt only; "
-                    "react_lab does not run refunds")
-
-
-def production_tools() -> list[Tool]:
-    """Eight tool descriptions for a production-sized prompt: describe them, don't call them.
-
-    The six read-only tools, ``schedule_payment`` (its description, built on a throwaway
-    copy of the database whose connection is closed again) and ``refund_charge``, a
-    stand-in that exists only as a description, to reach the seed's eight.
-    """
-    tools = list(default_tools().values())
-    with tempfile.TemporaryDirectory(prefix="react_lab_cost_") as tmp:
-        payment = payment_tools(working_copy(tmp))["schedule_payment"]
-        connection(payment).close()
-    refund = Tool("refund_charge", _refund_stand_in,
-                  "Refund one succeeded card charge in full; amounts are in cents. Moves real money.",
-                  {"type": "object", "properties": {"charge_id": CHARGE_ID},
-                   "required": ["charge_id"], "additionalProperties": False}, side_effect=True)
-    return tools + [payment, refund]
 
 
 def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:

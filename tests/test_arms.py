@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from react_lab import protocol
 from react_lab.backends.base import Completion
-from react_lab.backends.llama_state import Decoded
+from react_lab.backends.decode import Decoded
 from react_lab.backends.local import LocalModel
 from react_lab.backends.scripted import ScriptedModel
 from react_lab.experiments import forge

@@ -11,7 +11,7 @@ from react_lab.loop import ask
 from react_lab.notebook.plots import plot_cost, plot_run
 from react_lab.notebook.widgets import make_cost_widget
 from react_lab.protocol import build_prompt
-from react_lab.tools import default_tools, production_tools
+from react_lab.tools import default_tools
 
 # ---- counting tokens offline ------------------------------------------------------------
 
@@ -204,7 +204,7 @@ def test_lab_exemplars_take_the_protocols_exemplars_in_order():
 
 
 def test_production_prompt_has_eight_tools_and_three_exemplars():
-    tools = production_tools()
+    tools = cost.production_tools()
     assert len({t.name for t in tools}) == 8
     prompt = build_prompt("q?", tools, cost.lab_exemplars(3))
     assert prompt.count("Example ") == 3

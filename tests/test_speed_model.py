@@ -15,12 +15,11 @@ import pytest
 
 from react_lab import protocol
 from react_lab.backends.chat import LocalChatModel
+from react_lab.backends.decode import greedy_decode, greedy_decode_batch
 from react_lab.backends.grammar import reply_grammar
 from react_lab.backends.llama_state import (
     ContextWindowExceeded,
     common_prefix,
-    greedy_decode,
-    greedy_decode_batch,
     trim_cache,
 )
 from react_lab.backends.local import local_model

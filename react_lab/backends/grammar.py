@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..schema import NEEDS
-from .llama_state import GrammarSampler
+from .decode import GrammarSampler
 from .local import local_model
 
 #: Longest thought and answer a local reply may write, in characters: a small model

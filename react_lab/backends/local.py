@@ -18,13 +18,11 @@ from typing import Callable, Sequence
 from ..loop import check_count
 from ..protocol import MAX_TOKENS
 from .base import Completion, render_chat
+from .decode import GrammarSampler, greedy_decode, greedy_decode_batch
 from .llama_state import (
     ContextWindowExceeded,
-    GrammarSampler,
     PrefixState,
     Usage,
-    greedy_decode,
-    greedy_decode_batch,
     load_llama,
     shared_tokens,
     trim_cache,
@@ -177,7 +175,7 @@ class LocalModel:
         ``on_token(token)`` sees each token as it is chosen and returns False to end the
         completion there. ``grammar`` (GBNF text) constrains the tokens. Returns a
         :class:`Completion` (finish reason ``"length"`` at ``max_tokens``, else ``"stop"``)
-        whose ``raw`` is the :class:`react_lab.backends.llama_state.Decoded` (``tokens``, ``finish``).
+        whose ``raw`` is the :class:`react_lab.backends.decode.Decoded` (``tokens``, ``finish``).
         Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty prompt, or a
         prompt longer than the context window.
         """
@@ -199,14 +197,14 @@ class LocalModel:
         """Greedy-decode every text (no template), ``width`` of them side by side.
 
         ``width=1`` runs :meth:`decode` on each in turn (the one-at-a-time tokens, cache
-        rules included); more runs :func:`react_lab.backends.llama_state.greedy_decode_batch`, whose
+        rules included); more runs :func:`react_lab.backends.decode.greedy_decode_batch`, whose
         completions may differ from those at a near-tie (its docstring says why), starting
         from the texts' shared prefix kept by :meth:`remember_prefix`.
         ``on_token(i, token)`` sees each token of text ``i`` and returns False to end that
         completion; ``on_done(i, finish)`` is told when text ``i`` is finished, with the
         decoder's reason (``"end_of_text"``, ``"length"`` or ``"stopped"``). Returns one
         :class:`Completion` per text, in order; each ``raw`` is its
-        :class:`~react_lab.backends.llama_state.Decoded` (``started`` says when it began). Raises
+        :class:`~react_lab.backends.decode.Decoded` (``started`` says when it began). Raises
         ``ValueError`` as :meth:`decode` does, or for a width outside 1..255.
         """
         check_count("max_tokens", max_tokens)

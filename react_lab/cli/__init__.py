@@ -105,7 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one subcommand per experiment."""
     p = argparse.ArgumentParser(prog="react-lab", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
+    _add_ask(sub)
+    _add_forge_rate(sub)
+    _add_abuses(sub)
+    _add_cost(sub)
+    _add_eval(sub)
+    _add_doctor(sub)
+    _add_parse(sub)
+    return p
 
+
+def _add_ask(sub) -> None:
+    """The ``ask`` subcommand."""
     a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
                                    "question and print the trace")
     a.add_argument("question")
@@ -126,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 
+
+def _add_forge_rate(sub) -> None:
+    """The ``forge-rate`` subcommand."""
     f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
                                           "with and without the stop sequence (react_lab.experiments.forge)")
     f.add_argument("--n", type=whole_number(1), default=100,
@@ -140,11 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "(react_lab.experiments.results)")
     f.set_defaults(func=commands.cmd_forge_rate)
 
+
+def _add_abuses(sub) -> None:
+    """The ``abuses`` subcommand."""
     ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
                                        "decoding (react_lab.experiments.abuses)")
     ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
     ab.set_defaults(func=commands.cmd_abuses)
 
+
+def _add_cost(sub) -> None:
+    """The ``cost`` subcommand."""
     c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic "
                                     "re-sends (react_lab.cost)")
     c.add_argument("--prefix", type=int, required=True, help="prompt prefix P, tokens")
@@ -157,6 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=commands.cmd_cost)
 
+
+def _add_eval(sub) -> None:
+    """The ``eval`` subcommand."""
     e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
                                     "(react_lab.experiments.evals, react_lab.experiments.tasks; --model oracle and "
                                     "dont_know: the 100%% and 0%% baselines)")
@@ -195,15 +218,20 @@ def build_parser() -> argparse.ArgumentParser:
                               help="seconds; start no run after them (run again to resume)")
     e.set_defaults(func=commands.cmd_eval)
 
+
+def _add_doctor(sub) -> None:
+    """The ``doctor`` subcommand."""
     d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
                                       "and the endpoint when OPENAI_BASE_URL is set")
     d.set_defaults(func=lambda a: doctor.main())
 
+
+def _add_parse(sub) -> None:
+    """The ``parse`` subcommand."""
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
                                       "(react_lab.parser)")
     pr.add_argument("--tools", help="comma-separated tool names; any other name is an error")
     pr.set_defaults(func=commands.cmd_parse)
-    return p
 
 
 def main(argv: list[str] | None = None) -> int:

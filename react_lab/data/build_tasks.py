@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .. import protocol  # the prompt's own text is the source for two questions
 from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
-from ..tools import open_db
+from ..tools import ID_RE, open_db
 
 OUT = Path(__file__).resolve().parent / "tasks.json"
 
@@ -52,7 +52,6 @@ SPLITS = ("dev", "test")
 TEST_PINNED = ("cus_8812", "INV-2041", "INV-2291")
 #: Ids as they appear in questions and tool output (customers, invoices, charges,
 #: suppliers, payments, help articles).
-ID_RE = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
 
 
 def _one(conn: sqlite3.Connection, sql: str, params: tuple = ()):

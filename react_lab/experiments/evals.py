@@ -244,24 +244,20 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     Cache: the model's name (``model_name``, else ``model.name``), the protocol, the
     task id and question, and a hash of :func:`config_of` (prompt or tool schemas,
     limits, loop options) make a record's key. Records are appended to
-    ``<cache_dir>/<run_id>.jsonl`` (default :func:`default_cache_dir`); a timed-out run
-    is not cached, since it says more about the machine's load than about the model.
+    ``<cache_dir>/<run_id>.jsonl`` (default :func:`default_cache_dir`), but for a
+    timed-out run's (it says more about the machine's load than about the model).
     Answers are re-scored on every call, so a scorer change needs no re-run. Every step
     of every task is logged to ``<cache_dir>/logs/<run_id>.steps.jsonl``, rewritten
-    each call (:func:`react_lab.trace.read_jsonl` reads it).
+    each call (:func:`react_lab.trace.read_jsonl` reads it). ``timeout`` is per task, in
+    wall-clock seconds (:func:`run_task`); ``exemplars`` (text only) and ``loop_options``
+    go to the loop.
 
-    ``timeout`` is per task, in wall-clock seconds (:func:`run_task`); ``exemplars``
-    (text only) and ``loop_options`` go to the loop.
-
-    ``concurrency`` keeps up to that many runs in flight at once (threads), for a
-    backend that serves requests in parallel (an OpenAI-compatible endpoint); the records
-    come back in task order, identical in content to a serial run's when the backend's
-    answer depends on the request alone (a llama.cpp server that reuses the previous
-    request's KV cache can answer interleaved runs differently). Each run then
-    gets its own database connection (when ``tools`` is not given) and its own copy of
-    any :class:`react_lab.guards.Guards` in ``loop_options``. The embedded model runs one
-    generation at a time, so it gains nothing from it. Raises ValueError for an unknown
-    protocol or a ``concurrency`` below 1.
+    ``concurrency`` keeps up to that many runs in flight (threads) for a backend that
+    serves requests in parallel (an endpoint; the embedded model gains nothing), each
+    with its own database connection and copy of the guards; records come back in task
+    order, as a serial run's when the answer depends on the request alone (a llama.cpp
+    server reusing the previous request's KV cache may differ). Raises ValueError for an
+    unknown protocol or a ``concurrency`` below 1.
     """
     check_count("concurrency", concurrency)
     shared_tools = tools
@@ -273,14 +269,11 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
                        exemplars=exemplars, loop_options=loop_options)
     run_id = f"{_slug(name)}-{protocol}-{_hash(config)[:10]}"
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    cache_path = cache_dir / f"{run_id}.jsonl"
-    log_path = cache_dir / "logs" / f"{run_id}.steps.jsonl"
+    cache_path, log_path = cache_dir / f"{run_id}.jsonl", cache_dir / "logs" / f"{run_id}.steps.jsonl"
     cached = _read_cache(cache_path) if use_cache else {}
     log_path.unlink(missing_ok=True)
 
-    def compute(task: Task, key: str) -> dict:
-        # With runs in flight at once, each gets its own read-only database connection
-        # and its own copy of the guards (they keep per-run state).
+    def compute(task: Task, key: str) -> dict:  # runs in flight: own connection, own guards
         own_tools = default_tools() if shared_tools is None and concurrency > 1 else tools
         options = _run_options(loop_options) if concurrency > 1 else loop_options
         t1 = time.perf_counter()
@@ -288,17 +281,12 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
             task, model(task) if per_task else model, own_tools, protocol=protocol,
             max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
             loop_options=options)
-        return {"run_id": run_id, "key": key, "task_id": task.id, "model": name,
-                "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
-                "seconds": round(time.perf_counter() - t1, 3),
-                "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools)
-                          for s in result.steps],
-                "transcript": [list(span) for span in result.transcript.spans]}
+        return _record(result, run_id=run_id, key=key, task=task, model=name, protocol=protocol,
+                       tools=tools, seconds=time.perf_counter() - t1)
 
     t0, records, computed = time.perf_counter(), [], 0
     keys = [_hash([name, protocol, task.id, task.question, config])[:16] for task in tasks]
-    # Up to `concurrency` runs in flight; results are taken in task order, so the records,
-    # the cache and the log are those of a serial run. One at a time runs here, inline.
+    # Results are taken in task order: the records, cache and log are a serial run's.
     pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
     futures = [pool.submit(compute, task, key) if pool and key not in cached else None
                for task, key in zip(tasks, keys)]
@@ -311,9 +299,7 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
                 if use_cache and record["stopped_by"] != "timeout":
                     write_jsonl(cache_path, [record])
                 computed += 1
-            record = dict(record, category=task.category, question=task.question, gold=task.gold,
-                          correct=score(record["answer"], task), cached=key in cached)
-            records.append(record)
+            records.append(_scored(record, task, cached=key in cached))
             write_jsonl(log_path, record["steps"])
             bar.update()
             bar.set_postfix(success=f"{sum(r['correct'] for r in records)}/{len(records)}")
@@ -323,6 +309,22 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
             pool.shutdown(wait=True, cancel_futures=True)
     return EvalRun(run_id, records, computed, time.perf_counter() - t0, log_path,
                    cache_path if use_cache else None)
+
+
+def _record(result, *, run_id: str, key: str, task: Task, model: str, protocol: str, tools: dict,
+            seconds: float) -> dict:
+    """The cached record of one run: its answer, end, steps (step events) and transcript spans."""
+    return {"run_id": run_id, "key": key, "task_id": task.id, "model": model,
+            "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
+            "seconds": round(seconds, 3),
+            "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools) for s in result.steps],
+            "transcript": [list(span) for span in result.transcript.spans]}
+
+
+def _scored(record: dict, task: Task, *, cached: bool) -> dict:
+    """``record`` with its task's category, question and gold, scored now (``correct``)."""
+    return dict(record, category=task.category, question=task.question, gold=task.gold,
+                correct=score(record["answer"], task), cached=cached)
 
 
 def _run_options(loop_options: dict | None) -> dict | None:

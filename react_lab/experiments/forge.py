@@ -56,7 +56,7 @@ EXPERIMENT_VERSION = 6
 TAIL_SAMPLE = 10
 
 #: Questions decoded side by side on the embedded model
-#: (:func:`react_lab.backends.llama_state.greedy_decode_batch`). Generation speed on the first 20
+#: (:func:`react_lab.backends.decode.greedy_decode_batch`). Generation speed on the first 20
 #: questions, 2 cores: 67 tokens/s one at a time, 89 with 4 side by side, 101 with 8,
 #: 95 with 16. ``batch=1`` decodes one at a time: exactly ``create_completion``'s tokens.
 BATCH = 8

@@ -1,7 +1,7 @@
 """The ladder: named configurations that take the embedded 135M model from failing to working.
 
-Issue 15 asks *what makes a small model a working agent*, with numbers. Each rung is a
-:class:`Config` of the same text-protocol loop (:func:`react_lab.experiments.evals.run_task`: the
+What makes a small model a working agent, with numbers. Each rung is a
+:class:`react_lab.experiments.configs.Config` of the same text-protocol loop (:func:`react_lab.experiments.evals.run_task`: the
 real loop, tools and guards) on the same embedded model; only one thing changes per rung:
 
 ============================  ================================================================
@@ -27,15 +27,13 @@ Tune on ``split="dev"``; every figure the lab reports as a result comes from
 ``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
 budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.experiments.results`),
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
-``react-lab eval --config NAME`` is the command line (:func:`cli_ladder`).
+``react-lab eval --config NAME`` is the command line (:func:`react_lab.cli.commands.cmd_ladder`).
 """
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -43,15 +41,13 @@ from ..backends import text_grammar
 from ..backends.base import Completion
 from ..backends.local import LocalModel, local_model
 from ..cost import count_tokens
-from ..guards import MORE, Guards
+from ..guards import MORE
 from ..loop import check_count
-from ..protocol import EXEMPLARS, build_prompt
 from ..tools import Tool
-from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, run_task
-from .exemplars import get_pool, select
+from .configs import CONFIGS, Config, exemplars_for, first_prompt, get_config, tools_for
+from .evals import EVAL_MAX_TOKENS, run_task
 from .stats import Rate, pass_at_k, pass_hat_k, success_rate
 from .tasks import Task, load_tasks, score
-from .tool_designs import get_tools
 
 #: Bump when a change here changes what a run does; saved results then read as stale.
 CODE_VERSION = 1
@@ -66,102 +62,6 @@ def default_log_dir() -> Path:
 
 
 # --------------------------------------------------------------------------- configurations
-
-@dataclass(frozen=True)
-class Config:
-    """One rung: how the prompt is built and how the model decodes, over the same loop.
-
-    ``grammar``: None (free decoding) or a :data:`react_lab.backends.text_grammar.THOUGHT_MODES`
-    mode; ``grounded``: id arguments only from the question and observations;
-    ``tools``: a :func:`react_lab.experiments.tool_designs.get_tools` spec; ``exemplars``:
-    ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
-    question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
-    pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
-    evaluation's limits (tokens per completion).
-    """
-
-    name: str
-    about: str
-    grammar: str | None = None
-    grounded: bool = False
-    tools: str = "default"
-    exemplars: str = "default"
-    k: int = 1
-    max_steps: int = EVAL_MAX_STEPS
-    max_tokens: int = EVAL_MAX_TOKENS
-    distractors: int = 0
-
-    def with_(self, name: str, about: str, **changes) -> "Config":
-        """A copy named ``name`` with ``changes`` (one rung built on another)."""
-        return dataclasses.replace(self, name=name, about=about, **changes)
-
-
-_BASELINE = Config("baseline", "today's prompt: one fixed exemplar, default tools, free decoding")
-_GPOOL = Config("gpool_k1", "grammar on the Action line, grounded ids, 1 pool exemplar per question",
-                grammar="free", grounded=True, exemplars="pool", k=1)
-
-#: The named configurations, in ladder order.
-CONFIGS: dict[str, Config] = {c.name: c for c in [
-    _BASELINE,
-    _BASELINE.with_("grammar_action", "rung 1: Action line constrained by the tool schemas, thought free",
-                    grammar="free"),
-    _BASELINE.with_("grammar_grounded", "rung 1b: rung 1 + id arguments only ids seen in the question "
-                    "or an observation", grammar="free", grounded=True),
-    _BASELINE.with_("tax_short", "format-tax control: rung 1b with the thought a fixed template",
-                    grammar="short", grounded=True),
-    _BASELINE.with_("tax_none", "format-tax control: rung 1b with no thought at all",
-                    grammar="none", grounded=True),
-    *[_BASELINE.with_(f"pool_k{k}", f"rung 3: {k} exemplar(s) chosen per question from the dev pool",
-                      exemplars="pool", k=k) for k in (1, 2, 3)],
-    _GPOOL,
-    *[_GPOOL.with_(f"t_{v}", f"rung 2: gpool_k1 + tool design '{v}'", tools=v)
-      for v in ("desc", "slim", "dedupe", "dollars", "sums", "statuses", "since_optional",
-                "search1", "oldest_first", "counted")],
-    _GPOOL.with_("best", "rung 4: the best combination on the dev half (gpool_k1 + oldest_first)",
-                 tools="oldest_first"),
-    _GPOOL.with_("runs_k1", "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
-                 exemplars="runs"),
-    _GPOOL.with_("best_runs", "rung 3, runs pool: best with exemplars from successful dev runs",
-                 tools="oldest_first", exemplars="runs"),
-    *[_GPOOL.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
-                   tools="oldest_first", distractors=n - 6) for n in (12, 24)],
-]}
-
-
-def get_config(name: str) -> Config:
-    """Return the named configuration; ``ValueError`` lists the names for an unknown one."""
-    if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {', '.join(CONFIGS)} "
-                         "(react-lab eval --list-configs)")
-    return CONFIGS[name]
-
-
-@functools.lru_cache(maxsize=None)
-def tools_for(cfg: Config) -> dict[str, Tool]:
-    """The config's tool set: its design variant, plus ``cfg.distractors`` distractor tools."""
-    tools = get_tools(cfg.tools)
-    if cfg.distractors:
-        from .tool_designs import with_distractors
-
-        tools = with_distractors(tools, cfg.distractors)
-    return tools
-
-
-def exemplars_for(cfg: Config, task: Task) -> list:
-    """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
-    if cfg.exemplars == "default":
-        return list(EXEMPLARS[:1])
-    if cfg.exemplars in ("pool", "runs"):
-        return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
-                      task, k=cfg.k)
-    raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default, pool or runs")
-
-
-def first_prompt(cfg: Config, task: Task) -> str:
-    """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
-    guards = Guards()
-    return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),
-                        notes=guards.notes(), mark=guards.mark)
 
 
 # --------------------------------------------------------------------------- the model

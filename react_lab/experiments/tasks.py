@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ..tools import ID_LIKE_RE, MONTHS
+from ..tools import ID_RE, MONTHS
 
 TASKS_PATH = Path(__file__).resolve().parents[1] / "data" / "tasks.json"
 
@@ -137,7 +137,7 @@ def numbers_in(text: str) -> list[tuple[float, str | None]]:
     the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
     words are too common in text that is not an answer ("write one line").
     """
-    for regex in (_ISO, _MDY, _DMY, _CLOCK, ID_LIKE_RE):
+    for regex in (_ISO, _MDY, _DMY, _CLOCK, ID_RE):
         text = regex.sub(" ", text)
     found = []
     for m in _NUMBER.finditer(text):

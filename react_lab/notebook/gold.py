@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..experiments.tasks import Task, score
 from ..protocol import EXEMPLARS
-from ..tools import ID_LIKE_RE, open_db
+from ..tools import ID_RE, open_db
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
 DUPLICATE_SQL = ("SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges "
@@ -122,7 +122,7 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
     if answer is None:
         reasons.append("it gave no answer")
     else:
-        other = sorted({m.group(0) for m in ID_LIKE_RE.finditer(answer)} - set(ID_LIKE_RE.findall(question)))
+        other = sorted({m.group(0) for m in ID_RE.finditer(answer)} - set(ID_RE.findall(question)))
         if other:
             reasons.append(f"its answer is about {', '.join(other)}, not {needed}")
     if any(re.search(r"^Question:", text, re.M) for text in written):
