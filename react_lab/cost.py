@@ -228,7 +228,7 @@ def describe_cost(cost: dict) -> str:
 # --------------------------------------------------------------------------- prompts to count
 
 def lab_exemplars(n: int) -> list:
-    """``n`` exemplars: :data:`react_lab.protocol.EXEMPLARS` first, then its ``EXTRA_EXEMPLARS``.
+    """``n`` exemplars: :data:`react_lab.protocol.EXEMPLARS` first, then :data:`EXTRA_EXEMPLARS`.
 
     The extra exemplars' observations are the real tools' output on the shipped
     database. Raises ``ValueError`` if ``n`` is more than are available.
@@ -236,7 +236,7 @@ def lab_exemplars(n: int) -> list:
     chosen = list(protocol.EXEMPLARS[:n])
     known = {ex.question for ex in chosen}
     tools = default_tools()
-    for question, calls, final_thought, answer in protocol.EXTRA_EXEMPLARS:
+    for question, calls, final_thought, answer in EXTRA_EXEMPLARS:
         if len(chosen) >= n:
             break
         if question in known:
@@ -346,3 +346,24 @@ def production_tools() -> list[Tool]:
                   {"type": "object", "properties": {"charge_id": CHARGE_ID},
                    "required": ["charge_id"], "additionalProperties": False}, side_effect=True)
     return tools + [payment, refund]
+
+
+#: Three more, for prompts of production size (notebook 05 counts their tokens), written
+#: ``(question, [(thought, tool, args)], final_thought, answer)``. The observations are
+#: not written here: :func:`react_lab.cost.lab_exemplars` runs the real tools for them.
+EXTRA_EXEMPLARS = [
+    ("Was charge ch_2mWuhH refunded?",
+     [("I should look the charge up by its id.", "get_charge", ["ch_2mWuhH"])],
+     "Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
+     "Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded."),
+    ("How much is still unpaid on supplier invoice INV-2291?",
+     [("I need the invoice and its total first.", "find_invoice", ["INV-2291"]),
+      ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments", ["INV-2291"])],
+     "There are no payments and none scheduled, so the whole total is unpaid.",
+     "All 48,200.00 dollars of INV-2291 are unpaid."),
+    ("When was cus_4417's last invoice issued?",
+     [("I need this customer's recent invoices, newest first.", "list_invoices",
+       ["cus_4417", "2026-07-01"])],
+     "The newest invoice, INV-2088, was issued on 2026-07-14.",
+     "The last invoice of cus_4417, INV-2088, was issued on 2026-07-14."),
+]

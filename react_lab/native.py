@@ -18,10 +18,11 @@ import json
 import time
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
+from ._checks import check_run_arguments
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
 from .leaks import leaked_calls
-from .loop import MAX_STEPS, best_effort_step, check_run_arguments, end_step
+from .loop import MAX_STEPS, best_effort_step, end_step
 from .protocol import MAX_TOKENS, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
 from .tools import Observation, Tool, call_tool, tool_schemas

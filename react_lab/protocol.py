@@ -102,26 +102,6 @@ EXEMPLARS: tuple[Exemplar, ...] = (
     ),
 )
 
-#: Three more, for prompts of production size (notebook 05 counts their tokens), written
-#: ``(question, [(thought, tool, args)], final_thought, answer)``. The observations are
-#: not written here: :func:`react_lab.cost.lab_exemplars` runs the real tools for them.
-EXTRA_EXEMPLARS = [
-    ("Was charge ch_2mWuhH refunded?",
-     [("I should look the charge up by its id.", "get_charge", ["ch_2mWuhH"])],
-     "Its status is refunded; 420000 cents is 4,200.00 dollars, for INV-1837.",
-     "Yes. Charge ch_2mWuhH (4,200.00 dollars, INV-1837) was refunded."),
-    ("How much is still unpaid on supplier invoice INV-2291?",
-     [("I need the invoice and its total first.", "find_invoice", ["INV-2291"]),
-      ("The total is 48200.0 dollars. Now the payments made on it.", "get_payments", ["INV-2291"])],
-     "There are no payments and none scheduled, so the whole total is unpaid.",
-     "All 48,200.00 dollars of INV-2291 are unpaid."),
-    ("When was cus_4417's last invoice issued?",
-     [("I need this customer's recent invoices, newest first.", "list_invoices",
-       ["cus_4417", "2026-07-01"])],
-     "The newest invoice, INV-2088, was issued on 2026-07-14.",
-     "The last invoice of cus_4417, INV-2088, was issued on 2026-07-14."),
-]
-
 
 def describe_tools(tools: Iterable[Any]) -> str:
     """One line per tool: ``  usage - description Example: call`` (``tools`` are :class:`react_lab.tools.Tool`).
@@ -223,5 +203,3 @@ def strict_parse(text: str) -> ParseResult:
     if not match:
         return ParseResult("error", reason="Could not parse an action. Retry.", dialect="strict")
     return ParseResult("action", tool=match.group(1), input=match.group(2), dialect="strict")
-
-

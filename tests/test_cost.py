@@ -193,7 +193,8 @@ def test_lab_exemplars_pad_with_real_tool_output(monkeypatch):
 
 
 def test_lab_exemplars_take_the_protocols_exemplars_in_order():
-    from react_lab.protocol import EXEMPLARS, EXTRA_EXEMPLARS
+    from react_lab.cost import EXTRA_EXEMPLARS
+    from react_lab.protocol import EXEMPLARS
 
     assert cost.lab_exemplars(1) == [EXEMPLARS[0]]
     six = cost.lab_exemplars(6)

@@ -4,10 +4,11 @@ import json
 import pytest
 
 from react_lab import loop
+from react_lab._checks import check_run_arguments
 from react_lab.backends.base import Completion
 from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main
-from react_lab.loop import ask, check_run_arguments, run
+from react_lab.loop import ask, run
 from react_lab.tools import default_tools
 from react_lab.trace import Transcript
 

@@ -32,11 +32,12 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from .._checks import check_count
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
 from ..guards import Guards
-from ..loop import check_count, run
+from ..loop import run
 from ..native import SYSTEM, conversation, run_native
 from ..protocol import build_prompt
 from ..tools import (

@@ -32,8 +32,8 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from .. import protocol
+from .._checks import check_count
 from ..backends.local import LocalModel, local_model
-from ..loop import check_count
 from ..parser import find_forged, truncate_forged
 from ..tools import default_tools
 from .arms import TwoArmReader

@@ -37,12 +37,12 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from .._checks import check_count
 from ..backends import text_grammar
 from ..backends.base import Completion
 from ..backends.local import LocalModel, local_model
 from ..cost import count_tokens
 from ..guards import MORE
-from ..loop import check_count
 from ..tools import Tool
 from .configs import CONFIGS, Config, exemplars_for, first_prompt, get_config, tools_for
 from .evals import EVAL_MAX_TOKENS, run_task
