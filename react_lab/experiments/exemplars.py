@@ -42,13 +42,12 @@ import re
 from dataclasses import dataclass
 
 from ..protocol import Exemplar
-from ..tools import call_tool
+from ..tools import ID_RE, call_tool
 from .tasks import Task, load_tasks
 
 __all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
            "jaccard", "pool_exemplar", "harvest", "HARVESTED_FROM"]
 
-IDS = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def shape_tokens(text: str) -> frozenset[str]:
 
     ``"Was INV-2041 paid in 2026?"`` -> ``{"was", "inv_#", "paid", "in", "#"}``.
     """
-    text = IDS.sub(lambda m: re.sub(r"[0-9A-Za-z]+$", "#", m.group()).lower().replace("-", "_"), text)
+    text = ID_RE.sub(lambda m: re.sub(r"[0-9A-Za-z]+$", "#", m.group()).lower().replace("-", "_"), text)
     text = re.sub(r"\d+(?:\.\d+)?", "#", text)
     return frozenset(re.findall(r"[a-z_#]+", text.lower()))
 
@@ -95,7 +94,7 @@ def select(pool: list[PoolEntry], task: Task, k: int = 1) -> list[PoolExemplar]:
     """
     if k < 0:
         raise ValueError(f"k must be 0 or more, not {k}")
-    asked = set(IDS.findall(task.question))
+    asked = set(ID_RE.findall(task.question))
     words = shape_tokens(task.question)
     allowed = [e for e in pool if e.task_id != task.id and not (asked & e.shown)]
     ranked = sorted(allowed, key=lambda e: (-jaccard(words, e.tokens), e.task_id))[:k]
@@ -220,12 +219,12 @@ def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[Po
     if task_split(task.id) != "dev":
         raise ValueError(f"{task.id} is not a dev task: only dev tasks go into the exemplar pool")
     parts = set(variant.split("+"))
-    shown = set(IDS.findall(task.question))
+    shown = set(ID_RE.findall(task.question))
     steps, observations = [], []
     for tool, args in _calls(task, parts):
         text = call_tool(tools, tool, args).text
         observations.append(text)
-        shown |= set(IDS.findall(text))
+        shown |= set(ID_RE.findall(text))
         thought = (f"I list the invoices of {args[0]}." if tool == "list_invoices" and len(args) == 1
                    else "I compute it with calc." if task.category == "no_tool"
                    else _THOUGHTS[tool].format(*args))
@@ -310,16 +309,16 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
         task = tasks[r["task_id"]]
         if r["trial"] != 0 or not _clean_run(r, task):
             continue
-        shown = set(IDS.findall(task.question))
+        shown = set(ID_RE.findall(task.question))
         steps = []
         for s in r["steps"][:-1]:
             args = [str(a) for a in s["args"]]
             text = call_tool(tools, s["tool"], args).text
-            shown |= set(IDS.findall(text))
+            shown |= set(ID_RE.findall(text))
             steps.append((s["thought"], f"{s['tool']}[{', '.join(args)}]", text))
         last = r["steps"][-1]
         for text in [s["thought"] or "" for s in r["steps"]] + [str(last["answer"])]:
-            shown |= set(IDS.findall(text))
+            shown |= set(ID_RE.findall(text))
         ex = PoolExemplar(task.question, tuple(steps), last["thought"] or "I can answer this now.",
                           str(last["answer"]), source=task.id)
         pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
