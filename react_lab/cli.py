@@ -1,6 +1,6 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
-``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
+``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME]``
 ``react-lab eval --config NAME [--split dev|test] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
@@ -100,22 +100,34 @@ def cmd_ask(args) -> int:
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
+    tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
-        result = ask_native(args.question, load_chat_model(args.model), default_tools(),
+        result = ask_native(args.question, load_chat_model(args.model), tools,
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
                             guards=_guards(args))
     else:
         model = load_model(args.model)
-        result = ask(args.question, model, default_tools(), stop=not args.no_stop,
+        result = ask(args.question, model, tools, stop=not args.no_stop,
                      max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
+    getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     if args.json:
         _print_json(result.to_dict())
     else:
         print(result.transcript.render_text())
         print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
     return 0
+
+
+def _mcp_tools(args):
+    """``--mcp COMMAND``: the tools of that MCP server (react_lab.mcp); a bad one is a usage error."""
+    from .mcp import MCPServerError, mcp_tools  # the MCP SDK loads only when --mcp asks for it
+
+    try:
+        return mcp_tools(args.mcp)
+    except MCPServerError as exc:
+        args.usage_error(f"argument --mcp: {exc}")
 
 
 def _guards(args):
@@ -244,6 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.add_argument("--mcp", metavar="COMMAND", default=None,
+                   help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.mcp" '
+                        "(react_lab.mcp); only the lab's own read-only tools run without approval")
     _add_guard_options(a)
     a.set_defaults(func=cmd_ask, usage_error=a.error)
 
