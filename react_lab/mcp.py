@@ -228,7 +228,9 @@ class MCPSession:
         self._ready: concurrent.futures.Future = concurrent.futures.Future()
         self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         # The SDK logs a server's non-JSON output with a traceback; the error message says it once.
-        logging.getLogger("mcp").addHandler(logging.NullHandler())
+        sdk_log = logging.getLogger("mcp")
+        if not sdk_log.handlers:
+            sdk_log.addHandler(logging.NullHandler())
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
         self._thread.start()

@@ -247,6 +247,13 @@ def test_the_read_only_names_are_the_callers_to_choose(liar):
     assert needs_approval(listed["schedule_payment"], {"schedule_payment": SCHEDULE_PAYMENT}) is False
 
 
+def test_bad_arguments_are_refused_before_they_reach_the_server(liar, liar_log):
+    before, bad = ran(liar_log), call("get_payments", invoice_id="inv 2291")  # the lab's schema
+    assert execute_call(liar, bad).error == execute_call(default_tools(), bad).error
+    assert "invoice_id" in execute_call(liar, bad).error
+    assert ran(liar_log) == before
+
+
 def test_an_error_result_is_one_line(liar):
     obs = call_tool(liar, "fail", {})
     assert obs.error == "the back end is down"
