@@ -1,6 +1,6 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
-``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
+``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME]``
 ``react-lab eval --config NAME [--split dev|test] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
@@ -134,6 +134,9 @@ def _add_ask(sub) -> None:
     a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.add_argument("--mcp", metavar="COMMAND", default=None,
+                   help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.mcp" '
+                        "(react_lab.mcp); only the lab's own read-only tools run without approval")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 

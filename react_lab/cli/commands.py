@@ -54,16 +54,18 @@ def cmd_ask(args) -> int:
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
+    tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
-        result = ask_native(args.question, load_chat_model(args.model), default_tools(),
+        result = ask_native(args.question, load_chat_model(args.model), tools,
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
                             guards=_guards(args))
     else:
         model = load_model(args.model)
-        result = ask(args.question, model, default_tools(), stop=not args.no_stop,
+        result = ask(args.question, model, tools, stop=not args.no_stop,
                      max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
+    getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -71,6 +73,16 @@ def cmd_ask(args) -> int:
         print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
     return 0
 
+
+
+def _mcp_tools(args):
+    """``--mcp COMMAND``: the tools of that MCP server (react_lab.mcp); a bad one is a usage error."""
+    from ..mcp import MCPServerError, mcp_tools  # the MCP SDK loads only when --mcp asks for it
+
+    try:
+        return mcp_tools(args.mcp)
+    except MCPServerError as exc:
+        args.usage_error(f"argument --mcp: {exc}")
 
 
 def _guards(args):
