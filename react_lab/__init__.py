@@ -4,10 +4,10 @@ The agent a learner reads is at the top of the package, in the order the noteboo
 it: ``protocol`` (labels, prompt, stop sequence, the seed's regex), ``parser`` (the
 tolerant parser), ``tools`` (the billing tools on SQLite), ``loop`` (the text loop),
 ``trace`` (steps, owner-marked transcripts, run results), ``schema`` and ``native``
-(native tool calling), ``cost``, ``guards`` and ``context`` (compaction), ``mcp`` (the tools over the Model Context
-Protocol). The rest lives
-in rooms of its own: ``backends`` (the models the loops talk to), ``experiments`` (the
-lab's measurements) and ``notebook`` (widgets, exercises, plots and tables).
+(native tool calling), ``mcp`` (the tools over the Model Context Protocol), ``cost``,
+``guards`` and ``context`` (compaction). The rest lives in rooms of its own:
+``backends`` (the models the loops talk to), ``experiments`` (the lab's measurements),
+``notebook`` (widgets, exercises, plots and tables) and ``cli`` (the react-lab command).
 Nothing is loaded on import; the embedded model loads on first use, or in
 :func:`react_lab.notebook.warm_up`.
 """
