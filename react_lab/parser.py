@@ -11,12 +11,15 @@ streamed has one for certain), and :func:`truncate_forged` cuts a completion the
 stop sequence would have (the parser keeps only that part, and so can a client whose
 provider rejects ``stop``). The machinery below them -- label regexes that never
 backtrack far -- is not needed to follow the loop; calls written as JSON or as call
-syntax ``tool(...)`` are read by :mod:`react_lab._calls`.
+syntax ``tool(...)`` are read by :mod:`react_lab._calls`, calls in another model's native
+markup by :mod:`react_lab._formats` (through :mod:`react_lab.leaks`, which the native loop
+shares).
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Iterable
 
 from ._calls import (
@@ -31,6 +34,7 @@ from ._calls import (
     object_without_call,
     paren_call,
 )
+from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -205,7 +209,8 @@ def starts_with_label(line: str) -> bool:
     return _LABEL_WORD.match(line) is not None
 
 
-def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
+def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str | None = None,
+          max_tokens: int | None = None) -> ParseResult:
     """Parse real model text into an action, a final answer, or an error. Never raises.
 
     Tolerates: numbered and lower-case labels (``Action 2:``, ``action:``), full-width
@@ -216,78 +221,105 @@ def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
     literals or keywords inside; a JSON call blob, fenced or not, its name and input under
     any of the keys in :data:`react_lab._calls.NAME_KEYS` and
     :data:`react_lab._calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
-    never ``eval``). A JSON call written after an answer label is the call, not the answer.
+    never ``eval``). Other models' native call markup is read as the call it is (Harmony,
+    DeepSeek, Mistral, Gemma, Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._formats`);
+    labels inside such markup are not labels, and markup is never taken for an answer.
+    A line that is only a call (``search("x")``, ``[search(query="x")]``, ``search{...}``)
+    is a call too; text whose spaces are still tokenizer markers (``▁``) is decoded first.
+    A JSON call written after an answer label is the call, not the answer.
     Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
     dropped and ``forged`` is set, so an answer written after a forged observation is
     never taken. The first action or answer in the text wins.
 
-    Errors, each one line that says what to write instead: a tool name that is not an
-    identifier (a sentence, markup, ``search: x``) -- never dispatched; with ``tools``, a
-    name not in the list; a call cut off before its ``}``; a JSON object that looks like a
-    call but uses keys the parser does not read (the keys are named); an empty answer.
+    Errors, each one line that says what was seen and what to write instead: a tool name
+    that is not an identifier (a sentence, markup, ``search: x``) -- never dispatched; with
+    ``tools``, a name not in the list; a call cut off before its ``}``; a JSON object that
+    looks like a call but uses keys the parser does not read (the keys are named); another
+    model's call markup that cannot be read (its format named); an empty answer; an empty
+    completion; a completion that ends mid-sentence in a Thought. ``finish_reason`` and
+    ``max_tokens`` are the completion's (``"length"``: it hit the token limit), so that an
+    error can say the completion was cut at the limit.
     Linear in the length of the text, whatever the text.
     """
     try:
-        return _parse(text if isinstance(text, str) else str(text), tools)
+        return _parse(text if isinstance(text, str) else str(text), tools, finish_reason, max_tokens)
     except Exception as exc:  # a parser must never take the loop down  # pragma: no cover
         return ParseResult("error", reason=f"could not read the completion ({type(exc).__name__}); "
                                            "write one line: Action: tool[input]")
 
 
-def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
+def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
+           max_tokens: int | None) -> ParseResult:
     tools = list(tools) if tools is not None else None
     text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
+    text = decode_markers(text)[0]
+    cut = None  # the completion hit its token limit: every error says so
+    if finish_reason in ("length", "max_tokens"):
+        cut = "a completion cut at the token limit" + (f" ({max_tokens} tokens)" if max_tokens else "")
+    if not text.strip():
+        return ParseResult("error", reason=f"{cut}, with no text in it; {_WRITE}" if cut else _EMPTY)
     text, forged = _truncate(text)
+    result = _read(text, tools, forged, cut, finish_reason)
+    if cut and result.kind == "error" and not result.reason.startswith(cut):
+        result = replace(result, reason=f"{cut}: {result.reason}")
+    return result
 
+
+def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None = None,
+          finish_reason: str | None = None) -> ParseResult:
+    """The first action or answer in ``text`` (already cut before any forged Observation)."""
     candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
-    if not candidates:
-        blob = find_json_call(text, 0)
-        if blob is not None:
-            candidates.append(blob)
-    if not candidates:
-        return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
-                           reason=_no_call_reason(text))
-    start, end, result = min(candidates, key=lambda c: c[0])
-    kept = text[:end].rstrip()
-    thought = _thought(text, start)
+    label = min(candidates, key=lambda c: c[0]) if candidates else None
+    markup = markup_call(text)  # (start, end, result, thought)
+    if markup is not None and (label is None or markup[0] < label[1]):
+        # markup before the first label, or inside it ("Action: <tool_call>...", "Answer: <|channel|>...")
+        begin = label[0] if label is not None and label[0] < markup[0] else markup[0]
+        return _checked(markup[2], text, begin, markup[1], tools, forged, markup[3])
+    if label is None:
+        fallbacks = [c for c in (find_json_call(text, 0), bare_call(text)) if c is not None]
+        if not fallbacks:
+            return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
+                               reason=_no_call_reason(text, forged, cut, finish_reason))
+        label = min(fallbacks, key=lambda c: c[0])
+    start, end, result = label
+    return _checked(result, text, start, end, tools, forged)
+
+
+def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[str] | None,
+             forged: bool, thought: str | None = None) -> ParseResult:
+    """The final result for the action, answer or error read at ``text[start:end]``: names checked."""
+    same = dict(thought=thought or _thought(text, start), forged=forged, dialect=result.dialect,
+                kept=text[:end].rstrip())
     if result.kind == "error":  # a call or an answer the model can fix: the reason says how
-        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason,
-                           thought=thought, forged=forged, dialect=result.dialect, kept=kept)
-    if result.kind == "action":
-        name = result.tool.strip()
-        label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
-        if label:  # "Action: Observation: ..." -- the model wrote an observation, not a tool name
-            return ParseResult("error", forged=True, kept=text[:start].rstrip(),
-                               thought=thought, reason="the action line holds an Observation, "
-                               "not a tool name; write 'Action: tool_name[arguments]' and let the "
-                               "loop write the observation")
-        if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
-            return ParseResult("error", input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept,
-                               reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
-        if name.lower() in FINISH_NAMES:
-            answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-            return ParseResult("final" if answer.strip() else "error", answer=answer or None,
-                               reason=None if answer.strip() else _NO_ANSWER, thought=thought,
-                               forged=forged, dialect=result.dialect, kept=kept)
-        if name.lower().strip(".") in NO_TOOL_WORDS:
-            return ParseResult("error", tool=name, thought=thought, forged=forged, dialect=result.dialect,
-                               kept=kept, reason=f"{shown(name, 120)} is not an available tool and no final-answer "
-                               "label is present; ask for a listed tool or an 'Answer:'/'Final Answer:' line")
-        if not is_tool_name(name) and not (tools is not None and name in tools):
-            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=_not_a_name_reason(name, tools))
-        if tools is not None and name not in tools:
-            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools)
-                               if " " not in name else _not_a_name_reason(name, tools))
-        return ParseResult("action", tool=name, input=result.input, thought=thought, forged=forged,
-                           dialect=result.dialect, kept=kept)
-    if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
-        return ParseResult("error", reason=_NO_ANSWER, thought=thought, forged=forged,
-                           dialect=result.dialect, kept=kept)
-    return ParseResult(result.kind, answer=result.answer, thought=thought, forged=forged,
-                       dialect=result.dialect, kept=kept)
+        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason, **same)
+    if result.kind != "action":
+        if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+            return ParseResult("error", reason=_NO_ANSWER, **same)
+        return ParseResult(result.kind, answer=result.answer, **same)
+    name = result.tool.strip()
+    if re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE):
+        # "Action: Observation: ..." -- the model wrote an observation, not a tool name
+        return ParseResult("error", forged=True, kept=text[:start].rstrip(), thought=same["thought"],
+                           reason="the action line holds an Observation, not a tool name; write "
+                           "'Action: tool_name[arguments]' and let the loop write the observation")
+    if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
+        return ParseResult("error", input=result.input, **same,
+                           reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
+    if name.lower() in FINISH_NAMES:
+        answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
+        return ParseResult("final" if answer.strip() else "error", answer=answer or None,
+                           reason=None if answer.strip() else _NO_ANSWER, **same)
+    if name.lower().strip(".") in NO_TOOL_WORDS:
+        return ParseResult("error", tool=name, **same, reason=f"{shown(name, 120)} is not an available tool "
+                           "and no final-answer label is present; ask for a listed tool or an "
+                           "'Answer:'/'Final Answer:' line")
+    if not is_tool_name(name) and not (tools is not None and name in tools):
+        return ParseResult("error", tool=name, input=result.input, reason=_not_a_name_reason(name, tools), **same)
+    if tools is not None and name not in tools:
+        reason = unknown_tool_message(name, tools) if " " not in name else _not_a_name_reason(name, tools)
+        reason += f" ({result.reason})" if result.reason else ""  # the markup it came from
+        return ParseResult("error", tool=name, input=result.input, reason=reason, **same)
+    return ParseResult("action", tool=name, input=result.input, **same)
 
 
 def _find_action(text: str):
@@ -316,6 +348,9 @@ def _find_action(text: str):
             name, value, end = bracket
             return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
                                                 dialect="brackets"))
+        glued = GLUED.match(text, rest_start, line_end)
+        if glued is not None:  # "Action: search{"query": "x"}": a name glued to its object
+            return (m.start(), *glued_call(text, glued)[1:])
         if rest.startswith("{"):
             blob = find_json_call(text, rest_start)
             if blob is not None:
@@ -390,9 +425,13 @@ def _find_answer(text: str):
     return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
 
 
+#: Special tokens and reasoning tags (``<|im_start|>``, ``<｜tool▁calls▁begin｜>``, ``<think>``): not reasoning.
+_TOKENS = re.compile(r"<[|\uff5c][^<>\n]{0,60}?[|\uff5c]>|</?think>|<\|[\w\"]{1,40}>|<[\w\"]{1,40}\|>")
+
+
 def _thought(text: str, upto: int) -> str | None:
     """The reasoning before position ``upto``: after the last ``Thought:`` label, else all of it."""
-    head = text[:upto]
+    head = _TOKENS.sub("", text[:upto])
     labels = list(_THOUGHT_LINE.finditer(head))
     if labels:
         head = head[labels[-1].end():]
@@ -427,15 +466,31 @@ def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
             f"list_invoices); write {form}")
 
 
-def _no_call_reason(text: str) -> str:
+_WRITE = "write a short Thought, then one line 'Action: tool_name[arguments]', or 'Answer: ...' when done"
+_EMPTY = f"an empty completion: the model wrote no text at all; {_WRITE}"
+#: The end of a sentence: a completion that stops anywhere else was cut off mid-sentence.
+_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f\u2026)\]}\"'`*>|\u201d\u2019]\s*$")
+
+
+def _no_call_reason(text: str, forged: bool = False, cut: str | None = None,
+                    finish_reason: str | None = None) -> str:
     """The message for a completion with no action and no answer: what was found instead, and what to write."""
     markup = _MARKUP.search(text)
     if markup is not None:
         name = markup.group(1) or "tool_name"
         return (f"found {shown(markup.group(0), 40)} markup, which this protocol does not read; "
                 f"write 'Action: {clip(name, 40)}[arguments]'")
-    cut = cut_off_call(text)
-    if cut is not None:
-        return cut.reason
+    cut_call = cut_off_call(text)
+    if cut_call is not None:
+        return cut_call.reason
+    if forged:
+        return ("the completion went on to write its own Observation (dropped) with no action before "
+                "it; write 'Action: tool_name[arguments]' and stop there: the loop writes the observation")
+    if cut:
+        return f"{cut}, before any action or answer; {_WRITE}"
+    last = _THOUGHT_LINE.search(text) is not None or _ANY_LABEL.search(text) is None
+    if finish_reason is None and last and _SENTENCE_END.search(text) is None:
+        return ("the completion stops mid-sentence in a Thought, with no action and no answer "
+                f"(cut off by a token limit?); {_WRITE}")
     return ("no action and no answer found; write one line 'Action: tool_name[arguments]', "
             "or 'Answer: ...' when done")
