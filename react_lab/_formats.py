@@ -424,6 +424,7 @@ _WRAPPERS = {
     "<｜DSML｜function_calls>": ("DeepSeek DSML", "</｜DSML｜function_calls>"),
 }
 _TOOL_CODE = re.compile(r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n")
+_JSON_AHEAD = re.compile(r"\[?\s*\{|```")
 _GLM_AHEAD = re.compile(r"\s*[^\W\d][\w.-]*[ \t]*(?:\n|<arg_key>|</tool_call>|$)")
 
 
@@ -444,7 +445,7 @@ def _wrapped(text: str, m: re.Match) -> list[Call]:
             calls += _elements(text, more, fmt)
             more = _INVOKE.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
-    if text.startswith(("{", "[{", "[ {", "```"), pos) or tag == "functools":
+    if _JSON_AHEAD.match(text, pos) or tag == "functools":
         return [replace(c, end=max(c.end, end)) for c in
                 _json_frame(text, m.start(), pos, body_end, fmt, keyed=tag == "<|tools_prefix|>")]
     if tag == "<tool_call>" and _GLM_AHEAD.match(text, pos):

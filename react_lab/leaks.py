@@ -184,8 +184,8 @@ def bare_call(text: str) -> tuple[int, int, ParseResult] | None:
         if m.group(1):  # [a(k=1), b()]
             calls = python_calls(text[m.start():line_end].strip(" \t>*"))
             if calls:
-                return m.start(2), line_end, ParseResult("action", tool=calls[0][0], input=calls[0][1],
-                                                         dialect="call")
+                return m.start(), line_end, ParseResult("action", tool=calls[0][0], input=calls[0][1],
+                                                        dialect="call")
             continue
         if m.group(3) == "(":
             call = paren_call(text, m.start(2), line_end)

@@ -220,26 +220,22 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
     literals or keywords inside; a JSON call blob, fenced or not, its name and input under
     any of the keys in :data:`react_lab._calls.NAME_KEYS` and
-    :data:`react_lab._calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
-    never ``eval``). Other models' native call markup is read as the call it is (Harmony,
-    DeepSeek, Mistral, Gemma, Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._formats`);
-    labels inside such markup are not labels, and markup is never taken for an answer.
-    A line that is only a call (``search("x")``, ``[search(query="x")]``, ``search{...}``)
-    is a call too; text whose spaces are still tokenizer markers (``▁``) is decoded first.
-    A JSON call written after an answer label is the call, not the answer.
-    Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
-    dropped and ``forged`` is set, so an answer written after a forged observation is
-    never taken. The first action or answer in the text wins.
+    :data:`react_lab._calls.INPUT_KEYS`), Python-literal dicts (``ast.literal_eval``,
+    never ``eval``), other models' native call markup (Harmony, DeepSeek, Mistral, Gemma,
+    Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._formats`; labels inside markup are not
+    labels, and markup is never an answer), a line that is only a call (``search("x")``,
+    ``search{...}``) and tokenizer markers for spaces (``▁``). A JSON call written after
+    an answer label is the call. Everything from a model-written ``Observation`` line on
+    (:func:`find_forged`) is dropped and ``forged`` is set, so an answer written after a
+    forged observation is never taken. The first action or answer in the text wins.
 
     Errors, each one line that says what was seen and what to write instead: a tool name
-    that is not an identifier (a sentence, markup, ``search: x``) -- never dispatched; with
-    ``tools``, a name not in the list; a call cut off before its ``}``; a JSON object that
-    looks like a call but uses keys the parser does not read (the keys are named); another
-    model's call markup that cannot be read (its format named); an empty answer; an empty
-    completion; a completion that ends mid-sentence in a Thought. ``finish_reason`` and
-    ``max_tokens`` are the completion's (``"length"``: it hit the token limit), so that an
-    error can say the completion was cut at the limit.
-    Linear in the length of the text, whatever the text.
+    that is not an identifier -- never dispatched; with ``tools``, a name not in the list;
+    a call cut off before its ``}``; a JSON object with keys the parser does not read (the
+    keys are named); markup that cannot be read (its format named); an empty answer; an
+    empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
+    and ``max_tokens`` are the completion's: with ``"length"`` every error says the
+    completion was cut at the token limit. Linear in the length of the text, whatever the text.
     """
     try:
         return _parse(text if isinstance(text, str) else str(text), tools, finish_reason, max_tokens)
@@ -408,6 +404,10 @@ def _input_value(text: str, start: int):
     return clean_input(rest), line_end
 
 
+_END_TOKENS = re.compile(r"(?:\s*(?:<\|(?:im_end|eot_id|eom_id|end|return|endoftext)\|>|</s>|<end_of_turn>"
+                         r"|<turn\|>|<\uff5cend\u2581of\u2581sentence\uff5c>))+$")
+
+
 def _find_answer(text: str):
     """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
     m = _ANSWER_LINE.search(text)
@@ -420,9 +420,10 @@ def _find_answer(text: str):
     call = call_as_answer(text, m.end())
     if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
         return (m.start(), call[1], call[2])
-    if not answer.strip():
+    final = _END_TOKENS.sub("", answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
+    if not final:
         return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
-    return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
+    return (m.start(), m.end() + len(answer), ParseResult("final", answer=final, dialect="answer"))
 
 
 #: Special tokens and reasoning tags (``<|im_start|>``, ``<｜tool▁calls▁begin｜>``, ``<think>``): not reasoning.
