@@ -198,6 +198,8 @@ def _json_call(obj: dict) -> ParseResult | None:
         value: Any = ""
     else:
         value = obj[input_key]
+    if not isinstance(value, (str, dict)):  # a list, a number, null: the input is a string or a dict
+        value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
         loaded = load_object(value)
         value = loaded if isinstance(loaded, dict) else value

@@ -30,7 +30,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from ._calls import find_json_call, load_object, names_a_call, paren_call, python_calls, unwrap
+from ._calls import find_json_call, is_tool_name, load_object, names_a_call, paren_call, python_calls, unwrap
 from ._formats import find_calls, relaxed_object
 from .protocol import ParseResult, clip, shown
 
@@ -139,9 +139,9 @@ def markup_call(text: str) -> tuple[int, int, ParseResult, str | None] | None:
             f"found {call.format} tool-call markup {call.problem or 'that names no tool'}, which this "
             "protocol does not run; write 'Action: tool_name[arguments]'"))
     elif call.problem is not None:
-        name = clip(call.name, 60)
+        name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"  # a header may hold any text
         result = ParseResult("error", tool=call.name, dialect=dialect, reason=(
-            f"a {call.format} tool call to {shown(name, 60)} {call.problem}; write the whole call "
+            f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the whole call "
             f"again as 'Action: {name}[arguments]'"))
     else:
         result = ParseResult("action", tool=call.name, input=call.arguments, dialect=dialect,
@@ -191,8 +191,9 @@ def bare_call(text: str) -> tuple[int, int, ParseResult] | None:
             call = paren_call(text, m.start(2), line_end)
             closed = call is not None and text[call[1] - 1] == ")"
         else:
-            call = glued_call(text, GLUED.match(text, m.start(2)))
-            closed = call[2].kind == "error" or text[call[1] - 1] == "}"
+            glued = GLUED.match(text, m.start(2))  # None for "name {": a space is prose, not a glued call
+            call = glued_call(text, glued) if glued else None
+            closed = call is not None and (call[2].kind == "error" or text[call[1] - 1] == "}")
         if call is not None and closed and _LINE_TAIL.match(text, call[1]):
             return call
     return None

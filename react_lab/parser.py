@@ -33,6 +33,7 @@ from ._calls import (
     object_at,
     object_without_call,
     paren_call,
+    python_calls,
 )
 from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
@@ -82,10 +83,7 @@ _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
 # --------------------------------------------------------------------------- tolerant parser
 
 def _one_newline(text: str) -> str:
-    """``text`` with every line break (``\\r``, ``\\u2028``, ``\\x85``, ...) written as ``"\\n"``.
-
-    Same length as ``text``, so an index found in the result is an index into ``text``.
-    """
+    """``text`` with every line break written as ``"\\n"``: same length, so indices into it are indices into ``text``."""
     return text.translate(_LINE_BREAKS)
 
 
@@ -102,23 +100,19 @@ def _is_observation_label(line: str, finished: bool = False) -> bool:
 def find_forged(text: str) -> int | None:
     """Index where the first model-written ``Observation`` line starts, or None.
 
-    A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
-    characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
-    zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
-    spaces, digits, ``*``, ``_``, ``#``, ``.``, ``~``, backticks, brackets and zero-width
-    characters, then ``:``, a full-width ``：``
-    or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
-    A finished line (a line break follows) that is the label alone, as a heading, counts
-    too: ``Observation``, ``**Observation 2**``, ``### Observations``, ``<b>Observation</b>``
-    -- capitalised, with heading or emphasis marks and a step number at most (not
-    ``- Observation`` in a list of the steps, nor ``observation.`` ending a wrapped
-    sentence). The last line of ``text`` is not finished: a completion that ends on
-    ``Observation 2`` is not counted (the stop sequence cuts there anyway). So ``- Observation
-    (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``, ``Observation shows
-    that x: y`` and ``the observation: ...`` do not. Lines may end in any line break
-    ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
-
-    Linear in ``len(text)``: only lines containing the word are looked at, each once.
+    A line counts when, with short HTML tags (``<b>``) left out, it is: characters that are
+    not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``, zero-width spaces),
+    ``Observation(s)`` in any case, then only spaces, digits, ``*``, ``_``, ``#``, ``.``,
+    ``~``, backticks, brackets and zero-width characters, then ``:``, ``：`` or a dash
+    (``-``, ``–``, ``—``) that does not join a word (``Observation-based``). A finished line
+    (a line break follows) that is the label alone, as a heading, counts too --
+    ``Observation``, ``**Observation 2**``, ``### Observations``, ``<b>Observation</b>``:
+    capitalised, with heading or emphasis marks and a step number at most (not ``-
+    Observation`` in a list, nor ``observation.`` ending a sentence); the last line of
+    ``text`` is not finished. So ``- Observation (1):`` counts; ``Observational data:``,
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. Any line break
+    ``str.splitlines()`` knows ends a line. Linear in ``len(text)``: only lines holding the
+    word are looked at, each once.
     """
     lines = _one_newline(text)
     pos = 0
@@ -135,13 +129,11 @@ def find_forged(text: str) -> int | None:
 def settled_forgery(text: str) -> int | None:
     """:func:`find_forged` for a completion still being written: an index no later text can undo.
 
-    Returns the index of the first model-written ``Observation`` line once nothing the
-    model writes next can change the verdict: its line is finished (a line break
-    follows), or its label is complete (it ends in ``:``/``：``, or in a dash already
-    followed by a character) and the line holds no ``<`` that a later ``>`` could turn
-    into a tag. Else None. For every continuation ``more``, ``find_forged(text + more)``
-    equals the result whenever the result is not None, so a streamed completion can be
-    ended there and counted as forged. Linear in ``len(text)``.
+    The index of the first model-written ``Observation`` line once nothing written next
+    can change the verdict: its line is finished, or its label is complete (``:``/``：``,
+    or a dash already followed by a character) with no ``<`` a later ``>`` could make a
+    tag; else None. For every continuation ``more``, ``find_forged(text + more)`` equals a
+    result that is not None, so a streamed completion can be ended there. Linear.
     """
     at = find_forged(text)
     if at is None:
@@ -193,9 +185,7 @@ def _truncate(text: str) -> tuple[str, bool]:
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
 
 
-#: A final-answer label at the start of one line (``Answer:``, ``**Final Answer:**``).
 _ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
-#: A line that begins with one of the protocol's words (a new label, not an answer).
 _LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
 
 
@@ -261,8 +251,7 @@ def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
     return result
 
 
-def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None = None,
-          finish_reason: str | None = None) -> ParseResult:
+def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None, finish_reason: str | None):
     """The first action or answer in ``text`` (already cut before any forged Observation)."""
     candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
     label = min(candidates, key=lambda c: c[0]) if candidates else None
@@ -339,6 +328,9 @@ def _find_action(text: str):
         call = paren_call(text, rest_start, line_end)
         if call is not None:  # "Action: search(...)": call syntax, read as a call
             return (m.start(), call[1], call[2])
+        listed = python_calls(rest) if rest.startswith("[") else None  # "Action: [search(query="x")]"
+        if listed:
+            return (m.start(), line_end, ParseResult("action", tool=listed[0][0], input=listed[0][1], dialect="call"))
         bracket = _bracket_call(text, rest_start, line_end)
         if bracket is not None:
             name, value, end = bracket
@@ -404,8 +396,18 @@ def _input_value(text: str, start: int):
     return clean_input(rest), line_end
 
 
-_END_TOKENS = re.compile(r"(?:\s*(?:<\|(?:im_end|eot_id|eom_id|end|return|endoftext)\|>|</s>|<end_of_turn>"
-                         r"|<turn\|>|<\uff5cend\u2581of\u2581sentence\uff5c>))+$")
+#: End-of-turn tokens a server may leave at the end of an answer.
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
+def _without_end_tokens(answer: str) -> str:
+    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
+    answer = answer.rstrip()
+    while answer.endswith(_END_TOKENS):
+        answer = answer[:answer.rindex("<")].rstrip()
+    return answer
+
 
 
 def _find_answer(text: str):
@@ -420,7 +422,7 @@ def _find_answer(text: str):
     call = call_as_answer(text, m.end())
     if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
         return (m.start(), call[1], call[2])
-    final = _END_TOKENS.sub("", answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
+    final = _without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
     if not final:
         return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
     return (m.start(), m.end() + len(answer), ParseResult("final", answer=final, dialect="answer"))
@@ -469,8 +471,8 @@ def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
 
 _WRITE = "write a short Thought, then one line 'Action: tool_name[arguments]', or 'Answer: ...' when done"
 _EMPTY = f"an empty completion: the model wrote no text at all; {_WRITE}"
-#: The end of a sentence: a completion that stops anywhere else was cut off mid-sentence.
-_SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f\u2026)\]}\"'`*>|\u201d\u2019]\s*$")
+#: Characters a sentence (or a block) ends with: a completion that stops on another was cut mid-sentence.
+_SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
 
 
 def _no_call_reason(text: str, forged: bool = False, cut: str | None = None,
@@ -490,7 +492,7 @@ def _no_call_reason(text: str, forged: bool = False, cut: str | None = None,
     if cut:
         return f"{cut}, before any action or answer; {_WRITE}"
     last = _THOUGHT_LINE.search(text) is not None or _ANY_LABEL.search(text) is None
-    if finish_reason is None and last and _SENTENCE_END.search(text) is None:
+    if finish_reason is None and last and text.rstrip()[-1:] not in _SENTENCE_END:
         return ("the completion stops mid-sentence in a Thought, with no action and no answer "
                 f"(cut off by a token limit?); {_WRITE}")
     return ("no action and no answer found; write one line 'Action: tool_name[arguments]', "
