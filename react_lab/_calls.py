@@ -4,7 +4,9 @@
 ``tool[input]`` it hands over to this module. Models write a call as a JSON object
 (``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
-(``search("refund policy")``, ``search(query="x")``, ``search({...})``). Each reader returns
+(``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
+:func:`python_calls`; JSON's ``true``/``null`` and a lone ``properties={...}`` wrapper are
+read as meant). Each reader returns
 ``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
 error that says what to write instead -- or None when there is no such call.
 

@@ -33,8 +33,7 @@ as JSON when they are JSON (``8``, ``true``, ``{...}``), else kept as text -- wh
 parsers do without a schema. Sources: the chat templates, llama.cpp's ``common/chat*``
 parsers and vLLM's ``tool_parsers``.
 
-:func:`find_calls` tries the first few frames only, each reader reading forward once: it
-is linear in the length of the text, and never raises on model text.
+:func:`find_calls` tries the first few frames only, each read forward once: linear, never raises.
 """
 from __future__ import annotations
 
@@ -80,7 +79,7 @@ _NAME = re.compile(r"[ \t]*([^\W\d][\w.-]*)")
 _COMMA = re.compile(r"\s*,\s*")
 
 
-def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:
+def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the position after what matches
     return pattern.match(text, pos).end()
 
 
