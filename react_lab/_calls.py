@@ -4,7 +4,9 @@
 ``tool[input]`` it hands over to this module. Models write a call as a JSON object
 (``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
-(``search("refund policy")``, ``search(query="x")``, ``search({...})``). Each reader returns
+(``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
+:func:`python_calls`; JSON's ``true``/``null`` and a lone ``properties={...}`` wrapper are
+read as meant). Each reader returns
 ``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
 error that says what to write instead -- or None when there is no such call.
 
@@ -198,6 +200,8 @@ def _json_call(obj: dict) -> ParseResult | None:
         value: Any = ""
     else:
         value = obj[input_key]
+    if not isinstance(value, (str, dict)):  # a list, a number, null: the input is a string or a dict
+        value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
         loaded = load_object(value)
         value = loaded if isinstance(loaded, dict) else value
@@ -302,7 +306,7 @@ def paren_call(text: str, start: int, line_end: int):
             return (start, len(text), cut_off(name, "the JSON object in the call"))
         close = _CLOSE_PAREN.match(text, end)
         return (start, close.end() if close else end,
-                ParseResult("action", tool=name, input=clean_input(text[j:end]), dialect="call"))
+                ParseResult("action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"))
     depth, quote, pos, close_at = 1, None, open_at, None
     while close_at is None:
         c = (_QUOTES[quote] if quote else _PAREN_OR_QUOTE).search(text, pos, line_end)
@@ -331,27 +335,133 @@ def paren_call(text: str, start: int, line_end: int):
 
 def _call_input(inner: str) -> Any:
     """The input written inside ``name(...)``: positional values joined by ``", "`` (as inside
-    brackets), keyword arguments as a dict, else the text itself. Python literals only
-    (``ast.literal_eval``, never ``eval``). None when positional and keyword arguments are
-    mixed: no name for the positional ones is known here.
+    brackets), keyword arguments as a dict (a lone wrapper such as ``properties={...}``
+    unwrapped, ``**{...}`` merged), else the text itself. Python literals, and JSON's
+    ``true``/``false``/``null`` (:func:`literal`), never ``eval``. None when positional and
+    keyword arguments are mixed: no name for the positional ones is known here.
     """
     inner = inner.strip()
     if not inner or inner.startswith("{") or len(inner) > _LITERAL_MAX:
         return clean_input(inner)
     try:
         call = ast.parse(f"f({inner})", mode="eval").body
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
-            return clean_input(inner)
-        if any(k.arg is None for k in call.keywords):
-            return clean_input(inner)
-        positional = [ast.literal_eval(a) for a in call.args]
-        keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return clean_input(inner)
-    if positional and keywords:
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
+        return clean_input(inner)
+    value = call_arguments(call)
+    if value is None or value == "mixed":
+        return None if value == "mixed" else clean_input(inner)
+    return value
+
+
+#: Keys a model wraps a call's real arguments in, copying the schema's shape (``properties``)
+#: or the API's (``arguments``): ``get_weather(properties={"location": "Tokyo"})``.
+WRAPPERS = {"properties", "parameters", "params", "arguments", "args", "kwargs"}
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+def literal(node: ast.AST, depth: int = 0) -> Any:
+    """The value of a literal expression node: Python literals and JSON's ``true``/``false``/``null``.
+
+    Tuples become lists (the JSON shape). Raises ``ValueError`` for anything else (a name,
+    a call, an operator), or nesting deeper than 32: the value is read, never evaluated.
+    """
+    if depth > 32:
+        raise ValueError("nested too deeply")
+    if isinstance(node, ast.Name) and node.id in _JSON_WORDS:
+        return _JSON_WORDS[node.id]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("** inside a dict")
+        return {literal(k, depth + 1): literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [literal(e, depth + 1) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def unwrap(args: Any) -> Any:
+    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around an object of the real arguments."""
+    if isinstance(args, dict) and len(args) == 1:
+        (key, inner), = args.items()
+        if isinstance(key, str) and key.lower() in WRAPPERS and isinstance(inner, dict) and inner:
+            return inner
+    return args
+
+
+def call_arguments(call: ast.Call) -> Any:
+    """The input of one parsed call expression: keywords as a dict (``**{...}`` merged, a lone
+    wrapper unwrapped), one positional object as itself, positional scalars joined by ``", "``.
+
+    None when an argument is not a literal; ``"mixed"`` for positional and keyword arguments
+    together (no name is known for the positional ones).
+    """
+    try:
+        positional = [literal(a) for a in call.args]
+        keywords: dict = {}
+        for k in call.keywords:
+            value = literal(k.value)
+            if k.arg is None and not isinstance(value, dict):
+                return None
+            keywords.update(value if k.arg is None else {k.arg: value})
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
+    if positional and keywords:
+        return "mixed"
     if keywords:
-        return keywords
-    if all(isinstance(v, (str, int, float)) for v in positional):
+        return unwrap(keywords)
+    if len(positional) == 1 and isinstance(positional[0], dict):
+        return unwrap(positional[0])
+    if all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in positional):
         return ", ".join(str(v) for v in positional)
-    return clean_input(inner)
+    return None
+
+
+def python_calls(source: str) -> list[tuple[str, Any]] | None:
+    """Python-style calls in ``source``: ``[a(k=1), b()]``, ``a(k=1); b()``, one call a line.
+
+    Returns ``[(name, input), ...]`` -- a dotted name loses a trailing ``.call`` (Llama 3's
+    built-ins: ``brave_search.call(query="x")``) and a leading ``default_api.`` or
+    ``functions.``; ``print(tool(...))`` is the call inside -- or None when ``source`` is not
+    only calls with literal arguments. Parsed with :mod:`ast`, never run.
+    """
+    source = source.strip().strip("`").strip()
+    if not source or len(source) > _LITERAL_MAX:
+        return None
+    try:
+        tree = ast.parse(source, mode="exec")
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    nodes = []
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.Expr):
+            return None
+        value = stmt.value
+        nodes += value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    calls = []
+    for node in nodes:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Call) and not node.keywords):
+            node = node.args[0]  # Gemma 3 and Gemini write print(default_api.tool(...))
+        name = _dotted(node.func) if isinstance(node, ast.Call) else None
+        value = call_arguments(node) if name else None
+        if value is None or value == "mixed":
+            return None
+        calls.append((name, value))
+    return calls or None
+
+
+def _dotted(func: ast.AST) -> str | None:
+    """``a.b.c`` for a name or attribute chain (prefixes ``default_api.``/``functions.`` and suffix ``.call`` dropped)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts = [func.id, *reversed(parts)]
+    if len(parts) > 1 and parts[0] in ("default_api", "functions"):
+        parts = parts[1:]
+    if len(parts) > 1 and parts[-1] == "call":
+        parts = parts[:-1]
+    return ".".join(parts)

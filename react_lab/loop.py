@@ -57,7 +57,8 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         guards.spend(completion)  # guard: token and money budgets
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
-        parsed = parse(completion.text, tools=guards.tool_names(tools))  # guard: more[page] while a page waits
+        parsed = parse(completion.text, tools=guards.tool_names(tools),  # guard: more[page] while a page waits
+                       finish_reason=getattr(completion, "finish_reason", None), max_tokens=max_tokens)
         parsed, drifted = guards.check_question(parsed)  # guard: a Question line the model wrote itself
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.

@@ -11,12 +11,15 @@ streamed has one for certain), and :func:`truncate_forged` cuts a completion the
 stop sequence would have (the parser keeps only that part, and so can a client whose
 provider rejects ``stop``). The machinery below them -- label regexes that never
 backtrack far -- is not needed to follow the loop; calls written as JSON or as call
-syntax ``tool(...)`` are read by :mod:`react_lab._calls`.
+syntax ``tool(...)`` are read by :mod:`react_lab._calls`, calls in another model's native
+markup by :mod:`react_lab._formats` (through :mod:`react_lab.leaks`, which the native loop
+shares).
 """
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Iterable
 
 from ._calls import (
@@ -30,7 +33,9 @@ from ._calls import (
     object_at,
     object_without_call,
     paren_call,
+    python_calls,
 )
+from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -78,10 +83,7 @@ _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
 # --------------------------------------------------------------------------- tolerant parser
 
 def _one_newline(text: str) -> str:
-    """``text`` with every line break (``\\r``, ``\\u2028``, ``\\x85``, ...) written as ``"\\n"``.
-
-    Same length as ``text``, so an index found in the result is an index into ``text``.
-    """
+    """``text`` with every line break written as ``"\\n"``: same length, so indices into it are indices into ``text``."""
     return text.translate(_LINE_BREAKS)
 
 
@@ -98,23 +100,19 @@ def _is_observation_label(line: str, finished: bool = False) -> bool:
 def find_forged(text: str) -> int | None:
     """Index where the first model-written ``Observation`` line starts, or None.
 
-    A line counts when, with short HTML tags (``<b>``, ``</b>``) left out, it is: any
-    characters that are not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``,
-    zero-width spaces), ``Observation`` or ``Observations`` in any case, then only
-    spaces, digits, ``*``, ``_``, ``#``, ``.``, ``~``, backticks, brackets and zero-width
-    characters, then ``:``, a full-width ``：``
-    or a dash (``-``, ``–``, ``—``) that does not join a word (``Observation-based``).
-    A finished line (a line break follows) that is the label alone, as a heading, counts
-    too: ``Observation``, ``**Observation 2**``, ``### Observations``, ``<b>Observation</b>``
-    -- capitalised, with heading or emphasis marks and a step number at most (not
-    ``- Observation`` in a list of the steps, nor ``observation.`` ending a wrapped
-    sentence). The last line of ``text`` is not finished: a completion that ends on
-    ``Observation 2`` is not counted (the stop sequence cuts there anyway). So ``- Observation
-    (1):`` and ``<b>Observation</b>:`` count; ``Observational data:``, ``Observation shows
-    that x: y`` and ``the observation: ...`` do not. Lines may end in any line break
-    ``str.splitlines()`` knows (``\\r``, ``\\u2028``, ...).
-
-    Linear in ``len(text)``: only lines containing the word are looked at, each once.
+    A line counts when, with short HTML tags (``<b>``) left out, it is: characters that are
+    not letters (markdown ``**``/``#``/``>``, list markers ``-``/``1.``, zero-width spaces),
+    ``Observation(s)`` in any case, then only spaces, digits, ``*``, ``_``, ``#``, ``.``,
+    ``~``, backticks, brackets and zero-width characters, then ``:``, ``：`` or a dash
+    (``-``, ``–``, ``—``) that does not join a word (``Observation-based``). A finished line
+    (a line break follows) that is the label alone, as a heading, counts too --
+    ``Observation``, ``**Observation 2**``, ``### Observations``, ``<b>Observation</b>``:
+    capitalised, with heading or emphasis marks and a step number at most (not ``-
+    Observation`` in a list, nor ``observation.`` ending a sentence); the last line of
+    ``text`` is not finished. So ``- Observation (1):`` counts; ``Observational data:``,
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. Any line break
+    ``str.splitlines()`` knows ends a line. Linear in ``len(text)``: only lines holding the
+    word are looked at, each once.
     """
     lines = _one_newline(text)
     pos = 0
@@ -131,13 +129,11 @@ def find_forged(text: str) -> int | None:
 def settled_forgery(text: str) -> int | None:
     """:func:`find_forged` for a completion still being written: an index no later text can undo.
 
-    Returns the index of the first model-written ``Observation`` line once nothing the
-    model writes next can change the verdict: its line is finished (a line break
-    follows), or its label is complete (it ends in ``:``/``：``, or in a dash already
-    followed by a character) and the line holds no ``<`` that a later ``>`` could turn
-    into a tag. Else None. For every continuation ``more``, ``find_forged(text + more)``
-    equals the result whenever the result is not None, so a streamed completion can be
-    ended there and counted as forged. Linear in ``len(text)``.
+    The index of the first model-written ``Observation`` line once nothing written next
+    can change the verdict: its line is finished, or its label is complete (``:``/``：``,
+    or a dash already followed by a character) with no ``<`` a later ``>`` could make a
+    tag; else None. For every continuation ``more``, ``find_forged(text + more)`` equals a
+    result that is not None, so a streamed completion can be ended there. Linear.
     """
     at = find_forged(text)
     if at is None:
@@ -189,9 +185,7 @@ def _truncate(text: str) -> tuple[str, bool]:
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
 
 
-#: A final-answer label at the start of one line (``Answer:``, ``**Final Answer:**``).
 _ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
-#: A line that begins with one of the protocol's words (a new label, not an answer).
 _LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
 
 
@@ -205,7 +199,8 @@ def starts_with_label(line: str) -> bool:
     return _LABEL_WORD.match(line) is not None
 
 
-def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
+def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str | None = None,
+          max_tokens: int | None = None) -> ParseResult:
     """Parse real model text into an action, a final answer, or an error. Never raises.
 
     Tolerates: numbered and lower-case labels (``Action 2:``, ``action:``), full-width
@@ -215,79 +210,101 @@ def parse(text: str, tools: Iterable[str] | None = None) -> ParseResult:
     ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
     literals or keywords inside; a JSON call blob, fenced or not, its name and input under
     any of the keys in :data:`react_lab._calls.NAME_KEYS` and
-    :data:`react_lab._calls.INPUT_KEYS`) and Python-literal dicts (``ast.literal_eval``,
-    never ``eval``). A JSON call written after an answer label is the call, not the answer.
-    Everything from a model-written ``Observation`` line on (:func:`find_forged`) is
-    dropped and ``forged`` is set, so an answer written after a forged observation is
-    never taken. The first action or answer in the text wins.
+    :data:`react_lab._calls.INPUT_KEYS`), Python-literal dicts (``ast.literal_eval``,
+    never ``eval``), other models' native call markup (Harmony, DeepSeek, Mistral, Gemma,
+    Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._formats`; labels inside markup are not
+    labels, and markup is never an answer), a line that is only a call (``search("x")``,
+    ``search{...}``) and tokenizer markers for spaces (``▁``). A JSON call written after
+    an answer label is the call. Everything from a model-written ``Observation`` line on
+    (:func:`find_forged`) is dropped and ``forged`` is set, so an answer written after a
+    forged observation is never taken. The first action or answer in the text wins.
 
-    Errors, each one line that says what to write instead: a tool name that is not an
-    identifier (a sentence, markup, ``search: x``) -- never dispatched; with ``tools``, a
-    name not in the list; a call cut off before its ``}``; a JSON object that looks like a
-    call but uses keys the parser does not read (the keys are named); an empty answer.
-    Linear in the length of the text, whatever the text.
+    Errors, each one line that says what was seen and what to write instead: a tool name
+    that is not an identifier -- never dispatched; with ``tools``, a name not in the list;
+    a call cut off before its ``}``; a JSON object with keys the parser does not read (the
+    keys are named); markup that cannot be read (its format named); an empty answer; an
+    empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
+    and ``max_tokens`` are the completion's: with ``"length"`` every error says the
+    completion was cut at the token limit. Linear in the length of the text, whatever the text.
     """
     try:
-        return _parse(text if isinstance(text, str) else str(text), tools)
+        return _parse(text if isinstance(text, str) else str(text), tools, finish_reason, max_tokens)
     except Exception as exc:  # a parser must never take the loop down  # pragma: no cover
         return ParseResult("error", reason=f"could not read the completion ({type(exc).__name__}); "
                                            "write one line: Action: tool[input]")
 
 
-def _parse(text: str, tools: Iterable[str] | None) -> ParseResult:
+def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
+           max_tokens: int | None) -> ParseResult:
     tools = list(tools) if tools is not None else None
     text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
+    text = decode_markers(text)[0]
+    cut = None  # the completion hit its token limit: every error says so
+    if finish_reason in ("length", "max_tokens"):
+        cut = "a completion cut at the token limit" + (f" ({max_tokens} tokens)" if max_tokens else "")
+    if not text.strip():
+        return ParseResult("error", reason=f"{cut}, with no text in it; {_WRITE}" if cut else _EMPTY)
     text, forged = _truncate(text)
+    result = _read(text, tools, forged, cut, finish_reason)
+    if cut and result.kind == "error" and not result.reason.startswith(cut):
+        result = replace(result, reason=f"{cut}: {result.reason}")
+    return result
 
+
+def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None, finish_reason: str | None):
+    """The first action or answer in ``text`` (already cut before any forged Observation)."""
     candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
-    if not candidates:
-        blob = find_json_call(text, 0)
-        if blob is not None:
-            candidates.append(blob)
-    if not candidates:
-        return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
-                           reason=_no_call_reason(text))
-    start, end, result = min(candidates, key=lambda c: c[0])
-    kept = text[:end].rstrip()
-    thought = _thought(text, start)
+    label = min(candidates, key=lambda c: c[0]) if candidates else None
+    markup = markup_call(text)  # (start, end, result, thought)
+    if markup is not None and (label is None or markup[0] < label[1]):
+        # markup before the first label, or inside it ("Action: <tool_call>...", "Answer: <|channel|>...")
+        begin = label[0] if label is not None and label[0] < markup[0] else markup[0]
+        return _checked(markup[2], text, begin, markup[1], tools, forged, markup[3])
+    if label is None:
+        fallbacks = [c for c in (find_json_call(text, 0), bare_call(text)) if c is not None]
+        if not fallbacks:
+            return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
+                               reason=_no_call_reason(text, forged, cut, finish_reason))
+        label = min(fallbacks, key=lambda c: c[0])
+    start, end, result = label
+    return _checked(result, text, start, end, tools, forged)
+
+
+def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[str] | None,
+             forged: bool, thought: str | None = None) -> ParseResult:
+    """The final result for the action, answer or error read at ``text[start:end]``: names checked."""
+    same = dict(thought=thought or _thought(text, start), forged=forged, dialect=result.dialect,
+                kept=text[:end].rstrip())
     if result.kind == "error":  # a call or an answer the model can fix: the reason says how
-        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason,
-                           thought=thought, forged=forged, dialect=result.dialect, kept=kept)
-    if result.kind == "action":
-        name = result.tool.strip()
-        label = re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE)
-        if label:  # "Action: Observation: ..." -- the model wrote an observation, not a tool name
-            return ParseResult("error", forged=True, kept=text[:start].rstrip(),
-                               thought=thought, reason="the action line holds an Observation, "
-                               "not a tool name; write 'Action: tool_name[arguments]' and let the "
-                               "loop write the observation")
-        if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
-            return ParseResult("error", input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept,
-                               reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
-        if name.lower() in FINISH_NAMES:
-            answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-            return ParseResult("final" if answer.strip() else "error", answer=answer or None,
-                               reason=None if answer.strip() else _NO_ANSWER, thought=thought,
-                               forged=forged, dialect=result.dialect, kept=kept)
-        if name.lower().strip(".") in NO_TOOL_WORDS:
-            return ParseResult("error", tool=name, thought=thought, forged=forged, dialect=result.dialect,
-                               kept=kept, reason=f"{shown(name, 120)} is not an available tool and no final-answer "
-                               "label is present; ask for a listed tool or an 'Answer:'/'Final Answer:' line")
-        if not is_tool_name(name) and not (tools is not None and name in tools):
-            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=_not_a_name_reason(name, tools))
-        if tools is not None and name not in tools:
-            return ParseResult("error", tool=name, input=result.input, thought=thought, forged=forged,
-                               dialect=result.dialect, kept=kept, reason=unknown_tool_message(name, tools)
-                               if " " not in name else _not_a_name_reason(name, tools))
-        return ParseResult("action", tool=name, input=result.input, thought=thought, forged=forged,
-                           dialect=result.dialect, kept=kept)
-    if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
-        return ParseResult("error", reason=_NO_ANSWER, thought=thought, forged=forged,
-                           dialect=result.dialect, kept=kept)
-    return ParseResult(result.kind, answer=result.answer, thought=thought, forged=forged,
-                       dialect=result.dialect, kept=kept)
+        return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason, **same)
+    if result.kind != "action":
+        if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+            return ParseResult("error", reason=_NO_ANSWER, **same)
+        return ParseResult(result.kind, answer=result.answer, **same)
+    name = result.tool.strip()
+    if re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE):
+        # "Action: Observation: ..." -- the model wrote an observation, not a tool name
+        return ParseResult("error", forged=True, kept=text[:start].rstrip(), thought=same["thought"],
+                           reason="the action line holds an Observation, not a tool name; write "
+                           "'Action: tool_name[arguments]' and let the loop write the observation")
+    if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
+        return ParseResult("error", input=result.input, **same,
+                           reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
+    if name.lower() in FINISH_NAMES:
+        answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
+        return ParseResult("final" if answer.strip() else "error", answer=answer or None,
+                           reason=None if answer.strip() else _NO_ANSWER, **same)
+    if name.lower().strip(".") in NO_TOOL_WORDS:
+        return ParseResult("error", tool=name, **same, reason=f"{shown(name, 120)} is not an available tool "
+                           "and no final-answer label is present; ask for a listed tool or an "
+                           "'Answer:'/'Final Answer:' line")
+    if not is_tool_name(name) and not (tools is not None and name in tools):
+        return ParseResult("error", tool=name, input=result.input, reason=_not_a_name_reason(name, tools), **same)
+    if tools is not None and name not in tools:
+        reason = unknown_tool_message(name, tools) if " " not in name else _not_a_name_reason(name, tools)
+        reason += f" ({result.reason})" if result.reason else ""  # the markup it came from
+        return ParseResult("error", tool=name, input=result.input, reason=reason, **same)
+    return ParseResult("action", tool=name, input=result.input, **same)
 
 
 def _find_action(text: str):
@@ -311,11 +328,17 @@ def _find_action(text: str):
         call = paren_call(text, rest_start, line_end)
         if call is not None:  # "Action: search(...)": call syntax, read as a call
             return (m.start(), call[1], call[2])
+        listed = python_calls(rest) if rest.startswith("[") else None  # "Action: [search(query="x")]"
+        if listed:
+            return (m.start(), line_end, ParseResult("action", tool=listed[0][0], input=listed[0][1], dialect="call"))
         bracket = _bracket_call(text, rest_start, line_end)
         if bracket is not None:
             name, value, end = bracket
             return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
                                                 dialect="brackets"))
+        glued = GLUED.match(text, rest_start, line_end)
+        if glued is not None:  # "Action: search{"query": "x"}": a name glued to its object
+            return (m.start(), *glued_call(text, glued)[1:])
         if rest.startswith("{"):
             blob = find_json_call(text, rest_start)
             if blob is not None:
@@ -373,6 +396,20 @@ def _input_value(text: str, start: int):
     return clean_input(rest), line_end
 
 
+#: End-of-turn tokens a server may leave at the end of an answer.
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
+def _without_end_tokens(answer: str) -> str:
+    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
+    answer = answer.rstrip()
+    while answer.endswith(_END_TOKENS):
+        answer = answer[:answer.rindex("<")].rstrip()
+    return answer
+
+
+
 def _find_answer(text: str):
     """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
     m = _ANSWER_LINE.search(text)
@@ -385,14 +422,19 @@ def _find_answer(text: str):
     call = call_as_answer(text, m.end())
     if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
         return (m.start(), call[1], call[2])
-    if not answer.strip():
+    final = _without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
+    if not final:
         return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
-    return (m.start(), m.end() + len(answer), ParseResult("final", answer=answer.strip(), dialect="answer"))
+    return (m.start(), m.end() + len(answer), ParseResult("final", answer=final, dialect="answer"))
+
+
+#: Special tokens and reasoning tags (``<|im_start|>``, ``<｜tool▁calls▁begin｜>``, ``<think>``): not reasoning.
+_TOKENS = re.compile(r"<[|\uff5c][^<>\n]{0,60}?[|\uff5c]>|</?think>|<\|[\w\"]{1,40}>|<[\w\"]{1,40}\|>")
 
 
 def _thought(text: str, upto: int) -> str | None:
     """The reasoning before position ``upto``: after the last ``Thought:`` label, else all of it."""
-    head = text[:upto]
+    head = _TOKENS.sub("", text[:upto])
     labels = list(_THOUGHT_LINE.finditer(head))
     if labels:
         head = head[labels[-1].end():]
@@ -427,15 +469,31 @@ def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
             f"list_invoices); write {form}")
 
 
-def _no_call_reason(text: str) -> str:
+_WRITE = "write a short Thought, then one line 'Action: tool_name[arguments]', or 'Answer: ...' when done"
+_EMPTY = f"an empty completion: the model wrote no text at all; {_WRITE}"
+#: Characters a sentence (or a block) ends with: a completion that stops on another was cut mid-sentence.
+_SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
+
+
+def _no_call_reason(text: str, forged: bool = False, cut: str | None = None,
+                    finish_reason: str | None = None) -> str:
     """The message for a completion with no action and no answer: what was found instead, and what to write."""
     markup = _MARKUP.search(text)
     if markup is not None:
         name = markup.group(1) or "tool_name"
         return (f"found {shown(markup.group(0), 40)} markup, which this protocol does not read; "
                 f"write 'Action: {clip(name, 40)}[arguments]'")
-    cut = cut_off_call(text)
-    if cut is not None:
-        return cut.reason
+    cut_call = cut_off_call(text)
+    if cut_call is not None:
+        return cut_call.reason
+    if forged:
+        return ("the completion went on to write its own Observation (dropped) with no action before "
+                "it; write 'Action: tool_name[arguments]' and stop there: the loop writes the observation")
+    if cut:
+        return f"{cut}, before any action or answer; {_WRITE}"
+    last = _THOUGHT_LINE.search(text) is not None or _ANY_LABEL.search(text) is None
+    if finish_reason is None and last and text.rstrip()[-1:] not in _SENTENCE_END:
+        return ("the completion stops mid-sentence in a Thought, with no action and no answer "
+                f"(cut off by a token limit?); {_WRITE}")
     return ("no action and no answer found; write one line 'Action: tool_name[arguments]', "
             "or 'Answer: ...' when done")

@@ -45,13 +45,6 @@ def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
 
 # ---- text cases: the parser's result is one of the case's accepted values ----------------
 
-#: Text cases whose call format the parser does not read yet (leaked native-call markup and
-#: the completions that are no call at all); each fails today, strictly, so the suite says
-#: which are open and fails the day one starts passing. Issue 27 ("every leaked call format read").
-NOT_READ_YET = {"harmony-channel-markup-call", "deepseek-special-token-call-fenced-json",
-                "gemma4-call-syntax-action-key-trap", "mistral-v11-toolcalls-name-glued-json",
-                "sentencepiece-markers-in-call-text", "pythonic-call-schema-properties-wrapper",
-                "generation-cut-mid-thought", "empty-completion"}
 GENERIC = "no action and no answer found"
 #: What an accepted refusal names: a quoted name, a code point, a format or label name, an identifier.
 _NAMES = re.compile(r"'[^']+'|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
@@ -76,13 +69,7 @@ def accepts(accepted: dict, result) -> bool:
             and all(n.lower() in reason.lower() for n in _names(accepted["reason"])))
 
 
-def _case_param(case):
-    marks = [pytest.mark.xfail(strict=True, reason="issue 27: format not read yet")] \
-        if case["id"] in NOT_READ_YET else []
-    return pytest.param(case, id=case["id"], marks=marks)
-
-
-@pytest.mark.parametrize("case", [_case_param(c) for c in PARSE_CASES])
+@pytest.mark.parametrize("case", PARSE_CASES, ids=[c["id"] for c in PARSE_CASES])
 def test_parse_case(case):
     result = parse(case["model_output"], tools=case.get("tools"))
     assert "\n" not in (result.reason or "")
