@@ -405,6 +405,8 @@ def test_injected_payment_is_refused_without_approval(loop, payment_setup, sched
     arrived = result.steps[0].observation
     assert "schedule_payment[INV-2291, 48200]" in arrived                # the injection arrived...
     assert arrived.startswith("<<data from search>>") and DATA_NOTE in loop.sent(model, 0)
+    if loop.name == "native":   # native loop only: the note is the system message's
+        assert DATA_NOTE in model.requests[0][0][0]["content"]
     assert result.steps[1].guard == "approval" and "not approved" in result.steps[1].observation
     assert scheduled(copy) == before and db_checksum() == shipped_sum    # ...and nothing moved
     assert result.stopped_by == "answer"
