@@ -271,11 +271,3 @@ def test_forced_model_takes_text_from_the_script_and_counts_from_the_model():
     assert [s.prompt_tokens for s in result.steps] == [len(p.split()) for p in real.prompts]
     assert [s.evaluated_tokens for s in result.steps] == [7, 7]
     assert result.steps[1].completion_tokens == 3  # "ok." "Answer:" "once"
-
-
-@pytest.mark.model
-def test_model_tokenizer_differs_from_cl100k():
-    from react_lab.backends.local import local_model
-
-    text = build_prompt("Was cus_8812 charged twice for INV-2041 in July?", default_tools().values())
-    assert local_model().count_tokens(text) != cost.count_tokens(text)

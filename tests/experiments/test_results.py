@@ -11,7 +11,7 @@ from react_lab.cli import main
 from react_lab.experiments import forge, results
 from react_lab.experiments.results import StaleResults
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Three abuses x three defences: what the regex runs, what the schema names, what the grammar refuses."""
 import json
+import re
 
 import pytest
 
@@ -13,6 +14,8 @@ from react_lab.experiments.abuses import (
 )
 from react_lab.notebook.plots import plot_trust_boundary
 from react_lab.notebook.tables import outcome_table
+from react_lab.schema import validate_call
+from react_lab.tools import default_tools
 
 # (regex, schema) per abuse: the classic loop never names a field; the schema always does.
 EXPECTED = {
@@ -83,12 +86,15 @@ def test_cli_abuses_json_with_the_grammar_on_the_embedded_model(capsys):
     assert all(set(r) == {"abuse", "defence", "outcome", "detail"} for r in rows)
     assert all(r["outcome"] in OUTCOMES for r in rows)
     grammar = {r["abuse"]: r for r in rows if r["defence"] == "grammar"}
+    tools = default_tools()
     for label, (_, schema) in EXPECTED.items():
         # the grammar refuses exactly what the schema rejects
         assert grammar[label]["outcome"] == ("impossible" if schema == "rejected" else "ok"), grammar[label]
-        # and what the model wrote when invited to the abuse passed the schema
-        assert "schema-valid" in grammar[label]["detail"] or "sampled: None" in grammar[label]["detail"]
-        assert "INVALID" not in grammar[label]["detail"]
+        # and invited to the abuse, the model wrote a call (not "sampled: None"): a declared tool
+        # with arguments that pass its schema, checked here again from the arguments themselves
+        sampled = re.search(r"; sampled: (\w+)\((.*)\) -- schema-valid$", grammar[label]["detail"])
+        assert sampled and sampled[1] in tools, grammar[label]["detail"]
+        assert validate_call(tools[sampled[1]], json.loads(sampled[2])) == [], grammar[label]["detail"]
 
 
 def test_reply_text_embeds_the_arguments_verbatim():

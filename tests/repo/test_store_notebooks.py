@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("store_notebooks", REPO / "scripts" / "store-notebooks.py")
 store = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(store)

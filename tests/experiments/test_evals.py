@@ -410,17 +410,3 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["success_rate"] == 0.0 and out["protocol"] == "native"
-
-
-# --------------------------------------------------------------------------- the real model
-
-@pytest.mark.model
-def test_embedded_model_completes_three_tasks(tmp_path):
-    from react_lab.backends.local import local_model
-
-    run = evals.evaluate(TASKS[:3], local_model(), cache_dir=tmp_path, max_steps=3,
-                         max_tokens=96, progress=False)
-    m = run.metrics
-    assert m["n"] == 3 and run.computed == 3
-    assert 0.0 <= m["success_rate"] <= 1.0 and 1 <= m["mean_steps"] <= 3
-    assert m["tokens_per_task"] > 0 and all(r["stopped_by"] for r in run.records)

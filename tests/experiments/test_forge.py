@@ -262,12 +262,3 @@ def test_forge_widget_toggles_the_stop_sequence():
     box.run_button.click()
     assert "<mark" not in box.output.value and "get_charge[ch_1KZq8f]" in box.output.value
     assert "no model-written Observation" in box.status.value
-
-
-# --------------------------------------------------------------------------- the real model
-
-@pytest.mark.model
-def test_real_model_never_forges_with_the_stop_sequence():
-    result = forge.forge_rate(8, cache=False, progress=False)
-    assert result["with_stop"]["forged"] == 0
-    assert result["with_stop"]["completion_tokens"] < result["without_stop"]["completion_tokens"]
