@@ -207,7 +207,9 @@ class OpenAIChatModel(EndpointBackend):
     llama-cpp-python's server fills ``tool_calls`` only with ``--chat_format
     chatml-function-calling`` (``python -m react_lab.backends.serve`` starts it so); with its
     default chat format the tools are ignored and a call, if the model writes one, comes
-    back as text (:func:`react_lab.leaks.leaked_calls`).
+    back as text (:func:`react_lab.leaks.leaked_calls`). Even that handler drops ``tool``
+    messages, fails on ``tool_choice="required"`` and returns no text answer under
+    ``"auto"``: :mod:`react_lab.backends.serve` lists what it does with each request.
     """
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,

@@ -47,7 +47,7 @@ from ..cost import count_tokens
 from ..guards import MORE, Guards
 from ..loop import check_count
 from ..protocol import EXEMPLARS, build_prompt
-from ..tools import Tool
+from ..tools import Tool, tool_schemas
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, run_task
 from .exemplars import get_pool, select
 from .stats import Rate, pass_at_k, pass_hat_k, success_rate
@@ -78,7 +78,9 @@ class Config:
     ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
     question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
     pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
-    evaluation's limits (tokens per completion).
+    evaluation's limits (tokens per completion); ``protocol``: ``"text"`` or
+    ``"native"`` (:func:`react_lab.native.run_native` on the grammar-constrained chat
+    backend, greedy; its exemplars prepended as messages, ``"none"`` for none).
     """
 
     name: str
@@ -91,6 +93,7 @@ class Config:
     max_steps: int = EVAL_MAX_STEPS
     max_tokens: int = EVAL_MAX_TOKENS
     distractors: int = 0
+    protocol: str = "text"
 
     def with_(self, name: str, about: str, **changes) -> "Config":
         """A copy named ``name`` with ``changes`` (one rung built on another)."""
@@ -126,6 +129,10 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                  tools="oldest_first", exemplars="runs"),
     *[_GPOOL.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
                    tools="oldest_first", distractors=n - 6) for n in (12, 24)],
+    _BASELINE.with_("native", "native tool calls under the reply grammar, no exemplar",
+                    protocol="native", exemplars="none"),
+    _BASELINE.with_("native_exemplar", "native + the baseline's exemplar as a past call, result "
+                    "and answer", protocol="native"),
 ]}
 
 
@@ -150,8 +157,8 @@ def tools_for(cfg: Config) -> dict[str, Tool]:
 
 def exemplars_for(cfg: Config, task: Task) -> list:
     """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
-    if cfg.exemplars == "default":
-        return list(EXEMPLARS[:1])
+    if cfg.exemplars in ("default", "none"):
+        return list(EXEMPLARS[:1 if cfg.exemplars == "default" else 0])
     if cfg.exemplars in ("pool", "runs"):
         return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
                       task, k=cfg.k)
@@ -161,6 +168,13 @@ def exemplars_for(cfg: Config, task: Task) -> list:
 def first_prompt(cfg: Config, task: Task) -> str:
     """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
     guards = Guards()
+    if cfg.protocol == "native":  # what the embedded model reads: system turn with schemas, exemplars, question
+        from ..backends.chat import render_messages
+        from ..native import first_messages, offered_tools
+
+        offered = offered_tools(tools_for(cfg), guards)
+        return render_messages(first_messages(task.question, offered, notes=guards.notes(),
+                                              exemplars=exemplars_for(cfg, task)), tool_schemas(offered))
     return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),
                         notes=guards.notes(), mark=guards.mark)
 
@@ -255,9 +269,14 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     exemplars = exemplars_for(cfg, task)
     runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
                           temperature=temperature, seed=seed)
+    options = {"exemplars": exemplars}
+    if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
+        from ..backends.chat import LocalChatModel
+
+        runner, options = LocalChatModel(runner.base), {"loop_options": options}
     t0 = time.perf_counter()
-    result = run_task(task, runner, tools, protocol="text", max_steps=cfg.max_steps,
-                      max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars)
+    result = run_task(task, runner, tools, protocol=cfg.protocol, max_steps=cfg.max_steps,
+                      max_tokens=cfg.max_tokens, timeout=timeout, **options)
     seconds = time.perf_counter() - t0
     steps = result.steps
     return {
