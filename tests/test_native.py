@@ -220,7 +220,10 @@ def test_openai_chat_model_passes_tools_and_reads_tool_calls():
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     model = OpenAIChatModel("gpt-test", client=client)
     reply = model.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS))
-    assert sent["tools"] == tool_schemas(TOOLS) and sent["model"] == "gpt-test"
+    assert sent["model"] == "gpt-test" and sent["tools"] != tool_schemas(TOOLS)
+    assert sent["tools"] == [{**t, "function": {**t["function"], "parameters": decodable(
+        t["function"]["parameters"])}} for t in tool_schemas(TOOLS)]  # no \d a server cannot parse
+    assert "\\d" not in json.dumps(sent["tools"]) and "\\d" in json.dumps(tool_schemas(TOOLS))
     assert reply.tool_calls[0]["function"]["arguments"] == json.dumps(JULY)
     assert reply.finish_reason == "tool_calls" and reply.prompt_tokens == 120
     assert isinstance(reply, ChatReply)

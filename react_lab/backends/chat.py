@@ -23,7 +23,7 @@ from typing import Any, Sequence
 from ..native import assistant_json, check_tool_choice
 from ..protocol import MAX_TOKENS
 from .endpoints import EndpointBackend
-from .grammar import reply_grammar
+from .grammar import decodable, reply_grammar
 from .local import local_model
 
 # --------------------------------------------------------------------------- replies
@@ -220,7 +220,10 @@ class OpenAIChatModel(EndpointBackend):
         such as an exemplar answer's ``thought``, stay home). An assistant message whose
         ``content`` is None (calls only) is sent with ``""``: OpenAI accepts either,
         llama-cpp-python's server only a string. ``tool_choice`` is sent as given whenever
-        tools are (llama-cpp-python's server ignores the tools of a request without it).
+        tools are (llama-cpp-python's server ignores the tools of a request without it). The
+        schemas go through :func:`react_lab.backends.grammar.decodable`: llama-cpp-python's
+        server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
+        drops, the loop's schema check still checks.
         Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.native.check_tool_choice`),
         :class:`react_lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
         """
@@ -231,8 +234,9 @@ class OpenAIChatModel(EndpointBackend):
                  for k, v in m.items() if k in MESSAGE_KEYS} for m in messages]
         kwargs: dict[str, Any] = dict(model=self.name, messages=sent,
                                       max_tokens=max_tokens, temperature=self.temperature)
-        if tools:
-            kwargs["tools"] = list(tools)
+        if tools:  # decodable: a server that builds a grammar from a schema can parse it
+            kwargs["tools"] = [{**t, "function": {**t["function"], "parameters": decodable(
+                t["function"]["parameters"])}} for t in tools]
             kwargs["tool_choice"] = tool_choice
         t0 = time.perf_counter()
         try:

@@ -133,6 +133,8 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                     protocol="native", exemplars="none"),
     _BASELINE.with_("native_exemplar", "native + the baseline's exemplar as a past call, result "
                     "and answer", protocol="native"),
+    _BASELINE.with_("native_pool_k1", "native + 1 exemplar per question from the dev pool, as "
+                    "messages", protocol="native", exemplars="pool", k=1),
 ]}
 
 
