@@ -478,7 +478,8 @@ def ladder_inputs(config: dict):
     chosen = [tasks[i] for i in config["task_ids"]]
     tools = tools_for(cfg)
     prompt = {"first_prompts": [first_prompt(cfg, t) for t in chosen],
-              "config": dataclasses.asdict(cfg),
+              "config": {k: v for k, v in dataclasses.asdict(cfg).items()  # text: as before protocol
+                         if (k, v) != ("protocol", "text")},
               "schemas": [t.openai_schema() for t in tools.values()]}
     return Inputs(model="local", prompt=prompt,
                   tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
