@@ -546,3 +546,15 @@ def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refu
         assert "<|im_start|>tool\n<|im_start|>assistant\n" in spy.prompts[0]
     with pytest.raises(AssertionError):
         handler(llama=_PromptSpy(), messages=messages, tools=tool_schemas(TOOLS), tool_choice="required")
+
+
+def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
+    from react_lab.experiments.ladder import choose_tasks, first_prompt, get_config
+
+    task = choose_tasks("test", per_category=1)[0]
+    with_exemplar = first_prompt(get_config("native_exemplar"), task)
+    assert with_exemplar.startswith("<|im_start|>system\n" + SYSTEM)
+    assert "Result of example_1_1: " in with_exemplar and task.question in with_exemplar
+    assert "example_1_1" not in first_prompt(get_config("native"), task)
+    pooled = first_prompt(get_config("native_pool_k1"), task)
+    assert "Result of example_1_1: " in pooled and pooled != with_exemplar  # chosen for the question
