@@ -12,8 +12,9 @@ Measures, in this order, after :func:`react_lab.notebook.warm_up` (whose one-off
 2. the forgery experiment (``forge.run_experiment`` on 100 questions, both arms), goal <= 60 s,
    as the lab runs it (``forge.BATCH`` questions decoded side by side) and one question at a
    time (``batch=1``, the one-at-a-time tokens), with how many verdicts the two disagree on;
-3. the evaluation per task, text and native protocol, on the first ``--tasks`` tasks (a
-   stated subset), goal native <= 2x text;
+3. the evaluation per task, text and native protocol (and native with the text protocol's
+   default exemplar as messages), on the first ``--tasks`` tasks (a stated subset), goal
+   native <= 2x text;
 4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
    (from the text evaluation's steps; the harness's own logging and scoring beside it);
 5. with ``--notebooks``: the notebook suite under nbval in CI mode, goal <= 300 s;
@@ -124,17 +125,20 @@ def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
             "verdicts": [t["forged"] for t in result["trials"]["without_stop"]]}
 
 
-def evaluation(model, raw: dict, protocol: str, n_tasks: int) -> dict:
+def evaluation(model, raw: dict, protocol: str, n_tasks: int, exemplar: bool = False) -> dict:
+    """One evaluation; ``exemplar``: a native run with the text protocol's default exemplar as messages."""
     from react_lab.backends.chat import LocalChatModel
     from react_lab.experiments import evals
     from react_lab.experiments.tasks import load_tasks
+    from react_lab.protocol import EXEMPLARS
 
     backend = LocalChatModel(model) if protocol == "native" else model
     tasks = load_tasks(n=n_tasks)
     before = model.usage.snapshot()
+    options = {"exemplars": EXEMPLARS[:1]} if exemplar else None
     with tempfile.TemporaryDirectory() as cache, Meter() as m:
         run = evals.evaluate(tasks, backend, protocol=protocol, use_cache=False, cache_dir=cache,
-                             progress=False)
+                             progress=False, loop_options=options)
     used = (model.usage - before).to_dict()
     steps = [e for r in run.records for e in r["steps"]]
     step_seconds = sum(e["seconds"] for e in steps)
@@ -206,19 +210,27 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
                      f"{f['forged']['without_stop']} / {one['forged']['without_stop']} "
                      f"({differ} verdicts differ)", "", "", ""))
     text, native = report["eval_text"], report["eval_native"]
-    for name, e in (("text", text), ("native", native)):
+    runs = [("text", text), ("native", native)]
+    if "eval_native_exemplar" in report:
+        runs.append(("native + exemplar", report["eval_native_exemplar"]))
+    for name, e in runs:
         rows.append((f"{name} evaluation, per task ({e['tasks']} tasks)", f"{e['per_task']} s",
-                     "<= 2x text" if name == "native" else "", ratio(e["seconds"], e["implied_seconds"]),
+                     "<= 2x text" if name != "text" else "", ratio(e["seconds"], e["implied_seconds"]),
                      str(e["others"])))
         rows.append((f"  {name}: model calls, s per call", f"{e['calls']}, {e['per_call']} s", "", "", ""))
         rows.append((f"  {name}: tokens generated per call",
                      f"{e['usage']['generated'] / max(1, e['calls']):.0f}", "", "", ""))
+        rows.append((f"  {name}: tasks answered right", f"{e['success']} of {e['tasks']}", "", "", ""))
         rows.append((f"  {name}: runs ended by", ", ".join(f"{k} {v}" for k, v in e["stopped_by"].items()),
                      "", "", ""))
         rows.append((f"  {name}: prompt tokens sent / evaluated",
                      f"{e['usage']['prompt_sent']:,} / {e['usage']['prompt_evaluated']:,}", "", "", ""))
     rows.append(("native / text, per task", f"{native['per_task'] / text['per_task']:.2f}x", "<= 2x", "", ""))
     rows.append(("native / text, per model call", f"{native['per_call'] / text['per_call']:.2f}x", "", "", ""))
+    if "eval_native_exemplar" in report:
+        ex = report["eval_native_exemplar"]
+        rows.append(("native + exemplar / text, per task", f"{ex['per_task'] / text['per_task']:.2f}x",
+                     "<= 2x", "", ""))
     rows.append(("loop overhead (text steps, outside the model)", f"{text['loop_overhead']:.2%}", "<= 1%", "", ""))
     rows.append(("  evaluation harness (logs, scoring)", f"{text['harness_overhead']:.2%}", "", "", ""))
     if "notebooks" in report:
@@ -272,6 +284,7 @@ def main() -> None:
     report["forge_one_at_a_time"] = forge_experiment(model, report["raw"], args.questions, 1)
     report["eval_text"] = evaluation(model, report["raw"], "text", args.tasks)
     report["eval_native"] = evaluation(model, report["raw"], "native", args.tasks)
+    report["eval_native_exemplar"] = evaluation(model, report["raw"], "native", args.tasks, exemplar=True)
     if args.notebooks:
         report["notebooks"] = notebook_suite()
     if args.memory is not None or args.notebooks:

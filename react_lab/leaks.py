@@ -30,7 +30,15 @@ import json
 import re
 from dataclasses import dataclass
 
-from ._calls import find_json_call, is_tool_name, load_object, names_a_call, paren_call, python_calls, unwrap
+from ._calls import (
+    find_json_call,
+    is_tool_name,
+    load_object,
+    names_a_call,
+    paren_call,
+    python_calls,
+    unwrap,
+)
 from ._formats import find_calls, relaxed_object
 from .protocol import ParseResult, clip, shown
 

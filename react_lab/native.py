@@ -9,13 +9,22 @@ back as a ``{"role": "tool", "tool_call_id": ...}`` message.
 
 :func:`run_native` is the loop: the same shape as :func:`react_lab.loop.run`, with a
 schema check (:func:`react_lab.schema.validate_call`, inside :func:`execute_call`) where
-the text loop has its parser. The backends it talks to are in :mod:`react_lab.backends.chat`;
-the grammar that constrains the embedded model's replies is in :mod:`react_lab.backends.grammar`.
+the text loop has its parser. A reply may hold several calls: the read-only ones run
+together, the side-effecting ones one at a time, each through the approval gate
+(:func:`run_calls`). ``tool_choice`` (:func:`check_tool_choice`) says whether the reply
+may, must or must not call, or which tool it must call. The native twin of the text
+protocol's exemplar is a past exchange prepended as messages (:func:`exemplar_messages`).
+The backends it talks to are in :mod:`react_lab.backends.chat`; the grammar that
+constrains the embedded model's replies is in :mod:`react_lab.backends.grammar`.
 """
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import time
+from concurrent.futures import Future
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ._checks import check_run_arguments
@@ -23,9 +32,10 @@ from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
 from .leaks import leaked_calls
 from .loop import MAX_STEPS, best_effort_step, end_step
-from .protocol import MAX_TOKENS, unknown_tool_message
+from .parser import parse
+from .protocol import ACTION, MAX_TOKENS, Exemplar, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
-from .tools import Observation, Tool, call_tool, tool_schemas
+from .tools import Observation, Tool, call_tool, connection, open_db, tool_schemas
 from .trace import RunResult, Step, Transcript
 
 if TYPE_CHECKING:
@@ -37,12 +47,43 @@ SYSTEM = ("You answer questions about a billing system. Call the tools to look f
           "never guess ids, dates or amounts. When the tool results answer the question, "
           "give the answer.")
 
+#: The ``tool_choice`` strings (the OpenAI parameter's); a dict names one tool.
+TOOL_CHOICES = ("auto", "required", "none")
+
+#: How an exemplar's tool-call ids start (``example_1_1``): they mark where the prompt ends.
+EXAMPLE_ID = "example_"
+
 #: What the loop tells the model when no more tool calls are allowed.
 BEST_EFFORT_REQUEST = ("The loop allows no more tool calls ({guard}). Answer the question now "
                        "from the tool results above, as well as they allow.")
 
 
-# --------------------------------------------------------------------------- running a call
+# --------------------------------------------------------------------------- tool_choice
+
+def check_tool_choice(tool_choice: str | dict, tools: Sequence[dict]) -> str | None:
+    """Check an OpenAI ``tool_choice`` against the offered tool schemas; return the tool it forces.
+
+    ``"auto"`` (call or answer), ``"required"`` (a call), ``"none"`` (an answer) give None;
+    ``{"type": "function", "function": {"name": NAME}}`` gives ``NAME`` (a call to that
+    tool). Raises ValueError for anything else, for a name no offered tool has, and for
+    ``"required"`` or a named tool with no tools offered (the OpenAI API refuses those too).
+    """
+    if tool_choice in TOOL_CHOICES:
+        if tool_choice == "required" and not tools:
+            raise ValueError('tool_choice "required" needs at least one tool')
+        return None
+    name = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
+    if not isinstance(name, str) or tool_choice.get("type") != "function":
+        raise ValueError('tool_choice must be "auto", "required", "none" or {"type": "function", '
+                         f'"function": {{"name": "<a tool>"}}}}, not {tool_choice!r:.80}')
+    names = [t["function"]["name"] for t in tools]
+    if name not in names:
+        raise ValueError(f"tool_choice names {name!r}, which is not among the tools offered: "
+                         f"{', '.join(names) or 'none'}")
+    return name
+
+
+# --------------------------------------------------------------------------- running calls
 
 def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
     """Run one OpenAI-shaped tool call: look the tool up, check its arguments, run it. Never raises.
@@ -65,17 +106,148 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
     return call_tool(tools, name, args)
 
 
-def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict) -> Observation:
+def run_calls(guards: Guards, tools: dict[str, Tool], calls: Sequence[dict], *,
+              together: bool = True) -> list[Observation]:
+    """Run one reply's calls through the guards; return their observations in call order.
+
+    Consecutive read-only calls start together, each in a thread of its own on a database
+    connection of its own (:func:`concurrent_tool`); a side-effecting call
+    (``Tool.side_effect``), the ``more`` pseudo-tool and a call that cannot have a
+    connection of its own run alone, in their turn, so a read written after a write sees
+    it. The guards then take the calls one by one in call order, whatever finished first,
+    so their counters, refusals and pages are exactly a one-at-a-time run's (``together=False``
+    is that run). A read-only call the guards refuse (a repeat) may already have run: it
+    changed nothing, and its result is dropped. Each side-effecting call passes the
+    approval gate before it runs.
+    """
+    observations: list[Observation] = []
+    for group in call_groups(tools, calls) if together else [[(c, None)] for c in calls]:
+        started = [start_call(tool, call) if len(group) > 1 else None for call, tool in group]
+        observations += [_run_guarded(guards, tools, call, future)
+                         for (call, _), future in zip(group, started)]
+    return observations
+
+
+def call_groups(tools: dict[str, Tool], calls: Sequence[dict]) -> list[list[tuple[dict, Tool | None]]]:
+    """Split a reply's calls into groups that run together: runs of read-only calls, every other call alone.
+
+    Each entry is ``(call, tool to run it with)``: the read-only tool on its own connection, None for a call that runs alone.
+    """
+    groups: list[list[tuple[dict, Tool | None]]] = []
+    for call in calls:
+        tool = concurrent_tool(tools, call)
+        if tool is not None and groups and groups[-1][-1][1] is not None:
+            groups[-1].append((call, tool))
+        else:
+            groups.append([(call, tool)])
+    return groups
+
+
+def concurrent_tool(tools: dict[str, Tool], call: dict) -> Tool | None:
+    """The tool ``call`` names, able to run beside others; None if it must run alone.
+
+    Read-only tools only (not ``more``, whose pages the guards keep). A tool bound to a
+    sqlite3 connection gets a read-only connection of its own to the same file: one
+    connection must not serve two threads at once (their statements, and the SQL record
+    :func:`react_lab.tools.call_tool` keeps with a trace callback on the connection, would
+    mix). A database with no file (``:memory:``) cannot be opened twice: None.
+    """
+    name = call.get("function", {}).get("name")
+    tool = tools.get(name) if isinstance(name, str) else None
+    if tool is None or tool.side_effect or name == MORE:
+        return None
+    conn = connection(tool)
+    if conn is None:
+        return tool
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if not path:
+        return None
+    fn = tool.fn
+    return replace(tool, fn=functools.partial(fn.func, open_db(path), *fn.args[1:], **fn.keywords))
+
+
+def start_call(tool: Tool, call: dict) -> Future:
+    """Start ``call`` on ``tool`` in a daemon thread; the future holds its :class:`Observation`.
+
+    The thread closes the tool's own connection when the call is done. A call that hangs
+    is cut off by the guards' timeout while they wait for its result.
+    """
+    future: Future = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(execute_call({tool.name: tool}, call))
+        finally:
+            own = connection(tool)
+            if own is not None:
+                own.close()
+
+    threading.Thread(target=work, daemon=True, name=f"call-{tool.name}").start()
+    return future
+
+
+def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict,
+                 started: Future | None = None) -> Observation:
     """Run one OpenAI-shaped call through the guards; the schema check runs inside them.
 
     The guards see the decoded arguments (the raw string if they are not JSON), so a
-    repeat is a repeat however the model spaced its JSON.
+    repeat is a repeat however the model spaced its JSON. A call ``started`` already is
+    not run again: the guards wait for its result (their timeout applies).
     """
     name = str(call.get("function", {}).get("name"))
     args = decode_arguments(call.get("function", {}).get("arguments", "{}"))
     if name == MORE:
         return guards.run_tool(tools, name, args if isinstance(args, dict) else {"page": args})
-    return guards.run_tool(tools, name, args, call=lambda t, n, a: execute_call(t, call))
+    run = (lambda t, n, a: started.result()) if started else (lambda t, n, a: execute_call(t, call))
+    return guards.run_tool(tools, name, args, call=run)
+
+
+# --------------------------------------------------------------------------- exemplars
+
+def exemplar_messages(exemplars: Sequence[Exemplar], tools: dict[str, Tool]) -> list[dict]:
+    """The native twin of the text protocol's exemplars: each one a past exchange, as messages.
+
+    For each :class:`react_lab.protocol.Exemplar`: its question as a ``user`` message;
+    each step as an ``assistant`` message (the thought in ``content``, the action in
+    ``tool_calls`` with the id ``example_<exemplar>_<step>``) followed by its
+    observation as a ``tool`` message keyed to that id; then the final thought and
+    answer as an ``assistant`` message. An action's arguments are named by the tool's
+    schema (``list_invoices[cus_4417, 2026-07-01]`` becomes ``{"customer_id": "cus_4417",
+    "since": "2026-07-01"}``). Raises ValueError for an action naming no tool in ``tools``.
+    """
+    messages: list[dict] = []
+    for i, ex in enumerate(exemplars, 1):
+        messages.append({"role": "user", "content": ex.question})
+        for j, (thought, action, observation) in enumerate(ex.steps, 1):
+            parsed = parse(f"{ACTION}: {action}", tools=list(tools))
+            if parsed.kind != "action":
+                raise ValueError(f"exemplar {i}, step {j}: {action!r} is not a call of these tools "
+                                 f"({parsed.reason})")
+            args = parsed.args if isinstance(parsed.args, dict) else dict(
+                zip(tools[parsed.tool].parameters["properties"], parsed.args))
+            call = {"id": f"{EXAMPLE_ID}{i}_{j}", "type": "function",
+                    "function": {"name": parsed.tool, "arguments": json.dumps(args, ensure_ascii=False)}}
+            messages += [{"role": "assistant", "content": thought, "tool_calls": [call]},
+                         {"role": "tool", "tool_call_id": call["id"], "content": observation}]
+        messages.append({"role": "assistant", "content": ex.answer, "thought": ex.final_thought})
+    return messages
+
+
+def first_messages(question: str, tools: dict[str, Tool], *, system: str = SYSTEM,
+                   notes: Sequence[str] = (), exemplars: Sequence[Exemplar] = ()) -> list[dict]:
+    """The messages a native run starts from: the system turn (``system`` and ``notes``), the exemplars, the question."""
+    return [{"role": "system", "content": "\n".join([system, *notes])},
+            *exemplar_messages(exemplars, tools), {"role": "user", "content": question}]
+
+
+def offered_tools(tools: dict[str, Tool], guards: Guards) -> dict[str, Tool]:
+    """The tools a native run offers: ``tools``, plus ``more`` whenever long observations are paged.
+
+    ``more`` is offered from the first step, so the tool list (written into the system
+    turn) never changes and the model's cached prompt prefix stays valid; called with no
+    page waiting, it returns an error.
+    """
+    return {**tools, MORE: guards.more_tool()} if guards.observation_chars else tools
 
 
 # --------------------------------------------------------------------------- the native loop
@@ -83,88 +255,65 @@ def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict) -> Observat
 def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int = MAX_STEPS,
                max_tokens: int = MAX_TOKENS, system: str = SYSTEM,
                approve: Callable[[str, dict], bool] | None = None,
-               messages: list[dict] | None = None, guards: Guards | None = None) -> Iterator[Step]:
+               messages: list[dict] | None = None, guards: Guards | None = None,
+               tool_choice: str | dict = "auto", exemplars: Sequence[Exemplar] = ()) -> Iterator[Step]:
     """Run the native tool-calling loop, yielding one :class:`Step` per model call.
 
-    ``model`` is any chat backend with ``chat(messages, tools=, max_tokens=)``
-    (:mod:`react_lab.backends.chat`). Pass a ``messages`` list to watch the conversation grow (it
-    is filled in place). A step's ``action`` is ``{"tool", "args"}`` of its first call
-    (plus ``"calls"``, all of them, when the reply made several); its ``observation`` is
-    the results joined by newlines.
+    ``model`` is any chat backend with ``chat(messages, tools=, max_tokens=, tool_choice=)``
+    (:mod:`react_lab.backends.chat`). Pass a ``messages`` list to watch the conversation
+    grow (it is filled in place). ``exemplars`` (:class:`react_lab.protocol.Exemplar`) are
+    prepended as past exchanges (:func:`exemplar_messages`). ``tool_choice`` is sent
+    until a call has run, then ``"auto"``, so a forced call cannot loop (:func:`check_tool_choice`).
+    A step's ``action`` is ``{"tool", "args"}`` of its first call (plus ``"calls"``, all
+    of them, when the reply made several); its ``observation`` is the results joined by newlines.
 
     The guards are the text loop's (:class:`react_lab.guards.Guards`; default: every limit
-    on), called at the same places: token and money budgets after each reply; each call
-    checked against its schema and then run *through the guards* (repeats, retry cap,
-    approval, timeout, truncation with a ``more`` tool offered from the first step, data
-    markers), one call at a time in the order the model wrote them, since the guards keep
-    count; answer checks on a text reply (a rejected answer goes back as a user message);
-    old tool results compacted past ``guards.compact_at`` tokens. ``approve``, when given,
-    replaces ``guards.approve``. A step's ``guard`` names the guard that acted; when the
-    step limit or a refusal guard ends the run and ``guards.best_effort`` is on, one more
-    request, tool calls not allowed, asks for an answer, labelled ``[best effort]``.
-
-    Leaked calls: a reply with no ``tool_calls`` whose text holds a tool call
-    (:func:`react_lab.leaks.leaked_calls`: a ``<tool_call>`` block, a ``{"name",
-    "arguments"}`` or ``{"tool_name", "tool_input"}`` object, a list of them, fenced or
-    not) is never taken as the answer. When every call names a declared tool with valid
-    arguments the loop runs them as if they had come in ``tool_calls`` -- the model meant
-    them; a server whose chat template missed the format is not the model's error -- and
-    marks the step ``leaked``. Otherwise nothing runs, and an error observation tells the
-    model to send its calls in the tool-call field (:func:`leak_message`).
+    on), at the same places; every call of a reply runs through them in call order, the
+    read-only ones together (:func:`run_calls`). A rejected answer, a cut-off reply or a
+    leaked call that cannot run (:func:`reply_calls`) goes back as a user message.
+    ``approve``, when given, replaces ``guards.approve``. When the step limit or a refusal
+    guard ends the run and ``guards.best_effort`` is on, one more request with
+    ``tool_choice="none"`` asks for an answer, labelled ``[best effort]``.
     """
     check_run_arguments("chat", model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards.approve = approve
     guards.start(question)
-    messages = messages if messages is not None else []
-    if not messages:
-        notes = guards.notes()  # guard: prompt notes (data markers, citations)
-        messages += [{"role": "system", "content": "\n".join([system, *notes])},
-                     {"role": "user", "content": question}]
-    loop_said: list[str] = []  # the loop's own words to the model: its notes and error results
-    # guard: more[page]. Offered from the first step whenever long observations are paged,
-    # so the tool list (written into the system turn) never changes and the model's cached
-    # prompt prefix stays valid; called with no page waiting, it returns an error.
-    offered = {**tools, MORE: guards.more_tool()} if guards.observation_chars else tools
+    offered = offered_tools(tools, guards)  # guard: more[page], offered from the first step
     schemas = tool_schemas(offered)
+    check_tool_choice(tool_choice, schemas)
+    messages = messages if messages is not None else []
+    if not messages:  # guard: prompt notes (data markers, citations) in the system turn
+        messages += first_messages(question, offered, system=system, notes=guards.notes(),
+                                   exemplars=exemplars)
+    loop_said: list[str] = []  # the loop's own words to the model: its notes and error results
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)
+        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens, tool_choice=tool_choice)
         guards.spend(reply)  # guard: token and money budgets
-        # A call written in the text instead of the tool-call field is never the answer:
-        # it runs when it is valid (the step is marked leaked), else the model is told.
-        leaked = [] if reply.tool_calls else leaked_calls(reply.content)
-        problems = leak_problems(offered, leaked)
-        calls = reply.tool_calls or (leaked if not problems else [])
-        message = reply.message()
-        if leaked and calls:
-            message["tool_calls"] = calls  # the conversation shows the calls the loop ran
-        messages.append(message)
+        calls, leaked, problem = reply_calls(reply, offered)  # calls written in the text are never the answer
+        messages.append({**reply.message(), **({"tool_calls": calls} if calls else {})})
         step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
-        if calls:  # each call runs through the guards, its schema checked inside them
-            observations = [_run_guarded(guards, offered, c) for c in calls]  # guard: calls
-            for call, obs in zip(calls, observations):
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": obs.text})
-            _record_calls(step, calls, observations)
-            loop_said += [obs.text for obs in observations if obs.error]
-        elif leaked:  # a leaked call that cannot run: nothing runs, the model is told why
-            step.error = leak_message(leaked, problems)
-            step.observation = f"Error: {step.error}"
-            messages.append({"role": "user", "content": step.observation})
-            loop_said.append(step.observation)
-        elif reply.content is not None:
+        if calls:  # read-only calls together, the others one at a time, each through the guards
+            observations = run_calls(guards, offered, calls)  # guard: refusals, approval, timeout, size
+            messages += [{"role": "tool", "tool_call_id": c["id"], "content": o.text}
+                         for c, o in zip(calls, observations)]
+            record_calls(step, calls, observations)
+            loop_said += [o.text for o in observations if o.error]
+            tool_choice = "auto"  # a forced choice holds until a call has run
+        elif reply.content is not None and not leaked:
             rejected = guards.check_answer(reply.content)  # guard: grounding, placeholders, citations
             if rejected is None:
                 step.answer = reply.content
-            else:  # the rejection goes back as a user message
+            else:
                 step.record(rejected)
-                messages.append({"role": "user", "content": rejected.text})
-                loop_said.append(rejected.text)
-        else:
-            step.error = step.observation = malformed_reply_message(reply, max_tokens)
-            messages.append({"role": "user", "content": step.error})
-            loop_said.append(step.error)
+        else:  # no call ran and no answer: a leaked call that cannot run, a cut-off reply
+            step.error = problem or malformed_reply_message(reply, max_tokens)
+            step.observation = f"Error: {step.error}" if problem else step.error
+        if not calls and step.observation:  # what the loop refused goes back as a user message
+            messages.append({"role": "user", "content": step.observation})
+            loop_said.append(step.observation)
         if step.answer is None and compact_messages(messages, guards):  # guard: context size
             step.guard = step.guard or "compacted"
         ended = end_step(step, guards, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
@@ -176,7 +325,28 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
             return
 
 
-def _record_calls(step: Step, calls: Sequence[dict], observations: list[Observation]) -> None:
+def reply_calls(reply: "ChatReply", tools: dict[str, Tool]) -> tuple[list[dict], list[dict], str | None]:
+    """The calls to run for a reply: ``(calls, leaked, problem)``.
+
+    A reply's ``tool_calls`` run as they are. A reply without them whose text holds a
+    tool call (:func:`react_lab.leaks.leaked_calls`: a ``<tool_call>`` block, a
+    ``{"name", "arguments"}`` object, a list of them, fenced or not) is never taken as
+    the answer: when every leaked call names a declared tool with valid arguments they
+    run as if they had come in ``tool_calls`` -- the model meant them; a server whose chat
+    template missed the format is not the model's error -- and the step is marked
+    ``leaked``; otherwise nothing runs and ``problem`` is what the model is told
+    (:func:`leak_message`).
+    """
+    if reply.tool_calls:
+        return list(reply.tool_calls), [], None
+    leaked = leaked_calls(reply.content)
+    problems = leak_problems(tools, leaked)
+    if leaked and problems:
+        return [], leaked, leak_message(leaked, problems)
+    return leaked, leaked, None
+
+
+def record_calls(step: Step, calls: Sequence[dict], observations: list[Observation]) -> None:
     """Write a turn's calls and results into its step: every call, every result, the first guard."""
     parsed = [{"id": c.get("id"), "tool": c["function"].get("name"),
                "args": decode_arguments(c["function"].get("arguments"))} for c in calls]
@@ -257,14 +427,27 @@ def ask_native(question: str, model, tools: dict[str, Tool], **kwargs) -> RunRes
 
 
 def conversation(messages: Sequence[dict]) -> Transcript:
-    """Show a message list as a :class:`Transcript`, one line per message, owned by who wrote it."""
+    """Show a message list as a :class:`Transcript`, one line per message, owned by who wrote it.
+
+    The prompt is the system message, the exemplars (:func:`exemplar_messages`: through
+    the answer after the last ``example_`` tool result) and the question.
+    """
     transcript = Transcript()
-    head = 0  # the system message and the question form the prompt
-    while head < len(messages) and messages[head]["role"] in ("system", "user") and head < 2:
-        head += 1
-    transcript.add("prompt", "".join(
-        f"{'system' if m['role'] == 'system' else 'Question'}: {m.get('content')}\n"
-        for m in messages[:head]))
+    examples = [i for i, m in enumerate(messages) if m["role"] == "tool"
+                and str(m.get("tool_call_id", "")).startswith(EXAMPLE_ID)]
+    if examples:  # the exemplars end with an answer; the question follows it
+        head = min(len(messages), examples[-1] + 3)
+    else:  # the system message and the question
+        head = 0
+        while head < len(messages) and messages[head]["role"] in ("system", "user") and head < 2:
+            head += 1
+    lines = []
+    for m in messages[:head]:
+        role, content = m["role"], m.get("content")
+        lines.append(f"system: {content}\n" if role == "system" else f"Question: {content}\n"
+                     if role == "user" else f"example {role}: "
+                     f"{assistant_json(m) if role == 'assistant' else content}\n")
+    transcript.add("prompt", "".join(lines))
     for msg in messages[head:]:
         role, content = msg["role"], msg.get("content")
         if role == "assistant":

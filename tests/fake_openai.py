@@ -19,7 +19,10 @@ What a completion says comes from ``completions``: a list of texts, chosen by ho
 loop-written ``Observation:`` lines the prompt already holds, so each run of the text
 loop walks the list in order however many runs are in flight. A request with ``stop``
 is cut as a provider cuts. Chat replies come from ``chat_replies`` the same way (by
-the number of ``tool`` messages). Every request body is kept in ``requests``;
+the number of ``tool`` messages), under the request's ``tool_choice`` as a provider
+honours it (:func:`honour_tool_choice`: ``none`` sends no calls, ``required`` and a named
+tool only calls); a ``tool`` message keyed to no call of the assistant turn before it
+gets OpenAI's HTTP 400. Every request body is kept in ``requests``;
 ``max_in_flight`` is the most requests served at once.
 """
 from __future__ import annotations
@@ -207,19 +210,57 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client closed the stream early, as a client-side stop does
 
     def _chat(self, body: dict) -> None:
-        done = sum(m.get("role") == "tool" for m in body.get("messages", []))
+        messages = body.get("messages", [])
+        problem = unanswered_tool_message(messages)
+        if problem:
+            return self._send(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                              "param": "messages", "code": None}})
+        done = sum(m.get("role") == "tool" for m in messages)
         script = self.server.chat_replies
         reply = dict(script[min(done, len(script) - 1)])
-        calls = reply.get("tool_calls")
+        calls, problem = honour_tool_choice(reply.get("tool_calls"), body)
+        if problem:
+            return self._send(400, {"error": {"message": problem, "type": "invalid_request_error",
+                                              "param": "tool_choice", "code": None}})
         message = {"role": "assistant", "content": reply.get("content")}
         if calls:
             message["tool_calls"] = [
                 {"id": f"call_{done}_{i}", "type": "function",
                  "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
                 for i, c in enumerate(calls)]
+        elif message["content"] is None:
+            message["content"] = "Done."
         self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
                          "model": body["model"],
                          "choices": [{"index": 0, "message": message, "logprobs": None,
                                       "finish_reason": "tool_calls" if calls else "stop"}],
                          "usage": {"prompt_tokens": 10, "completion_tokens": 5,
                                    "total_tokens": 15}})
+
+
+def unanswered_tool_message(messages: list[dict]) -> str | None:
+    """What OpenAI answers (HTTP 400) when a ``tool`` message is keyed to no call of the assistant turn before it."""
+    ids: set[str] = set()
+    for m in messages:
+        if m.get("role") == "assistant":
+            ids = {c["id"] for c in m.get("tool_calls") or []}
+        elif m.get("role") == "tool" and m.get("tool_call_id") not in ids:
+            return ("Invalid parameter: messages with role 'tool' must be a response to a preceding "
+                    f"message with 'tool_calls' (tool_call_id {m.get('tool_call_id')!r})")
+    return None
+
+
+def honour_tool_choice(calls, body: dict) -> tuple[list, str | None]:
+    """The scripted calls a provider would send under the request's ``tool_choice``.
+
+    ``none`` (or no tools): no calls; ``auto``: the script's; ``required``: the script's, an
+    error if it has none; a named tool: the script's calls to it, an error if none.
+    """
+    choice, calls = body.get("tool_choice", "auto"), list(calls or [])
+    if not body.get("tools") or choice == "none":
+        return [], None
+    if isinstance(choice, dict):
+        calls = [c for c in calls if c["name"] == choice["function"]["name"]]
+    if not calls and choice != "auto":
+        return [], f"the script has no call for tool_choice {choice!r}"
+    return calls, None

@@ -1,5 +1,9 @@
 """Native tool calling: the schema check, the reply grammar, the native loop, the backends."""
+import functools
 import json
+import sqlite3
+import threading
+import time
 from types import SimpleNamespace
 
 import jsonschema
@@ -21,9 +25,21 @@ from react_lab.backends.grammar import (
     reply_schema,
 )
 from react_lab.cli import main
-from react_lab.native import SYSTEM, ask_native, run_native
+from react_lab.guards import Guards
+from react_lab.native import (
+    SYSTEM,
+    ask_native,
+    call_groups,
+    check_tool_choice,
+    concurrent_tool,
+    exemplar_messages,
+    run_calls,
+    run_native,
+    start_call,
+)
+from react_lab.protocol import EXEMPLARS
 from react_lab.schema import check_arguments, clean_arguments, validate_call
-from react_lab.tools import Tool, default_tools, tool_schemas
+from react_lab.tools import Tool, _schema, connection, default_tools, tool_schemas
 
 TOOLS = default_tools()
 LIST = TOOLS["list_invoices"]
@@ -204,7 +220,10 @@ def test_openai_chat_model_passes_tools_and_reads_tool_calls():
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     model = OpenAIChatModel("gpt-test", client=client)
     reply = model.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS))
-    assert sent["tools"] == tool_schemas(TOOLS) and sent["model"] == "gpt-test"
+    assert sent["model"] == "gpt-test" and sent["tools"] != tool_schemas(TOOLS)
+    assert sent["tools"] == [{**t, "function": {**t["function"], "parameters": decodable(
+        t["function"]["parameters"])}} for t in tool_schemas(TOOLS)]  # no \d a server cannot parse
+    assert "\\d" not in json.dumps(sent["tools"]) and "\\d" in json.dumps(tool_schemas(TOOLS))
     assert reply.tool_calls[0]["function"]["arguments"] == json.dumps(JULY)
     assert reply.finish_reason == "tool_calls" and reply.prompt_tokens == 120
     assert isinstance(reply, ChatReply)
@@ -261,3 +280,281 @@ def test_cli_ask_native_runs_structured_calls_on_the_embedded_model(capsys, ship
     assert calls and out["stopped_by"] in {"answer", "max_steps"}  # it does call, greedily
     for action in calls:
         assert action["tool"] in TOOLS and validate_call(TOOLS[action["tool"]], action["args"]) == []
+
+
+# ---- several calls in one reply: read-only together, side effects one at a time -----------------
+
+def _call(name, **arguments):
+    return {"id": f"call_{name}_{len(arguments)}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def _timed_tools(log, barrier=None, side_effect=False, names=("a", "b")):
+    """Tools that record (name, start, end) and, with a barrier, wait for each other."""
+    def make(name):
+        def fn(x: str) -> dict:
+            start = time.perf_counter()
+            if barrier is not None:
+                barrier.wait()  # passes only when every party is running at the same time
+            time.sleep(0.05 if name == names[0] else 0.0)  # the first call finishes last
+            log.append((name, start, time.perf_counter()))
+            return {"tool": name, "x": x}
+        return Tool(name, fn, f"{name}.", _schema(x={"type": "string"}), side_effect=side_effect)
+    return {n: make(n) for n in names}
+
+
+def test_read_only_calls_of_one_reply_run_together_and_come_back_in_call_order():
+    log = []
+    tools = _timed_tools(log, threading.Barrier(2, timeout=2))
+    calls = [_call("a", x="1"), _call("b", x="2")]
+    observations = run_calls(Guards(), tools, calls)
+    assert [json.loads(o.text)["tool"] for o in observations] == ["a", "b"]  # call order
+    assert [o.error for o in observations] == [None, None]  # the barrier passed: both ran at once
+    assert [name for name, _, _ in log] == ["b", "a"]  # yet a finished last
+    serial = run_calls(Guards(), _timed_tools([], threading.Barrier(2, timeout=0.3)), calls,
+                       together=False)
+    assert all("BrokenBarrierError" in o.text for o in serial)  # the barrier can fail
+
+
+def test_side_effecting_calls_run_one_at_a_time_each_through_the_approval_gate():
+    log, asked = [], []
+    tools = {**_timed_tools(log, side_effect=True, names=("pay", "refund")),
+             **_timed_tools(log, names=("look",))}
+    calls = [_call("pay", x="1"), _call("refund", x="2"), _call("look", x="3")]
+    guards = Guards(approve=lambda name, args: asked.append(name) or name == "pay")
+    observations = run_calls(guards, tools, calls)
+    assert asked == ["pay", "refund"]  # one approval per side-effecting call, in call order
+    assert [n for n, _, _ in log] == ["pay", "look"]  # the refused one never ran
+    assert observations[1].guard == "approval" and "not approved" in observations[1].text
+    (_, _, pay_end), (_, look_start, _) = log
+    assert pay_end <= look_start  # a read after a write starts once the write is done
+    groups = call_groups(tools, calls + [_call("look", x="4")])
+    assert [[c["function"]["name"] for c, _ in g] for g in groups] == [["pay"], ["refund"], ["look", "look"]]
+
+
+def test_the_guards_count_as_in_a_one_at_a_time_run():
+    """Repeats, retry caps, pages and the order of everything the guards keep: as if serial."""
+    calls = [_call("find_invoice", invoice_id="INV-2291"), _call("find_invoice", invoice_id="INV-2291"),
+             _call("get_charge", charge_id="ch_0000"), _call("get_charge", charge_id="ch_0001"),
+             _call("get_charge", charge_id="ch_0002"),
+             _call("list_invoices", customer_id="cus_2234", since="2026-01-01"),
+             _call("search", query="refund policy"), _call("more", page="p1")]
+
+    def run(together):
+        guards = Guards(observation_chars=300, retry_cap=2, near_repeats=None)
+        guards.start("q")
+        texts = [o.text for o in run_calls(guards, TOOLS, calls, together=together)]
+        return texts, guards.calls, guards.errors, guards.pages, guards.seen, guards.refusals
+
+    serial = run(False)
+    assert "already run" in serial[0][1] and "failed 2 times" in serial[0][4] and "p1" in serial[3]
+    for _ in range(5):  # whichever thread finishes first
+        assert run(True) == serial
+
+
+def test_each_concurrent_database_call_has_a_connection_and_a_sql_record_of_its_own():
+    shared = connection(TOOLS["find_invoice"])
+    calls = [_call("find_invoice", invoice_id="INV-2291"), _call("get_payments", invoice_id="INV-2041"),
+             _call("get_charge", charge_id="ch_1KZq8f")]
+    tools = [concurrent_tool(TOOLS, c) for c in calls]
+    assert all(connection(t) is not shared for t in tools)
+    observations = [f.result(timeout=5) for f in [start_call(t, c) for t, c in zip(tools, calls)]]
+    ids = ("INV-2291", "INV-2041", "ch_1KZq8f")
+    for obs, own in zip(observations, ids):  # each record holds its own statements, no other's
+        assert obs.error is None and obs.sql and all(own in sql for sql in obs.sql), obs.sql
+        assert not any(other in sql for sql in obs.sql for other in ids if other != own)
+    with pytest.raises(sqlite3.ProgrammingError):  # each own connection is closed after its call
+        connection(tools[0]).execute("select 1")
+    assert shared.execute("select 1").fetchone()[0] == 1  # the shared one is untouched
+    memory = sqlite3.connect(":memory:", check_same_thread=False)
+    in_memory = Tool("q", functools.partial(lambda conn, x: x, memory), "q.", _schema(x={"type": "string"}))
+    assert concurrent_tool({"q": in_memory}, _call("q", x="1")) is None  # cannot be opened twice
+    assert concurrent_tool(TOOLS, _call("calc", expression="1+1")) is TOOLS["calc"]  # no database
+
+
+def test_a_native_run_with_several_calls_in_a_reply_keys_each_result_to_its_call():
+    model = ScriptedChatModel([{"thought": "both", "tool_calls": [
+        {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
+        {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]},
+        {"thought": "", "answer": "approved, unpaid"}])
+    result = ask_native("Has INV-2291 been paid?", model, TOOLS)
+    messages = model.requests[1][0]
+    ids = [c["id"] for c in messages[2]["tool_calls"]]
+    assert [m["tool_call_id"] for m in messages[3:]] == ids and len(set(ids)) == 2
+    assert '"supplier"' in messages[3]["content"] and '"payments": []' in messages[4]["content"]
+    assert result.answer == "approved, unpaid"
+
+
+# ---- tool_choice --------------------------------------------------------------------------------
+
+NAMED = {"type": "function", "function": {"name": "find_invoice"}}
+
+
+def test_check_tool_choice_takes_the_openai_values_and_names_what_is_wrong():
+    schemas = tool_schemas(TOOLS)
+    assert [check_tool_choice(c, schemas) for c in ("auto", "required", "none")] == [None] * 3
+    assert check_tool_choice(NAMED, schemas) == "find_invoice"
+    for bad, words in [("any", "must be"), ({"function": {"name": "find_invoice"}}, "must be"),
+                       ({"type": "function", "function": {"name": "serch"}}, "'serch', which is not"),
+                       ({"type": "function", "function": {}}, "must be")]:
+        with pytest.raises(ValueError, match=words):
+            check_tool_choice(bad, schemas)
+    with pytest.raises(ValueError, match="needs at least one tool"):
+        check_tool_choice("required", [])
+
+
+def test_the_reply_schema_follows_tool_choice():
+    schemas = tool_schemas(TOOLS)
+
+    def valid(choice, reply):
+        return jsonschema.Draft202012Validator(reply_schema(schemas, tool_choice=choice)).is_valid(reply)
+    call, answer = CALL_THEN_ANSWER
+    find = {"thought": "", "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}]}
+    assert valid("auto", call) and valid("auto", answer)
+    assert valid("required", call) and not valid("required", answer)
+    assert not valid("none", call) and valid("none", answer)
+    assert valid(NAMED, find) and not valid(NAMED, call) and not valid(NAMED, answer)
+    assert "list-invoices" not in reply_grammar(schemas, tool_choice=NAMED)
+
+
+def test_every_chat_backend_takes_tool_choice():
+    scripted = ScriptedChatModel(CALL_THEN_ANSWER)
+    scripted.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS), tool_choice=NAMED)
+    assert scripted.tool_choices == [NAMED]
+    with pytest.raises(ValueError, match="tool_choice"):
+        scripted.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS), tool_choice="any")
+    sent = {}
+
+    def create(**kwargs):
+        sent.update(kwargs)
+        message = SimpleNamespace(content="ok", tool_calls=None)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="stop")],
+                               usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1))
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    messages = [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a", "thought": "the lab's own key"}]
+    OpenAIChatModel("m", client=client).chat(messages, tools=tool_schemas(TOOLS), tool_choice="required")
+    assert sent["tool_choice"] == "required" and "thought" not in sent["messages"][1]
+
+
+def test_run_native_sends_tool_choice_until_a_call_has_run():
+    model = ScriptedChatModel(CALL_THEN_ANSWER)
+    ask_native("q", model, TOOLS, tool_choice="required")
+    assert model.tool_choices == ["required", "auto"]
+    with pytest.raises(ValueError, match="serch"):
+        list(run_native("q", model, TOOLS, tool_choice={"type": "function", "function": {"name": "serch"}}))
+
+
+# ---- the native exemplar ------------------------------------------------------------------------
+
+def test_the_exemplar_becomes_a_past_call_its_result_and_an_answer():
+    ex = EXEMPLARS[0]
+    messages = exemplar_messages([ex], TOOLS)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    call = messages[1]["tool_calls"][0]
+    assert call["function"]["name"] == "list_invoices" and json.loads(call["function"]["arguments"]) == {
+        "customer_id": "cus_4417", "since": "2026-07-01"}
+    assert messages[2]["tool_call_id"] == call["id"] == "example_1_1"
+    assert json.loads(messages[2]["content"]) == TOOLS["list_invoices"].fn("cus_4417", "2026-07-01")
+    assert messages[3]["content"] == ex.answer
+    two = exemplar_messages(EXEMPLARS[1:2], TOOLS)
+    assert [m.get("tool_call_id") for m in two if m["role"] == "tool"] == ["example_1_1", "example_1_2"]
+    with pytest.raises(ValueError, match="exemplar 1, step 1"):
+        exemplar_messages([ex], {"calc": TOOLS["calc"]})
+
+
+def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
+    model = ScriptedChatModel(CALL_THEN_ANSWER)
+    result = ask_native("How many invoices did cus_8812 receive in July 2026?", model, TOOLS,
+                        exemplars=EXEMPLARS[:1])
+    first = model.requests[0][0]
+    assert [m["role"] for m in first] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert first[-1]["content"].startswith("How many invoices")
+    owners = [o for o, _ in result.transcript.spans]
+    assert owners == ["prompt", "model", "loop", "model"]
+    prompt = result.transcript.spans[0][1]
+    assert "cus_4417" in prompt and "Question: How many invoices" in prompt
+    rendered = LocalChatModel.render(None, first, tool_schemas(TOOLS))
+    assert rendered.count("<|im_start|>") == 7 and "Result of example_1_1: [" in rendered
+    assert json.dumps({"thought": EXEMPLARS[0].final_thought, "answer": EXEMPLARS[0].answer}) in rendered
+
+
+# ---- over HTTP: the lab's own test server, for what llama-cpp-python's does not do ---------------
+
+def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server():
+    from fake_openai import FakeOpenAI
+
+    both = {"tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
+                           {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]}
+    with FakeOpenAI(chat_replies=[both, {"content": "INV-2291 is approved but unpaid."}]) as server:
+        model = OpenAIChatModel("fake-model", base_url=server.base_url)
+        result = ask_native("Has INV-2291 been paid?", model, TOOLS, tool_choice="required")
+        first = result.steps[0]
+        assert [c["tool"] for c in first.action["calls"]] == ["find_invoice", "get_payments"]
+        second = server.requests[1]
+        assert [m["tool_call_id"] for m in second["messages"][3:]] == ["call_0_0", "call_0_1"]
+        assert [r["tool_choice"] for r in server.requests] == ["required", "auto"]
+        assert result.answer == "INV-2291 is approved but unpaid."
+        messages = [{"role": "user", "content": "q"}]
+        named = model.chat(messages, tools=tool_schemas(TOOLS),
+                           tool_choice={"type": "function", "function": {"name": "get_payments"}})
+        assert [c["function"]["name"] for c in named.tool_calls] == ["get_payments"]
+        none = model.chat(messages, tools=tool_schemas(TOOLS), tool_choice="none")
+        assert none.tool_calls == [] and none.content
+        with pytest.raises(Exception, match="tool_call_id 'call_9'"):  # results keyed to no call
+            model.chat(messages + [{"role": "assistant", "content": "", "tool_calls": []},
+                                   {"role": "tool", "tool_call_id": "call_9", "content": "{}"}],
+                       tools=tool_schemas(TOOLS))
+
+
+# ---- what llama-cpp-python's chatml-function-calling handler does with a request ------------------
+
+class _PromptSpy:
+    """Stands in for ``llama_cpp.Llama`` in a chat handler: keeps each prompt, completes with ``text``."""
+
+    verbose = False
+
+    def __init__(self, text="message:"):
+        self.prompts, self.text = [], text
+
+    def create_completion(self, prompt, **options):
+        self.prompts.append(prompt)
+        return {"id": "x", "object": "text_completion", "created": 0, "model": "m",
+                "choices": [{"text": self.text, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+
+
+def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refuses_required():
+    """Where llama-cpp-python's server (0.3.36) does not serve native calling; if this fails, it was fixed.
+
+    Its template has no branch for the ``tool`` role: a result is written as an empty
+    ``<|im_start|>tool`` line, content and call id gone, so the model never reads it.
+    ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own test server
+    (tests/fake_openai.py) stands in for those.
+    """
+    handler = pytest.importorskip("llama_cpp.llama_chat_format").chatml_function_calling
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "call_a", "type": "function", "function": {"name": "find_invoice",
+                                                                      "arguments": '{"invoice_id": "INV-2291"}'}}]},
+                {"role": "tool", "tool_call_id": "call_a", "content": "RESULT-ONE"}]
+    for choice in ("auto", "none"):
+        spy = _PromptSpy()
+        handler(llama=spy, messages=messages, tools=tool_schemas(TOOLS), tool_choice=choice)
+        assert "RESULT-ONE" not in spy.prompts[0] and "call_a" not in spy.prompts[0]
+        assert "<|im_start|>tool\n<|im_start|>assistant\n" in spy.prompts[0]
+    with pytest.raises(AssertionError):
+        handler(llama=_PromptSpy(), messages=messages, tools=tool_schemas(TOOLS), tool_choice="required")
+
+
+def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
+    from react_lab.experiments.ladder import choose_tasks, first_prompt, get_config
+
+    task = choose_tasks("test", per_category=1)[0]
+    with_exemplar = first_prompt(get_config("native_exemplar"), task)
+    assert with_exemplar.startswith("<|im_start|>system\n" + SYSTEM)
+    assert "Result of example_1_1: " in with_exemplar and task.question in with_exemplar
+    assert "example_1_1" not in first_prompt(get_config("native"), task)
+    pooled = first_prompt(get_config("native_pool_k1"), task)
+    assert "Result of example_1_1: " in pooled and pooled != with_exemplar  # chosen for the question

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..native import assistant_json
+from ..native import assistant_json, check_tool_choice
 from ..protocol import MAX_TOKENS
 from .endpoints import EndpointBackend
-from .grammar import reply_grammar
+from .grammar import decodable, reply_grammar
 from .local import local_model
 
 # --------------------------------------------------------------------------- replies
@@ -89,28 +89,22 @@ class LocalChatModel:
         return f"{self.inner.name}+grammar"
 
     def render(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
-        """Render the conversation as ChatML, ending with an open assistant turn."""
-        parts = []
-        for msg in messages:
-            role, content = msg["role"], msg.get("content") or ""
-            if role == "system" and tools:
-                content += "\n\n" + describe_tool_schemas(tools)
-            if role == "assistant":
-                content = assistant_json(msg)
-            if role == "tool":
-                content = f"Result of {msg.get('tool_call_id', 'the call')}: {content}"
-            parts.append(f"<|im_start|>{role}\n{content}<|im_end|>\n")
-        return "".join(parts) + "<|im_start|>assistant\n"
+        """Render the conversation as ChatML, ending with an open assistant turn (:func:`render_messages`)."""
+        return render_messages(messages, tools)
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
+             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
         """Generate one reply that follows :func:`react_lab.backends.grammar.reply_schema`; see :class:`ChatReply`.
 
         Greedy decoding under the reply grammar (:meth:`react_lab.backends.local.LocalModel.decode`:
         the grammar is parsed once per tool set and checks one token per step; the
-        tokens equal ``create_completion(grammar=..., temperature=0)``'s). A reply cut off
-        by ``max_tokens`` is not valid JSON: it comes back with no calls and
-        ``finish_reason="length"``. Raises ValueError if the grammar cannot be built.
+        tokens equal ``create_completion(grammar=..., temperature=0)``'s). ``tool_choice``
+        is honoured by the grammar: ``"required"`` allows only calls, ``"none"`` only an
+        answer, a named tool only calls to it. The prompt is the same whatever the
+        choice (the tools stay in the system turn), so the cached prefix is reused. A
+        reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
+        and ``finish_reason="length"``. Raises ValueError for a bad ``tool_choice``
+        (:func:`react_lab.native.check_tool_choice`) or a grammar that cannot be built.
         """
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
@@ -122,6 +116,27 @@ class LocalChatModel:
         reply.prompt_tokens, reply.completion_tokens = out.prompt_tokens, out.completion_tokens
         reply.evaluated_tokens, reply.seconds = out.evaluated_tokens, out.seconds
         return reply
+
+
+def render_messages(messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
+    """Render a conversation in SmolLM2's ChatML, ending with an open assistant turn.
+
+    The tool schemas and the reply format are written into the system turn (what a
+    provider's chat template does with ``tools=``: :func:`describe_tool_schemas`); an
+    assistant message is written back in the reply grammar's JSON
+    (:func:`react_lab.native.assistant_json`); a tool result as ``Result of <call id>: ...``.
+    """
+    parts = []
+    for msg in messages:
+        role, content = msg["role"], msg.get("content") or ""
+        if role == "system" and tools:
+            content += "\n\n" + describe_tool_schemas(tools)
+        if role == "assistant":
+            content = assistant_json(msg)
+        if role == "tool":
+            content = f"Result of {msg.get('tool_call_id', 'the call')}: {content}"
+        parts.append(f"<|im_start|>{role}\n{content}<|im_end|>\n")
+    return "".join(parts) + "<|im_start|>assistant\n"
 
 
 def describe_tool_schemas(tools: Sequence[dict]) -> str:
@@ -174,6 +189,10 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
                      finish_reason="stop", text=text)
 
 
+#: The message keys of the OpenAI chat completions API: all an endpoint is sent.
+MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
+
 class OpenAIChatModel(EndpointBackend):
     """Any OpenAI-compatible chat completions endpoint with native tool calling.
 
@@ -188,25 +207,36 @@ class OpenAIChatModel(EndpointBackend):
     llama-cpp-python's server fills ``tool_calls`` only with ``--chat_format
     chatml-function-calling`` (``python -m react_lab.backends.serve`` starts it so); with its
     default chat format the tools are ignored and a call, if the model writes one, comes
-    back as text (:func:`react_lab.leaks.leaked_calls`).
+    back as text (:func:`react_lab.leaks.leaked_calls`). Even that handler drops ``tool``
+    messages, fails on ``tool_choice="required"`` and returns no text answer under
+    ``"auto"``: :mod:`react_lab.backends.serve` lists what it does with each request.
     """
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
-        """Send the conversation and the tool schemas; return the provider's reply.
+             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
+        """Send the conversation, the tool schemas and ``tool_choice``; return the provider's reply.
 
-        An assistant message whose ``content`` is None (calls only) is sent with ``""``:
-        OpenAI accepts either, llama-cpp-python's server only a string. Raises
+        Messages go in the OpenAI shape only (:data:`MESSAGE_KEYS`; the lab's own keys,
+        such as an exemplar answer's ``thought``, stay home). An assistant message whose
+        ``content`` is None (calls only) is sent with ``""``: OpenAI accepts either,
+        llama-cpp-python's server only a string. ``tool_choice`` is sent as given whenever
+        tools are (llama-cpp-python's server ignores the tools of a request without it). The
+        schemas go through :func:`react_lab.backends.grammar.decodable`: llama-cpp-python's
+        server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
+        drops, the loop's schema check still checks.
+        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.native.check_tool_choice`),
         :class:`react_lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
         """
         import openai
 
-        sent = [dict(m, content="") if m.get("role") == "assistant" and m.get("content") is None
-                else m for m in messages]
+        check_tool_choice(tool_choice, list(tools or []))
+        sent = [{k: ("" if k == "content" and v is None and m["role"] == "assistant" else v)
+                 for k, v in m.items() if k in MESSAGE_KEYS} for m in messages]
         kwargs: dict[str, Any] = dict(model=self.name, messages=sent,
                                       max_tokens=max_tokens, temperature=self.temperature)
-        if tools:
-            kwargs["tools"] = list(tools)
+        if tools:  # decodable: a server that builds a grammar from a schema can parse it
+            kwargs["tools"] = [{**t, "function": {**t["function"], "parameters": decodable(
+                t["function"]["parameters"])}} for t in tools]
             kwargs["tool_choice"] = tool_choice
         t0 = time.perf_counter()
         try:
@@ -239,7 +269,7 @@ class ScriptedChatModel:
             raise ValueError("a scripted chat model needs at least one reply")
         self.replies = [r if isinstance(r, str) else json.dumps(r) for r in replies]
         self.requests: list[tuple[list[dict], list[dict]]] = []
-        self.tool_choices: list[str] = []
+        self.tool_choices: list[str | dict] = []
         self.name = name
 
     @classmethod
@@ -259,7 +289,9 @@ class ScriptedChatModel:
         return cls(items, name=f"scripted:{Path(path).name}")
 
     def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str = "auto") -> ChatReply:
+             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
+        """Replay the next reply; record the request and ``tool_choice`` (ValueError for a bad one)."""
+        check_tool_choice(tool_choice, list(tools or []))
         text = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((copy.deepcopy(list(messages)), list(tools or [])))
         self.tool_choices.append(tool_choice)

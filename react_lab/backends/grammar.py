@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..native import check_tool_choice
 from ..schema import NEEDS
 from .decode import GrammarSampler
 from .local import local_model
@@ -23,20 +24,22 @@ from .local import local_model
 MAX_THOUGHT, MAX_ANSWER = 160, 400
 
 
-def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str = "auto") -> dict:
+def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto") -> dict:
     """Return the JSON Schema of one whole reply, given OpenAI tool schemas.
 
     ``{"thought": str, "tool_calls": [{"name": <a tool's name>, "arguments": <its
     parameters>}, ...]}`` (1..``max_calls`` calls) or ``{"thought": str, "answer": str}``.
     The thought comes first so the model reasons before it commits to a call.
     ``tool_choice`` follows the OpenAI parameter: ``"auto"`` (either form), ``"required"``
-    (a call) or ``"none"`` (an answer). Raises ValueError for anything else.
+    (a call), ``"none"`` (an answer) or ``{"type": "function", "function": {"name": NAME}}``
+    (calls to that tool only). Raises ValueError for anything else
+    (:func:`react_lab.native.check_tool_choice`).
     """
-    if tool_choice not in ("auto", "required", "none"):
-        raise ValueError(f"tool_choice must be auto, required or none, not {tool_choice!r}")
+    forced = check_tool_choice(tool_choice, tools)
     calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
               "properties": {"name": {"const": t["function"]["name"]},
-                             "arguments": t["function"]["parameters"]}} for t in tools]
+                             "arguments": t["function"]["parameters"]}}
+             for t in tools if forced in (None, t["function"]["name"])]
     thought = {"type": "string", "maxLength": MAX_THOUGHT}
     call_reply = {"type": "object", "additionalProperties": False,
                   "required": ["thought", "tool_calls"],
@@ -47,8 +50,9 @@ def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str 
                     "required": ["thought", "answer"],
                     "properties": {"thought": thought,
                                    "answer": {"type": "string", "maxLength": MAX_ANSWER}}}
-    forms = {"auto": [call_reply, answer_reply], "required": [call_reply], "none": [answer_reply]}
-    return {"anyOf": forms[tool_choice] if calls else [answer_reply]}
+    if not calls or tool_choice == "none":
+        return {"anyOf": [answer_reply]}
+    return {"anyOf": [call_reply] if tool_choice != "auto" else [call_reply, answer_reply]}
 
 
 def decodable(schema: Any) -> Any:
@@ -80,7 +84,7 @@ def decodable(schema: Any) -> Any:
     return out
 
 
-def reply_grammar(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str = "auto") -> str:
+def reply_grammar(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto") -> str:
     """Return the GBNF grammar (text) of :func:`reply_schema`, built by llama-cpp-python.
 
     ``llama_cpp.llama_grammar.json_schema_to_gbnf`` -- what ``LlamaGrammar.from_json_schema``

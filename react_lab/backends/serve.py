@@ -18,6 +18,31 @@ samples with ``repeat_penalty=1.1`` unless a request says otherwise; the in-proc
 model uses 1.0, hence ``REACT_LAB_EXTRA_BODY``.
 
 The server runs one generation at a time: requests in flight queue behind each other.
+
+What ``chatml-function-calling`` (llama-cpp-python 0.3.36, ``llama_chat_format.py``) does
+with native tool calling, request by request:
+
+* ``tool_choice`` absent or ``"none"``: the tools are not shown; a text reply.
+* ``"auto"``: the model first writes ``message:`` or ``functions.<name>:`` under a
+  grammar; each call's arguments are then decoded under a grammar from the tool's
+  schema, and after each call the model may write ``functions.<name>:`` again, so one
+  reply can hold several calls (ids ``call__<i>_<name>_<completion id>``). A *text*
+  reply, though, is decoded under the same follow-up grammar (``functions.<name>:`` or
+  the end of the turn), so its content is empty: the server never returns an answer
+  in this mode. Request ``max_tokens`` does not bound the call's arguments.
+* a named tool ``{"type": "function", "function": {"name": ...}}``: one call to that
+  tool, arguments under its schema's grammar, no thought.
+* ``"required"``: not handled (an ``assert`` fails: HTTP 500).
+* ``tool`` messages: the template has no branch for the role, so a result is written
+  as an empty ``<|im_start|>tool`` line -- content and ``tool_call_id`` dropped, the
+  model never reads a result. Earlier calls are written back HTML-escaped (``&#34;``)
+  and, when a turn held several, with no line between them.
+
+So over this server the loop gets calls but the model never sees what they returned;
+the lab's own test server (``tests/fake_openai.py``) stands in for the rest, and the
+embedded model's native path in-process (:class:`react_lab.backends.chat.LocalChatModel`)
+does all of it. The other ChatML format, ``chatml``, drops ``tool`` messages too; the
+``functionary`` formats need a Functionary model and its Hugging Face tokenizer.
 """
 from __future__ import annotations
 

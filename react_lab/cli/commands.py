@@ -77,7 +77,10 @@ def cmd_ask(args) -> int:
 
 def _mcp_tools(args):
     """``--mcp COMMAND``: the tools of that MCP server (react_lab.mcp); a bad one is a usage error."""
-    from ..mcp import MCPServerError, mcp_tools  # the MCP SDK loads only when --mcp asks for it
+    from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
+        MCPServerError,
+        mcp_tools,
+    )
 
     try:
         return mcp_tools(args.mcp)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..guards import Guards
 from ..protocol import EXEMPLARS, build_prompt
-from ..tools import Tool
+from ..tools import Tool, tool_schemas
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
 from .exemplars import get_pool, select
 from .tasks import Task
@@ -31,7 +31,9 @@ class Config:
     ``"default"`` (the prompt's one fixed exemplar), ``"pool"`` (``k`` chosen per
     question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
     pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
-    evaluation's limits (tokens per completion).
+    evaluation's limits (tokens per completion); ``protocol``: ``"text"`` or
+    ``"native"`` (:func:`react_lab.native.run_native` on the grammar-constrained chat
+    backend, greedy; its exemplars prepended as messages, ``"none"`` for none).
     """
 
     name: str
@@ -44,6 +46,7 @@ class Config:
     max_steps: int = EVAL_MAX_STEPS
     max_tokens: int = EVAL_MAX_TOKENS
     distractors: int = 0
+    protocol: str = "text"
 
     def with_(self, name: str, about: str, **changes) -> "Config":
         """A copy named ``name`` with ``changes`` (one rung built on another)."""
@@ -83,6 +86,12 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                  tools="oldest_first", exemplars="runs"),
     *[_GPOOL.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
                    tools="oldest_first", distractors=n - 6) for n in (12, 24)],
+    _BASELINE.with_("native", "native tool calls under the reply grammar, no exemplar",
+                    protocol="native", exemplars="none"),
+    _BASELINE.with_("native_exemplar", "native + the baseline's exemplar as a past call, result "
+                    "and answer", protocol="native"),
+    _BASELINE.with_("native_pool_k1", "native + 1 exemplar per question from the dev pool, as "
+                    "messages", protocol="native", exemplars="pool", k=1),
 ]}
 
 
@@ -110,8 +119,8 @@ def tools_for(cfg: Config) -> dict[str, Tool]:
 
 def exemplars_for(cfg: Config, task: Task) -> list:
     """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
-    if cfg.exemplars == "default":
-        return list(EXEMPLARS[:1])
+    if cfg.exemplars in ("default", "none"):
+        return list(EXEMPLARS[:1 if cfg.exemplars == "default" else 0])
     if cfg.exemplars in ("pool", "runs"):
         return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
                       task, k=cfg.k)
@@ -122,5 +131,12 @@ def exemplars_for(cfg: Config, task: Task) -> list:
 def first_prompt(cfg: Config, task: Task) -> str:
     """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
     guards = Guards()
+    if cfg.protocol == "native":  # what the embedded model reads: system turn with schemas, exemplars, question
+        from ..backends.chat import render_messages
+        from ..native import first_messages, offered_tools
+
+        offered = offered_tools(tools_for(cfg), guards)
+        return render_messages(first_messages(task.question, offered, notes=guards.notes(),
+                                              exemplars=exemplars_for(cfg, task)), tool_schemas(offered))
     return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),
                         notes=guards.notes(), mark=guards.mark)

@@ -154,9 +154,14 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     exemplars = exemplars_for(cfg, task)
     runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
                           temperature=temperature, seed=seed)
+    options = {"exemplars": exemplars}
+    if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
+        from ..backends.chat import LocalChatModel
+
+        runner, options = LocalChatModel(runner.base), {"loop_options": options}
     t0 = time.perf_counter()
-    result = run_task(task, runner, tools, protocol="text", max_steps=cfg.max_steps,
-                      max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars)
+    result = run_task(task, runner, tools, protocol=cfg.protocol, max_steps=cfg.max_steps,
+                      max_tokens=cfg.max_tokens, timeout=timeout, **options)
     seconds = time.perf_counter() - t0
     steps = result.steps
     return {
@@ -356,7 +361,8 @@ def fingerprint_inputs(config: dict):
     chosen = [tasks[i] for i in config["task_ids"]]
     tools = tools_for(cfg)
     prompt = {"first_prompts": [first_prompt(cfg, t) for t in chosen],
-              "config": dataclasses.asdict(cfg),
+              "config": {k: v for k, v in dataclasses.asdict(cfg).items()  # text: as before protocol
+                         if (k, v) != ("protocol", "text")},
               "schemas": [t.openai_schema() for t in tools.values()]}
     return Inputs(model="local", prompt=prompt,
                   tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)

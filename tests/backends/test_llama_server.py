@@ -120,3 +120,79 @@ def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     assert first.action is not None and first.action["tool"] in default_tools()
     assert not first.leaked and first.finish_reason == "tool_calls"
     assert first.observation  # the schema check's error or the database's answer, written by the loop
+
+
+# ---- native tool calling as the server does it: every tool_choice, several calls, results by id ----
+
+ASK = [{"role": "system", "content": "You answer questions about a billing system. Call the tools."},
+       {"role": "user", "content": "Has supplier invoice INV-2291 been paid?"}]
+
+
+def chat_model(server):
+    from react_lab.backends.chat import OpenAIChatModel
+
+    return OpenAIChatModel(MODEL_ALIAS, base_url=server)
+
+
+def _valid_calls(reply, tools):
+    assert reply.tool_calls and reply.finish_reason == "tool_calls", reply
+    ids = [c["id"] for c in reply.tool_calls]
+    assert len(set(ids)) == len(ids) and all(i.startswith(f"call__{n}_") for n, i in enumerate(ids))
+    for call in reply.tool_calls:  # arguments decoded under a grammar built from the schema
+        assert call["function"]["name"] in tools
+        assert isinstance(json.loads(call["function"]["arguments"]), dict)
+
+
+def test_every_tool_choice_the_server_takes(server):
+    """auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500."""
+    from react_lab.backends.endpoints import EndpointError
+    from react_lab.tools import tool_schemas
+
+    tools, model = default_tools(), chat_model(server)
+    schemas = tool_schemas(tools)
+    _valid_calls(model.chat(ASK, tools=schemas, tool_choice="auto", max_tokens=96), tools)
+    named = model.chat(ASK, tools=schemas, max_tokens=96,
+                       tool_choice={"type": "function", "function": {"name": "find_invoice"}})
+    _valid_calls(named, tools)
+    assert [c["function"]["name"] for c in named.tool_calls] == ["find_invoice"]
+    none = model.chat(ASK, tools=schemas, tool_choice="none", max_tokens=48)
+    assert none.tool_calls == [] and none.content and none.finish_reason in ("stop", "length")
+    with pytest.raises(EndpointError) as refused:  # chatml-function-calling asserts "auto"
+        model.chat(ASK, tools=schemas, tool_choice="required", max_tokens=48)
+    assert refused.value.status == 500
+
+
+def test_a_turn_with_several_calls_and_their_results_goes_back_to_the_server(server):
+    """The request side of parallel calls: two calls in one assistant turn, each result keyed to its id.
+
+    The server takes it (the schemas are sent llama.cpp-decodable: a ``\\d`` in a
+    pattern would crash it) and answers with calls of its own; what it cannot do is show
+    the model the results (its template drops ``tool`` messages: tests/test_native.py).
+    """
+    from react_lab.tools import tool_schemas
+
+    tools, model = default_tools(), chat_model(server)
+    calls = [{"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(
+        {"invoice_id": "INV-2291"})}} for i, name in enumerate(("find_invoice", "get_payments"))]
+    turn = ASK + [{"role": "assistant", "content": None, "tool_calls": calls}] + [
+        {"role": "tool", "tool_call_id": c["id"], "content": call_tool(tools, c["function"]["name"],
+                                                                        {"invoice_id": "INV-2291"}).text}
+        for c in calls]
+    for choice in ("auto", "none"):
+        reply = model.chat(turn, tools=tool_schemas(tools), tool_choice=choice, max_tokens=64)
+        if choice == "auto":
+            _valid_calls(reply, tools)
+        else:
+            assert not reply.tool_calls and reply.content
+
+
+def test_the_native_loop_over_the_server_runs_every_call_it_returns(server):
+    from react_lab.native import ask_native
+
+    tools = default_tools()
+    result = ask_native("When was the latest invoice of cus_8812 issued?", chat_model(server), tools,
+                        max_steps=2, max_tokens=96)
+    ran = [s for s in result.steps if s.action]
+    assert ran and all(s.finish_reason == "tool_calls" and not s.leaked for s in ran)
+    for step in ran:  # the loop ran each call and wrote its result (the database's, or the schema check's)
+        assert step.observation and len(step.observation.splitlines()) == len(step.action.get("calls", [1]))
