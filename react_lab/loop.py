@@ -45,7 +45,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     """
     check_run_arguments("complete", model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
-    guards.start(question)
+    guards.start(question, exemplars)  # guard: the exemplars it shows, to tell copied values
     transcript = transcript if transcript is not None else Transcript()
     if not transcript.spans:  # the prompt prefix: instructions, tools, exemplars, the question
         transcript.add("prompt", build_prompt(question, tools.values(), exemplars,

@@ -8,7 +8,7 @@ import pytest
 from react_lab.backends import text_grammar as tg
 from react_lab.backends.base import Completion
 from react_lab.cli import main as cli_main
-from react_lab.experiments import ladder
+from react_lab.experiments import configs, ladder
 from react_lab.experiments.exemplars import (
     build_pool,
     get_pool,
@@ -286,8 +286,8 @@ class ScriptedBase:
 
 
 def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
-    monkeypatch.setitem(ladder._COMPILED, "x", None)
-    monkeypatch.setattr(ladder, "compiled", lambda grammar: grammar)  # no llama.cpp needed
+    monkeypatch.setitem(configs._COMPILED, "x", None)
+    monkeypatch.setattr(configs, "compiled", lambda grammar: grammar)  # no llama.cpp needed
     tasks = ladder.choose_tasks("test", per_category=1)[:3]
     cfg = ladder.get_config("best")
     base = ScriptedBase(tasks[0])
@@ -395,8 +395,7 @@ def test_every_variant_is_described_once():
 
 def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it():
     """Greedy decoding with a cache that never changes a completion: the whole-half run of a
-    config must agree, task by task, with its run on the fixed subset -- and best with
-    t_oldest_first, the same configuration under another name."""
+    config must agree, task by task, with its run on the fixed subset."""
     from react_lab.experiments import results
 
     runs: dict[str, list[dict]] = {}
@@ -406,8 +405,6 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
             if res.config["trials"] == 1 and res.config["split"] == "test":
                 runs.setdefault(res.config["config"], []).append(
                     {r["task_id"]: r["correct"] for r in res.data["records"]})
-    if "t_oldest_first" in runs:
-        runs.setdefault("best", []).extend(runs["t_oldest_first"])
     pairs = 0
     for config, outcomes in runs.items():
         for a in outcomes:

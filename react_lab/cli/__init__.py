@@ -119,7 +119,7 @@ def _add_ask(sub) -> None:
     """The ``ask`` subcommand."""
     a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
                                    "question and print the trace")
-    a.add_argument("question")
+    a.add_argument("question", nargs="?")
     a.add_argument("--model", default=None, help=MODEL_HELP + "; with --protocol native, "
                    "scripted:FILE.json replays JSON replies instead")
     a.add_argument("--protocol", choices=["text", "native"], default="text",
@@ -134,6 +134,9 @@ def _add_ask(sub) -> None:
     a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.add_argument("--config", default=None, help="run the text loop as this named configuration "
+                   "(react_lab.experiments.configs; best: the working agent); --list-configs names them")
+    a.add_argument("--list-configs", action="store_true", help="list the configurations")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 
@@ -205,8 +208,12 @@ def _add_eval(sub) -> None:
     ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.experiments.ladder "
                               "(baseline, grammar_action, ..., best)")
     ladder_group.add_argument("--list-configs", action="store_true", help="list the configurations")
-    ladder_group.add_argument("--split", choices=["dev", "test", "all"], default=None,
-                              help="the task half to run (with --config; default dev)")
+    ladder_group.add_argument("--split", choices=["dev", "test", "all", "paraphrase", "seeds"],
+                              default=None, help="the tasks to run (with --config; default dev): a "
+                              "half, the paraphrase test set, or the seed articles' questions")
+    ladder_group.add_argument("--tasks", metavar="FILE.json", default=None,
+                              help="run every task of this task file instead (the format: "
+                                   "react_lab.experiments.tasks)")
     ladder_group.add_argument("--per-category", type=whole_number(1), default=None,
                               help="only the first N tasks of each category of the split")
     ladder_group.add_argument("--trials", type=whole_number(1, 100), default=1,
