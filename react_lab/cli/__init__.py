@@ -1,9 +1,10 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]``
+``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME]``
-``react-lab eval --config NAME [--split dev|test] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -135,7 +136,8 @@ def _add_ask(sub) -> None:
                    help="completion tokens per step (default %(default)s)")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.add_argument("--config", default=None, help="run the text loop as this named configuration "
-                   "(react_lab.experiments.configs; best: the working agent); --list-configs names them")
+                   "(react_lab.experiments.configs; best: the working agent), with its own step and token "
+                   "limits; --list-configs names them")
     a.add_argument("--list-configs", action="store_true", help="list the configurations")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)

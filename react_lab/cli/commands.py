@@ -91,8 +91,9 @@ def _ask_config(args) -> int:
     if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
         args.usage_error("--config runs the text protocol on the embedded model: give a question, "
                          "and no --protocol native or other --model")
+    cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
-    result = ask_config(args.question, get_config(args.config), max_steps=args.max_steps)
+    result = ask_config(args.question, cfg)  # its own step and token limits, as measured
     if args.json:
         _print_json(result.to_dict())
     else:

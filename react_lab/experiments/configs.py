@@ -130,6 +130,16 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
 ]}
 
 
+#: The rung each configuration changes one thing of (what it is compared with, task by task).
+BELOW = {"grammar_action": "baseline", "grammar_grounded": "grammar_action",
+         "tax_short": "grammar_grounded", "tax_none": "grammar_grounded",
+         "pool_k1": "grammar_grounded", "pool_k2": "pool_k1", "pool_k3": "pool_k1",
+         "gpool_k1": "pool_k1", **{n: "gpool_k1" for n in CONFIGS if n.startswith("t_")},
+         "v_values": "t_oldest_first", "v_intent": "v_values", "v_unsure": "v_intent",
+         "best": "t_oldest_first", "runs_k1": "gpool_k1", "best_runs": "t_oldest_first",
+         "best_tools12": "t_oldest_first", "best_tools24": "t_oldest_first"}
+
+
 def get_config(name: str) -> Config:
     """Return the named configuration; ``ValueError`` lists the names for an unknown one."""
     if name not in CONFIGS:
