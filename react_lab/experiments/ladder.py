@@ -19,12 +19,21 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
                               (:mod:`react_lab.experiments.tool_designs`)
 ``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
                               successful dev runs (:func:`react_lab.experiments.exemplars.harvest`) instead of
-                              the oracle-written pool, on ``gpool_k1`` and on ``best``
-``best``                      rung 4: the best combination on the DEV half (``t_oldest_first``'s)
+                              the oracle-written pool, on ``gpool_k1`` and on ``t_oldest_first``
+``v_values``                  rung 5a: ``t_oldest_first`` + the guard refusing an answer whose value
+                              only the exemplar shows (:mod:`react_lab.provenance`), and exemplars
+                              whose answers no test task shares
+``v_intent``                  rung 5b: + the exemplar chosen for what the question asks for
+                              (:func:`react_lab.experiments.exemplars.intent`)
+``v_unsure``                  rung 5c: + no repeated call in the grammar, ids read as typed, and a
+                              best-effort yes/no that cites nothing fetched says it does not know
+``best``                      the working agent: the best combination on the DEV half (``v_unsure``'s);
+                              ``react-lab ask QUESTION --config best``
 ============================  ================================================================
 
-Tune on ``split="dev"``; every figure the lab reports as a result comes from
-``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
+Tune on ``split="dev"``; every figure the lab reports as a result comes from a held-out set:
+``split="test"`` (the same templates as dev, other entities) and ``split="paraphrase"`` (the
+test half's entities in the words people use, :mod:`react_lab.experiments.tasks`). :func:`run_ladder` runs one config over tasks (resumably, within a time
 budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.experiments.results`),
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
 ``react-lab eval --config NAME`` is the command line (:func:`react_lab.cli.commands.cmd_ladder`).
