@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 
 from ._checks import check_run_arguments
 from .context import compact_transcript
-from .guards import BEST_EFFORT_AFTER, Guards
+from .guards import BEST_EFFORT_AFTER, UNSURE, Guards
 from .parser import parse
 from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
 from .tools import Tool
@@ -114,7 +114,8 @@ def ask_best_effort(model, transcript: Transcript, guards: Guards, guard: str, n
     guards.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
     answer = guards.best_effort_answer(completion.text, loop_said=loop_said)
-    transcript.add("model", f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
+    owner = "loop" if answer == UNSURE else "model"  # guard: "I don't know" is the loop's, not the model's
+    transcript.add(owner, f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
     return best_effort_step(number, completion, guard, answer, t0)
 
 

@@ -80,3 +80,11 @@ def test_is_guess():
     assert is_guess("Yes.", ['{"charge_ids": ["ch_1KZq8f"]}'])
     assert not is_guess("No, only ch_1KZq8f.", ['{"charge_ids": ["ch_1KZq8f"]}'])
     assert not is_guess("129.00 dollars", [])                  # not a yes or no
+
+
+def test_the_unsure_answer_is_written_by_the_loop_not_the_model():
+    repeat = " Again.\nAction: find_invoice[INV-2041]\n"
+    result = _run([repeat, repeat, repeat, " Yes."], "Was INV-2041 charged twice?", None,
+                  unsure_best_effort=True)
+    owner, text = result.transcript.spans[-1][:2]
+    assert owner == "loop" and UNSURE in text
