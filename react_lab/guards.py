@@ -6,7 +6,7 @@ limit (its fields) and the state of one run, and the loop calls it at named plac
 
 =========================================  ===============================================
 ``guards.notes()``, ``guards.mark``        the prompt's extra lines and its exemplars' markers
-``guards.start(question)``                 once, before the first model call
+``guards.start(question, exemplars)``      once, before the first model call
 ``guards.spend(completion)``               after every model call (tokens, dollars)
 ``guards.check_question(parsed)``          on every completion: a question the model wrote itself
 ``guards.check_answer(answer)``            on a final answer: an error observation rejects it
@@ -17,18 +17,16 @@ limit (its fields) and the state of one run, and the loop calls it at named plac
 ``guards.stop_reason()``                   at the end of a step: a budget or ignored refusals
 =========================================  ===============================================
 
-Every limit is on by default; the data markers, the grounding check and the citation
-check are switched on where a task needs them. Set a field to ``None`` (or ``False``)
-to switch a guard off, or start from :meth:`Guards.off`. A guard that acts names itself in
-the :class:`react_lab.tools.Observation` it returns (``guard``; the loop copies it to
-``Step.guard`` and, when it ends the run, to ``stopped_by``). The names are :data:`GUARD_NAMES`.
-
-The step limit itself stays the loop's ``max_steps`` argument; what happens when it
-trips (one labelled best-effort answer) is :attr:`Guards.best_effort`. Together they
-answer the failure modes practitioners list for ReAct agents: step, token, money and
-wall-clock limits; exact and near repeats; a per-tool retry cap; truncation with a
-marker and a way to read on; compaction that keeps ids and error text; answer checks
-(grounding, placeholders, citations); an approval gate on side effects; and tool output
+Every limit is on by default; the data markers, the grounding checks and the citation check are
+switched on where a task needs them. Set a field to ``None`` (or ``False``) to switch a guard
+off, or start from :meth:`Guards.off`. A guard that acts names itself in the Observation it returns
+(``guard``; the loop copies it to ``Step.guard`` and, when it ends the run, to ``stopped_by``;
+the names are :data:`GUARD_NAMES`). The step limit stays the loop's ``max_steps`` argument; what
+happens when it trips (one labelled best-effort answer) is :attr:`Guards.best_effort`. Together
+they answer the failure modes practitioners list for ReAct agents: step, token, money and
+wall-clock limits; exact and near repeats; a per-tool retry cap; truncation with a marker and a
+way to read on; compaction that keeps ids and error text; answer checks (grounding, values copied
+from the exemplar, placeholders, citations); an approval gate on side effects; and tool output
 marked as data, never instructions.
 """
 from __future__ import annotations
@@ -42,12 +40,13 @@ from typing import Any, Callable, Iterable
 
 from .parser import starts_with_label, strip_answer_label
 from .protocol import ParseResult, shown
+from .provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .tools import Observation, Tool, call_tool
 
 #: Every name a guard writes into ``Step.guard`` / ``stopped_by``.
 GUARD_NAMES = ("max_steps", "token_budget", "money_budget", "time_budget", "tool_timeout",
                "repeat", "near_repeat", "retry_cap", "approval", "truncated", "compacted",
-               "placeholder_answer", "ungrounded_answer", "uncited_answer", "own_question")
+               "placeholder_answer", "ungrounded_answer", "uncited_answer", "own_question", "exemplar_value")
 
 #: Stops after which the loop asks the model once for a labelled best-effort answer.
 #: (A spent budget is not spent again.)
@@ -120,9 +119,9 @@ class Guards:
       Off by default, so the transcript stays the protocol notebooks 01-05 teach; switch
       it on where tool output carries text written outside (help articles, web pages,
       emails). The approval gate, on by default, is what keeps such text from acting.
-    * ``best_effort``: when the steps run out (or after ``max_refusals``), ask the model
-      once more, with no tools, for an answer from what the run found; the loop labels
-      it ``[best effort]``.
+    * ``best_effort``: when the steps run out (or after ``max_refusals``), ask once more, no tools, for an
+      answer labelled ``[best effort]``; ``unsure_best_effort``: a yes/no one citing no fetched value is UNSURE.
+    * ``exemplar_values``: reject an answer with a value only the prompt's exemplars show.
     """
 
     token_budget: int | None = 50_000
@@ -147,6 +146,8 @@ class Guards:
     approve: Callable[[str, Any], bool] | None = deny
     mark_data: bool = False
     best_effort: bool = True
+    unsure_best_effort: bool = False
+    exemplar_values: bool = False
 
     # --- the state of one run (reset by start) ------------------------------------------
     question: str = field(default="", init=False, repr=False)
@@ -159,24 +160,23 @@ class Guards:
     last_refusal: str | None = field(default=None, init=False, repr=False)
     seen: list = field(default_factory=list, init=False, repr=False)  # observation texts shown
     pages: dict = field(default_factory=dict, init=False, repr=False)  # page id -> (tool, rest)
+    examples: str = field(default="", init=False, repr=False)  # the prompt's exemplars, rendered
 
     @classmethod
     def off(cls, **overrides) -> "Guards":
         """Every guard switched off (no approval gate either): the unguarded loop."""
-        return cls(**{"token_budget": None, "money_budget": None, "time_budget": None,
-                      "tool_timeout": None, "repeats": False, "near_repeats": None,
-                      "max_refusals": None, "retry_cap": None, "observation_chars": None,
-                      "compact_at": None, "require_retrieval": False,
+        return cls(**{"token_budget": None, "money_budget": None, "time_budget": None, "tool_timeout": None,
+                      "repeats": False, "near_repeats": None, "max_refusals": None, "retry_cap": None,
+                      "observation_chars": None, "compact_at": None, "require_retrieval": False,
                       "reject_placeholders": False, "approve": None, "mark_data": False,
-                      "pin_question": False,
-                      "best_effort": False, **overrides})
+                      "pin_question": False, "best_effort": False, **overrides})
 
-    def start(self, question: str = "") -> None:
-        """Reset the run's state and start its clock."""
+    def start(self, question: str = "", exemplars=()) -> None:
+        """Reset the run's state and start its clock; ``exemplars``: the prompt's (None: its default)."""
         self.question, self.tokens, self.dollars = question, 0, 0.0
         self.started = time.perf_counter()
         self.calls, self.errors, self.seen, self.pages = [], {}, [], {}
-        self.refusals, self.last_refusal = 0, None
+        self.refusals, self.last_refusal, self.examples = 0, None, exemplar_text(exemplars)
 
     # --- the prompt ------------------------------------------------------------------------
 
@@ -247,7 +247,8 @@ class Guards:
                 what = f"{missing[0]!r} is in no observation" if missing else "no quote was given"
                 return _error(f"the answer must quote, in double quotes, a passage from an "
                               f"observation; {what}.", "uncited_answer")
-        return None
+        reason = self.exemplar_values and copied_reason(answer, self.examples, [self.question, *self.seen])
+        return _error(reason, "exemplar_value") if reason else None
 
     def best_effort_answer(self, text: str, loop_said: Iterable[str] = ()) -> str | None:
         """The first line of a best-effort completion, or None if it holds no answer.
@@ -264,7 +265,7 @@ class Guards:
         line = _norm(first).strip(" .")
         if line.startswith("error:") or (len(line) >= 12 and any(line in s for s in said)):
             return None
-        return first
+        return UNSURE if self.unsure_best_effort and is_guess(first, self.seen) else first
 
     # --- tool calls -----------------------------------------------------------------------------
 

@@ -13,9 +13,9 @@ from typing import Iterator
 
 from tqdm.auto import tqdm
 
-from ._checks import check_run_arguments
+from .protocol import check_run_arguments
 from .context import compact_transcript
-from .guards import BEST_EFFORT_AFTER, Guards
+from .guards import BEST_EFFORT_AFTER, UNSURE, Guards
 from .parser import parse
 from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
 from .tools import Tool
@@ -41,11 +41,11 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     step's ``guard`` names the one that acted, on the last step the one that ended the run.
     When a limit ends the run without an answer, ``guards.best_effort`` asks once more:
     one extra step, its answer labelled ``[best effort]``. Raises ``TypeError`` /
-    ``ValueError`` for unusable arguments (:func:`react_lab._checks.check_run_arguments`).
+    ``ValueError`` for unusable arguments (:func:`react_lab.protocol.check_run_arguments`).
     """
     check_run_arguments("complete", model, tools, max_steps, max_tokens)
     guards = guards if guards is not None else Guards()
-    guards.start(question)
+    guards.start(question, exemplars)  # guard: the exemplars it shows, to tell copied values
     transcript = transcript if transcript is not None else Transcript()
     if not transcript.spans:  # the prompt prefix: instructions, tools, exemplars, the question
         transcript.add("prompt", build_prompt(question, tools.values(), exemplars,
@@ -115,7 +115,8 @@ def ask_best_effort(model, transcript: Transcript, guards: Guards, guard: str, n
     guards.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
     answer = guards.best_effort_answer(completion.text, loop_said=loop_said)
-    transcript.add("model", f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
+    owner = "loop" if answer == UNSURE else "model"  # guard: "I don't know" is the loop's, not the model's
+    transcript.add(owner, f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
     return best_effort_step(number, completion, guard, answer, t0)
 
 

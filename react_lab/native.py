@@ -27,13 +27,13 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from ._checks import check_run_arguments
+from .backends.base import TOOL_CHOICES, assistant_json, check_tool_choice
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
 from .leaks import leaked_calls
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .parser import parse
-from .protocol import ACTION, MAX_TOKENS, Exemplar, unknown_tool_message
+from .protocol import ACTION, MAX_TOKENS, Exemplar, check_run_arguments, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
 from .tools import Observation, Tool, call_tool, connection, open_db, tool_schemas
 from .trace import RunResult, Step, Transcript
@@ -47,8 +47,6 @@ SYSTEM = ("You answer questions about a billing system. Call the tools to look f
           "never guess ids, dates or amounts. When the tool results answer the question, "
           "give the answer.")
 
-#: The ``tool_choice`` strings (the OpenAI parameter's); a dict names one tool.
-TOOL_CHOICES = ("auto", "required", "none")
 
 #: How an exemplar's tool-call ids start (``example_1_1``): they mark where the prompt ends.
 EXAMPLE_ID = "example_"
@@ -56,31 +54,6 @@ EXAMPLE_ID = "example_"
 #: What the loop tells the model when no more tool calls are allowed.
 BEST_EFFORT_REQUEST = ("The loop allows no more tool calls ({guard}). Answer the question now "
                        "from the tool results above, as well as they allow.")
-
-
-# --------------------------------------------------------------------------- tool_choice
-
-def check_tool_choice(tool_choice: str | dict, tools: Sequence[dict]) -> str | None:
-    """Check an OpenAI ``tool_choice`` against the offered tool schemas; return the tool it forces.
-
-    ``"auto"`` (call or answer), ``"required"`` (a call), ``"none"`` (an answer) give None;
-    ``{"type": "function", "function": {"name": NAME}}`` gives ``NAME`` (a call to that
-    tool). Raises ValueError for anything else, for a name no offered tool has, and for
-    ``"required"`` or a named tool with no tools offered (the OpenAI API refuses those too).
-    """
-    if tool_choice in TOOL_CHOICES:
-        if tool_choice == "required" and not tools:
-            raise ValueError('tool_choice "required" needs at least one tool')
-        return None
-    name = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
-    if not isinstance(name, str) or tool_choice.get("type") != "function":
-        raise ValueError('tool_choice must be "auto", "required", "none" or {"type": "function", '
-                         f'"function": {{"name": "<a tool>"}}}}, not {tool_choice!r:.80}')
-    names = [t["function"]["name"] for t in tools]
-    if name not in names:
-        raise ValueError(f"tool_choice names {name!r}, which is not among the tools offered: "
-                         f"{', '.join(names) or 'none'}")
-    return name
 
 
 # --------------------------------------------------------------------------- running calls
@@ -457,15 +430,3 @@ def conversation(messages: Sequence[dict]) -> Transcript:
         else:  # later user messages are the loop's notes to the model
             transcript.add("loop", f"{role}: {content}\n")
     return transcript
-
-
-def assistant_json(msg: dict) -> str:
-    """Render an assistant message back into the JSON reply form the grammar produces."""
-    calls = msg.get("tool_calls") or []
-    if not calls:
-        return json.dumps({"thought": msg.get("thought") or "", "answer": msg.get("content") or ""},
-                          ensure_ascii=False)
-    items = [{"name": c["function"]["name"], "arguments": decode_arguments(c["function"]["arguments"])}
-             for c in calls]
-    return json.dumps({"thought": msg.get("content") or "", "tool_calls": items},
-                      ensure_ascii=False)

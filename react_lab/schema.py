@@ -23,12 +23,13 @@ import copy
 import json
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .protocol import clip, shown
 
-if TYPE_CHECKING:  # tools.py imports this module: the argument rule runs inside call_tool
-    from .tools import Tool
+#: A :class:`react_lab.tools.Tool` (not imported: tools.py imports this module).
+Tool = Any
+
 
 # --------------------------------------------------------------------------- the argument rule
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from react_lab import loop
-from react_lab._checks import check_run_arguments
+from react_lab.protocol import check_run_arguments
 from react_lab.backends.base import Completion
 from react_lab.backends.scripted import ScriptedModel
 from react_lab.cli import main

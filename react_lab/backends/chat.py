@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..native import assistant_json, check_tool_choice
 from ..protocol import MAX_TOKENS
+from .base import assistant_json, check_tool_choice
 from .endpoints import EndpointBackend
 from .grammar import decodable, reply_grammar
 from .local import local_model
@@ -104,7 +104,7 @@ class LocalChatModel:
         choice (the tools stay in the system turn), so the cached prefix is reused. A
         reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
         and ``finish_reason="length"``. Raises ValueError for a bad ``tool_choice``
-        (:func:`react_lab.native.check_tool_choice`) or a grammar that cannot be built.
+        (:func:`react_lab.backends.base.check_tool_choice`) or a grammar that cannot be built.
         """
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
@@ -124,7 +124,7 @@ def render_messages(messages: Sequence[dict], tools: Sequence[dict] | None = Non
     The tool schemas and the reply format are written into the system turn (what a
     provider's chat template does with ``tools=``: :func:`describe_tool_schemas`); an
     assistant message is written back in the reply grammar's JSON
-    (:func:`react_lab.native.assistant_json`); a tool result as ``Result of <call id>: ...``.
+    (:func:`assistant_json`); a tool result as ``Result of <call id>: ...``.
     """
     parts = []
     for msg in messages:
@@ -224,7 +224,7 @@ class OpenAIChatModel(EndpointBackend):
         schemas go through :func:`react_lab.backends.grammar.decodable`: llama-cpp-python's
         server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
         drops, the loop's schema check still checks.
-        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.native.check_tool_choice`),
+        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.backends.base.check_tool_choice`),
         :class:`react_lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
         """
         import openai

@@ -1,9 +1,10 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
+``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME]``
-``react-lab eval --config NAME [--split dev|test] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -119,7 +120,7 @@ def _add_ask(sub) -> None:
     """The ``ask`` subcommand."""
     a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
                                    "question and print the trace")
-    a.add_argument("question")
+    a.add_argument("question", nargs="?")
     a.add_argument("--model", default=None, help=MODEL_HELP + "; with --protocol native, "
                    "scripted:FILE.json replays JSON replies instead")
     a.add_argument("--protocol", choices=["text", "native"], default="text",
@@ -137,6 +138,10 @@ def _add_ask(sub) -> None:
     a.add_argument("--mcp", metavar="COMMAND", default=None,
                    help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.mcp" '
                         "(react_lab.mcp); only the lab's own read-only tools run without approval")
+    a.add_argument("--config", default=None, help="run the text loop as this named configuration "
+                   "(react_lab.experiments.configs; best: the working agent), with its own step and token "
+                   "limits; --list-configs names them")
+    a.add_argument("--list-configs", action="store_true", help="list the configurations")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 
@@ -208,8 +213,12 @@ def _add_eval(sub) -> None:
     ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.experiments.ladder "
                               "(baseline, grammar_action, ..., best)")
     ladder_group.add_argument("--list-configs", action="store_true", help="list the configurations")
-    ladder_group.add_argument("--split", choices=["dev", "test", "all"], default=None,
-                              help="the task half to run (with --config; default dev)")
+    ladder_group.add_argument("--split", choices=["dev", "test", "all", "paraphrase", "seeds"],
+                              default=None, help="the tasks to run (with --config; default dev): a "
+                              "half, the paraphrase test set, or the seed articles' questions")
+    ladder_group.add_argument("--tasks", metavar="FILE.json", default=None,
+                              help="run every task of this task file instead (the format: "
+                                   "react_lab.experiments.tasks)")
     ladder_group.add_argument("--per-category", type=whole_number(1), default=None,
                               help="only the first N tasks of each category of the split")
     ladder_group.add_argument("--trials", type=whole_number(1, 100), default=1,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from pathlib import Path
 
 from ..backends.chat import LocalChatModel
 from ..backends.endpoints import EndpointError
@@ -24,6 +25,7 @@ from ..experiments.forge import (
     truncation_costs,
 )
 from ..experiments.ladder import (
+    ask_config,
     choose_tasks,
     format_summary,
     get_config,
@@ -50,7 +52,15 @@ def _print_json(obj) -> None:
 
 
 def cmd_ask(args) -> int:
-    """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``."""
+    """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``.
+
+    ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
+    grammar and answer checks; :func:`react_lab.experiments.ladder.ask_config`).
+    """
+    if args.list_configs or args.config:  # a named configuration (react_lab.experiments.configs)
+        return _ask_config(args)
+    if args.question is None:
+        args.usage_error("the following arguments are required: question")
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
@@ -86,6 +96,25 @@ def _mcp_tools(args):
         return mcp_tools(args.mcp)
     except MCPServerError as exc:
         args.usage_error(f"argument --mcp: {exc}")
+
+
+def _ask_config(args) -> int:
+    """``react-lab ask --config NAME``: the text loop with the embedded model as that configuration."""
+    if args.list_configs:
+        print(list_configs())
+        return 0
+    if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
+        args.usage_error("--config runs the text protocol on the embedded model: give a question, "
+                         "and no --protocol native or other --model")
+    cfg = get_config(args.config)  # an unknown name stops before the model loads
+    warm_up(model=True, protocols=["text"])
+    result = ask_config(args.question, cfg)  # its own step and token limits, as measured
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.transcript.render_text())
+        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
+    return 0
 
 
 def _guards(args):
@@ -252,7 +281,8 @@ def cmd_forge_rate(args) -> int:
 def cmd_ladder(args) -> int:
     """``react-lab eval --config NAME``: run one rung over a split; print its summary.
 
-    ``args``: ``config``, ``split`` (dev|test|all), ``per_category`` / ``n`` (a fixed
+    ``args``: ``config``, ``split`` (dev|test|all|paraphrase|seeds) or ``tasks`` (a task
+    file, :mod:`react_lab.experiments.tasks` gives the format), ``per_category`` / ``n`` (a fixed
     subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
     runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
     run is done, 3 when the budget stopped it first (run the same command again to
@@ -262,8 +292,11 @@ def cmd_ladder(args) -> int:
         print(list_configs())
         return 0
     cfg = get_config(args.config)
-    split = args.split or "dev"
-    tasks = choose_tasks(split, per_category=args.per_category, n=args.n)
+    file = getattr(args, "tasks", None)
+    if file and args.split:
+        raise ValueError("--tasks FILE and --split name the tasks twice; give one")
+    split = f"tasks-{Path(file).stem}" if file else args.split or "dev"
+    tasks = choose_tasks(split, per_category=args.per_category, n=args.n, path=file)
     if args.trials > 1 and args.temperature == 0:
         print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
               "give a temperature such as 0.7", file=sys.stderr)
@@ -277,8 +310,10 @@ def cmd_ladder(args) -> int:
              (f", first {args.n}" if args.n else "")
     out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
     if complete and args.save_results:
-        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset)
-        command = " ".join(["react-lab eval", f"--config {cfg.name}", f"--split {split}",
+        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset,
+                                  tasks_file=file)
+        command = " ".join(["react-lab eval", f"--config {cfg.name}",
+                            f"--tasks {file}" if file else f"--split {split}",
                             *([f"--per-category {args.per_category}"] if args.per_category else []),
                             *([f"--n {args.n}"] if args.n else []),
                             f"--trials {args.trials}", f"--temperature {args.temperature:g}",

@@ -32,7 +32,7 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from .._checks import check_count
+from ..protocol import check_count
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel

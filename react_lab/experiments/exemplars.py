@@ -46,7 +46,8 @@ from ..tools import ID_RE, call_tool
 from .tasks import Task, load_tasks
 
 __all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
-           "jaccard", "pool_exemplar", "harvest", "HARVESTED_FROM"]
+           "jaccard", "intent", "answer_intent", "coincides", "pool_exemplar", "harvest",
+           "HARVESTED_FROM"]
 
 
 
@@ -59,13 +60,15 @@ class PoolExemplar(Exemplar):
 
 @dataclass(frozen=True)
 class PoolEntry:
-    """One pool entry: the dev task's id and category, its exemplar, the ids it shows, its word shapes."""
+    """One pool entry: the dev task's id and category, its exemplar, the ids it shows, its word
+    shapes, and what its answer is (:func:`answer_intent`)."""
 
     task_id: str
     category: str
     exemplar: PoolExemplar
     shown: frozenset
     tokens: frozenset
+    intent: str = ""
 
 
 # --------------------------------------------------------------------------- similarity
@@ -85,20 +88,99 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def select(pool: list[PoolEntry], task: Task, k: int = 1) -> list[PoolExemplar]:
+def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
+           distinct: bool = False) -> list[PoolExemplar]:
     """Return the ``k`` pool exemplars nearest to ``task.question``, the nearest last.
 
     The nearest sits right above the question in the prompt. Skips ``task`` itself and
-    every entry that shows an id the question names. Ties break by task id, so the
-    choice is deterministic. Raises ``ValueError`` if ``k`` is below 0.
+    every entry that shows an id the question names. ``by="shape"``: nearest by word
+    shape (:func:`jaccard` of :func:`shape_tokens`); ``by="intent"``: first the entries
+    whose answer is of the kind the question asks for (:func:`intent`; all entries when
+    none is), then by word shape among them. ``distinct``: among equally near entries,
+    those whose gold answer is no test task's come first (:func:`coincides`), so a copied
+    answer cannot be right by chance and the exemplar-values guard can tell it.
+    Ties then break by task id, so the choice is deterministic. Raises ``ValueError``
+    if ``k`` is below 0 or for an unknown ``by``.
     """
     if k < 0:
         raise ValueError(f"k must be 0 or more, not {k}")
-    asked = set(ID_RE.findall(task.question))
+    if by not in ("shape", "intent"):
+        raise ValueError(f"unknown selection {by!r}; use shape or intent")
+    asked = {i.casefold() for i in ID_RE.findall(task.question)}
     words = shape_tokens(task.question)
-    allowed = [e for e in pool if e.task_id != task.id and not (asked & e.shown)]
-    ranked = sorted(allowed, key=lambda e: (-jaccard(words, e.tokens), e.task_id))[:k]
+    allowed = [e for e in pool if e.task_id != task.id
+               and not (asked & {i.casefold() for i in e.shown})]
+    if by == "intent":
+        wanted = intent(task.question)
+        allowed = [e for e in allowed if e.intent == wanted] or allowed
+
+    def rank(e: PoolEntry):
+        return (-jaccard(words, e.tokens), distinct and coincides(e.task_id), e.task_id)
+    ranked = sorted(allowed, key=rank)[:k]
     return [e.exemplar for e in reversed(ranked)]
+
+
+# --------------------------------------------------------------------------- what a question asks for
+
+#: What a question asks for, read from its words, in order: the first rule that matches wins.
+#: Each is (intent, regex); the intents are those of :func:`answer_intent`.
+_ASKS = [
+    ("arithmetic", r"^(?!.*\b(?:inv|cus|ch|kb)[-_]).*\d\s*(?:[-+*/x=]|times|minus|plus|divided by)\s*\d"
+                   r"|\b(?:divide|multiply|add|subtract)\b(?!.*\b(?:inv|cus|ch)[-_])"),
+    ("label", r"\blabel\b"),
+    ("days", r"how many days|how long|\bdays?\b"),
+    ("cents", r"\bcents?\b"),
+    ("count", r"how many|\bcount\b|number of \w+s\b"),
+    ("reason", r"\bwhy\b|\breason\b|went wrong|\bfail"),
+    ("status", r"\bstatus\b|\bstate\b|\bstand\b"),
+    ("name", r"\bwho\b|which (?:supplier|vendor|company)|\bsupplier name"),
+    ("yesno", r"^\W*(?:is|was|were|are|has|have|had|did|does|do|can|could|any)\b|yes or no|or not\b"),
+    ("date", r"\bwhen\b|\bdate\b|\bwhat day\b|\bdue\b"),
+    ("id", r"\bids?\b|which invoice|what invoice|invoice number|\bnumber\b"),
+    ("amount", r"how much|\btotal\b|\bamount\b|\bsum\b|add up|\bplus\b|combined|\bowed?\b"
+               r"|\bpaid\b|\bcost\b|come to|\bdollars?\b|\\$"),
+]
+
+
+def intent(question: str) -> str | None:
+    """What ``question`` asks for: ``date``, ``id``, ``count``, ``yesno``, ``amount``, ``cents``,
+    ``days``, ``status``, ``reason``, ``name``, ``arithmetic`` or ``label`` (None: none of them).
+
+    Read from its words alone -- the wh-word, the noun asked about, the unit -- not from
+    the template it was written from: "On what date did ... last get an invoice?" asks for
+    a date, "Is INV-2041 fully paid off?" for a yes or no.
+    """
+    text = question.casefold()
+    return next((name for name, regex in _ASKS if re.search(regex, text)), None)
+
+
+def answer_intent(task: Task) -> str:
+    """What a task's gold answer is, from its kind and unit (what :func:`intent` should read)."""
+    if task.kind == "number":
+        if task.category == "no_tool":
+            return "arithmetic"
+        return {"dollars": "amount", "cents": "cents", "count": "count", "days": "days"}[task.unit]
+    if task.kind == "choice":
+        return ("status" if "past_due" in task.choices else "reason" if "card_declined" in task.choices
+                else "label")
+    return {"date": "date", "id": "id", "yesno": "yesno", "text": "name"}[task.kind]
+
+
+@functools.lru_cache(maxsize=None)
+def _outside_dev_golds() -> frozenset[str]:
+    from .tasks import TASKS_PATH
+
+    return frozenset(d["gold"] for d in json.loads(TASKS_PATH.read_text(encoding="utf-8"))
+                     if d.get("split") != "dev")
+
+
+def coincides(task_id: str) -> bool:
+    """True when dev task ``task_id``'s gold answer is also the gold answer of a test task.
+
+    Yes/no answers always coincide (there are two); so do common amounts such as 129.00.
+    """
+    gold = next((d["gold"] for d in _raw() if d["id"] == task_id), None)
+    return gold in _outside_dev_golds()
 
 
 # --------------------------------------------------------------------------- writing an exemplar
@@ -234,10 +316,15 @@ def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[Po
 
 
 @functools.lru_cache(maxsize=None)
-def _splits() -> dict[str, str]:
+def _raw() -> tuple[dict, ...]:
     from .tasks import TASKS_PATH
 
-    return {d["id"]: d.get("split") for d in json.loads(TASKS_PATH.read_text(encoding="utf-8"))}
+    return tuple(json.loads(TASKS_PATH.read_text(encoding="utf-8")))
+
+
+@functools.lru_cache(maxsize=None)
+def _splits() -> dict[str, str]:
+    return {d["id"]: d.get("split") for d in _raw()}
 
 
 def task_split(task_id: str) -> str | None:
@@ -253,7 +340,8 @@ def build_pool(variant: str = "default") -> list[PoolEntry]:
     pool = []
     for task in load_tasks(split="dev"):
         ex, shown = pool_exemplar(task, tools, variant)
-        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
+        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question),
+                              answer_intent(task)))
     return pool
 
 
@@ -321,7 +409,8 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
             shown |= set(ID_RE.findall(text))
         ex = PoolExemplar(task.question, tuple(steps), last["thought"] or "I can answer this now.",
                           str(last["answer"]), source=task.id)
-        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question)))
+        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question),
+                              answer_intent(task)))
     return pool
 
 

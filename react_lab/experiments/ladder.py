@@ -19,12 +19,21 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
                               (:mod:`react_lab.experiments.tool_designs`)
 ``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
                               successful dev runs (:func:`react_lab.experiments.exemplars.harvest`) instead of
-                              the oracle-written pool, on ``gpool_k1`` and on ``best``
-``best``                      rung 4: the best combination on the DEV half (``t_oldest_first``'s)
+                              the oracle-written pool, on ``gpool_k1`` and on ``t_oldest_first``
+``v_values``                  rung 5a: ``t_oldest_first`` + the guard refusing an answer whose value
+                              only the exemplar shows (:mod:`react_lab.provenance`), and exemplars
+                              whose answers no test task shares
+``v_intent``                  rung 5b: + the exemplar chosen for what the question asks for
+                              (:func:`react_lab.experiments.exemplars.intent`)
+``v_unsure``                  rung 5c: + no repeated call in the grammar, ids read as typed, and a
+                              best-effort yes/no that cites nothing fetched says it does not know
+``best``                      the working agent: the best combination on the DEV half (``v_unsure``'s);
+                              ``react-lab ask QUESTION --config best``
 ============================  ================================================================
 
-Tune on ``split="dev"``; every figure the lab reports as a result comes from
-``split="test"``. :func:`run_ladder` runs one config over tasks (resumably, within a time
+Tune on ``split="dev"``; every figure the lab reports as a result comes from a held-out set:
+``split="test"`` (the same templates as dev, other entities) and ``split="paraphrase"`` (the
+test half's entities in the words people use, :mod:`react_lab.experiments.tasks`). :func:`run_ladder` runs one config over tasks (resumably, within a time
 budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.experiments.results`),
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
 ``react-lab eval --config NAME`` is the command line (:func:`react_lab.cli.commands.cmd_ladder`).
@@ -37,17 +46,27 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .._checks import check_count
-from ..backends import text_grammar
-from ..backends.base import Completion
-from ..backends.local import LocalModel, local_model
+from ..protocol import check_count
+from ..backends.local import LocalModel
 from ..cost import count_tokens
-from ..guards import MORE
-from ..tools import Tool
-from .configs import CONFIGS, Config, exemplars_for, first_prompt, get_config, tools_for
-from .evals import EVAL_MAX_TOKENS, run_task
+from ..tools import ID_RE
+from .configs import (  # noqa: F401 -- GrammarModel, compiled, list_configs: the ladder's names too
+    CONFIGS,
+    Config,
+    GrammarModel,
+    base_model,
+    compiled,
+    exemplars_for,
+    first_prompt,
+    get_config,
+    guards_for,
+    list_configs,
+    settings,
+    tools_for,
+)
+from .evals import run_task
 from .stats import Rate, pass_at_k, pass_hat_k, success_rate
-from .tasks import Task, load_tasks, score
+from .tasks import TASK_FILES, Task, load_tasks, score
 
 #: Bump when a change here changes what a run does; saved results then read as stale.
 CODE_VERSION = 1
@@ -59,82 +78,6 @@ def default_log_dir() -> Path:
     from .results import cache_dir
 
     return cache_dir() / "ladder"
-
-
-# --------------------------------------------------------------------------- configurations
-
-
-# --------------------------------------------------------------------------- the model
-
-_COMPILED: dict[str, object] = {}
-
-
-def compiled(grammar: str):
-    """Compile a GBNF grammar with ``llama_cpp.LlamaGrammar`` (once per text)."""
-    if grammar not in _COMPILED:
-        from llama_cpp import LlamaGrammar
-
-        _COMPILED[grammar] = LlamaGrammar.from_string(grammar, verbose=False)
-    return _COMPILED[grammar]
-
-
-class GrammarModel:
-    """The embedded model decoding under a grammar chosen per prompt; shares ``base``'s weights.
-
-    ``complete`` is :meth:`react_lab.backends.local.LocalModel.complete` plus llama.cpp's
-    ``grammar=``: the loop's best-effort step (a prompt ending in ``Answer:``) gets an
-    answer-only grammar, every other step the protocol grammar of ``tools``
-    (:func:`react_lab.backends.text_grammar.protocol_grammar`); ``thought=None`` decodes freely.
-    ``temperature`` and ``seed`` apply to every completion.
-    """
-
-    def __init__(self, base: LocalModel, tools: dict[str, Tool], *, thought: str | None = None,
-                 grounded: bool = False, temperature: float = 0.0, seed: int = 0):
-        self.base, self.tools, self.thought, self.grounded = base, tools, thought, grounded
-        self.temperature, self.seed = temperature, seed
-
-    @property
-    def name(self) -> str:
-        return self.base.name
-
-    def grammar_for(self, prompt: str) -> str | None:
-        """The GBNF grammar of the next completion of ``prompt`` (None: free decoding)."""
-        if self.thought is None:
-            return None
-        if prompt.rstrip().endswith("Answer:"):
-            return text_grammar.answer_only_grammar()
-        tools = list(self.tools.values())
-        last = prompt[prompt.rfind("Observation:"):] if "Observation:" in prompt else ""
-        if f"call {MORE}[" in last:               # a truncated observation waits: allow more[page]
-            tools.append(_more_tool())
-        context = text_grammar.grounding_context(prompt) if self.grounded else None
-        return text_grammar.protocol_grammar(tools, thought=self.thought, context=context)
-
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = EVAL_MAX_TOKENS) -> Completion:
-        """Continue ``prompt`` under its grammar; ValueError for a bad ``max_tokens``."""
-        check_count("max_tokens", max_tokens)
-        grammar = self.grammar_for(prompt)
-        options = {"grammar": compiled(grammar)} if grammar else {}
-        return self.base.generate(self.base.render(prompt), max_tokens=max_tokens,
-                                  temperature=self.temperature, stop=list(stop) if stop else None,
-                                  seed=self.seed, **options)
-
-
-def _more_tool() -> Tool:
-    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar (never called from here)."""
-    schema = {"type": "object", "properties": {"page": {"type": "string", "pattern": "^p[0-9]+$"}},
-              "required": ["page"], "additionalProperties": False}
-    return Tool(MORE, lambda page: None, "Read the rest of a truncated observation.", schema)
-
-
-def base_model() -> LocalModel:
-    """The embedded model: :func:`react_lab.backends.local.local_model`, the one instance per process.
-
-    Sharing it with the rest of the lab (``warm_up``, notebooks) keeps one copy of the
-    weights and one KV cache in memory.
-    """
-    return local_model()
 
 
 # --------------------------------------------------------------------------- one run
@@ -153,12 +96,12 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     tools = tools_for(cfg)
     exemplars = exemplars_for(cfg, task)
     runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
-                          temperature=temperature, seed=seed)
-    options = {"exemplars": exemplars}
+                          temperature=temperature, seed=seed, no_repeat=cfg.no_repeat)
+    options = {"exemplars": exemplars, "loop_options": {"guards": guards_for(cfg)}}
     if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
         from ..backends.chat import LocalChatModel
 
-        runner, options = LocalChatModel(runner.base), {"loop_options": options}
+        runner, options = LocalChatModel(runner.base), {"loop_options": {"exemplars": exemplars}}
     t0 = time.perf_counter()
     result = run_task(task, runner, tools, protocol=cfg.protocol, max_steps=cfg.max_steps,
                       max_tokens=cfg.max_tokens, timeout=timeout, **options)
@@ -181,26 +124,50 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     }
 
 
+def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
+               max_steps: int | None = None, timeout: float = 120.0):
+    """Run one question through the text loop as ``cfg`` runs it; return its :class:`react_lab.trace.RunResult`.
+
+    The same tools, exemplars (chosen for this question), grammar and guards as
+    :func:`run_one`, on ``model`` (default :func:`base_model`); ``max_steps`` defaults
+    to the configuration's. What ``react-lab ask QUESTION --config NAME`` runs.
+    """
+    task = Task(id="ask", category="ask", question=question, gold="", kind="text")
+    tools = tools_for(cfg)
+    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
+                          no_repeat=cfg.no_repeat)
+    return run_task(task, runner, tools, protocol="text", max_steps=max_steps or cfg.max_steps,
+                    max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars_for(cfg, task),
+                    loop_options={"guards": guards_for(cfg)})
+
+
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
-    """Raise ``RuntimeError`` if any prompt of ``tasks`` under ``cfg`` shows a test task as an exemplar."""
+    """Raise ``RuntimeError`` if a prompt of ``tasks`` under ``cfg`` shows a test task as an exemplar,
+    or an exemplar that shows an id the question names (in any case: ``inv-2041`` names ``INV-2041``)."""
     from .exemplars import task_split
 
     for task in tasks:
+        asked = {i.casefold() for i in ID_RE.findall(task.question)}
         for ex in exemplars_for(cfg, task):
             source = getattr(ex, "source", None)
             if source and task_split(source) != "dev":
                 raise RuntimeError(f"exemplar from {source} (not a dev task) in the prompt of {task.id}")
+            if source and asked & {i.casefold() for i in ID_RE.findall(ex.render())}:
+                raise RuntimeError(f"exemplar {source} in the prompt of {task.id} shows an id it asks about")
 
 
 # --------------------------------------------------------------------------- many runs
 
-def choose_tasks(split: str, *, per_category: int | None = None, n: int | None = None) -> list[Task]:
+def choose_tasks(split: str, *, per_category: int | None = None, n: int | None = None,
+                 path: str | Path | None = None) -> list[Task]:
     """The tasks of ``split`` in file order: the first ``per_category`` of each category, then the first ``n``.
 
     ``per_category=4`` on either half gives 52 tasks (13 categories x 4): the fixed
     subset the shipped results use when the whole half does not fit the time budget.
+    ``split`` is one of :data:`react_lab.experiments.tasks.SPLITS`; with ``path``, every task
+    of that task file (:func:`react_lab.experiments.tasks.load_tasks` gives the format).
     """
-    tasks = load_tasks(split=split)
+    tasks = load_tasks(path, split="all") if path is not None else load_tasks(split=split)
     if per_category is not None:
         check_count("per_category", per_category)
         seen: dict[str, int] = {}
@@ -357,23 +324,36 @@ def fingerprint_inputs(config: dict):
     from .results import Inputs
 
     cfg = get_config(config["config"])
-    tasks = {t.id: t for t in load_tasks(split="all")}
+    tasks = tasks_of(config)
     chosen = [tasks[i] for i in config["task_ids"]]
     tools = tools_for(cfg)
     prompt = {"first_prompts": [first_prompt(cfg, t) for t in chosen],
-              "config": {k: v for k, v in dataclasses.asdict(cfg).items()  # text: as before protocol
-                         if (k, v) != ("protocol", "text")},
+              "config": settings(cfg),
               "schemas": [t.openai_schema() for t in tools.values()]}
     return Inputs(model="local", prompt=prompt,
                   tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
 
 
+def tasks_of(config: dict) -> dict[str, Task]:
+    """The tasks a results ``config`` ran, by id: its ``tasks_file``, its phrasing split, or tasks.json."""
+    if config.get("tasks_file"):
+        return {t.id: t for t in load_tasks(config["tasks_file"], split="all")}
+    split = config.get("split")
+    return {t.id: t for t in load_tasks(split=split if split in TASK_FILES else "all")}
+
+
 def results_config(cfg: Config, split: str, tasks: Sequence[Task], trials: int, temperature: float,
-                   seed: int, subset: str) -> dict:
-    """The ``config`` a ladder results file is saved (and fingerprinted) with."""
-    return {"config": cfg.name, "split": split, "subset": subset, "trials": trials,
-            "temperature": temperature, "seed": seed, "task_ids": [t.id for t in tasks],
-            "max_steps": cfg.max_steps, "max_tokens": cfg.max_tokens}
+                   seed: int, subset: str, tasks_file: str | None = None) -> dict:
+    """The ``config`` a ladder results file is saved (and fingerprinted) with.
+
+    ``tasks_file``: the task file run (``--tasks FILE``), when it is not a shipped split.
+    """
+    config = {"config": cfg.name, "split": split, "subset": subset, "trials": trials,
+              "temperature": temperature, "seed": seed, "task_ids": [t.id for t in tasks],
+              "max_steps": cfg.max_steps, "max_tokens": cfg.max_tokens}
+    if tasks_file:
+        config["tasks_file"] = str(Path(tasks_file).resolve())
+    return config
 
 
 def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
@@ -405,10 +385,10 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
 
     if names is None:
         names = [n for n in results.saved(directory) if n.startswith("ladder-")]
-    tasks = {t.id: t for t in load_tasks(split="all")}
     rows = []
     for name in names:
         res = results.load(name, directory)
+        tasks = tasks_of(res.config)
         changed = [r["task_id"] for r in res.data["records"]
                    if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
         if changed:
@@ -431,8 +411,35 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     return rows
 
 
-# --------------------------------------------------------------------------- the CLI
 
-def list_configs() -> str:
-    """The ``--list-configs`` text: one line per config, name and what it changes."""
-    return "\n".join(f"{c.name:<20} {c.about}" for c in CONFIGS.values())
+def rescore(name: str, directory: str | Path | None = None) -> list[str]:
+    """Score the answers of a saved ``eval`` or ``ladder`` results file again, by :func:`score` as it is now.
+
+    Each record's ``correct`` and the file's metrics (``eval``: :func:`react_lab.experiments.evals.metrics`)
+    or summary (``ladder``: :func:`summarize`) are rewritten; the fingerprint, the answers
+    and everything else stay as they were, and the file records when it was re-scored.
+    A results file stores the answers, so a scorer change needs no model run. Returns
+    the ids of the records whose verdict changed (none: the file is left untouched).
+    Raises :class:`react_lab.experiments.results.StaleResults` for a file whose fingerprint
+    no longer matches (re-run it instead), ``ValueError`` for another experiment.
+    """
+    from . import results
+    from .evals import metrics
+
+    res = results.load(name, directory)
+    if res.experiment not in ("eval", "ladder"):
+        raise ValueError(f"{name}: only eval and ladder results hold scored answers, not {res.experiment}")
+    tasks = tasks_of(res.config) if res.experiment == "ladder" else {
+        t.id: t for t in load_tasks(n=res.config.get("n"))}
+    records = res.data["records"]
+    changed = [r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+    if not changed:
+        return []
+    for r in records:
+        r["correct"] = score(r["answer"], tasks[r["task_id"]])
+    key, value = ("metrics", metrics(records)) if res.experiment == "eval" else ("summary", summarize(records))
+    raw = json.loads(res.path.read_text(encoding="utf-8"))
+    raw["data"] = {**res.data, key: value, "records": records}
+    raw["rescored"] = time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
+    res.path.write_text(json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8")
+    return changed

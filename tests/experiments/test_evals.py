@@ -104,6 +104,12 @@ def _task(gold, kind, unit=None, choices=()):
 
 
 STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
+DUPLICATE = Task(id="d", category="duplicate", gold="no", kind="yesno",
+                 question="Was invoice INV-2041 charged twice, with two succeeded card charges?")
+DUPLICATE_YES = Task(id="d", category="duplicate", gold="yes", kind="yesno",
+                     question="Was invoice INV-1715 charged twice, with two succeeded card charges?")
+PAID = Task(id="p", category="paid_in_full", question="Has invoice INV-2291 been paid in full?",
+            gold="no", kind="yesno")
 
 
 @pytest.mark.parametrize("answer,task,ok", [
@@ -154,6 +160,25 @@ STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
     ("I don't know.", _task("no", "yesno"), False),
     ("The loop allows no more tool calls", _task("no", "yesno"), False),  # an echo of the loop
     ("no action and no answer found", _task("no", "yesno"), False),
+    # yes / no that also states the opposite: wrong
+    ("no, the invoice was charged twice, with two successful card charges", DUPLICATE, False),
+    ("no, the invoice was charged twice, with two successful card charges, but only once with "
+     "the second successful charge.", DUPLICATE, False),
+    ("No, the invoice was not charged twice with two successful card charges.", DUPLICATE, True),
+    ("No, only one succeeded charge; the invoice was emailed twice.", DUPLICATE, True),
+    ("Yes, there is no duplicate charge.", DUPLICATE_YES, False),
+    ("Yes, INV-1715 was charged twice.", DUPLICATE_YES, True),
+    ("No, it is fully paid.", PAID, False),
+    ("No, the invoice INV-2291 has not been paid in full.", PAID, True),
+    ("No. INV-2323 (720.00 dollars) is approved but unpaid.", PAID, True),
+    ("Yes, it is unpaid.", _task("yes", "yesno"), False),            # a question naming neither topic
+    # a number beside another for the same quantity: a hedge
+    ("58.00 or 129.00 dollars", _task("58.00", "number", "dollars"), False),
+    ("either 3 days or 7 days", _task("3", "number", "days"), False),
+    ("$58.00 (maybe $129.00)", _task("58.00", "number", "dollars"), False),
+    ("12900 cents (129.00 dollars)", _task("129.00", "number", "dollars"), True),  # one amount, twice
+    ("174.50 dollars, out of 349.00 dollars", _task("174.50", "number", "dollars"), True),
+    ("4200.0 dollars\n\nExample 4:", _task("4200.00", "number", "dollars"), True),
     # choices: longest match first
     ("It is paid.", _task("paid", "choice", choices=STATUSES), True),
     ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
@@ -410,3 +435,12 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["success_rate"] == 0.0 and out["protocol"] == "native"
+
+
+def test_notebook_08s_self_contradicting_answers_are_wrong_now():
+    """The three native answers that made notebook 08's native duplicate bar: each says no, then yes."""
+    from react_lab.experiments.tasks import load_tasks
+
+    task = {t.id: t for t in load_tasks()}["duplicate-03"]
+    assert not score("no, the invoice was charged twice, with two successful card charges", task)
+    assert score("No.", task) and score("[best effort] No, charged once.", task)

@@ -8,7 +8,7 @@ import pytest
 from react_lab.backends import text_grammar as tg
 from react_lab.backends.base import Completion
 from react_lab.cli import main as cli_main
-from react_lab.experiments import ladder
+from react_lab.experiments import configs, ladder
 from react_lab.experiments.exemplars import (
     build_pool,
     get_pool,
@@ -286,8 +286,8 @@ class ScriptedBase:
 
 
 def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
-    monkeypatch.setitem(ladder._COMPILED, "x", None)
-    monkeypatch.setattr(ladder, "compiled", lambda grammar: grammar)  # no llama.cpp needed
+    monkeypatch.setitem(configs._COMPILED, "x", None)
+    monkeypatch.setattr(configs, "compiled", lambda grammar: grammar)  # no llama.cpp needed
     tasks = ladder.choose_tasks("test", per_category=1)[:3]
     cfg = ladder.get_config("best")
     base = ScriptedBase(tasks[0])
@@ -395,8 +395,7 @@ def test_every_variant_is_described_once():
 
 def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it():
     """Greedy decoding with a cache that never changes a completion: the whole-half run of a
-    config must agree, task by task, with its run on the fixed subset -- and best with
-    t_oldest_first, the same configuration under another name."""
+    config must agree, task by task, with its run on the fixed subset."""
     from react_lab.experiments import results
 
     runs: dict[str, list[dict]] = {}
@@ -406,8 +405,6 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
             if res.config["trials"] == 1 and res.config["split"] == "test":
                 runs.setdefault(res.config["config"], []).append(
                     {r["task_id"]: r["correct"] for r in res.data["records"]})
-    if "t_oldest_first" in runs:
-        runs.setdefault("best", []).extend(runs["t_oldest_first"])
     pairs = 0
     for config, outcomes in runs.items():
         for a in outcomes:
@@ -417,3 +414,77 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
                     assert {t: a[t] for t in shared} == {t: b[t] for t in shared}, config
                     pairs += bool(shared)
     assert pairs >= 2  # at least baseline's and best's subset and whole-half files
+
+
+# --------------------------------------------------------------------------- the working agent's kinds
+
+def test_the_grammar_offers_no_call_already_made_and_reads_ids_as_typed(tools):
+    from react_lab.backends.grammar import grammar_check
+
+    best = configs.tools_for(ladder.get_config("best"))
+    model = configs.GrammarModel(None, best, thought="free", grounded=True, no_repeat=True)
+    prompt = ("Example:\nQuestion: x INV-1111\nAction: get_payments[INV-1111]\n\nQuestion: is inv-2041 paid?\n"
+              "Thought: a\nAction: get_payments[INV-2041]\n"
+              'Observation: {"invoice_id": "INV-2041", "charge_ids": ["ch_1KZq8f"]}\nThought:')
+    grammar = model.grammar_for(prompt)
+    assert not grammar_check(grammar, " x\nAction: get_payments[INV-2041]").accepted   # made already
+    assert grammar_check(grammar, " x\nAction: find_invoice[INV-2041]").accepted       # lower case read
+    assert grammar_check(grammar, " x\nAction: get_charge[ch_1KZq8f]").accepted
+    plain = configs.GrammarModel(None, best, thought="free", grounded=True)
+    assert grammar_check(plain.grammar_for(prompt), " x\nAction: get_payments[INV-2041]").accepted
+
+
+def test_rungs_that_predate_a_field_keep_their_fingerprint_settings():
+    old = {f: v for f, v in configs.LATER_FIELDS.items()}
+    for cfg in configs.CONFIGS.values():
+        s = configs.settings(cfg)
+        assert all(k not in s or s[k] != v for k, v in old.items())
+    assert "select" not in configs.settings(ladder.get_config("t_oldest_first"))
+    assert configs.settings(ladder.get_config("best"))["select"] == "intent"
+
+
+def test_intent_selection_picks_an_exemplar_of_the_asked_kind():
+    from react_lab.experiments.exemplars import get_pool, intent
+    from react_lab.experiments.tasks import Task
+
+    pool = list(get_pool("oldest_first"))
+    for question, wanted in [("On what date did cus_9999 last get an invoice?", "date"),
+                             ("Is INV-9999 fully paid off?", "yesno"),
+                             ("which invoice did cus_9999 get last?", "id")]:
+        task = Task("q", "q", question, "", "text")
+        (by_intent,) = select(pool, task, by="intent")
+        assert intent(question) == wanted
+        assert next(e for e in pool if e.task_id == by_intent.source).intent == wanted
+    with pytest.raises(ValueError, match="unknown selection"):
+        select(pool, TEST[0], by="words")
+
+
+def test_rescore_rewrites_only_the_verdicts_and_the_summary(tmp_path):
+    from react_lab.experiments import results
+
+    cfg = ladder.get_config("pool_k1")
+    task = next(t for t in TEST if t.id == "duplicate-03")
+    rec = {"config": cfg.name, "task_id": task.id, "category": task.category, "trial": 0,
+           "correct": True, "answer": "no, the invoice was charged twice, with two successful card charges",
+           "stopped_by": "answer", "n_steps": 1, "prefix_tokens": 1, "exemplar_tokens": 0,
+           "prompt_tokens": 1, "completion_tokens": 1, "seconds": 1.0}
+    settings = ladder.results_config(cfg, "test", [task], 1, 0.0, 0, "one")
+    ladder.save("ladder-x", [rec], settings, command="c", directory=tmp_path)
+    with pytest.raises(results.StaleResults, match="scorer now judges 1"):
+        ladder.load_results(directory=tmp_path)
+    before = results.load("ladder-x", tmp_path).fingerprint
+    assert ladder.rescore("ladder-x", tmp_path) == ["duplicate-03"]
+    (row,) = ladder.load_results(directory=tmp_path)
+    assert row["rate"].successes == 0 and results.load("ladder-x", tmp_path).fingerprint == before
+    assert ladder.rescore("ladder-x", tmp_path) == []
+
+
+def test_ask_takes_a_named_configuration(capsys):
+    assert cli_main(["ask", "--list-configs"]) == 0
+    assert "best" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli_main(["ask", "--config", "best", "--protocol", "native", "Was INV-2041 paid?"])
+    with pytest.raises(SystemExit):
+        cli_main(["ask"])                                     # a question is still required
+    assert cli_main(["ask", "x", "--config", "nope"]) == 2
+    assert "unknown config" in capsys.readouterr().err
