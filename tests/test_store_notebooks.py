@@ -16,7 +16,9 @@ _spec.loader.exec_module(store)
 NOT_YET_STORED: set[str] = set()
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*(REPO / "notebooks").glob("*.ipynb"),
+                                          *(REPO / "notebooks" / "bench").glob("*.ipynb")]),
+                         ids=lambda p: str(p.relative_to(REPO / "notebooks")))
 def test_each_stored_notebook_is_the_learners_view(path, request):
     if path.name in NOT_YET_STORED:
         request.applymarker(pytest.mark.xfail(strict=True, reason="not re-stored with "
