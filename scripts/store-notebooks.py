@@ -45,6 +45,8 @@ MEMORY_PROBE = ("print('PEAK_KIB', next(line.split()[1] for line in open('/proc/
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
+#: A call of one of the lab's figure functions (react_lab.notebook.plots), which return a Figure.
+PLOT_CALL = re.compile(r"\bplot_\w+\(")
 #: What react_lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
@@ -117,7 +119,7 @@ def problems(nb) -> list[str]:
 
     Checks: nbformat 4.5 with cell ids; the executed code cells numbered 1..N in order;
     no error output; a figure stored as image/png in every cell that calls
-    ``plt.show()``; stored state for every widget view; every exercise checker stored
+    ``plt.show()`` or one of the lab's ``plot_...`` functions; stored state for every widget view; every exercise checker stored
     with the "not written yet" message (the stub, not a solution); no run timings; the
     kernelspec of the installed kernel (what JupyterLab writes on opening).
     """
@@ -137,6 +139,9 @@ def problems(nb) -> list[str]:
             found.append(f"cell {i}: an error is stored")
         if "plt.show()" in cell.source and "image/png" not in kinds:
             found.append(f"cell {i}: calls plt.show() but stores no image (was MPLBACKEND set?)")
+        elif PLOT_CALL.search(cell.source) and "image/png" not in kinds:
+            found.append(f"cell {i}: draws a figure (plot_...) but stores no image: end the cell with "
+                         "the call, or call plt.show()")
         for o in outputs:
             view = o.get("data", {}).get(WIDGET_VIEW)
             if view and view["model_id"] not in state:
