@@ -21,7 +21,9 @@ echo "==> Binder check: fresh environment from binder/requirements.txt + binder/
 # postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
 PATH="$VENV/bin:$PATH" bash binder/postBuild
 # binder/start sets the kernel's environment; run the notebooks through it. A fresh results
-# cache, so every number the notebooks print is computed in this run.
+# cache, so every number the notebooks print is computed in this run. pytest recurses into
+# notebooks/bench/, so the bench runs under nbval like the core path.
+ls notebooks/bench/*.ipynb >/dev/null   # set -e: stop here if the bench is missing
 cache="$(mktemp -d)"
 run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_LAB_CACHE="$cache"
   bash binder/start "$VENV/bin/python" -m pytest notebooks

@@ -38,9 +38,15 @@ from pathlib import Path
 
 import nbformat
 
+#: Run after the notebook's own cells (then removed): the kernel's peak resident memory, KiB.
+#: VmHWM, not ru_maxrss: Linux carries ru_maxrss across execve from the process that started it.
+MEMORY_PROBE = ("print('PEAK_KIB', next(line.split()[1] for line in open('/proc/self/status') "
+                "if line.startswith('VmHWM:')))")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
+#: A call of one of the lab's figure functions (react_lab.notebook.plots), which return a Figure.
+PLOT_CALL = re.compile(r"\bplot_\w+\(")
 #: What react_lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
@@ -113,7 +119,7 @@ def problems(nb) -> list[str]:
 
     Checks: nbformat 4.5 with cell ids; the executed code cells numbered 1..N in order;
     no error output; a figure stored as image/png in every cell that calls
-    ``plt.show()``; stored state for every widget view; every exercise checker stored
+    ``plt.show()`` or one of the lab's ``plot_...`` functions; stored state for every widget view; every exercise checker stored
     with the "not written yet" message (the stub, not a solution); no run timings; the
     kernelspec of the installed kernel (what JupyterLab writes on opening).
     """
@@ -133,6 +139,9 @@ def problems(nb) -> list[str]:
             found.append(f"cell {i}: an error is stored")
         if "plt.show()" in cell.source and "image/png" not in kinds:
             found.append(f"cell {i}: calls plt.show() but stores no image (was MPLBACKEND set?)")
+        elif PLOT_CALL.search(cell.source) and "image/png" not in kinds:
+            found.append(f"cell {i}: draws a figure (plot_...) but stores no image: end the cell with "
+                         "the call, or call plt.show()")
         for o in outputs:
             view = o.get("data", {}).get(WIDGET_VIEW)
             if view and view["model_id"] not in state:
@@ -166,17 +175,50 @@ def kernelspec(kernel_name: str) -> dict:
     return {"display_name": spec.display_name, "language": spec.language, "name": kernel_name}
 
 
-def store(path: Path, *, timeout: int, kernel_name: str) -> None:
-    """Execute the notebook at ``path`` in a fresh kernel and store it; raise on any problem."""
+def cell_seconds(nb) -> list[tuple[int, float]]:
+    """``(cell index, seconds)`` of every timed code cell: nbclient's execute_input to execute_reply."""
+    from datetime import datetime
+
+    timed = []
+    for i, cell in enumerate(nb.cells):
+        run = cell.metadata.get("execution", {})
+        start, end = run.get("iopub.execute_input"), run.get("shell.execute_reply")
+        if start and end:
+            seconds = (datetime.fromisoformat(end.replace("Z", "+00:00"))
+                       - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
+            timed.append((i, seconds))
+    return timed
+
+
+def store(path: Path, *, timeout: int, kernel_name: str, max_cell_seconds: float | None = None) -> None:
+    """Execute the notebook at ``path`` in a fresh kernel and store it; raise on any problem.
+
+    Prints the three slowest cells of the run. With ``max_cell_seconds``, a cell that
+    computed for longer stops the store (nothing is written).
+    """
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     for note in prepare(nb):
         print(f"    {path.name} {note}")
-    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=False,
+    client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, record_timing=True,
                             store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent.resolve())}})
+    probe = nbformat.v4.new_code_cell(MEMORY_PROBE)
+    nb.cells.append(probe)
     client.execute()   # raises CellExecutionError on the first failing cell; nothing is written
+    nb.cells.remove(probe)
+    peak = "".join(o.get("text", "") for o in probe.outputs).split("PEAK_KIB")
+    memory = f"; kernel peak memory {int(peak[1].split()[0]) / 1024:.0f} MiB" if len(peak) > 1 else ""
+    timed = cell_seconds(nb)
+    slowest = sorted(timed, key=lambda t: -t[1])[:3]
+    print(f"    compute {sum(s for _, s in timed):.1f} s over {len(timed)} cells; slowest: "
+          + ", ".join(f"cell {i} {s:.1f} s" for i, s in slowest) + memory)
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)   # timings are noise in every diff: reported, not stored
+    if max_cell_seconds is not None and slowest and slowest[0][1] > max_cell_seconds:
+        raise SystemExit(f"{path}: not stored: cell {slowest[0][0]} computed for {slowest[0][1]:.1f} s "
+                         f"(limit {max_cell_seconds:g} s)")
     finish(nb, kernel_name)
     found = problems(nb)
     if found:
@@ -192,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=2400, help="seconds per cell (default 2400)")
     parser.add_argument("--kernel", default="python3", help="kernel name (default python3)")
+    parser.add_argument("--max-cell-seconds", type=float, default=None,
+                        help="refuse to store a notebook in which a cell computed for longer")
     parser.add_argument("--check", action="store_true",
                         help="execute nothing: report what keeps each stored notebook from "
                              "being a learner's view (exit 1 if anything)")
@@ -212,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["REACT_LAB_CACHE"] = cache
             t0 = time.perf_counter()
             print(f"==> {path}")
-            store(path, timeout=args.timeout, kernel_name=args.kernel)
+            store(path, timeout=args.timeout, kernel_name=args.kernel,
+                  max_cell_seconds=args.max_cell_seconds)
             print(f"    stored in {time.perf_counter() - t0:.0f} s")
     return 0
 

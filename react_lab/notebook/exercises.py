@@ -14,10 +14,11 @@ a wrong solution fails the build. Without it, :func:`check` never raises: a lear
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..tools import default_tools
+from ..protocol import EXEMPLARS, MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
+from ..tools import call_tool, default_tools
 from . import solutions
 
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
@@ -27,11 +28,19 @@ NOT_WRITTEN = "not written yet: replace the `raise NotImplementedError` line"
 
 @dataclass(frozen=True)
 class Case:
-    """One check: call the function with ``args``; compare with ``expected`` (or run ``test``)."""
+    """One check: call the function with ``args`` (and ``kwargs``); compare with ``expected``.
+
+    ``expected`` is the value to return, ``("contains", text)`` for a string holding
+    ``text``, or a function ``verify(got) -> str | None`` that returns what is wrong
+    (None when nothing is). ``shown`` replaces the arguments in a failure message when
+    they are too long to print (a model, a tool set).
+    """
 
     args: tuple
     expected: Any
     note: str = ""
+    kwargs: dict = field(default_factory=dict)
+    shown: str = ""
 
 
 def _tools():
@@ -40,7 +49,135 @@ def _tools():
 
 # Each exercise: what the function does, and the cases it must pass. Expected values
 # that depend on the database are computed from the package, not typed in.
+def _error_naming(name: str) -> Callable[[Any], str | None]:
+    """A check: the result is a text starting with 'Error' that names ``name``."""
+    def verify(got):
+        if not isinstance(got, str):
+            return f"returned {got!r}; expected a text (str)"
+        if not got.startswith("Error") or name not in got:
+            return f"returned {got!r}; expected a text that starts with 'Error' and names {name!r}"
+        return None
+    return verify
+
+
+def _same_text(want: str) -> Callable[[Any], str | None]:
+    """A check: the result is ``want``, give or take trailing newlines."""
+    def verify(got):
+        if isinstance(got, str) and got.rstrip("\n") == want:
+            return None
+        return f"returned {got!r}; expected {want!r} (a trailing newline may stay or go)"
+    return verify
+
+
+class _Recording:
+    """A scripted model (stop applied as a provider applies it) that also records each ``stop`` sent."""
+
+    def __init__(self, completions):
+        from ..backends.scripted import ScriptedModel
+
+        self.inner, self.stops = ScriptedModel(completions), []
+
+    @property
+    def prompts(self) -> list[str]:
+        return self.inner.prompts
+
+    @property
+    def calls(self) -> int:
+        return self.inner.calls
+
+    def complete(self, prompt, *, stop=None, max_tokens=MAX_TOKENS):
+        self.stops.append(stop)
+        return self.inner.complete(prompt, stop=stop, max_tokens=max_tokens)
+
+
+def _loop_case(question: str, script: list[str], rule: str, *, exemplars=None, max_steps: int = 6,
+               answer: Any = None, calls: int | None = None, observed=()) -> Case:
+    """One run of the learner's loop on a scripted model, and what must hold afterwards.
+
+    ``answer``: what the loop must return; ``calls``: how many model calls it must make;
+    ``observed``: ``(tool, args)`` pairs whose real ``call_tool`` text must follow an
+    ``Observation:`` label the loop wrote.
+    """
+    tools = _tools()
+    model = _Recording(script)
+
+    def verify(got):
+        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)):
+            return f"returned {got!r}; expected a pair (answer or None, transcript)"
+        returned, transcript = got
+        first = build_prompt(question, tools.values(), exemplars)
+        if not model.prompts or model.prompts[0] != first:
+            return ("did not start from build_prompt(question, tools.values(), exemplars) "
+                    "(the first prompt the model received differs)")
+        if any(stop != STOP for stop in model.stops):
+            return f"sent stop={model.stops[0]!r}; send stop=STOP on every call"
+        for before, after in zip(model.prompts, model.prompts[1:]):
+            if not after.startswith(before):
+                return "sent a prompt that is not the whole transcript so far (each prompt must extend the last)"
+            if not after.rstrip().endswith(f"{THOUGHT}:"):
+                return f"wrote an observation without the next label: end it with '\n{THOUGHT}:'"
+        for tool, args in observed:
+            text = call_tool(tools, tool, args).text
+            if f"{OBSERVATION}: {text}" not in transcript:
+                return (f"the transcript has no 'Observation: ' + call_tool(tools, {tool!r}, {args!r}).text "
+                        f"({text[:60]!r}...)")
+        if calls is not None and model.calls != calls:
+            return f"made {model.calls} model calls; expected {calls}"
+        if returned != answer:
+            return f"returned the answer {returned!r}; expected {answer!r}"
+        if model.prompts and not transcript.startswith(model.prompts[-1]):
+            return "returned a transcript that does not hold the last prompt it sent"
+        return None
+
+    return Case((question, model, tools), verify, rule, kwargs={"exemplars": exemplars, "max_steps": max_steps},
+                shown=f"{question!r}, scripted model, tools" + (f", max_steps={max_steps}" if max_steps != 6 else ""))
+
+
+def _loop_cases() -> list[Case]:
+    """The loop exercise's checks: one rule each, on a scripted model that honours ``stop``."""
+    q = "Has supplier invoice INV-2291 been paid?"
+    return [
+        _loop_case(q, [" I look at the invoice first.\nAction: find_invoice[INV-2291]",
+                       " It is approved; now its payments.\nAction: get_payments[INV-2291]",
+                       " There are no payments.\nAnswer: No. INV-2291 has no payments."],
+                   "two tool calls, then an answer", answer="No. INV-2291 has no payments.", calls=3,
+                   observed=[("find_invoice", ["INV-2291"]), ("get_payments", ["INV-2291"])]),
+        _loop_case(q, [' I check its payments.\nAction: get_payments[INV-2291]\nObservation: {"payments": '
+                       '[{"amount": 48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid.',
+                       " There are no payments.\nAnswer: No. INV-2291 has no payments."],
+                   "the model writes its own Observation: the stop sequence cuts it",
+                   exemplars=[EXEMPLARS[1]], answer="No. INV-2291 has no payments.", calls=2,
+                   observed=[("get_payments", ["INV-2291"])]),
+        _loop_case(q, [" I look it up.\nAction: lookup_invoice[INV-2291]",
+                       " The tool list has find_invoice.\nAction: find_invoice[INV-2291]",
+                       " It is approved, not paid.\nAnswer: INV-2291 is approved and not paid."],
+                   "an unknown tool becomes an observation, not an exception",
+                   answer="INV-2291 is approved and not paid.", calls=3,
+                   observed=[("lookup_invoice", ["INV-2291"]), ("find_invoice", ["INV-2291"])]),
+        _loop_case("What were the July invoices of cus_8812?",
+                   [" I list them.\nAction: list_invoices[cus_8812, 2026-07-01]", " Done.\nAnswer: two"],
+                   "arguments are split on commas and stripped", answer="two", calls=2,
+                   observed=[("list_invoices", ["cus_8812", "2026-07-01"])]),
+        _loop_case(q, [" I could write Action: search[refunds] here.\nAction: find_invoice[INV-2291]",
+                       " Approved.\nAnswer: approved"],
+                   "only a line that starts with Action: is an action (ACTION_RE)", answer="approved",
+                   calls=2, observed=[("find_invoice", ["INV-2291"])]),
+        _loop_case(q, [" I am not sure what to do.", " Now I look.\nAction: find_invoice[INV-2291]",
+                       " Approved.\nAnswer: approved"],
+                   "no action line: an Observation says so and the loop goes on", answer="approved", calls=3),
+        _loop_case(q, [" Done.\nAnswer: No.\n\nQuestion: Was it paid?"],
+                   "the answer is the rest of the Answer: line, stripped", answer="No.", calls=1),
+        _loop_case(q, [" Again.\nAction: find_invoice[INV-2291]"], "the step limit ends the run with no answer",
+                   max_steps=3, answer=None, calls=3),
+    ]
+
+
 EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
+    "run_loop": (
+        "run_loop(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, "
+        "transcript): the text-protocol loop",
+        lambda: _loop_cases(),
+    ),
     "parse_action": (
         "parse_action(text) -> (tool, args) or None: the anchored action line, args split on commas",
         lambda: [
@@ -53,21 +190,24 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "dispatch": (
-        "dispatch(tools, name, args) -> str: run the tool, or return an error text; never raise",
+        "dispatch(tools, name, args) -> str: the tool's result as text (str or json.dumps); an "
+        "unknown tool or a failing call as a text that starts with 'Error' and names the tool; "
+        "never raise",
         lambda: [
-            Case(("get_charge", ["ch_1KZq8f"]), ("contains", '"succeeded"'), "a real lookup"),
-            Case(("serch", ["x"]), ("contains", "unknown tool 'serch'"), "an unknown tool is an observation"),
-            Case(("list_invoices", ["cus_8812"]), ("contains", "rror"), "a bad call is an observation"),
+            Case(("get_charge", ["ch_1KZq8f"]), ("contains", "succeeded"), "a real lookup"),
+            Case(("serch", ["x"]), _error_naming("serch"), "an unknown tool is an observation"),
+            Case(("list_invoices", ["cus_8812"]), _error_naming("list_invoices"),
+                 "a call that fails is an observation"),
         ],
     ),
     "cut_forgery": (
         "cut_forgery(text) -> str: drop a model-written Observation line and all after it, "
-        "and a cut-off stop word at the end",
+        "and a cut-off stop word at the end (a trailing newline may stay or go)",
         lambda: [
-            Case(("Action: a[b]\nObservation: fake\nAnswer: x",), "Action: a[b]\n"),
-            Case(("Action: a[b]\nObserv",), "Action: a[b]\n", "a partial stop word at the end"),
-            Case(("Action: a[b]",), "Action: a[b]", "nothing to cut"),
-            Case(("The observation: fine\nAction: a[b]",), "The observation: fine\nAction: a[b]",
+            Case(("Action: a[b]\nObservation: fake\nAnswer: x",), _same_text("Action: a[b]")),
+            Case(("Action: a[b]\nObserv",), _same_text("Action: a[b]"), "a partial stop word at the end"),
+            Case(("Action: a[b]",), _same_text("Action: a[b]"), "nothing to cut"),
+            Case(("The observation: fine\nAction: a[b]",), _same_text("The observation: fine\nAction: a[b]"),
                  "only a line that starts with the label"),
         ],
     ),
@@ -127,27 +267,49 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
     passed, failure = 0, None
     for case in cases:
         args = ((_tools(),) + case.args) if name == "dispatch" else case.args
-        shown = ", ".join(repr(a) for a in case.args)
+        shown = case.shown or ", ".join([repr(a) for a in case.args]
+                                        + [f"{k}={v!r}" for k, v in case.kwargs.items()])
         try:
-            got = fn(*args)
+            got = fn(*args, **case.kwargs)
         except NotImplementedError:
             return 0, len(cases), NOT_WRITTEN
         except Exception as exc:  # a learner's bug: report it, keep the notebook running
             failure = failure or f"{name}({shown}) raised {type(exc).__name__}: {exc}"
             continue
         expected = case.expected
-        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
-            ok = isinstance(got, str) and expected[1] in got
-            want = f"a string containing {expected[1]!r}"
+        if callable(expected):
+            wrong = expected(got)
+        elif isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
+            wrong = None if isinstance(got, str) and expected[1] in got else \
+                f"returned {got!r}; expected a string containing {expected[1]!r}"
         else:
-            ok = got == expected
-            want = repr(expected)
-        if ok:
+            wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
+        if wrong is None:
             passed += 1
         elif failure is None:
-            failure = f"{name}({shown}) returned {got!r}; expected {want}" + \
-                      (f" ({case.note})" if case.note else "")
+            failure = f"{name}({shown}) {wrong}" + (f" ({case.note})" if case.note else "")
     return passed, len(cases), failure
+
+
+def choose(name: str, fn: Callable) -> Callable:
+    """Return ``fn`` when it passes exercise ``name``'s cases, else the reference solution; say which.
+
+    The cell after an exercise runs on what this returns, so a notebook runs top to
+    bottom before the exercise is written, and on the learner's own function once it
+    passes. In solutions mode (CI) it returns the reference solution.
+    """
+    reference = getattr(solutions, name)
+    if solutions_mode():
+        print(f"using the reference {name} (solutions mode)")
+        return reference
+    passed, total, failure = run_cases(name, fn)
+    if failure is None:
+        print(f"using your {name}: it passes all {total} checks")
+        return fn
+    why = "is not written yet" if failure == NOT_WRITTEN else f"fails a check ({passed}/{total} pass)"
+    print(f"using the reference {name} from react_lab/notebook/solutions.py: yours {why}; "
+          "fix it and run this cell again")
+    return reference
 
 
 def check(name: str, fn: Callable) -> bool:

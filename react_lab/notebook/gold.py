@@ -91,6 +91,54 @@ def check_charges(invoice_id: str, conn: sqlite3.Connection | None = None) -> Ch
                        tuple(dict(c) for c in charges), tuple(dict(s) for s in sends))
 
 
+@dataclass(frozen=True)
+class PaidCheck:
+    """Whether an invoice is paid in full, as the database has it: its total against its payments.
+
+    ``total`` and ``paid`` are dollars (refunds count negative); ``status`` is the
+    invoice's own status column (``approved`` is not ``paid``).
+    """
+
+    invoice_id: str
+    kind: str
+    total: float
+    paid: float
+    status: str
+    due: str
+
+    @property
+    def gold(self) -> str:
+        """``"yes"`` when its payments reach its total, else ``"no"`` (:data:`PAID_SQL`)."""
+        return "yes" if self.paid >= self.total else "no"
+
+    def task(self, question: str) -> Task:
+        """``question`` as a yes/no :class:`~react_lab.experiments.tasks.Task` with this gold answer."""
+        return Task(id=f"paid:{self.invoice_id}", category="paid", question=question, gold=self.gold,
+                    kind="yesno", sql=PAID_SQL, params=(self.invoice_id,))
+
+    def right(self, answer: str | None, question: str = "") -> bool:
+        """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
+        return score(answer, self.task(question))
+
+    def explain(self) -> str:
+        """One sentence: the invoice, its total, what was paid, and so the gold answer."""
+        return (f"gold answer: {self.gold} - {self.invoice_id} ({self.kind}, {self.total:.2f} dollars, "
+                f"status {self.status}, due {self.due}) has {self.paid:.2f} dollars of payments.")
+
+
+def invoice_paid(invoice_id: str, conn: sqlite3.Connection | None = None) -> PaidCheck:
+    """Read whether an invoice is paid in full from the (shipped, read-only) database.
+
+    Raises ``KeyError`` naming the invoice when it does not exist.
+    """
+    conn = conn or open_db()
+    row = conn.execute("SELECT kind, total, status, due, (SELECT coalesce(sum(amount), 0) FROM payments "
+                       "WHERE invoice_id = i.id) AS paid FROM invoices i WHERE id = ?", (invoice_id,)).fetchone()
+    if row is None:
+        raise KeyError(f"no invoice {invoice_id!r} in the database")
+    return PaidCheck(invoice_id, row["kind"], float(row["total"]), float(row["paid"]), row["status"], row["due"])
+
+
 def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), observations=(),
               written=(), exemplars=None) -> str:
     """Say in one sentence where a run went wrong, from what it did; ``""`` when nothing is found.

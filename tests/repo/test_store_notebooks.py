@@ -16,7 +16,9 @@ _spec.loader.exec_module(store)
 NOT_YET_STORED: set[str] = set()
 
 
-@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted([*(REPO / "notebooks").glob("*.ipynb"),
+                                          *(REPO / "notebooks" / "bench").glob("*.ipynb")]),
+                         ids=lambda p: str(p.relative_to(REPO / "notebooks")))
 def test_each_stored_notebook_is_the_learners_view(path, request):
     if path.name in NOT_YET_STORED:
         request.applymarker(pytest.mark.xfail(strict=True, reason="not re-stored with "
@@ -95,3 +97,12 @@ def test_a_stored_progress_bar_shows_its_final_state():
     state["p"]["state"]["value"] = 100.0
     assert "|█████     |" in store.progress_text("bar", state)
     assert store.progress_text("l", state) is None     # not a bar
+
+
+def test_a_figure_drawn_by_the_lab_must_be_stored_as_an_image():
+    drawn = new_code_cell("fig = plot_cost(1000, 600, 100, 10)")   # assigned, so never displayed
+    shown = new_code_cell("plot_cost(1000, 600, 100, 10)", outputs=[new_output(
+        "display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})])
+    found = store.problems(stored([drawn, shown]))
+    assert found == ["cell 0: draws a figure (plot_...) but stores no image: end the cell with the "
+                     "call, or call plt.show()"]

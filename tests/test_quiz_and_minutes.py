@@ -1,0 +1,74 @@
+"""The check-yourself quizzes and the minutes helper of the core notebooks."""
+import json
+
+import pytest
+
+from react_lab.notebook import minutes as nbminutes
+from react_lab.notebook.quiz import QUIZZES, grade, make_quiz_widget, quiz
+
+
+def test_every_quiz_has_three_questions_whose_right_answer_is_a_choice():
+    assert sorted(QUIZZES) == ["01", "02", "03", "04", "05", "06"]
+    for number, questions in QUIZZES.items():
+        assert len(questions) == 3, number
+        for q in questions:
+            assert len(q.choices) >= 2 and 0 <= q.right < len(q.choices) and q.why, (number, q.text)
+
+
+def test_grade_marks_each_pick_and_refuses_a_wrong_count():
+    rights = [q.right for q in QUIZZES["01"]]
+    assert grade("01", rights) == [True, True, True]
+    assert grade("01", [None, rights[1], (rights[2] + 1) % 2]) == [False, True, False]
+    with pytest.raises(ValueError, match="3 questions"):
+        grade("01", [0])
+    with pytest.raises(KeyError):
+        grade("99", [])
+
+
+def test_the_widget_checks_the_picks_and_says_why():
+    box = make_quiz_widget("05")
+    assert box.results == [] and all(r.index is None for r in box.radios)
+    box.radios[0].index = QUIZZES["05"][0].right
+    box.radios[1].index = (QUIZZES["05"][1].right + 1) % len(QUIZZES["05"][1].choices)
+    box.check_button.click()
+    assert box.results == [True, False, False]
+    assert box.feedback[0].value.startswith("✓") and box.feedback[1].value.startswith("✗")
+    assert "not answered" in box.feedback[2].value
+
+
+def test_quiz_in_solutions_mode_answers_and_asserts(monkeypatch, capsys):
+    monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
+    box = quiz("03")
+    assert box.results == [True, True, True]
+    assert "3 of 3 right" in capsys.readouterr().out
+
+
+def notebook(path, minutes):
+    path.write_text(json.dumps({"cells": [], "metadata": {"react_lab": {"minutes": minutes}},
+                                "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+def test_minutes_are_read_from_the_notebook_beside_the_kernel(tmp_path, monkeypatch, capsys):
+    notebook(tmp_path / "01_x.ipynb", 20)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(nbminutes.SESSION_ENV, raising=False)
+    assert nbminutes.show_minutes("01_x.ipynb") == 20
+    assert capsys.readouterr().out.startswith("About 20 minutes for a room")
+
+
+def test_a_renamed_copy_finds_itself_through_the_session_variable(tmp_path, monkeypatch):
+    copy = notebook(tmp_path / "01_x-Copy1.ipynb", 25)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(nbminutes.SESSION_ENV, str(copy))
+    assert nbminutes.notebook_file("01_x.ipynb") == copy
+    assert nbminutes.show_minutes("01_x.ipynb") == 25
+
+
+def test_no_notebook_found_is_one_line_not_an_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(nbminutes.SESSION_ENV, str(tmp_path / "elsewhere.ipynb"))
+    notebook(tmp_path / "no_minutes.ipynb", "twenty")   # not an int: no minutes
+    assert nbminutes.show_minutes("no_minutes.ipynb") is None
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "react_lab.minutes" in out
