@@ -13,8 +13,10 @@ Measures, in this order, after :func:`react_lab.notebook.warm_up` (whose one-off
    as the lab runs it (``forge.BATCH`` questions decoded side by side) and one question at a
    time (``batch=1``, the one-at-a-time tokens), with how many verdicts the two disagree on;
 3. the evaluation per task, text and native protocol (and native with the text protocol's
-   default exemplar as messages), on the first ``--tasks`` tasks (a stated subset), goal
-   native <= 2x text;
+   default exemplar as messages), on the first ``--tasks`` tasks (a stated subset); and
+   the two working agents like for like -- text ``best`` and native ``native_pool_k1``
+   (react_lab.experiments.configs: each with one exemplar retrieved per question) -- on the
+   test half's first ``--per-category`` tasks of each category; goal native <= 2x text;
 4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
    (from the text evaluation's steps; the harness's own logging and scoring beside it);
 5. with ``--notebooks``: the notebook suite under nbval in CI mode, goal <= 300 s;
@@ -153,6 +155,26 @@ def evaluation(model, raw: dict, protocol: str, n_tasks: int, exemplar: bool = F
             "stopped_by": dict(Counter(r["stopped_by"] for r in run.records).most_common())}
 
 
+def working_agents(model, per_category: int) -> dict:
+    """Text ``best`` and native ``native_pool_k1`` on the same test tasks, one after the other."""
+    from react_lab.experiments import ladder
+    from react_lab.experiments.configs import get_config
+
+    tasks = ladder.choose_tasks("test", per_category=per_category)
+    out = {}
+    for name in ("best", "native_pool_k1"):
+        cfg = get_config(name)
+        with Meter() as m:
+            records = [ladder.run_one(cfg, t, model=model) for t in tasks]
+        out[name] = {"tasks": len(tasks), "seconds": round(m.seconds, 1), "others": m.others,
+                     "per_task": round(m.seconds / len(tasks), 2),
+                     "steps": round(sum(r["n_steps"] for r in records) / len(tasks), 2),
+                     "completion_tokens": round(sum(r["completion_tokens"] for r in records) / len(tasks)),
+                     "prompt_tokens": round(sum(r["prompt_tokens"] for r in records) / len(tasks)),
+                     "success": sum(r["correct"] for r in records)}
+    return out
+
+
 # --------------------------------------------------------------------------- 5-6. notebooks
 
 def notebook_suite() -> dict:
@@ -231,6 +253,17 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
         ex = report["eval_native_exemplar"]
         rows.append(("native + exemplar / text, per task", f"{ex['per_task'] / text['per_task']:.2f}x",
                      "<= 2x", "", ""))
+    agents = report.get("agents")
+    if agents:
+        b, n = agents["best"], agents["native_pool_k1"]
+        for name, e in (("text best", b), ("native_pool_k1", n)):
+            rows.append((f"working agent {name}, per task ({e['tasks']} test tasks)", f"{e['per_task']} s",
+                         "<= 2x text" if name != "text best" else "", "", str(e["others"])))
+            rows.append((f"  {name}: steps, prompt / completion tokens per task, right",
+                         f"{e['steps']}, {e['prompt_tokens']:,} / {e['completion_tokens']}, "
+                         f"{e['success']} of {e['tasks']}", "", "", ""))
+        rows.append(("working agents native / text, per task", f"{n['per_task'] / b['per_task']:.2f}x",
+                     "<= 2x", "", ""))
     rows.append(("loop overhead (text steps, outside the model)", f"{text['loop_overhead']:.2%}", "<= 1%", "", ""))
     rows.append(("  evaluation harness (logs, scoring)", f"{text['harness_overhead']:.2%}", "", "", ""))
     if "notebooks" in report:
@@ -250,6 +283,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=100, help="forgery questions (default 100)")
     parser.add_argument("--tasks", type=int, default=10, help="evaluation tasks per protocol (default 10)")
+    parser.add_argument("--per-category", type=int, default=1, help="test tasks per category for the "
+                        "working agents, text best against native_pool_k1 (default 1: 13 tasks)")
     parser.add_argument("--notebooks", action="store_true", help="also time the notebook suite under "
                         "nbval and measure kernel memory (minutes)")
     parser.add_argument("--memory", type=Path, nargs="*", default=None,
@@ -285,6 +320,7 @@ def main() -> None:
     report["eval_text"] = evaluation(model, report["raw"], "text", args.tasks)
     report["eval_native"] = evaluation(model, report["raw"], "native", args.tasks)
     report["eval_native_exemplar"] = evaluation(model, report["raw"], "native", args.tasks, exemplar=True)
+    report["agents"] = working_agents(model, args.per_category)
     if args.notebooks:
         report["notebooks"] = notebook_suite()
     if args.memory is not None or args.notebooks:

@@ -132,6 +132,7 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("react_lab.cli.commands.load_model", broken)
+    monkeypatch.setattr("react_lab.cli.commands.warm_up", lambda **_: None)  # no real model here
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 
