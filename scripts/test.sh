@@ -6,10 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The browser test (tests/browser) drives JupyterLab in the distribution's Chromium.
 # REACT_LAB_SKIP_BROWSER=1 skips it on a machine without Chromium; CI never sets it.
-browser=()
+heavy="model or server or browser"
 if [[ "${REACT_LAB_SKIP_BROWSER:-}" =~ ^(1|true|yes)$ ]]; then
   echo "==> REACT_LAB_SKIP_BROWSER is set: skipping the browser test"
-  browser=(-m "not browser")
+  heavy="model or server"
 elif ! command -v "${REACT_LAB_CHROMIUM:-chromium}" >/dev/null \
     || ! command -v "${REACT_LAB_CHROMEDRIVER:-chromedriver}" >/dev/null; then
   echo "The browser test needs Chromium and its driver, and they are missing. Install them:" >&2
@@ -20,5 +20,9 @@ elif ! command -v "${REACT_LAB_CHROMIUM:-chromium}" >/dev/null \
 fi
 bash scripts/setup-env.sh
 export PYTHONHASHSEED=0 MPLBACKEND=Agg REACT_LAB_SOLUTIONS=1
-.venv/bin/python -m pytest tests -p no:cacheprovider ${browser[@]+"${browser[@]}"}
+# The tests that need no model run on both cores (pytest-xdist); the ones that load the model,
+# start its server or drive the browser run one at a time after them: two llama.cpp
+# processes on two cores are several times slower than one.
+.venv/bin/python -m pytest tests -p no:cacheprovider -m "not model and not server and not browser" -n 2
+.venv/bin/python -m pytest tests -p no:cacheprovider -m "$heavy"
 bash scripts/binder-check.sh
