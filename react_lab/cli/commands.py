@@ -51,6 +51,16 @@ def _print_json(obj) -> None:
     print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
 
 
+def _print_run(args, result) -> int:
+    """Print one run: ``--json`` as one object, else the owner-marked trace, answer and stop."""
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.transcript.render_text())
+        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
+    return 0
+
+
 def cmd_ask(args) -> int:
     """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``.
 
@@ -76,12 +86,7 @@ def cmd_ask(args) -> int:
         result = ask(args.question, model, tools, stop=not args.no_stop,
                      max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
     getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        print(result.transcript.render_text())
-        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
-    return 0
+    return _print_run(args, result)
 
 
 
@@ -109,12 +114,7 @@ def _ask_config(args) -> int:
     cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
     result = ask_config(args.question, cfg)  # its own step and token limits, as measured
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        print(result.transcript.render_text())
-        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
-    return 0
+    return _print_run(args, result)
 
 
 def _guards(args):
