@@ -3,8 +3,8 @@
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
 ``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
-[--save-results NAME]``
-``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
+[--save-results NAME [--overwrite]]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -159,8 +159,10 @@ def _add_forge_rate(sub) -> None:
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.add_argument("--save-results", metavar="NAME", default=None,
                    help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
-                        "(react_lab.experiments.results)")
-    f.set_defaults(func=commands.cmd_forge_rate)
+                        "(react_lab.experiments.results); checked before the run starts")
+    f.add_argument("--overwrite", action="store_true",
+                   help="with --save-results: replace that file if it exists (else refused)")
+    f.set_defaults(func=commands.cmd_forge_rate, usage_error=f.error)
 
 
 def _add_abuses(sub) -> None:
@@ -206,7 +208,9 @@ def _add_eval(sub) -> None:
     e.add_argument("--save-results", metavar="NAME", default=None,
                    help="compute every task afresh (no cache) and save metrics and records, "
                         "fingerprinted, as react_lab/data/results/NAME.json (react_lab.experiments.results); "
-                        "with --config: save the finished ladder run")
+                        "with --config: save the finished ladder run; checked before the run starts")
+    e.add_argument("--overwrite", action="store_true",
+                   help="with --save-results: replace that file if it exists (else refused)")
     ladder_group = e.add_argument_group(
         "the ladder (react_lab.experiments.ladder)", "--config NAME runs a named configuration of the "
         "loop over the dev or test half; --list-configs names them")
@@ -228,7 +232,7 @@ def _add_eval(sub) -> None:
     ladder_group.add_argument("--seed", type=int, default=0, help="seed of the first trial")
     ladder_group.add_argument("--budget", type=float, default=None,
                               help="seconds; start no run after them (run again to resume)")
-    e.set_defaults(func=commands.cmd_eval)
+    e.set_defaults(func=commands.cmd_eval, usage_error=e.error)
 
 
 def _add_doctor(sub) -> None:
