@@ -248,7 +248,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     guard ends the run and ``guards.best_effort`` is on, one more request with
     ``tool_choice="none"`` asks for an answer, labelled ``[best effort]``.
     """
-    check_run_arguments("chat", model, tools, max_steps, max_tokens)
+    check_run_arguments("chat", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards.approve = approve

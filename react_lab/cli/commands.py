@@ -44,7 +44,7 @@ from ..native import ask_native
 from ..notebook.plots import plot_cost
 from ..notebook.warm import warm_up
 from ..parser import parse
-from ..protocol import EXEMPLARS
+from ..protocol import EXEMPLARS, visible
 from ..tools import default_tools
 
 
@@ -62,6 +62,9 @@ def cmd_ask(args) -> int:
         return _ask_config(args)
     if args.question is None:
         args.usage_error("the following arguments are required: question")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
@@ -107,6 +110,9 @@ def _ask_config(args) -> int:
     if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
         args.usage_error("--config runs the text protocol on the embedded model: give a question, "
                          "and no --protocol native or other --model")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
     cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
     result = ask_config(args.question, cfg)  # its own step and token limits, as measured

@@ -179,3 +179,13 @@ def test_forge_rate_json_shows_no_progress_bar(tmp_path, monkeypatch, capsys, sc
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 2
     assert captured.err == ""
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\t\n", "\u200b", "\ufeff\u200d"])
+def test_ask_refuses_a_blank_question_before_the_model_runs(capsys, tmp_path, question):
+    never = tmp_path / "never.json"  # an empty script: any model call would fail loudly
+    never.write_text("[]")
+    err = usage_error(capsys, ["ask", question, "--model", f"scripted:{never}", "--max-steps", "1"])
+    assert "react-lab ask: error: argument question: is blank" in err
+    err = usage_error(capsys, ["ask", question, "--config", "best"])
+    assert "argument question: is blank" in err
