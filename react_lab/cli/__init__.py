@@ -83,6 +83,24 @@ def non_negative(*, zero_is_off: bool = False):
     return parse
 
 
+def tool_names(text: str) -> list[str]:
+    """An argparse ``type=``: a comma-separated list of tool names, each an identifier.
+
+    ``"search,calc"`` is ``["search", "calc"]`` (spaces around a comma are fine); an empty
+    item (``""``, ``","``, ``"a,,b"``) or a name that is not an identifier (``"a b"``,
+    ``"c;d"``) is refused, naming it.
+    """
+    names = [item.strip() for item in text.split(",")]
+    for name in names:
+        if not name:
+            raise argparse.ArgumentTypeError(f"an empty tool name in {text!r}; give names "
+                                             "separated by commas, such as search,calc")
+        if not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"{name!r} is not a tool name (an identifier such as "
+                                             "search or list_invoices); separate names with commas")
+    return names
+
+
 def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     """The guard limits of ``ask``; defaults are :class:`react_lab.guards.Guards`'s."""
     d = Guards()
@@ -246,7 +264,8 @@ def _add_parse(sub) -> None:
     """The ``parse`` subcommand."""
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
                                       "(react_lab.parser)")
-    pr.add_argument("--tools", help="comma-separated tool names; any other name is an error")
+    pr.add_argument("--tools", type=tool_names, default=None,
+                    help="comma-separated tool names, such as search,calc; any other name is an error")
     pr.set_defaults(func=commands.cmd_parse)
 
 

@@ -135,8 +135,7 @@ def _guards(args):
 def cmd_parse(args) -> int:
     """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    _print_json(parse(text, tools=tools).to_dict())
+    _print_json(parse(text, tools=args.tools).to_dict())  # --tools: a checked list, or None
     return 0
 
 

@@ -189,3 +189,21 @@ def test_ask_refuses_a_blank_question_before_the_model_runs(capsys, tmp_path, qu
     assert "react-lab ask: error: argument question: is blank" in err
     err = usage_error(capsys, ["ask", question, "--config", "best"])
     assert "argument question: is blank" in err
+
+
+@pytest.mark.parametrize("value, says", [(",", "an empty tool name in ','"), ("", "an empty tool name in ''"),
+                                         ("search,,calc", "an empty tool name"),
+                                         ("a b,c;d", "'a b' is not a tool name"),
+                                         ("search,c;d", "'c;d' is not a tool name")])
+def test_parse_tools_is_a_comma_separated_list_of_names(capsys, value, says):
+    err = usage_error(capsys, ["parse", "--tools", value])
+    assert "react-lab parse: error: argument --tools:" in err and says in err
+
+
+def test_parse_tools_accepts_names_with_spaces_around_commas(capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: calc[1+1]\n")))
+    assert main(["parse", "--tools", " search , calc "]) == 0
+    assert json.loads(capsys.readouterr().out)["tool"] == "calc"
