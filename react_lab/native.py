@@ -150,6 +150,9 @@ def start_call(tool: Tool, call: dict) -> Future:
     def work() -> None:
         try:
             future.set_result(execute_call({tool.name: tool}, call))
+        except BaseException as exc:  # noqa: BLE001 -- a result at once, not a wait for the timeout
+            failed = f"{tool.name} failed with {type(exc).__name__}: {exc}"
+            future.set_result(Observation(f"Error: {failed}", error=failed))
         finally:
             own = connection(tool)
             if own is not None:

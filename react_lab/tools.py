@@ -429,7 +429,9 @@ def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Obse
     """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
     try:
         return _call(tools, name, args)
-    except Exception as e:  # noqa: BLE001 -- a broken call must become an observation
+    except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
+        if isinstance(e, KeyboardInterrupt):  # the learner stopping the run is not the tool's error
+            raise
         return _failed(f"{type(e).__name__}: {e}")
 
 
@@ -461,7 +463,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
             return _failed(str(e), sql)
         except sqlite3.Error as e:
             return _failed(f"database error in {tool.name}: {e}; check the arguments", sql)
-        except Exception as e:  # noqa: BLE001 -- TypeError, ValueError, ... from the tool
+        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() inside the tool
+            if isinstance(e, KeyboardInterrupt):
+                raise
             return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
                            f" check the arguments of {tool.usage}", sql)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
