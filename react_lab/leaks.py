@@ -248,3 +248,16 @@ def _bytes_back(text: str) -> str:
     """SentencePiece byte tokens (``<0xE2><0x82><0xAC>``) as the characters they encode."""
     return _BYTE_TOKEN.sub(lambda m: bytes(int(h, 16) for h in re.findall(r"[0-9A-Fa-f]{2}", m.group()))
                            .decode("utf-8", errors="replace"), text)
+
+
+#: End-of-turn tokens a server may leave at the end of an answer.
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
+def without_end_tokens(answer: str) -> str:
+    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
+    answer = answer.rstrip()
+    while answer.endswith(_END_TOKENS):
+        answer = answer[:answer.rindex("<")].rstrip()
+    return answer

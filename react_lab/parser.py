@@ -35,8 +35,8 @@ from ._calls import (
     paren_call,
     python_calls,
 )
-from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call
-from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
+from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call, without_end_tokens
+from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message, visible
 
 #: Words models write in place of a tool when they mean "no tool".
 NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
@@ -222,8 +222,9 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     Errors, each one line that says what was seen and what to write instead: a tool name
     that is not an identifier -- never dispatched; with ``tools``, a name not in the list;
     a call cut off before its ``}``; a JSON object with keys the parser does not read (the
-    keys are named); markup that cannot be read (its format named); an empty answer; an
-    empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
+    keys are named); markup that cannot be read (its format named); an empty answer (only
+    invisible characters, such as zero-width spaces, count as empty); an answer label with
+    another label after it on its line (``Answer: Action: ...``, named); an empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
     and ``max_tokens`` are the completion's: with ``"length"`` every error says the
     completion was cut at the token limit. Linear in the length of the text, whatever the text.
     """
@@ -278,7 +279,7 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
     if result.kind == "error":  # a call or an answer the model can fix: the reason says how
         return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason, **same)
     if result.kind != "action":
-        if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+        if not visible(result.answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
             return ParseResult("error", reason=_NO_ANSWER, **same)
         return ParseResult(result.kind, answer=result.answer, **same)
     name = result.tool.strip()
@@ -292,8 +293,8 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
                            reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
     if name.lower() in FINISH_NAMES:
         answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-        return ParseResult("final" if answer.strip() else "error", answer=answer or None,
-                           reason=None if answer.strip() else _NO_ANSWER, **same)
+        return ParseResult("final" if visible(answer) else "error", answer=answer if visible(answer) else None,
+                           reason=None if visible(answer) else _NO_ANSWER, **same)
     if name.lower().strip(".") in NO_TOOL_WORDS:
         return ParseResult("error", tool=name, **same, reason=f"{shown(name, 120)} is not an available tool "
                            "and no final-answer label is present; ask for a listed tool or an "
@@ -396,36 +397,30 @@ def _input_value(text: str, start: int):
     return clean_input(rest), line_end
 
 
-#: End-of-turn tokens a server may leave at the end of an answer.
-_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
-               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
-
-
-def _without_end_tokens(answer: str) -> str:
-    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
-    answer = answer.rstrip()
-    while answer.endswith(_END_TOKENS):
-        answer = answer[:answer.rindex("<")].rstrip()
-    return answer
-
-
-
 def _find_answer(text: str):
     """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
     m = _ANSWER_LINE.search(text)
     if not m:
         return None
-    answer = text[m.end():]
+    begin = m.end()
+    while (again := _ANSWER_LINE.match(text[begin:begin + 80])) is not None and again.end():
+        begin += again.end()  # "Answer: Final Answer: 42": one label written twice
+    answer = text[begin:]
     nxt = _ANY_LABEL.search(answer)
-    if nxt:
-        answer = answer[:nxt.start()]
-    call = call_as_answer(text, m.end())
+    if nxt and nxt.start() == 0:  # "Answer: Action: search[x]": another label, not an answer
+        line = answer.split("\n", 1)[0]
+        return (m.start(), begin, ParseResult("error", dialect="answer", reason=(
+            f"an Answer label followed by {shown(line, 60)} on the same line: the answer label "
+            "says the run is done, the other label says it is not; write the action on its own "
+            "line ('Action: tool_name[arguments]') or the answer after 'Answer:'")))
+    answer = answer[:nxt.start()] if nxt else answer
+    call = call_as_answer(text, begin)
     if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
         return (m.start(), call[1], call[2])
-    final = _without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
-    if not final:
+    final = without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
+    if not visible(final):  # nothing, or only zero-width and other invisible characters
         return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
-    return (m.start(), m.end() + len(answer), ParseResult("final", answer=final, dialect="answer"))
+    return (m.start(), begin + len(answer), ParseResult("final", answer=final, dialect="answer"))
 
 
 #: Special tokens and reasoning tags (``<|im_start|>``, ``<｜tool▁calls▁begin｜>``, ``<think>``): not reasoning.

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ._calls import quiet_parse
 from .protocol import shown, unknown_tool_message
 from .schema import HAS_NUMBER, HAS_WORD, NEEDS, clean_arguments
 
@@ -236,7 +237,7 @@ def calc(expression: str) -> int | float:
     if len(text) > 200:
         raise ToolError("expression too long; keep it under 200 characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = quiet_parse(text)  # "1if 1else 2": no SyntaxWarning printed by the tool
     except SyntaxError:
         raise ToolError(f"cannot parse {text!r}; write arithmetic such as 129.00 * 2") from None
     value = _evaluate(tree.body)

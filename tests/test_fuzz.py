@@ -178,6 +178,8 @@ TEXT = {  # completions read by the parser, the forgery finders and the leak rea
     "glued bare keys": _run("a: 1, ", prefix="search{"), "bare call lines": _run("search(x\n"),
     "SentencePiece markers": _run("\u2581{"), "byte-level markers": _run("\u0120{\u010a"),
     "byte tokens": _run("<0xE2>", prefix="\u2581Action:\u2581"),
+    "answer labels repeated": _run("Answer: "), "answer label, then a label": _run("Answer: Action: "),
+    "an invisible answer": _run("\u200b\ufeff", prefix="Answer: "),
 }
 ARGUMENTS = {  # arguments read by the argument check
     "cut off": _run('{"query": "', prefix="{"), "markup in arguments": _run("<function=search>"),

@@ -878,3 +878,55 @@ def test_a_name_then_a_space_then_a_brace_is_prose_not_a_glued_call(text):
     # found by benchmarks/fuzz_parser.py: the line reader once raised on "name {" (caught by parse)
     r = parse(text)
     assert r.kind == "error" and not r.reason.startswith("could not read the completion")
+
+
+# ---- Python's own warnings, invisible answers, a label after the answer label ------------------
+
+@pytest.mark.parametrize("text", ["Action: calc(1if 1else 2)", 'Action: search("\\d")',
+                                  'Action: [search(query="\\d", n=1if 1else 2)]',
+                                  "Action: search[{'q': '\\d', 'n': 0x1for}]", 'search(query="\\d")',
+                                  "Action: search\nAction Input: {'q': '\\d'}"])
+def test_reading_odd_call_syntax_prints_no_python_warning(text):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse(text, tools=TOOLS)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_calc_on_odd_syntax_prints_no_python_warning():
+    import warnings
+
+    from react_lab.tools import call_tool, default_tools
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        obs = call_tool(default_tools(), "calc", ["1if 1else 2"])
+    assert obs.error and [str(w.message) for w in caught] == []
+
+
+INVISIBLE = ["\u200b", "\u200c\u200d", "\ufeff", "\u2060\u200e\u200f", "\u00ad", "\u3164", "\u2800",
+             " \u200b \u3000", "\u0301"]
+
+
+@pytest.mark.parametrize("blank", INVISIBLE)
+@pytest.mark.parametrize("form", ["Answer: {}", "Final Answer: {}\n", "Action: finish[{}]",
+                                  '{{"action": "Final Answer", "action_input": "{}"}}'])
+def test_an_answer_of_invisible_characters_is_empty(blank, form):
+    r = parse(form.format(blank))
+    assert r.kind == "error" and r.answer is None and "the answer is empty" in _one_line_reason(r)
+    assert parse(form.format(blank + "42" + blank)).kind == "final"
+
+
+@pytest.mark.parametrize("label", ["Action: search[x]", "action 2: calc[1+1]", "Thought: look it up",
+                                   "Observation: 3 rows", "Question: what?"])
+def test_an_answer_label_followed_by_another_label_is_named(label):
+    reason = _one_line_reason(parse(f"Thought: t\nAnswer: {label}", tools=TOOLS))
+    assert reason.startswith(f"an Answer label followed by '{label}' on the same line")
+    assert "empty" not in reason
+
+
+def test_an_answer_label_written_twice_is_one_label():
+    assert parse("Answer: Final Answer: 42").answer == "42"
+    assert parse("**Final Answer:** Answer: INV-2041<|im_end|>").answer == "INV-2041"
