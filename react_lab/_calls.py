@@ -480,3 +480,17 @@ def _dotted(func: ast.AST) -> str | None:
     if len(parts) > 1 and parts[-1] == "call":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
+_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
+
+
+def strip_answer_label(line: str) -> str:
+    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
+    return _ANSWER_PREFIX.sub("", line)
+
+
+def starts_with_label(line: str) -> bool:
+    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
+    return _LABEL_WORD.match(line) is not None

@@ -34,8 +34,10 @@ from ._calls import (
     object_without_call,
     paren_call,
     python_calls,
+    starts_with_label,
+    strip_answer_label,
 )
-from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call, without_end_tokens
+from .leaks import GLUED, bare_call, bracket_call, decode_markers, glued_call, markup_call, without_end_tokens
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message, visible
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -62,8 +64,12 @@ _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
 #: writes each as ``"\n"`` (one character for one, so indices into the text stay valid).
 _LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
 
-# What a model-written Observation label looks like (see find_forged).
-_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
+# What a model-written Observation label looks like (see find_forged). Labels are read with
+# full-width letters folded to ASCII ("\uff2f\uff42\uff53" is "Obs"), one character for one.
+_LABEL_VIEW = {**_LINE_BREAKS, **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}}
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>|<[|\uff5c][^<>\n|\uff5c]{0,40}[|\uff5c]>")  # and <|im_end|>
+_OBS_TAG = re.compile(r"[^\w<]*<observations?(?:[ \t][^<>\n]{0,40})?>", re.IGNORECASE)  # <observation>
+_INLINE_OBS = re.compile(r"(?<=[\s\])}>`])[*_]*(?:Observations?|OBSERVATIONS?)[ \t*_]*(?:\d+[ \t*_]*)?:")
 _OBS_WORD = re.compile(r"observation", re.IGNORECASE)
 _OBS_HEAD = (
     r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
@@ -76,7 +82,6 @@ _OBS_LABEL = re.compile(_OBS_HEAD + r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))"
 _OBS_BARE = re.compile(r"[ \t>#*_]*(?:Observations?|OBSERVATIONS?)[ \t*_]*(?:\d+[ \t*_]*)?")
 _NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
 
-_BRACKET = re.compile(r"[\[\]]")
 _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
 
 
@@ -93,8 +98,30 @@ def _is_observation_label(line: str, finished: bool = False) -> bool:
     ``finished``: a line break follows ``line``, so a line that is the label alone counts.
     """
     if "<" in line:
+        if _OBS_TAG.match(line):
+            return True
         line = _HTML_TAG.sub("", line)
     return _OBS_LABEL.match(line) is not None or (finished and _OBS_BARE.fullmatch(line) is not None)
+
+
+def _inline_observation(line: str) -> int | None:
+    """Where an ``Observation:`` label starts after the call on an ``Action`` line, or None.
+
+    ``Action: search[x] Observation: {...}``: the label follows a call whose brackets are
+    all closed (so ``search["Observation: x"]`` is an argument) with a space or a closing
+    mark before it; capitalised, as a label is. One pass over the line.
+    """
+    action = _ACTION_LINE.match(line)
+    if action is None:
+        return None
+    depth, pos = 0, action.end()
+    for m in _INLINE_OBS.finditer(line, action.end()):
+        for ch in line[pos:m.start()]:
+            depth += 1 if ch in "[({" else -1 if ch in "])}" else 0
+        pos = m.start()
+        if depth <= 0 and line[action.end():m.start()].strip():
+            return m.start()
+    return None
 
 
 def find_forged(text: str) -> int | None:
@@ -110,11 +137,15 @@ def find_forged(text: str) -> int | None:
     capitalised, with heading or emphasis marks and a step number at most (not ``-
     Observation`` in a list, nor ``observation.`` ending a sentence); the last line of
     ``text`` is not finished. So ``- Observation (1):`` counts; ``Observational data:``,
-    ``Observation shows that x: y`` and ``the observation: ...`` do not. Any line break
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. So does a line
+    opening with an ``<observation>`` tag, a label after a special token
+    (``<|im_end|>Observation:``), a label in full-width letters (``Ｏｂｓｅｒｖａｔｉｏｎ:``), and
+    ``Observation:`` after the call on an ``Action`` line (``Action: search[x] Observation:
+    {...}``): then the index is that label's, so the action is kept. Any line break
     ``str.splitlines()`` knows ends a line. Linear in ``len(text)``: only lines holding the
     word are looked at, each once.
     """
-    lines = _one_newline(text)
+    lines = text.translate(_LABEL_VIEW)
     pos = 0
     while (hit := _OBS_WORD.search(lines, pos)) is not None:
         start = lines.rfind("\n", 0, hit.start()) + 1
@@ -122,6 +153,9 @@ def find_forged(text: str) -> int | None:
         end = len(lines) if end < 0 else end
         if _is_observation_label(lines[start:end], finished=end < len(lines)):
             return start
+        inline = _inline_observation(lines[start:end])
+        if inline is not None:
+            return start + inline
         pos = end
     return None
 
@@ -138,7 +172,7 @@ def settled_forgery(text: str) -> int | None:
     at = find_forged(text)
     if at is None:
         return None
-    lines = _one_newline(text)
+    lines = text.translate(_LABEL_VIEW)
     if lines.find("\n", at) >= 0:
         return at  # find_forged reads whole lines: a finished line is final
     line = lines[at:]
@@ -157,10 +191,11 @@ def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:
     ``1. ``) and trailing spaces, ``*`` and ``_``, as :func:`find_forged` reads labels.
     Returns ``text`` unchanged otherwise.
     """
-    cut = _one_newline(text).rfind("\n")
+    view = text.translate(_LABEL_VIEW)
+    cut = view.rfind("\n")
     if cut < 0:
         return text
-    last = _HTML_TAG.sub("", text[cut + 1:])
+    last = _HTML_TAG.sub("", view[cut + 1:])
     frag = last[_NOT_LETTERS.match(last).end():].rstrip(" \t*_")
     if frag and word.lower().startswith(frag.lower()):
         return text[:cut]
@@ -183,20 +218,6 @@ def _truncate(text: str) -> tuple[str, bool]:
     cut = find_forged(text)
     kept = text if cut is None else text[:cut]
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
-
-
-_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
-_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
-
-
-def strip_answer_label(line: str) -> str:
-    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
-    return _ANSWER_PREFIX.sub("", line)
-
-
-def starts_with_label(line: str) -> bool:
-    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
-    return _LABEL_WORD.match(line) is not None
 
 
 def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str | None = None,
@@ -332,7 +353,7 @@ def _find_action(text: str):
         listed = python_calls(rest) if rest.startswith("[") else None  # "Action: [search(query="x")]"
         if listed:
             return (m.start(), line_end, ParseResult("action", tool=listed[0][0], input=listed[0][1], dialect="call"))
-        bracket = _bracket_call(text, rest_start, line_end)
+        bracket = bracket_call(text, rest_start, line_end)
         if bracket is not None:
             name, value, end = bracket
             return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
@@ -354,27 +375,6 @@ def _find_action(text: str):
             return (m.start(), end, ParseResult("action", tool=name, input=value, dialect="action_input"))
         return (m.start(), line_end, ParseResult("action", tool=name, input="", dialect="action_input"))
     return None
-
-
-def _bracket_call(text: str, start: int, line_end: int):
-    """``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
-
-    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
-    """
-    open_at = text.find("[", start, line_end)
-    if open_at < 0:
-        return None
-    name = text[start:open_at]
-    if not name.strip() or any(ch in name for ch in "]{}"):
-        return None
-    name = name.strip(" \t").strip("`*\"' ")
-    depth = 0
-    for b in _BRACKET.finditer(text, open_at, line_end):
-        depth += 1 if b.group() == "[" else -1
-        if depth == 0:
-            return name, text[open_at + 1:b.start()], b.end()
-    # Never closed on this line: the model was cut off mid-call; take the rest of the line.
-    return name, text[open_at + 1:line_end], line_end
 
 
 def _input_value(text: str, start: int):
