@@ -259,7 +259,7 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
 def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
            max_tokens: int | None) -> ParseResult:
     tools = list(tools) if tools is not None else None
-    text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
+    text = _one_newline(text.replace("\r\n", "\n"))  # a NUL stays: the argument rule refuses it by field
     text = decode_markers(text)[0]
     cut = None  # the completion hit its token limit: every error says so
     if finish_reason in ("length", "max_tokens"):
