@@ -20,6 +20,7 @@ import sys
 
 from ..backends import doctor
 from ..backends.endpoints import EndpointError
+from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
 from ..guards import Guards
 from ..loop import MAX_STEPS
@@ -44,11 +45,12 @@ EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MO
 
 # --------------------------------------------------------------------------- option types
 
-def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False):
+def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False, why: str = ""):
     """An argparse ``type=``: a whole number from ``low`` to ``high`` (None: no upper bound).
 
     A bad value becomes ``error: argument --x: must be ...`` (exit code 2) instead of a
-    model call with a nonsense limit. ``zero_is_off`` says so in the message.
+    model call with a nonsense limit. ``zero_is_off`` says so in the message; ``why``
+    (such as ``" (the model's context window)"``) follows the bound.
     """
     def parse(text: str) -> int:
         try:
@@ -58,7 +60,7 @@ def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = F
         if value < low or (high is not None and value > high):
             bound = f">= {low}" if high is None else f"from {low} to {high}"
             off = " (0 switches the limit off)" if zero_is_off else ""
-            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{off}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{why}{off}, got {text}")
         return value
 
     return parse
@@ -150,8 +152,9 @@ def _add_ask(sub) -> None:
     a.add_argument("--max-steps", type=whole_number(1), default=MAX_STEPS,
                    help="model calls per run, plus one best-effort answer if they run out "
                         "(default %(default)s)")
-    a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
-                   help="completion tokens per step (default %(default)s)")
+    a.add_argument("--max-tokens", type=whole_number(1, N_CTX, why=" (the embedded model's context "
+                                                         "window: no completion is longer)"),
+                   default=MAX_TOKENS, help=f"completion tokens per step (default %(default)s, at most {N_CTX})")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.add_argument("--mcp", metavar="COMMAND", default=None,
                    help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.mcp" '

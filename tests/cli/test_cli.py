@@ -207,3 +207,17 @@ def test_parse_tools_accepts_names_with_spaces_around_commas(capsys, monkeypatch
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: calc[1+1]\n")))
     assert main(["parse", "--tools", " search , calc "]) == 0
     assert json.loads(capsys.readouterr().out)["tool"] == "calc"
+
+
+@pytest.mark.parametrize("value", ["4097", "100000", "99999999999999999999"])
+def test_max_tokens_is_capped_at_the_context_window(capsys, script, value):
+    from react_lab.backends.local import N_CTX
+
+    err = usage_error(capsys, ["ask", "q", "--model", f"scripted:{script}", "--max-tokens", value])
+    assert f"argument --max-tokens: must be a whole number from 1 to {N_CTX}" in err
+    assert "context window" in err and f"got {value}" in err
+
+
+def test_max_tokens_at_the_cap_still_runs(capsys, script):
+    assert main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-tokens", "4096"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == "42"
