@@ -267,7 +267,7 @@ _BRACKET = re.compile(r"[\[\]]")
 
 
 def bracket_call(text: str, start: int, line_end: int):
-    """The paper's call ``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
+    """The paper's call ``name[args]`` on ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
 
     ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
     """

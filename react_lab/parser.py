@@ -245,7 +245,8 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     a call cut off before its ``}``; a JSON object with keys the parser does not read (the
     keys are named); markup that cannot be read (its format named); an empty answer (only
     invisible characters, such as zero-width spaces, count as empty); an answer label with
-    another label after it on its line (``Answer: Action: ...``, named); an empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
+    another label after it on its line (``Answer: Action: ...``, named); an empty
+    completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
     and ``max_tokens`` are the completion's: with ``"length"`` every error says the
     completion was cut at the token limit. Linear in the length of the text, whatever the text.
     """

@@ -250,7 +250,8 @@ def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, 
     ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
     text loop (:func:`run`), ``"chat"`` for the native one; ``tool_type`` the class every
     value of ``tools`` must be (the loops pass :class:`react_lab.tools.Tool`, which this
-    module cannot import); ``question`` is checked when given. Raises ``TypeError`` when ``model`` has no such method,
+    module cannot import); ``question`` is checked when given. Raises ``TypeError``
+    when ``model`` has no such method,
     ``tools`` is not a dict of name -> Tool or ``question`` is not a string, and
     ``ValueError`` when ``question`` is blank (empty, or only whitespace and invisible
     characters) or ``max_steps`` or ``max_tokens`` is not a whole number >= 1.

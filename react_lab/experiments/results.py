@@ -231,7 +231,8 @@ def save(name: str, data: Any, *, experiment: str, config: dict, command: str,
 
     ``experiment`` and ``config`` decide the fingerprint (:func:`fingerprint`);
     ``command`` is the shell command that made this file (shown with ``--overwrite``
-    added by :meth:`Results.describe` and when the file goes stale); ``seconds`` how long the experiment ran. ``directory`` defaults to
+    added by :meth:`Results.describe` and when the file goes stale); ``seconds`` how
+    long the experiment ran. ``directory`` defaults to
     :data:`RESULTS_DIR` (the shipped files). The write is atomic. Raises ``ValueError``
     for a name that is not a plain file name, an unknown experiment, or a file that exists
     already unless ``overwrite`` (:func:`check_target`).
