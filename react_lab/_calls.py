@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any
 
 from .protocol import ParseResult, clip, shown
@@ -123,12 +124,26 @@ def object_at(text: str, pos: int) -> tuple[int, int | None] | None:
     return find_objects(text, brace.end() - 1, limit=1)[0]
 
 
+def quiet_parse(source: str, mode: str = "eval") -> ast.AST:
+    """``ast.parse`` with Python's warnings silenced: model text such as ``1if 1else 2`` or
+    ``"\\d"`` makes Python print a ``SyntaxWarning``, and reading model text prints nothing.
+    Raises what ``ast.parse`` raises (``SyntaxError``, ...)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, mode=mode)
+
+
+def _python_literal(blob: str) -> Any:
+    """``ast.literal_eval`` of ``blob``, parsed quietly (:func:`quiet_parse`)."""
+    return ast.literal_eval(quiet_parse(blob.lstrip(" \t")))
+
+
 def load_object(blob: str) -> Any:
     """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
 
     Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
     """
-    loaders = (json.loads, ast.literal_eval) if len(blob) <= _LITERAL_MAX else (json.loads,)
+    loaders = (json.loads, _python_literal) if len(blob) <= _LITERAL_MAX else (json.loads,)
     for loader in loaders:
         try:
             return loader(blob)
@@ -344,7 +359,7 @@ def _call_input(inner: str) -> Any:
     if not inner or inner.startswith("{") or len(inner) > _LITERAL_MAX:
         return clean_input(inner)
     try:
-        call = ast.parse(f"f({inner})", mode="eval").body
+        call = quiet_parse(f"f({inner})").body
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return clean_input(inner)
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
@@ -429,7 +444,7 @@ def python_calls(source: str) -> list[tuple[str, Any]] | None:
     if not source or len(source) > _LITERAL_MAX:
         return None
     try:
-        tree = ast.parse(source, mode="exec")
+        tree = quiet_parse(source, mode="exec")
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     nodes = []
@@ -465,3 +480,17 @@ def _dotted(func: ast.AST) -> str | None:
     if len(parts) > 1 and parts[-1] == "call":
         parts = parts[:-1]
     return ".".join(parts)
+
+
+_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
+_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
+
+
+def strip_answer_label(line: str) -> str:
+    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
+    return _ANSWER_PREFIX.sub("", line)
+
+
+def starts_with_label(line: str) -> bool:
+    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
+    return _LABEL_WORD.match(line) is not None

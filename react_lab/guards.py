@@ -394,8 +394,10 @@ def run_with_timeout(call: Callable[[dict, str, Any], Observation], tools: dict,
     def attempt() -> Observation:
         try:
             return call(tools, name, args)
-        except Exception as exc:  # noqa: BLE001 -- a failed call is an observation, not a crash
-            return Observation(f"Error: {name} failed: {exc}", error=f"{name} failed: {exc}")
+        except BaseException as exc:  # noqa: BLE001 -- a failed call (sys.exit too) is an observation
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return _error(f"{name} failed with {type(exc).__name__}: {exc}", None)
 
     if timeout is None:
         return attempt()
@@ -423,10 +425,8 @@ def is_placeholder(answer: str | None) -> bool:
     """True for template text such as ``answer``, ``<the answer>``, ``{{answer}}``, ``$ANSWER``,
     ``N/A``, ``...`` (surrounding quotes, markdown and a final full stop ignored)."""
     text = (answer or "").strip().strip("\"'`*").rstrip(".!").strip()
-    if re.fullmatch(r"<[^<>]*>|\[[^\[\]]*answer[^\[\]]*\]|\{+[^{}]*answer[^{}]*\}+|\$\{?[A-Z_]+\}?",
-                    text, re.I):
-        return True
-    return text.lower() in _PLACEHOLDERS or text in ("...", "…", "")
+    return re.fullmatch(r"<[^<>]*>|\[[^\[\]]*answer[^\[\]]*\]|\{+[^{}]*answer[^{}]*\}+|\$\{?[A-Z_]+\}?",
+                        text, re.I) is not None or text.lower() in _PLACEHOLDERS or text in ("...", "…", "")
 
 
 def _cut(text: str, limit: int) -> int:

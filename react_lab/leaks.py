@@ -248,3 +248,40 @@ def _bytes_back(text: str) -> str:
     """SentencePiece byte tokens (``<0xE2><0x82><0xAC>``) as the characters they encode."""
     return _BYTE_TOKEN.sub(lambda m: bytes(int(h, 16) for h in re.findall(r"[0-9A-Fa-f]{2}", m.group()))
                            .decode("utf-8", errors="replace"), text)
+
+
+#: End-of-turn tokens a server may leave at the end of an answer.
+_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+
+
+def without_end_tokens(answer: str) -> str:
+    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
+    answer = answer.rstrip()
+    while answer.endswith(_END_TOKENS):
+        answer = answer[:answer.rindex("<")].rstrip()
+    return answer
+
+
+_BRACKET = re.compile(r"[\[\]]")
+
+
+def bracket_call(text: str, start: int, line_end: int):
+    """The paper's call ``name[args]`` on ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
+
+    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
+    """
+    open_at = text.find("[", start, line_end)
+    if open_at < 0:
+        return None
+    name = text[start:open_at]
+    if not name.strip() or any(ch in name for ch in "]{}"):
+        return None
+    name = name.strip(" \t").strip("`*\"' ")
+    depth = 0
+    for b in _BRACKET.finditer(text, open_at, line_end):
+        depth += 1 if b.group() == "[" else -1
+        if depth == 0:
+            return name, text[open_at + 1:b.start()], b.end()
+    # Never closed on this line: the model was cut off mid-call; take the rest of the line.
+    return name, text[open_at + 1:line_end], line_end

@@ -43,7 +43,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     one extra step, its answer labelled ``[best effort]``. Raises ``TypeError`` /
     ``ValueError`` for unusable arguments (:func:`react_lab.protocol.check_run_arguments`).
     """
-    check_run_arguments("complete", model, tools, max_steps, max_tokens)
+    check_run_arguments("complete", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
     guards = guards if guards is not None else Guards()
     guards.start(question, exemplars)  # guard: the exemplars it shows, to tell copied values
     transcript = transcript if transcript is not None else Transcript()

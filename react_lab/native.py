@@ -150,6 +150,9 @@ def start_call(tool: Tool, call: dict) -> Future:
     def work() -> None:
         try:
             future.set_result(execute_call({tool.name: tool}, call))
+        except BaseException as exc:  # noqa: BLE001 -- a result at once, not a wait for the timeout
+            failed = f"{tool.name} failed with {type(exc).__name__}: {exc}"
+            future.set_result(Observation(f"Error: {failed}", error=failed))
         finally:
             own = connection(tool)
             if own is not None:
@@ -248,7 +251,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     guard ends the run and ``guards.best_effort`` is on, one more request with
     ``tool_choice="none"`` asks for an answer, labelled ``[best effort]``.
     """
-    check_run_arguments("chat", model, tools, max_steps, max_tokens)
+    check_run_arguments("chat", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards.approve = approve

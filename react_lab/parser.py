@@ -34,9 +34,11 @@ from ._calls import (
     object_without_call,
     paren_call,
     python_calls,
+    starts_with_label,
+    strip_answer_label,
 )
-from .leaks import GLUED, bare_call, decode_markers, glued_call, markup_call
-from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message
+from .leaks import GLUED, bare_call, bracket_call, decode_markers, glued_call, markup_call, without_end_tokens
+from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message, visible
 
 #: Words models write in place of a tool when they mean "no tool".
 NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
@@ -62,8 +64,12 @@ _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)
 #: writes each as ``"\n"`` (one character for one, so indices into the text stay valid).
 _LINE_BREAKS = str.maketrans(dict.fromkeys("\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", "\n"))
 
-# What a model-written Observation label looks like (see find_forged).
-_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>")
+# What a model-written Observation label looks like (see find_forged). Labels are read with
+# full-width letters folded to ASCII ("\uff2f\uff42\uff53" is "Obs"), one character for one.
+_LABEL_VIEW = {**_LINE_BREAKS, **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}}
+_HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>|<[|\uff5c][^<>\n|\uff5c]{0,40}[|\uff5c]>")  # and <|im_end|>
+_OBS_TAG = re.compile(r"[^\w<]*<observations?(?:[ \t][^<>\n]{0,40})?>", re.IGNORECASE)  # <observation>
+_INLINE_OBS = re.compile(r"(?<=[\s\])}>`])[*_]*(?:Observations?|OBSERVATIONS?)[ \t*_]*(?:\d+[ \t*_]*)?:")
 _OBS_WORD = re.compile(r"observation", re.IGNORECASE)
 _OBS_HEAD = (
     r"[\W\d_]*"                                        # markdown, list markers, numbers, zero-width chars
@@ -76,7 +82,6 @@ _OBS_LABEL = re.compile(_OBS_HEAD + r"(?:[:\uff1a]|[-\u2013\u2014](?![^\W\d_]))"
 _OBS_BARE = re.compile(r"[ \t>#*_]*(?:Observations?|OBSERVATIONS?)[ \t*_]*(?:\d+[ \t*_]*)?")
 _NOT_LETTERS = re.compile(r"[\W\d_]*")  # a letter is [^\W\d_]: a word character that is not a digit or _
 
-_BRACKET = re.compile(r"[\[\]]")
 _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:```[\w-]*[ \t]*)?\n")
 
 
@@ -93,8 +98,30 @@ def _is_observation_label(line: str, finished: bool = False) -> bool:
     ``finished``: a line break follows ``line``, so a line that is the label alone counts.
     """
     if "<" in line:
+        if _OBS_TAG.match(line):
+            return True
         line = _HTML_TAG.sub("", line)
     return _OBS_LABEL.match(line) is not None or (finished and _OBS_BARE.fullmatch(line) is not None)
+
+
+def _inline_observation(line: str) -> int | None:
+    """Where an ``Observation:`` label starts after the call on an ``Action`` line, or None.
+
+    ``Action: search[x] Observation: {...}``: the label follows a call whose brackets are
+    all closed (so ``search["Observation: x"]`` is an argument) with a space or a closing
+    mark before it; capitalised, as a label is. One pass over the line.
+    """
+    action = _ACTION_LINE.match(line)
+    if action is None:
+        return None
+    depth, pos = 0, action.end()
+    for m in _INLINE_OBS.finditer(line, action.end()):
+        for ch in line[pos:m.start()]:
+            depth += 1 if ch in "[({" else -1 if ch in "])}" else 0
+        pos = m.start()
+        if depth <= 0 and line[action.end():m.start()].strip():
+            return m.start()
+    return None
 
 
 def find_forged(text: str) -> int | None:
@@ -110,11 +137,15 @@ def find_forged(text: str) -> int | None:
     capitalised, with heading or emphasis marks and a step number at most (not ``-
     Observation`` in a list, nor ``observation.`` ending a sentence); the last line of
     ``text`` is not finished. So ``- Observation (1):`` counts; ``Observational data:``,
-    ``Observation shows that x: y`` and ``the observation: ...`` do not. Any line break
+    ``Observation shows that x: y`` and ``the observation: ...`` do not. So does a line
+    opening with an ``<observation>`` tag, a label after a special token
+    (``<|im_end|>Observation:``), a label in full-width letters (``Ｏｂｓｅｒｖａｔｉｏｎ:``), and
+    ``Observation:`` after the call on an ``Action`` line (``Action: search[x] Observation:
+    {...}``): then the index is that label's, so the action is kept. Any line break
     ``str.splitlines()`` knows ends a line. Linear in ``len(text)``: only lines holding the
     word are looked at, each once.
     """
-    lines = _one_newline(text)
+    lines = text.translate(_LABEL_VIEW)
     pos = 0
     while (hit := _OBS_WORD.search(lines, pos)) is not None:
         start = lines.rfind("\n", 0, hit.start()) + 1
@@ -122,6 +153,9 @@ def find_forged(text: str) -> int | None:
         end = len(lines) if end < 0 else end
         if _is_observation_label(lines[start:end], finished=end < len(lines)):
             return start
+        inline = _inline_observation(lines[start:end])
+        if inline is not None:
+            return start + inline
         pos = end
     return None
 
@@ -138,7 +172,7 @@ def settled_forgery(text: str) -> int | None:
     at = find_forged(text)
     if at is None:
         return None
-    lines = _one_newline(text)
+    lines = text.translate(_LABEL_VIEW)
     if lines.find("\n", at) >= 0:
         return at  # find_forged reads whole lines: a finished line is final
     line = lines[at:]
@@ -157,10 +191,11 @@ def trim_partial_stop(text: str, word: str = OBSERVATION) -> str:
     ``1. ``) and trailing spaces, ``*`` and ``_``, as :func:`find_forged` reads labels.
     Returns ``text`` unchanged otherwise.
     """
-    cut = _one_newline(text).rfind("\n")
+    view = text.translate(_LABEL_VIEW)
+    cut = view.rfind("\n")
     if cut < 0:
         return text
-    last = _HTML_TAG.sub("", text[cut + 1:])
+    last = _HTML_TAG.sub("", view[cut + 1:])
     frag = last[_NOT_LETTERS.match(last).end():].rstrip(" \t*_")
     if frag and word.lower().startswith(frag.lower()):
         return text[:cut]
@@ -183,20 +218,6 @@ def _truncate(text: str) -> tuple[str, bool]:
     cut = find_forged(text)
     kept = text if cut is None else text[:cut]
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
-
-
-_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
-_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
-
-
-def strip_answer_label(line: str) -> str:
-    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
-    return _ANSWER_PREFIX.sub("", line)
-
-
-def starts_with_label(line: str) -> bool:
-    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
-    return _LABEL_WORD.match(line) is not None
 
 
 def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str | None = None,
@@ -222,8 +243,10 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     Errors, each one line that says what was seen and what to write instead: a tool name
     that is not an identifier -- never dispatched; with ``tools``, a name not in the list;
     a call cut off before its ``}``; a JSON object with keys the parser does not read (the
-    keys are named); markup that cannot be read (its format named); an empty answer; an
-    empty completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
+    keys are named); markup that cannot be read (its format named); an empty answer (only
+    invisible characters, such as zero-width spaces, count as empty); an answer label with
+    another label after it on its line (``Answer: Action: ...``, named); an empty
+    completion; a completion that stops mid-sentence in a Thought. ``finish_reason``
     and ``max_tokens`` are the completion's: with ``"length"`` every error says the
     completion was cut at the token limit. Linear in the length of the text, whatever the text.
     """
@@ -237,7 +260,7 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
 def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
            max_tokens: int | None) -> ParseResult:
     tools = list(tools) if tools is not None else None
-    text = _one_newline(text.replace("\r\n", "\n")).replace("\x00", "")
+    text = _one_newline(text.replace("\r\n", "\n"))  # a NUL stays: the argument rule refuses it by field
     text = decode_markers(text)[0]
     cut = None  # the completion hit its token limit: every error says so
     if finish_reason in ("length", "max_tokens"):
@@ -278,7 +301,7 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
     if result.kind == "error":  # a call or an answer the model can fix: the reason says how
         return ParseResult("error", tool=result.tool, input=result.input, reason=result.reason, **same)
     if result.kind != "action":
-        if not (result.answer or "").strip():  # {"action": "Final Answer", "action_input": ""}
+        if not visible(result.answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
             return ParseResult("error", reason=_NO_ANSWER, **same)
         return ParseResult(result.kind, answer=result.answer, **same)
     name = result.tool.strip()
@@ -292,8 +315,8 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
                            reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
     if name.lower() in FINISH_NAMES:
         answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-        return ParseResult("final" if answer.strip() else "error", answer=answer or None,
-                           reason=None if answer.strip() else _NO_ANSWER, **same)
+        return ParseResult("final" if visible(answer) else "error", answer=answer if visible(answer) else None,
+                           reason=None if visible(answer) else _NO_ANSWER, **same)
     if name.lower().strip(".") in NO_TOOL_WORDS:
         return ParseResult("error", tool=name, **same, reason=f"{shown(name, 120)} is not an available tool "
                            "and no final-answer label is present; ask for a listed tool or an "
@@ -331,7 +354,7 @@ def _find_action(text: str):
         listed = python_calls(rest) if rest.startswith("[") else None  # "Action: [search(query="x")]"
         if listed:
             return (m.start(), line_end, ParseResult("action", tool=listed[0][0], input=listed[0][1], dialect="call"))
-        bracket = _bracket_call(text, rest_start, line_end)
+        bracket = bracket_call(text, rest_start, line_end)
         if bracket is not None:
             name, value, end = bracket
             return (m.start(), end, ParseResult("action", tool=name, input=clean_input(value),
@@ -355,27 +378,6 @@ def _find_action(text: str):
     return None
 
 
-def _bracket_call(text: str, start: int, line_end: int):
-    """``name[args]`` on the line ``text[start:line_end]``: (name, args, end), brackets balanced; or None.
-
-    ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{`` or ``}``.
-    """
-    open_at = text.find("[", start, line_end)
-    if open_at < 0:
-        return None
-    name = text[start:open_at]
-    if not name.strip() or any(ch in name for ch in "]{}"):
-        return None
-    name = name.strip(" \t").strip("`*\"' ")
-    depth = 0
-    for b in _BRACKET.finditer(text, open_at, line_end):
-        depth += 1 if b.group() == "[" else -1
-        if depth == 0:
-            return name, text[open_at + 1:b.start()], b.end()
-    # Never closed on this line: the model was cut off mid-call; take the rest of the line.
-    return name, text[open_at + 1:line_end], line_end
-
-
 def _input_value(text: str, start: int):
     """The value after ``Action Input:``: a JSON/dict value by balance, else the rest of the line."""
     line_end = text.find("\n", start)
@@ -396,36 +398,30 @@ def _input_value(text: str, start: int):
     return clean_input(rest), line_end
 
 
-#: End-of-turn tokens a server may leave at the end of an answer.
-_END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
-               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
-
-
-def _without_end_tokens(answer: str) -> str:
-    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
-    answer = answer.rstrip()
-    while answer.endswith(_END_TOKENS):
-        answer = answer[:answer.rindex("<")].rstrip()
-    return answer
-
-
-
 def _find_answer(text: str):
     """First ``Answer:`` / ``Final Answer:`` label, as ``(start, end, result)``."""
     m = _ANSWER_LINE.search(text)
     if not m:
         return None
-    answer = text[m.end():]
+    begin = m.end()
+    while (again := _ANSWER_LINE.match(text[begin:begin + 80])) is not None and again.end():
+        begin += again.end()  # "Answer: Final Answer: 42": one label written twice
+    answer = text[begin:]
     nxt = _ANY_LABEL.search(answer)
-    if nxt:
-        answer = answer[:nxt.start()]
-    call = call_as_answer(text, m.end())
+    if nxt and nxt.start() == 0:  # "Answer: Action: search[x]": another label, not an answer
+        line = answer.split("\n", 1)[0]
+        return (m.start(), begin, ParseResult("error", dialect="answer", reason=(
+            f"an Answer label followed by {shown(line, 60)} on the same line: the answer label "
+            "says the run is done, the other label says it is not; write the action on its own "
+            "line ('Action: tool_name[arguments]') or the answer after 'Answer:'")))
+    answer = answer[:nxt.start()] if nxt else answer
+    call = call_as_answer(text, begin)
     if call is not None:  # "Answer: {"action": ...}": a tool call where the answer belongs
         return (m.start(), call[1], call[2])
-    final = _without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
-    if not final:
+    final = without_end_tokens(answer.strip())  # "42<|im_end|>": the turn's end token is not the answer
+    if not visible(final):  # nothing, or only zero-width and other invisible characters
         return (m.start(), m.end(), ParseResult("error", dialect="answer", reason=_NO_ANSWER))
-    return (m.start(), m.end() + len(answer), ParseResult("final", answer=final, dialect="answer"))
+    return (m.start(), begin + len(answer), ParseResult("final", answer=final, dialect="answer"))
 
 
 #: Special tokens and reasoning tags (``<|im_start|>``, ``<｜tool▁calls▁begin｜>``, ``<think>``): not reasoning.

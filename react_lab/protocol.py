@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numbers
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -211,6 +212,24 @@ def strict_parse(text: str) -> ParseResult:
 # Shared by both loops and every backend: a bad argument is refused before anything runs,
 # with a message that says what to pass.
 
+#: Unicode categories that draw nothing: controls, format characters (zero-width space and
+#: joiners, BOM, bidi marks), separators, unassigned, and combining marks with no base.
+_INVISIBLE_CATEGORIES = {"Cc", "Cf", "Cn", "Co", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"}
+#: Letters and symbols that are drawn blank (Hangul fillers, the braille blank).
+_BLANK_GLYPHS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def visible(text: str) -> bool:
+    """True if ``text`` holds at least one character that draws something.
+
+    Whitespace, zero-width spaces and joiners, the BOM, other format and control
+    characters, lone combining marks and blank glyphs (:data:`_BLANK_GLYPHS`) do not.
+    Linear; stops at the first visible character.
+    """
+    return any(ch not in _BLANK_GLYPHS and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+               for ch in text)
+
+
 def check_count(name: str, value: Any) -> int:
     """Return ``value`` if it is a whole number >= 1, else raise ``ValueError`` naming ``name``.
 
@@ -224,14 +243,23 @@ def check_count(name: str, value: Any) -> int:
     return int(value)
 
 
-def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens) -> None:
+def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, *,
+                        question: Any = NotImplemented, tool_type: type | None = None) -> None:
     """Refuse arguments a loop cannot run with, before it does anything.
 
     ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
-    text loop (:func:`run`), ``"chat"`` for the native one. Raises ``TypeError`` when
-    ``model`` has no such method or ``tools`` is not a dict of name -> Tool, and
-    ``ValueError`` when ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
+    text loop (:func:`run`), ``"chat"`` for the native one; ``tool_type`` the class every
+    value of ``tools`` must be (the loops pass :class:`react_lab.tools.Tool`, which this
+    module cannot import); ``question`` is checked when given. Raises ``TypeError``
+    when ``model`` has no such method,
+    ``tools`` is not a dict of name -> Tool or ``question`` is not a string, and
+    ``ValueError`` when ``question`` is blank (empty, or only whitespace and invisible
+    characters) or ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
     """
+    if question is not NotImplemented and not isinstance(question, str):
+        raise TypeError(f"question must be a string, got {type(question).__name__} {question!r:.60}")
+    if isinstance(question, str) and not visible(question):
+        raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
     if not callable(getattr(model, model_method, None)):
         hint = (" (build one from a spec with react_lab.backends.load_model(...))"
                 if isinstance(model, str) else "")
@@ -242,5 +270,10 @@ def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens) 
                         f"react_lab.tools.default_tools(); got {type(tools).__name__}"
                         + (" (from a list: {t.name: t for t in tools})"
                            if isinstance(tools, (list, tuple)) else ""))
+    for name, tool in tools.items() if tool_type is not None else ():
+        if not isinstance(tool, tool_type):
+            raise TypeError(f"tools[{name!r}] must be a react_lab.tools.Tool, got "
+                            f"{type(tool).__name__} {tool!r:.60}; build one with Tool(name, fn, "
+                            "description, parameters)")
     check_count("max_steps", max_steps)
     check_count("max_tokens", max_tokens)

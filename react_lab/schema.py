@@ -54,19 +54,27 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
 
     Each string value loses its surrounding whitespace (``"INV-2041\\n"`` is ``"INV-2041"``:
     a model's trailing newline is not part of an id); a control character still inside
-    (``"INV-20\\n41"``) is an error naming the field. A list (the text protocol's
-    positional arguments) is matched to the schema's properties in order. Other values
-    pass unchanged. Never raises for a list or a dict.
+    (``"INV-20\\n41"``) is an error naming the field, and so is a list or an object where
+    the schema declares one value (``{"invoice_id": ["INV-2041"]}``), so that no tool (or
+    its database driver) sees it. A list (the text protocol's positional arguments) is
+    matched to the schema's properties in order. Other values pass unchanged. Never
+    raises for a list or a dict.
     """
-    names = list(tool.parameters.get("properties", {}))
+    properties = tool.parameters.get("properties", {})
+    names = list(properties)
     items = args.items() if isinstance(args, dict) else enumerate(args)
     cleaned, errors = {}, []
     for key, value in items:
-        if isinstance(value, str):
+        field = key if isinstance(args, dict) else (names[key] if key < len(names) else f"argument {key + 1}")
+        declared = properties.get(field, {}).get("type") if isinstance(properties.get(field), dict) else None
+        declared = {declared} if isinstance(declared, str) else set(declared or ())
+        if isinstance(value, (list, tuple, dict)) and declared and not declared & {"array", "object"}:
+            kind = "an object" if isinstance(value, dict) else "a list"
+            errors.append(f"{field}: {shown(value)} is {kind}; give one {'/'.join(sorted(declared))} value")
+        elif isinstance(value, str):
             value = value.strip()
             bad = CONTROL.search(value)
             if bad:
-                field = key if isinstance(args, dict) else (names[key] if key < len(names) else f"argument {key + 1}")
                 errors.append(f"{field}: {shown(value)} holds the control character {bad.group()!r}; "
                               "write the value on one line, without control characters")
         cleaned[key] = value

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ._calls import quiet_parse
 from .protocol import shown, unknown_tool_message
 from .schema import HAS_NUMBER, HAS_WORD, NEEDS, clean_arguments
 
@@ -236,7 +237,7 @@ def calc(expression: str) -> int | float:
     if len(text) > 200:
         raise ToolError("expression too long; keep it under 200 characters")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = quiet_parse(text)  # "1if 1else 2": no SyntaxWarning printed by the tool
     except SyntaxError:
         raise ToolError(f"cannot parse {text!r}; write arithmetic such as 129.00 * 2") from None
     value = _evaluate(tree.body)
@@ -429,7 +430,9 @@ def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Obse
     """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
     try:
         return _call(tools, name, args)
-    except Exception as e:  # noqa: BLE001 -- a broken call must become an observation
+    except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
+        if isinstance(e, KeyboardInterrupt):  # the learner stopping the run is not the tool's error
+            raise
         return _failed(f"{type(e).__name__}: {e}")
 
 
@@ -461,7 +464,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
             return _failed(str(e), sql)
         except sqlite3.Error as e:
             return _failed(f"database error in {tool.name}: {e}; check the arguments", sql)
-        except Exception as e:  # noqa: BLE001 -- TypeError, ValueError, ... from the tool
+        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() inside the tool
+            if isinstance(e, KeyboardInterrupt):
+                raise
             return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
                            f" check the arguments of {tool.usage}", sql)
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -53,7 +53,8 @@ NATIVE = ["<|channel|>analysis", "<|channel|>commentary", "<|channel|>final", "<
 LABELLY = ["Thought:", "Action:", "Action 2:", "Action Input:", "Observation", "Observation:", "observations",
            "Answer:", "Final Answer:", "[", "]", "{", "}", '"', "'", "\\", "```", "```json", "Finish[", "None",
            ",", "\x00", "\n", "\r", "\r\n", "\u2028", " ", "*", "_", "-", "1", "(", ")", "<b>", "</b>",
-           "\u00a0", "\u200b", ":", "\uff1a", "search", "x"]
+           "\u00a0", "\u200b", ":", "\uff1a", "search", "x", "<observation>", "<|im_end|>",
+           "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e"]
 
 piece = st.sampled_from(PIECES + NATIVE + LABELLY)
 run = st.tuples(piece, st.integers(50, 2000)).map(lambda t: t[0] * t[1])  # a long run of one piece
@@ -93,7 +94,10 @@ def test_parser_and_leak_reader_keep_their_properties_on_any_text(text, with_too
 def test_find_forged_is_a_line_start_and_line_breaks_do_not_matter(parts):
     text = "".join(parts)
     at = find_forged(text)
-    assert at is None or at == 0 or text[at - 1] in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+    line_start = at is None or at == 0 or text[at - 1] in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+    # or an Observation label after the call on an Action line: the action before it is kept
+    assert line_start or text[at:at + 40].translate(FULL_WIDTH).lstrip("*_").lower().startswith(
+        "observation"), (text, at)
     assert find_forged(text.replace("\n", "\u2028")) == at
     settled = settled_forgery(text)
     assert settled is None or settled == at
@@ -178,7 +182,14 @@ TEXT = {  # completions read by the parser, the forgery finders and the leak rea
     "glued bare keys": _run("a: 1, ", prefix="search{"), "bare call lines": _run("search(x\n"),
     "SentencePiece markers": _run("\u2581{"), "byte-level markers": _run("\u0120{\u010a"),
     "byte tokens": _run("<0xE2>", prefix="\u2581Action:\u2581"),
+    "answer labels repeated": _run("Answer: "), "answer label, then a label": _run("Answer: Action: "),
+    "an invisible answer": _run("\u200b\ufeff", prefix="Answer: "),
+    "Observation labels on an Action line": _run("] Observation x ", prefix="Action: a["),
+    "brackets then Observation labels": _run("[[ Observation: ", prefix="Action: a"),
+    "full-width Observation words": _run("\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e "),
+    "observation tags": _run("<observation", suffix=">"), "special tokens": _run("<|im_end|>", suffix="Observation"),
 }
+FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 ARGUMENTS = {  # arguments read by the argument check
     "cut off": _run('{"query": "', prefix="{"), "markup in arguments": _run("<function=search>"),
     "extra data": _run('""', prefix="{}"), "a long value": lambda n: json.dumps({"query": _run("a ")(n)}),

@@ -225,6 +225,26 @@ def test_a_hanging_tool_is_cut_off_and_the_loop_goes_on(loop, tools):
     assert slow[0].tool_seconds >= 0.6 and slow[0].error is None
 
 
+class Quit(BaseException):
+    """Not an Exception: what a tool's own ``sys.exit`` or a library's abort raises."""
+
+
+@pytest.mark.parametrize("quits, says", [(lambda: __import__("sys").exit(3), "SystemExit: 3"),
+                                         (lambda: (_ for _ in ()).throw(Quit("gone")), "Quit: gone")])
+@pytest.mark.parametrize("timeout", [10.0, None])
+def test_a_tool_that_exits_is_an_error_observation_at_once(loop, tools, quits, says, timeout, capsys):
+    """sys.exit() in a tool (in the timeout's worker thread or not) names the exception, no waiting."""
+    schema = _schema(code={"type": "string", "description": "anything"})
+    quitter = Tool("quit", lambda code: quits(), "Exit the process.", schema)
+    model = loop.model([loop.call("quit", code="3"), loop.answer("done")])
+    t0 = time.perf_counter()
+    steps = loop.run("q", model, {**tools, "quit": quitter}, guards=Guards(tool_timeout=timeout))
+    assert time.perf_counter() - t0 < 2
+    assert steps[0].guard is None and says in steps[0].error and says in steps[0].observation
+    assert steps[-1].answer == "done"
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_time_budget_ends_the_run(loop, tools):
     script = [loop.call("nap", seconds=f"0.{i}") for i in range(1, 9)]
     result = loop.ask("q", loop.model(script), sleepy_tools(tools),

@@ -159,3 +159,37 @@ def test_check_run_arguments_serves_a_chat_loop_too():
     check_run_arguments("chat", chat, {}, 1, 1)
     with pytest.raises(TypeError, match=r"chat\(\.\.\.\) method"):
         check_run_arguments("chat", RecordingModel(), {}, 1, 1)
+
+
+@pytest.mark.parametrize("question", ["", " \n\t", "\u200b\u2060", "\ufeff"])
+def test_both_loops_refuse_a_blank_question(question):
+    from react_lab.native import ask_native, run_native
+
+    model = RecordingModel()
+    for call in (lambda: loop.ask(question, model, default_tools()),
+                 lambda: list(loop.run(question, model, default_tools())),
+                 lambda: ask_native(question, model, default_tools()),
+                 lambda: list(run_native(question, model, default_tools()))):
+        with pytest.raises((ValueError, TypeError), match="question is blank|chat"):
+            call()
+    assert model.calls == 0
+    chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
+    with pytest.raises(ValueError, match="question is blank"):
+        ask_native(question, chat, default_tools())
+    with pytest.raises(TypeError, match="question must be a string, got NoneType"):
+        loop.ask(None, model, default_tools())
+
+
+def test_every_value_of_tools_must_be_a_tool():
+    from react_lab.native import ask_native
+
+    model = RecordingModel()
+    chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
+    message = r"tools\['search'\] must be a react_lab.tools.Tool, got str 'x'"
+    with pytest.raises(TypeError, match=message):
+        loop.ask("q", model, {"search": "x"})
+    with pytest.raises(TypeError, match=message):
+        ask_native("q", chat, {"search": "x"})
+    with pytest.raises(TypeError, match=r"tools\['calc'\] must be .*got function"):
+        loop.ask("q", model, {**default_tools(), "calc": lambda x: x})
+    assert model.calls == 0

@@ -497,11 +497,18 @@ FORGED = [
     # spellings it already caught
     "Observation:", "**Observation**:", "observation:", "Observation 1:", "*Observation:*",
     "> Observation:", "### Observation:", "  Observation:", "**Observation:**",
+    # full-width letters, a tag, a special token before the label
+    "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e:", "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e\uff1a",
+    "<observation>", "<Observation>{\"rows\": []}</Observation>", '<observation step="1">',
+    "<|im_end|>Observation:", "<|im_end|><|im_start|>Observation:", "<|eot_id|>observation:",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>Observation:",
 ]
 NOT_FORGED = [
     "Observation shows that x: y", "Observational data: 3 rows", "Observations from the log show: y",
     "Observation-based estimate: 40", "The Observation: x", "I made an observation: it is paid",
     '  "observation": "paid",',
+    "Thought: the Observation: line is written by the loop", "<observational>", "I saw <observation> tags",
+    "<|im_end|>Observational data: 3 rows",
 ]
 
 
@@ -878,3 +885,94 @@ def test_a_name_then_a_space_then_a_brace_is_prose_not_a_glued_call(text):
     # found by benchmarks/fuzz_parser.py: the line reader once raised on "name {" (caught by parse)
     r = parse(text)
     assert r.kind == "error" and not r.reason.startswith("could not read the completion")
+
+
+# ---- Python's own warnings, invisible answers, a label after the answer label ------------------
+
+@pytest.mark.parametrize("text", ["Action: calc(1if 1else 2)", 'Action: search("\\d")',
+                                  'Action: [search(query="\\d", n=1if 1else 2)]',
+                                  "Action: search[{'q': '\\d', 'n': 0x1for}]", 'search(query="\\d")',
+                                  "Action: search\nAction Input: {'q': '\\d'}"])
+def test_reading_odd_call_syntax_prints_no_python_warning(text):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parse(text, tools=TOOLS)
+    assert [str(w.message) for w in caught] == []
+
+
+def test_calc_on_odd_syntax_prints_no_python_warning():
+    import warnings
+
+    from react_lab.tools import call_tool, default_tools
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        obs = call_tool(default_tools(), "calc", ["1if 1else 2"])
+    assert obs.error and [str(w.message) for w in caught] == []
+
+
+INVISIBLE = ["\u200b", "\u200c\u200d", "\ufeff", "\u2060\u200e\u200f", "\u00ad", "\u3164", "\u2800",
+             " \u200b \u3000", "\u0301"]
+
+
+@pytest.mark.parametrize("blank", INVISIBLE)
+@pytest.mark.parametrize("form", ["Answer: {}", "Final Answer: {}\n", "Action: finish[{}]",
+                                  '{{"action": "Final Answer", "action_input": "{}"}}'])
+def test_an_answer_of_invisible_characters_is_empty(blank, form):
+    r = parse(form.format(blank))
+    assert r.kind == "error" and r.answer is None and "the answer is empty" in _one_line_reason(r)
+    assert parse(form.format(blank + "42" + blank)).kind == "final"
+
+
+@pytest.mark.parametrize("label", ["Action: search[x]", "action 2: calc[1+1]", "Thought: look it up",
+                                   "Observation: 3 rows", "Question: what?"])
+def test_an_answer_label_followed_by_another_label_is_named(label):
+    reason = _one_line_reason(parse(f"Thought: t\nAnswer: {label}", tools=TOOLS))
+    assert reason.startswith(f"an Answer label followed by '{label}' on the same line")
+    assert "empty" not in reason
+
+
+def test_an_answer_label_written_twice_is_one_label():
+    assert parse("Answer: Final Answer: 42").answer == "42"
+    assert parse("**Final Answer:** Answer: INV-2041<|im_end|>").answer == "INV-2041"
+
+
+# ---- an Observation written on the action's own line -------------------------------------------
+
+INLINE = ["Action: search[refunds] Observation: {\"rows\": 3}", "Action: search[refunds]Observation: 3",
+          "Action: search[refunds] **Observation:** 3", "Action: search[refunds]<|im_end|>Observation: 3",
+          "Action: search[refunds] Observation 1: 3", "Action: search(\"refunds\") Observation: 3",
+          "Action: search[refunds] \uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e: 3",
+          "**Action:** search[refunds] OBSERVATION: 3"]
+
+
+@pytest.mark.parametrize("line", INLINE)
+def test_an_observation_after_the_call_on_its_line_is_forged_and_the_action_kept(line):
+    text = f"Thought: look\n{line}\nAnswer: 3 refunds"
+    at = find_forged(text)
+    assert at is not None and text[at:].translate(_FOLD).lower().startswith(("observation", "**observation"))
+    assert settled_forgery(text) == at and settled_forgery(text[:text.index(": 3") + 2]) in (None, at)
+    r = parse(text, tools=TOOLS)
+    assert (r.kind, r.tool, r.input, r.forged, r.answer) == ("action", "search", "refunds", True, None)
+    assert find_forged(r.kept) is None and "3" not in r.kept.split("search", 1)[1].replace("refunds", "")
+    from react_lab.parser import truncate_forged
+
+    assert truncate_forged(text).endswith(("search[refunds]", 'search("refunds")', "search[refunds]<|im_end|>"))
+
+
+_FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
+
+
+@pytest.mark.parametrize("line", ["Action: search[Observation: x]", 'Action: search["Observation: x"]',
+                                  "Action: search[my observation: x]", "Action: search(query='x Observation: y')",
+                                  "Action: search[x] (observation: none yet)"])
+def test_the_word_inside_a_call_or_in_prose_after_it_is_not_forged(line):
+    assert find_forged(f"Thought: t\n{line}\n") is None
+    assert parse(f"Thought: t\n{line}").kind == "action"
+
+
+def test_an_action_named_observation_still_says_so():
+    r = parse("Action: Observation: the invoice is paid")
+    assert r.forged and "holds an Observation, not a tool name" in r.reason

@@ -425,3 +425,28 @@ def test_arguments_that_are_neither_a_list_nor_an_object_get_the_expected_form(a
     obs = T.call_tool(T.default_tools(), "search", args)
     assert obs.error and "list of values or an object of named values" in obs.text
     assert "search[" in obs.text  # the usage line shows the expected form
+
+
+@pytest.mark.parametrize("tool, args, field, kind", [
+    ("find_invoice", {"invoice_id": ["INV-2041"]}, "invoice_id", "a list"),
+    ("find_invoice", [["INV-2041"]], "invoice_id", "a list"),
+    ("find_invoice", {"invoice_id": {"id": "INV-2041"}}, "invoice_id", "an object"),
+    ("list_invoices", {"customer_id": "cus_8812", "since": ["2026-07-01"]}, "since", "a list"),
+    ("get_charge", [("ch_0001",)], "charge_id", "a list"),
+    ("calc", {"expression": [1, 2]}, "expression", "a list"),
+])
+def test_a_list_or_object_where_one_value_belongs_is_refused_naming_the_field(tool, args, field, kind):
+    """Never a database driver's binding error: the argument rule names the field first."""
+    obs = T.call_tool(T.default_tools(), tool, args)
+    assert obs.error and f"{field}: " in obs.error and f"is {kind}; give one" in obs.error
+    assert "binding" not in obs.error and "\n" not in obs.error
+
+
+def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
+    from react_lab.backends.scripted import ScriptedModel
+    from react_lab.loop import ask
+
+    model = ScriptedModel([" Look it up.\nAction: find_invoice[INV-20\x0041]", " Done.\nAnswer: none"])
+    step = ask("What is INV-2041's total?", model, T.default_tools(), max_steps=2).steps[0]
+    assert step.action["tool"] == "find_invoice"
+    assert "invoice_id" in step.error and "control character '\\x00'" in step.error

@@ -57,6 +57,10 @@ def smollm2_path() -> Path:
     return path
 
 
+#: The embedded model's context window, tokens: prompt and completion together fit in it,
+#: so no completion is longer (the CLI's ``--max-tokens`` is capped here).
+N_CTX = 4096
+
 class LocalModel:
     """The embedded model, run in-process by llama-cpp-python.
 
@@ -70,7 +74,7 @@ class LocalModel:
     exit, while llama-cpp-python can still free them cleanly.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = 4096,
+    def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = N_CTX,
                  temperature: float = 0.0, seed: int = 0, n_threads: int | None = None,
                  chat_template: bool = True):
         self.path = Path(path) if path else None

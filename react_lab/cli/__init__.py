@@ -3,8 +3,8 @@
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
 ``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
-[--save-results NAME]``
-``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME]``
+[--save-results NAME [--overwrite]]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -20,6 +20,7 @@ import sys
 
 from ..backends import doctor
 from ..backends.endpoints import EndpointError
+from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
 from ..guards import Guards
 from ..loop import MAX_STEPS
@@ -44,11 +45,12 @@ EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MO
 
 # --------------------------------------------------------------------------- option types
 
-def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False):
+def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False, why: str = ""):
     """An argparse ``type=``: a whole number from ``low`` to ``high`` (None: no upper bound).
 
     A bad value becomes ``error: argument --x: must be ...`` (exit code 2) instead of a
-    model call with a nonsense limit. ``zero_is_off`` says so in the message.
+    model call with a nonsense limit. ``zero_is_off`` says so in the message; ``why``
+    (such as ``" (the model's context window)"``) follows the bound.
     """
     def parse(text: str) -> int:
         try:
@@ -58,7 +60,7 @@ def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = F
         if value < low or (high is not None and value > high):
             bound = f">= {low}" if high is None else f"from {low} to {high}"
             off = " (0 switches the limit off)" if zero_is_off else ""
-            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{off}, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{why}{off}, got {text}")
         return value
 
     return parse
@@ -81,6 +83,24 @@ def non_negative(*, zero_is_off: bool = False):
         return value
 
     return parse
+
+
+def tool_names(text: str) -> list[str]:
+    """An argparse ``type=``: a comma-separated list of tool names, each an identifier.
+
+    ``"search,calc"`` is ``["search", "calc"]`` (spaces around a comma are fine); an empty
+    item (``""``, ``","``, ``"a,,b"``) or a name that is not an identifier (``"a b"``,
+    ``"c;d"``) is refused, naming it.
+    """
+    names = [item.strip() for item in text.split(",")]
+    for name in names:
+        if not name:
+            raise argparse.ArgumentTypeError(f"an empty tool name in {text!r}; give names "
+                                             "separated by commas, such as search,calc")
+        if not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"{name!r} is not a tool name (an identifier such as "
+                                             "search or list_invoices); separate names with commas")
+    return names
 
 
 def _add_guard_options(parser: argparse.ArgumentParser) -> None:
@@ -132,8 +152,9 @@ def _add_ask(sub) -> None:
     a.add_argument("--max-steps", type=whole_number(1), default=MAX_STEPS,
                    help="model calls per run, plus one best-effort answer if they run out "
                         "(default %(default)s)")
-    a.add_argument("--max-tokens", type=whole_number(1), default=MAX_TOKENS,
-                   help="completion tokens per step (default %(default)s)")
+    a.add_argument("--max-tokens", type=whole_number(1, N_CTX, why=" (the embedded model's context "
+                                                         "window: no completion is longer)"),
+                   default=MAX_TOKENS, help=f"completion tokens per step (default %(default)s, at most {N_CTX})")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.add_argument("--mcp", metavar="COMMAND", default=None,
                    help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.mcp" '
@@ -159,8 +180,10 @@ def _add_forge_rate(sub) -> None:
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
     f.add_argument("--save-results", metavar="NAME", default=None,
                    help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
-                        "(react_lab.experiments.results)")
-    f.set_defaults(func=commands.cmd_forge_rate)
+                        "(react_lab.experiments.results); checked before the run starts")
+    f.add_argument("--overwrite", action="store_true",
+                   help="with --save-results: replace that file if it exists (else refused)")
+    f.set_defaults(func=commands.cmd_forge_rate, usage_error=f.error)
 
 
 def _add_abuses(sub) -> None:
@@ -206,7 +229,9 @@ def _add_eval(sub) -> None:
     e.add_argument("--save-results", metavar="NAME", default=None,
                    help="compute every task afresh (no cache) and save metrics and records, "
                         "fingerprinted, as react_lab/data/results/NAME.json (react_lab.experiments.results); "
-                        "with --config: save the finished ladder run")
+                        "with --config: save the finished ladder run; checked before the run starts")
+    e.add_argument("--overwrite", action="store_true",
+                   help="with --save-results: replace that file if it exists (else refused)")
     ladder_group = e.add_argument_group(
         "the ladder (react_lab.experiments.ladder)", "--config NAME runs a named configuration of the "
         "loop over the dev or test half; --list-configs names them")
@@ -228,7 +253,7 @@ def _add_eval(sub) -> None:
     ladder_group.add_argument("--seed", type=int, default=0, help="seed of the first trial")
     ladder_group.add_argument("--budget", type=float, default=None,
                               help="seconds; start no run after them (run again to resume)")
-    e.set_defaults(func=commands.cmd_eval)
+    e.set_defaults(func=commands.cmd_eval, usage_error=e.error)
 
 
 def _add_doctor(sub) -> None:
@@ -242,7 +267,8 @@ def _add_parse(sub) -> None:
     """The ``parse`` subcommand."""
     pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
                                       "(react_lab.parser)")
-    pr.add_argument("--tools", help="comma-separated tool names; any other name is an error")
+    pr.add_argument("--tools", type=tool_names, default=None,
+                    help="comma-separated tool names, such as search,calc; any other name is an error")
     pr.set_defaults(func=commands.cmd_parse)
 
 

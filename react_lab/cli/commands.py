@@ -35,6 +35,7 @@ from ..experiments.ladder import (
     save,
     summarize,
 )
+from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
 from ..guards import Guards
@@ -43,7 +44,7 @@ from ..native import ask_native
 from ..notebook.plots import plot_cost
 from ..notebook.warm import warm_up
 from ..parser import parse
-from ..protocol import EXEMPLARS
+from ..protocol import EXEMPLARS, visible
 from ..tools import default_tools
 
 
@@ -71,6 +72,9 @@ def cmd_ask(args) -> int:
         return _ask_config(args)
     if args.question is None:
         args.usage_error("the following arguments are required: question")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
                          "drop --no-stop, or use --protocol text to see forged observations")
@@ -111,6 +115,9 @@ def _ask_config(args) -> int:
     if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
         args.usage_error("--config runs the text protocol on the embedded model: give a question, "
                          "and no --protocol native or other --model")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
     cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
     result = ask_config(args.question, cfg)  # its own step and token limits, as measured
@@ -128,10 +135,21 @@ def _guards(args):
 def cmd_parse(args) -> int:
     """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    _print_json(parse(text, tools=tools).to_dict())
+    _print_json(parse(text, tools=args.tools).to_dict())  # --tools: a checked list, or None
     return 0
 
+
+
+def _check_save_target(args) -> None:
+    """``--save-results NAME [--overwrite]``: a usage error, before any work, for a bad name or an existing file."""
+    name, overwrite = getattr(args, "save_results", None), getattr(args, "overwrite", False)
+    if overwrite and not name:
+        args.usage_error("argument --overwrite: give --save-results NAME too (the file to replace)")
+    if name:
+        try:
+            check_target(name, overwrite=overwrite)
+        except ValueError as exc:
+            args.usage_error(f"argument --save-results: {exc}")
 
 
 def _eval_model(spec: str, protocol: str):
@@ -158,14 +176,15 @@ def cmd_eval(args) -> int:
     :func:`react_lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
     with the native protocol. Returns the exit code.
     """
-    if args.config or args.list_configs:  # the ladder's named configurations (issue 15)
+    if args.config or args.list_configs:  # the ladder's named configurations
         return cmd_ladder(args)
-    tasks = load_tasks(n=args.n)
-    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
-    save_as = getattr(args, "save_results", None)
     n_exemplars = getattr(args, "exemplars", None)
     if n_exemplars is not None and args.protocol != "text":
         raise ValueError("--exemplars is for the text protocol (native calls have no exemplars)")
+    _check_save_target(args)
+    tasks = load_tasks(n=args.n)
+    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
+    save_as = getattr(args, "save_results", None)
     exemplars = None if n_exemplars is None else EXEMPLARS[:n_exemplars]
     try:
         model = _eval_model(args.model, args.protocol)
@@ -182,7 +201,7 @@ def cmd_eval(args) -> int:
         return 2
     if save_as:
         path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
-                         exemplars=n_exemplars)
+                         exemplars=n_exemplars, overwrite=getattr(args, "overwrite", False))
         print(f"saved: {path}", file=sys.stderr)
     m = run.metrics
     summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
@@ -254,6 +273,7 @@ def cmd_forge_rate(args) -> int:
     saves the whole result as a fingerprinted results file (:mod:`react_lab.experiments.results`).
     Returns the exit code.
     """
+    _check_save_target(args)
     spec = model_spec(args.model)
     model = load_model(spec)
     if spec == "local":
@@ -263,6 +283,7 @@ def cmd_forge_rate(args) -> int:
     name = getattr(args, "save_results", None)
     if name:
         path = save_results(name, result, experiment="forge", seconds=result["seconds"],
+                    overwrite=getattr(args, "overwrite", False),
                     config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
                             "batch": batch,
                             "model": spec},
@@ -292,6 +313,7 @@ def cmd_ladder(args) -> int:
         print(list_configs())
         return 0
     cfg = get_config(args.config)
+    _check_save_target(args)
     file = getattr(args, "tasks", None)
     if file and args.split:
         raise ValueError("--tasks FILE and --split name the tasks twice; give one")
@@ -318,7 +340,8 @@ def cmd_ladder(args) -> int:
                             *([f"--n {args.n}"] if args.n else []),
                             f"--trials {args.trials}", f"--temperature {args.temperature:g}",
                             f"--seed {args.seed}", f"--save-results {args.save_results}"])
-        out["saved"] = str(save(args.save_results, records, settings, command=command))
+        out["saved"] = str(save(args.save_results, records, settings, command=command,
+                                overwrite=getattr(args, "overwrite", False)))
     if quiet:
         print(json.dumps(out, indent=2))
     else:

@@ -451,11 +451,12 @@ def fingerprint_inputs(config: dict) -> Inputs:
 
 
 def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
-              exemplars: int | None = None) -> Path:
+              exemplars: int | None = None, overwrite: bool = False) -> Path:
     """Save an :class:`react_lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
 
     What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
-    (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default).
+    (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default;
+    ``overwrite``: its ``--overwrite``, else an existing file is refused).
     """
     config = {"protocol": protocol, "model": model, "n": n, "max_steps": EVAL_MAX_STEPS,
               "max_tokens": EVAL_MAX_TOKENS}
@@ -466,4 +467,4 @@ def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
                + (f" --exemplars {exemplars}" if exemplars is not None else "")
                + f" --save-results {name}")
     return results.save(name, {"metrics": run.metrics, "records": run.records}, experiment="eval",
-                config=config, command=command, seconds=run.seconds)
+                config=config, command=command, seconds=run.seconds, overwrite=overwrite)

@@ -357,14 +357,16 @@ def results_config(cfg: Config, split: str, tasks: Sequence[Task], trials: int, 
 
 
 def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
-         directory: str | Path | None = None) -> Path:
-    """Save a finished run as the fingerprinted results file ``name``; return its path."""
+         directory: str | Path | None = None, overwrite: bool = False) -> Path:
+    """Save a finished run as the fingerprinted results file ``name``; return its path.
+
+    An existing file is refused (``ValueError``) unless ``overwrite``."""
     from . import results
 
     data = {"summary": summarize(records), "records": list(records)}
     seconds = sum(r["seconds"] for r in records)
     return results.save(name, data, experiment="ladder", config=settings, command=command,
-                        seconds=seconds, directory=directory)
+                        seconds=seconds, directory=directory, overwrite=overwrite)
 
 
 def load_results(names: Iterable[str] | None = None, *, directory: str | Path | None = None) -> list[dict]:

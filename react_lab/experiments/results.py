@@ -24,6 +24,7 @@ The API::
     results.load(name)             # -> Results (.data, .fingerprint, .created, .describe())
     results.fingerprint("eval", {...})
     results.saved()                # names of the shipped files
+    results.check_target(name)     # before a run: a plain name, no file replaced unless overwrite
     results.check(name)            # [] when current, else what changed
 
 An experiment is known by name in :data:`EXPERIMENTS`: a function from its ``config`` to
@@ -106,7 +107,7 @@ class Results:
         took = f" in {self.seconds:.0f} s" if self.seconds is not None else ""
         return (f"{self.name}: {self.experiment} results computed {self.created}{took} on "
                 f"{self.machine.get('cpus', '?')} CPUs ({self.machine.get('threads', '?')} llama.cpp "
-                f"threads), fingerprint matches this code; regenerate: {self.command}")
+                f"threads), fingerprint matches this code; regenerate: {regenerate_command(self.command)}")
 
 
 # --------------------------------------------------------------------------- the fingerprint
@@ -193,6 +194,28 @@ def _path(name: str, directory: str | os.PathLike | None) -> Path:
     return Path(directory or RESULTS_DIR) / f"{name.removesuffix('.json')}.json"
 
 
+def check_target(name: str, *, overwrite: bool = False,
+                 directory: str | os.PathLike | None = None) -> Path:
+    """The path results file ``name`` would be saved at; check it before an experiment runs.
+
+    Raises ``ValueError`` for a name that is not a plain file name, and for a file that
+    exists already unless ``overwrite`` (the CLI's ``--overwrite``): a short run must
+    not replace a shipped result by accident.
+    """
+    path = _path(name, directory)
+    if path.exists() and not overwrite:
+        raise ValueError(f"results file {path} exists already; pass --overwrite to replace it, "
+                         "or save under another name")
+    return path
+
+
+def regenerate_command(command: str) -> str:
+    """``command`` (a saving command) with ``--overwrite``, since its file exists now."""
+    if "--save-results" in command and "--overwrite" not in command.split():
+        return f"{command} --overwrite"
+    return command
+
+
 def machine() -> dict:
     """Where results were computed: CPUs usable, llama.cpp threads, platform, Python."""
     from ..backends.threads import default_threads, usable_cpus
@@ -202,16 +225,19 @@ def machine() -> dict:
 
 
 def save(name: str, data: Any, *, experiment: str, config: dict, command: str,
-         seconds: float | None = None, directory: str | os.PathLike | None = None) -> Path:
+         seconds: float | None = None, directory: str | os.PathLike | None = None,
+         overwrite: bool = False) -> Path:
     """Write ``data`` (JSON-able) as results file ``name``, with its fingerprint; return the path.
 
     ``experiment`` and ``config`` decide the fingerprint (:func:`fingerprint`);
-    ``command`` is the shell command that makes this file again (shown when it goes
-    stale); ``seconds`` how long the experiment ran. ``directory`` defaults to
+    ``command`` is the shell command that made this file (shown with ``--overwrite``
+    added by :meth:`Results.describe` and when the file goes stale); ``seconds`` how
+    long the experiment ran. ``directory`` defaults to
     :data:`RESULTS_DIR` (the shipped files). The write is atomic. Raises ``ValueError``
-    for a name that is not a plain file name or an unknown experiment.
+    for a name that is not a plain file name, an unknown experiment, or a file that exists
+    already unless ``overwrite`` (:func:`check_target`).
     """
-    path = _path(name, directory)
+    path = check_target(name, overwrite=overwrite, directory=directory)
     record = {"name": path.stem, "experiment": experiment, "config": config, "command": command,
               "fingerprint": fingerprint(experiment, config),
               "created": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
@@ -255,7 +281,7 @@ def load(name: str, directory: str | os.PathLike | None = None) -> Results:
     if changed:
         raise StaleResults(f"results {record['name']!r} were computed by other code or inputs: "
                            f"{'; '.join(changed)}. They are not shown as current; regenerate "
-                           f"them: {record['command']}")
+                           f"them: {regenerate_command(record['command'])}")
     fields = {k: record[k] for k in ("name", "experiment", "config", "command", "fingerprint",
                                      "created", "machine", "seconds", "data")}
     return Results(**fields, path=_path(name, directory))

@@ -179,3 +179,45 @@ def test_forge_rate_json_shows_no_progress_bar(tmp_path, monkeypatch, capsys, sc
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 2
     assert captured.err == ""
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\t\n", "\u200b", "\ufeff\u200d"])
+def test_ask_refuses_a_blank_question_before_the_model_runs(capsys, tmp_path, question):
+    never = tmp_path / "never.json"  # an empty script: any model call would fail loudly
+    never.write_text("[]")
+    err = usage_error(capsys, ["ask", question, "--model", f"scripted:{never}", "--max-steps", "1"])
+    assert "react-lab ask: error: argument question: is blank" in err
+    err = usage_error(capsys, ["ask", question, "--config", "best"])
+    assert "argument question: is blank" in err
+
+
+@pytest.mark.parametrize("value, says", [(",", "an empty tool name in ','"), ("", "an empty tool name in ''"),
+                                         ("search,,calc", "an empty tool name"),
+                                         ("a b,c;d", "'a b' is not a tool name"),
+                                         ("search,c;d", "'c;d' is not a tool name")])
+def test_parse_tools_is_a_comma_separated_list_of_names(capsys, value, says):
+    err = usage_error(capsys, ["parse", "--tools", value])
+    assert "react-lab parse: error: argument --tools:" in err and says in err
+
+
+def test_parse_tools_accepts_names_with_spaces_around_commas(capsys, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: calc[1+1]\n")))
+    assert main(["parse", "--tools", " search , calc "]) == 0
+    assert json.loads(capsys.readouterr().out)["tool"] == "calc"
+
+
+@pytest.mark.parametrize("value", ["4097", "100000", "99999999999999999999"])
+def test_max_tokens_is_capped_at_the_context_window(capsys, script, value):
+    from react_lab.backends.local import N_CTX
+
+    err = usage_error(capsys, ["ask", "q", "--model", f"scripted:{script}", "--max-tokens", value])
+    assert f"argument --max-tokens: must be a whole number from 1 to {N_CTX}" in err
+    assert "context window" in err and f"got {value}" in err
+
+
+def test_max_tokens_at_the_cap_still_runs(capsys, script):
+    assert main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-tokens", "4096"]) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == "42"

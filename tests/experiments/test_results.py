@@ -26,14 +26,14 @@ def script(tmp_path):
     return path
 
 
-def save_forge(where, script, n=3):
+def save_forge(where, script, n=3, overwrite=False):
     model = f"scripted:{script}"
     data = forge.run_experiment(forge.questions(n), load_model(model), progress=False)
     return results.save("forge-small", data, experiment="forge", directory=where,
                         config={"n": n, "max_tokens": forge.FORGE_MAX_TOKENS, "tail": forge.TAIL_SAMPLE,
                                 "model": model},
                         command=f"react-lab forge-rate --n {n} --model {model} --save-results forge-small",
-                        seconds=data["seconds"])
+                        seconds=data["seconds"], overwrite=overwrite)
 
 
 def test_saved_results_load_back_with_their_fingerprint(where, script):
@@ -68,13 +68,14 @@ def test_a_changed_prompt_makes_the_file_stale(where, script, monkeypatch):
     message = stale_message("forge-small", where)
     assert "the prompt, exemplars or tool schemas changed" in message
     assert "regenerate them: react-lab forge-rate --n 3" in message and "not shown as current" in message
+    assert message.endswith("--save-results forge-small --overwrite")  # the file exists: the command says so
 
 
 def test_a_changed_model_file_or_code_version_makes_the_file_stale(where, script, monkeypatch):
     save_forge(where, script)
     script.write_text(json.dumps(["something else"]))
     assert "the model file changed" in stale_message("forge-small", where)
-    save_forge(where, script)
+    save_forge(where, script, overwrite=True)
     monkeypatch.setattr(forge, "EXPERIMENT_VERSION", forge.EXPERIMENT_VERSION + 1)
     assert results.check("forge-small", where) == ["the experiment's code version changed (code)"]
 
@@ -183,3 +184,59 @@ def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
     rescored = [score(r["answer"], tasks[r["task_id"]]) for r in records]
     assert rescored == [r["correct"] for r in records]
     assert metrics(records) == loaded.data["metrics"]
+
+
+@pytest.mark.parametrize("argv", [["eval", "--model", "oracle", "--n", "2"],
+                                  ["eval", "--config", "baseline", "--n", "1"],
+                                  ["forge-rate", "--n", "2", "--model", "oracle"]])
+def test_a_bad_results_name_stops_the_cli_before_any_work(argv, where, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(results, "RESULTS_DIR", where)
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
+    from react_lab.cli import commands
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the experiment ran before the results name was checked")
+
+    for name in ("load_tasks", "load_model", "run_ladder", "choose_tasks"):
+        monkeypatch.setattr(commands, name, no_work)
+    with pytest.raises(SystemExit) as stopped:
+        main(argv + ["--save-results", "a/b"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --save-results: a results name is a plain file name" in err and "'a/b'" in err
+
+
+def test_an_existing_results_file_is_refused_without_overwrite(where, monkeypatch, tmp_path, capsys):
+    """A short run must not replace a shipped result: refused naming the file, unless --overwrite."""
+    import shutil
+
+    shipped = where / "shipped"
+    shutil.copytree(results.RESULTS_DIR, shipped, ignore=shutil.ignore_patterns("__*"))
+    monkeypatch.setattr(results, "RESULTS_DIR", shipped)
+    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
+    before = (shipped / "eval-native.json").read_bytes()
+    argv = ["eval", "--model", "oracle", "--n", "2", "--protocol", "native", "--json",
+            "--save-results", "eval-native"]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "eval-native.json exists already; pass --overwrite" in err and str(shipped) in err
+    assert (shipped / "eval-native.json").read_bytes() == before
+    with pytest.raises(SystemExit):
+        main(["forge-rate", "--n", "1", "--model", "oracle", "--save-results", "forge-100"])
+    assert "forge-100.json exists already" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # --overwrite alone names no file
+        main(["eval", "--model", "oracle", "--n", "1", "--overwrite"])
+    assert "argument --overwrite: give --save-results NAME" in capsys.readouterr().err
+    assert main(argv + ["--overwrite"]) == 0  # said explicitly: replaced
+    assert results.load("eval-native").config["n"] == 2
+    with pytest.raises(ValueError, match="exists already"):  # the library refuses too
+        results.save("eval-native", {}, experiment="forge", config={}, command="x", directory=shipped)
+
+
+@pytest.mark.parametrize("name", results.saved())
+def test_every_shipped_regenerate_command_replaces_its_file(name):
+    """describe() prints a command that works on an existing file: with --overwrite."""
+    command = results.load(name).describe().split("regenerate: ", 1)[1]
+    assert command.endswith(f"--save-results {name} --overwrite")
