@@ -163,12 +163,12 @@ class Line:
     text: str
 
 
-def agent_lines(fn: Callable) -> list[Line]:
-    """The lines of ``fn``'s source after its docstring, each with its parts (:data:`TAGS`).
+def agent_lines(fn: Callable, *, header: bool = False) -> list[Line]:
+    """The lines of ``fn``'s body after its docstring, each with its parts (:data:`TAGS`).
 
     A statement written over several lines takes its parts from the comments on any of
     them; blank lines are skipped. The source is read with :mod:`tokenize`, so a ``#``
-    inside a string is not a comment.
+    inside a string is not a comment. With ``header``, the ``def`` line(s) come first.
     """
     source = inspect.getsource(fn)
     physical = source.splitlines()
@@ -184,8 +184,8 @@ def agent_lines(fn: Callable) -> list[Line]:
             rows += [r for r in range(tok.start[0], tok.end[0] + 1) if r not in rows]
     lines = []
     for number, rows in enumerate(statements):
-        if number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'":
-            continue  # the docstring
+        if (number == 0 and not header) or (number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'"):
+            continue  # the signature (the two differ in name only), the docstring
         heads = [comments[r][1].split(":")[0] for r in rows if r in comments]
         parts = tuple(dict.fromkeys(TAGS[t.strip()] for h in heads for t in h.split(",")
                                     if t.strip() in TAGS)) or ("loop",)

@@ -185,7 +185,7 @@ def summarize(records: Sequence[dict]) -> dict[str, dict]:
 
 def _code(fn: Callable) -> list[str]:
     """``fn``'s lines without comments: what the fingerprint holds (a reworded comment is not a change)."""
-    return [line.code for line in agent_lines(fn)]
+    return [line.code for line in agent_lines(fn, header=True)]
 
 
 def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
