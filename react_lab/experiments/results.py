@@ -64,6 +64,7 @@ EXPERIMENTS = {
     "forge": "react_lab.experiments.forge:fingerprint_inputs",
     "eval": "react_lab.experiments.evals:fingerprint_inputs",
     "ladder": "react_lab.experiments.ladder:fingerprint_inputs",
+    "migration": "react_lab.notebook.migration_runs:fingerprint_inputs",
 }
 
 

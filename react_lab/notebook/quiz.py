@@ -107,6 +107,24 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                  ("An instruction", "Data: an untrusted observation, never a command", "A tool call"), 1,
                  "Whatever a tool returns is data; a model that copies it needs the gate anyway."),
     ),
+    "07": (
+        Question("Which problems does native tool calling remove (seed 003)?",
+                 ("The identical-action loop, observation flooding and context overflow",
+                  "Parsing the action out of free text, syntactically invalid arguments, and not "
+                  "knowing when the model is done", "Every reason an agent is unreliable"), 1,
+                 "Exactly three, and no others: the failure modes and their guards are still yours."),
+        Question("After the migration the model sends a `schedule_payment` tool call. What stops it?",
+                 ("The provider: the JSON Schema makes the call safe",
+                  "Nothing has to: a native call is trusted",
+                  "The same approval gate as before: the carrier changed, the policy did not"), 2,
+                 "A schema checks a call's shape, not whether it should run; the gate is still in the loop."),
+        Question("On the embedded 135M model the native agent answers fewer questions than the text agent. "
+                 "What does that show?",
+                 ("Native tool calling is worse than the text protocol",
+                  "A small model forced into JSON by a grammar is not native calling at its best; "
+                  "a model trained to emit tool calls is", "That JSON Schema is too strict"), 1,
+                 "The grammar guarantees the shape, not the choice; providers train their models on the format."),
+    ),
 }
 
 
