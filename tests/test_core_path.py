@@ -17,12 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"
 GUIDE = REPO / "docs" / "workshop.md"
 MINUTES, WORDS, CELLS = 150, 7000, 240
-#: Still in notebooks/ until they move to the bench; not part of the core plan.
-MOVING_TO_BENCH = {"08_evaluation.ipynb", "09_working_agent.ipynb"}
 
 
 def core() -> list[Path]:
-    return [p for p in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")) if p.name not in MOVING_TO_BENCH]
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def bench() -> list[Path]:
@@ -54,6 +52,13 @@ def test_the_core_path_is_there():
     names = [p.name for p in core()]
     assert names[:6] == ["01_text_protocol.ipynb", "02_the_loop.ipynb", "03_forged_observations.ipynb",
                          "04_parser_vs_schema.ipynb", "05_cost.ipynb", "06_guards.ipynb"], names
+    assert names[-1] == "08_measuring.ipynb" and set(names[6:-1]) <= {"07_native.ipynb"}, names
+
+
+def test_the_old_long_notebooks_live_in_the_bench():
+    assert not (NOTEBOOKS / "08_evaluation.ipynb").exists() and not (NOTEBOOKS / "09_working_agent.ipynb").exists()
+    for name in ("08_evaluation.ipynb", "09_working_agent.ipynb"):
+        assert read(NOTEBOOKS / "bench" / name)["metadata"]["react_lab"]["deepens"] == "08_measuring.ipynb"
 
 
 @pytest.mark.parametrize("path", core(), ids=lambda p: p.name)

@@ -8,7 +8,7 @@ from react_lab.notebook.quiz import QUIZZES, grade, make_quiz_widget, quiz
 
 
 def test_every_quiz_has_three_questions_whose_right_answer_is_a_choice():
-    assert sorted(QUIZZES) == ["01", "02", "03", "04", "05", "06", "07"]
+    assert sorted(QUIZZES) == ["01", "02", "03", "04", "05", "06", "07", "08"]
     for number, questions in QUIZZES.items():
         assert len(questions) == 3, number
         for q in questions:

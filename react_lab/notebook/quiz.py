@@ -125,6 +125,25 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                   "a model trained to emit tool calls is", "That JSON Schema is too strict"), 1,
                  "The grammar guarantees the shape, not the choice; providers train their models on the format."),
     ),
+    "08": (
+        Question("Run through your harness, the scripted oracle (the right calls, then the gold answer) "
+                 "scores below 100%. What do you conclude?",
+                 ("The model is weak on those tasks", "The harness is wrong (tools, gold answers or "
+                  "scorer); no model's score means anything until the oracle scores 100%",
+                  "The tasks are too hard"), 1,
+                 "Prove the harness first: the oracle must score 100% and \"I don't know\" 0%."),
+        Question("The working configuration scores higher on the template test half than on the "
+                 "paraphrase set. Which figure predicts how it does on users' own questions?",
+                 ("The template test half: it has more tasks", "The paraphrase set: the test half is "
+                  "written from the dev half's templates, so its exemplar is the question's twin",
+                  "Their average"), 1,
+                 "A split by entity is not a split by phrasing; quote the set nobody tuned on and "
+                 "nobody wrote from a template."),
+        Question("Which single change moved the embedded 135M model most?",
+                 ("A grammar on the Action line", "A bigger tool description",
+                  "An exemplar chosen per question, of the question's shape"), 2,
+                 "The exemplar is the lesson: a small model copies the worked example it is shown."),
+    ),
 }
 
 
