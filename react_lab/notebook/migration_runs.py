@@ -8,7 +8,7 @@ ended, and :func:`save` writes the fingerprinted results file ``migration-test``
 says what it depends on). Made by::
 
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
-        .venv/bin/python -m react_lab.notebook.migration_runs --save
+        .venv/bin/python -m react_lab.notebook.migration_runs --save-results migration-test --overwrite
 """
 from __future__ import annotations
 
@@ -227,17 +227,18 @@ def results_config(tasks: Sequence, arms: Sequence[str]) -> dict:
 
 
 COMMAND = ("flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 "
-           ".venv/bin/python -m react_lab.notebook.migration_runs --save")
+           f".venv/bin/python -m react_lab.notebook.migration_runs --save-results {RESULTS_NAME}")
 
 
 def save(records: Sequence[dict], tasks: Sequence, arms: Sequence[str], *, name: str = RESULTS_NAME,
-         directory: str | Path | None = None) -> Path:
+         directory: str | Path | None = None, overwrite: bool = False) -> Path:
     """Save a finished run as the fingerprinted results file ``name``; return its path."""
     from ..experiments import results
 
     data = {"summary": summarize(records), "records": list(records)}
     return results.save(name, data, experiment="migration", config=results_config(tasks, arms),
-                        command=COMMAND, seconds=sum(r["seconds"] for r in records), directory=directory)
+                        command=COMMAND, seconds=sum(r["seconds"] for r in records), directory=directory,
+                        overwrite=overwrite)
 
 
 def load(name: str = RESULTS_NAME, directory: str | Path | None = None):
@@ -255,24 +256,33 @@ def experiment_tasks() -> list:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m react_lab.notebook.migration_runs [--save] [--n N] [--arms A,B]``: run the experiment."""
-    from ..experiments.results import cache_dir
+    """``python -m react_lab.notebook.migration_runs [--save-results NAME [--overwrite]] [--n N] [--arms A,B]``."""
+    from ..experiments.results import cache_dir, check_target
 
     ap = argparse.ArgumentParser(prog="python -m react_lab.notebook.migration_runs", description=__doc__.split("\n")[0])
-    ap.add_argument("--save", action="store_true", help=f"save the shipped results file {RESULTS_NAME}")
+    ap.add_argument("--save-results", metavar="NAME", default=None,
+                    help=f"save the results file NAME (the shipped one is {RESULTS_NAME})")
+    ap.add_argument("--overwrite", action="store_true", help="replace an existing results file")
     ap.add_argument("--n", type=int, default=None, help="only the first N questions (not with --save)")
     ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms (default: all)")
     args = ap.parse_args(argv)
     tasks, arms = experiment_tasks(), [a.strip() for a in args.arms.split(",") if a.strip()]
-    if args.save and (args.n or arms != list(ARMS)):
-        ap.error("--save runs every question through every arm; leave out --n and --arms")
+    if args.save_results and (args.n or arms != list(ARMS)):
+        ap.error("--save-results runs every question through every arm; leave out --n and --arms")
+    if args.overwrite and not args.save_results:
+        ap.error("argument --overwrite: give --save-results NAME")
+    if args.save_results:
+        try:  # a bad name or an existing file stops here, before the runs
+            check_target(args.save_results, overwrite=args.overwrite)
+        except ValueError as exc:
+            ap.error(f"argument --save-results: {exc}")
     tasks = tasks[:args.n] if args.n else tasks
     records = run_experiment(tasks, arms, log=cache_dir() / "migration" / f"{RESULTS_NAME}.jsonl")
     for arm, s in summarize(records).items():
         print(f"{arm:<19} right {s['correct']}/{s['runs']}  " + "  ".join(
             f"{p} {s[p]['count']}/{s[p]['of']}" for p in PROBLEMS) + f"  ended {s['stopped_by']}")
-    if args.save:
-        print(save(records, tasks, arms))
+    if args.save_results:
+        print(save(records, tasks, arms, name=args.save_results, overwrite=args.overwrite))
     return 0
 
 
