@@ -232,6 +232,12 @@ class AgentDiff:
                  "deleted": count(self.deleted, p), "added": count(self.added, p)}
                 for p in (*PARTS, "all")]
 
+    def unified(self) -> str:
+        """The two agents as one unified diff (:func:`difflib.unified_diff`, whole bodies), each line with its part comment."""
+        old, new = [line.text for line in self.old], [line.text for line in self.new]
+        return "\n".join(difflib.unified_diff(old, new, "text agent", "native agent",
+                                               n=max(len(old), len(new)), lineterm=""))
+
     def html(self, wrap: int = 70) -> str:
         """The two agents side by side, changes highlighted (:class:`difflib.HtmlDiff`), lines wrapped at ``wrap``."""
         table = difflib.HtmlDiff(wrapcolumn=wrap).make_table(

@@ -195,3 +195,15 @@ def test_the_shipped_results_are_current():
     loaded = migration_runs.load()
     assert set(loaded.data["summary"]) == set(migration_runs.ARMS)
     assert len(loaded.data["records"]) == len(migration_runs.ARMS) * len(migration_runs.experiment_tasks())
+
+
+def test_the_unified_diff_marks_exactly_the_deleted_and_added_lines():
+    from react_lab.notebook.migration import agent_diff
+
+    diff = agent_diff()
+    body = diff.unified().splitlines()[2:]  # after the ---/+++ header
+    minus = [line[1:] for line in body if line.startswith("-")]
+    plus = [line[1:] for line in body if line.startswith("+")]
+    assert len(minus) == len(diff.old) - sum(1 for line in body if line.startswith(" "))
+    assert len(plus) == len(diff.new) - sum(1 for line in body if line.startswith(" "))
+    assert "parse" in " ".join(minus) and "tool_calls" in " ".join(plus)
