@@ -4,13 +4,12 @@ import re
 import pytest
 
 from react_lab.notebook import solutions
-from react_lab.notebook.exercises import EXERCISES, check, run_cases
+from react_lab.notebook.exercises import EXERCISES, LOOP_RULES, check, run_cases
+from react_lab.protocol import ACTION_RE, STOP, build_prompt
+from react_lab.tools import call_tool
 
 def _loop_without_stop(question, model, tools, exemplars=None, max_steps=6):
     """The loop, but every request goes out without the stop sequence."""
-    from react_lab.protocol import ACTION_RE, build_prompt
-    from react_lab.tools import call_tool
-
     transcript = build_prompt(question, tools.values(), exemplars)
     for _ in range(max_steps):
         text = model.complete(transcript, max_tokens=128).text
@@ -110,38 +109,88 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
     assert choose("prompt_tokens_at_step", mine) is solutions.prompt_tokens_at_step
 
 
-def test_each_loop_rule_is_checked_on_its_own():
-    """A loop that breaks one rule fails that rule's check first, named with the rule."""
-    from react_lab.protocol import ACTION_RE
+def _loop(break_rule=None):
+    """A loop written from notebook 02's seven rules, with at most one of them broken.
 
-    def loop(break_rule):
-        def run(question, model, tools, exemplars=None, max_steps=6):
-            from react_lab.protocol import STOP, build_prompt
-            from react_lab.tools import call_tool
-            transcript = build_prompt(question, tools.values(), exemplars)
-            for _ in range(max_steps):
-                text = model.complete(transcript, stop=STOP, max_tokens=128).text
-                transcript += text
-                if "Answer:" in text:
-                    rest = text.split("Answer:", 1)[1]
-                    return (rest.strip() if break_rule == "line" else rest.split("\n")[0].strip()), transcript
-                match = ACTION_RE.search(text) if break_rule != "anchor" else \
-                    __import__("re").search(r"Action:\s*(\w+)\[(.*?)\]", text)
-                if match is None:
-                    if break_rule == "no-action":
-                        return None, transcript
-                    observation = "no action"
-                else:
-                    raw = match.group(2)
-                    args = [raw] if break_rule == "split" else [a.strip() for a in raw.split(",")]
-                    observation = call_tool(tools, match.group(1), args).text
-                transcript += f"\nObservation: {observation}" + ("" if break_rule == "label" else "\nThought:")
-            return None, transcript
-        return run
+    Its names come from this module's imports, as a notebook's come from its first cell.
+    """
+    def run(question, model, tools, exemplars=None, max_steps=6):
+        transcript = build_prompt(question, tools.values(), None if break_rule == "exemplars" else exemplars)
+        for _ in range(6 if break_rule == "max_steps" else max_steps):
+            if break_rule == "no max_tokens":
+                completion = model.complete(transcript, stop=STOP)
+            else:
+                completion = model.complete(transcript, stop=STOP, max_tokens=256 if break_rule == "max_tokens" else 128)
+            text = completion.text.strip() if break_rule == "strip text" else completion.text
+            transcript += text
+            match = ACTION_RE.search(text) if break_rule != "anchor" else re.search(r"Action:\s*(\w+)\[(.*?)\]", text)
+            if "Answer:" in text and not (break_rule == "action first" and match):
+                rest = text.split("Answer:", 1)[1]
+                return (rest.strip() if break_rule == "line" else rest.split("\n")[0].strip()), transcript
+            if match is None:
+                if break_rule == "no action":
+                    return None, transcript
+                observation = "" if break_rule == "empty" else "No action line: write Action: tool[args]"
+            else:
+                raw = match.group(2)
+                args = raw.split(",") if break_rule == "split strip" else [a.strip() for a in raw.split(",")]
+                observation = call_tool(tools, match.group(1), args).text
+            transcript += "\nObservation: " + observation + ("" if break_rule == "label" else "\nThought:")
+        return None, transcript
+    return run
 
-    for rule, words in [("line", "rest of the Answer: line"), ("anchor", "starts with Action:"),
-                        ("split", "split on commas"), ("no-action", "loop goes on"),
-                        ("label", "next label")]:
-        passed, total, failure = run_cases("run_loop", loop(rule))
-        assert failure is not None and passed < total, rule
-        assert words in failure or "next label" in failure, (rule, failure)
+
+def test_a_loop_written_from_the_rules_passes_every_run(monkeypatch, capsys):
+    monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
+    assert run_cases("run_loop", _loop()) == (7, 7, None)
+    assert check("run_loop", _loop()) is True
+    assert capsys.readouterr().out.startswith("✓ run_loop: 7/7 cases pass")
+
+
+@pytest.mark.parametrize("break_rule, rule", [
+    ("exemplars", 1), ("strip text", 2), ("max_tokens", 2), ("no max_tokens", 2), ("action first", 3),
+    ("line", 3), ("anchor", 4), ("split strip", 4), ("no action", 5), ("empty", 5), ("label", 6),
+    ("max_steps", 7),
+])
+def test_a_broken_rule_fails_and_is_named(break_rule, rule):
+    """A loop that breaks one rule of the notebook's seven fails, and the message names that rule."""
+    passed, total, failure = run_cases("run_loop", _loop(break_rule))
+    assert failure is not None and passed < total == len(LOOP_RULES) == 7
+    assert f"breaks rule {rule} ({LOOP_RULES[rule]}):" in failure, failure
+
+
+def test_every_loop_failure_names_a_rule():
+    """Every way the loop checker can fail names a rule, a raised exception included."""
+    from react_lab.notebook.exercises import _loop_cases
+
+    def raises(question, model, tools, exemplars=None, max_steps=6):
+        model.complete("x", stop=None, max_tokens=128)
+        raise KeyError("lookup_invoice")
+
+    assert [c.rule for c in _loop_cases()] == [f"rule {n} ({name})" for n, name in LOOP_RULES.items()]
+    failure = run_cases("run_loop", raises)[2]
+    assert "breaks rule 1 (start): raised KeyError" in failure, failure
+
+
+def test_the_call_tool_watch_sees_an_import_inside_the_loop_and_is_undone():
+    """The checker watches call_tool where a loop finds it, and puts the real one back."""
+    import react_lab.tools
+
+    def imports_inside(question, model, tools, exemplars=None, max_steps=6):
+        from react_lab.tools import call_tool as run_tool   # looked up at call time: watched
+        transcript = build_prompt(question, tools.values(), exemplars)
+        for _ in range(max_steps):
+            text = model.complete(transcript, stop=STOP, max_tokens=128).text
+            transcript += text
+            if "Answer:" in text:
+                return text.split("Answer:", 1)[1].split("\n")[0].strip(), transcript
+            match = ACTION_RE.search(text)
+            observation = run_tool(tools, match.group(1), match.group(2).split(",")).text if match else "none"
+            transcript += "\nObservation: " + observation + "\nThought:"
+        return None, transcript
+
+    assert "breaks rule 4 (parse the action)" in run_cases("run_loop", imports_inside)[2]
+    run_cases("run_loop", solutions.run_loop)
+    run_cases("run_loop", _loop("split strip"))
+    assert solutions.call_tool is call_tool and react_lab.tools.call_tool is call_tool
+    assert globals()["call_tool"] is call_tool
