@@ -340,9 +340,10 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "normalise_amount": (
-        "normalise_amount(text) -> float | None: the first money amount in dollars ('$1,290.50' -> 1290.5)",
+        "normalise_amount(text) -> float | None: the first number in the text, thousands separators dropped ('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
         lambda: [Case(("$129.00",), 129.0), Case(("It was 1,290.50 dollars",), 1290.5),
-                 Case(("48200",), 48200.0), Case(("no number here",), None)],
+                 Case(("48200",), 48200.0), Case(("INV-2041 totals $129.00",), 2041.0),
+                 Case(("no number here",), None)],
     ),
 }
 
