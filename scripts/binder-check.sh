@@ -20,15 +20,20 @@ echo "==> Binder check: fresh environment from binder/requirements.txt + binder/
 "$VENV/bin/python" -m pip install --quiet --progress-bar off -r binder/requirements.txt
 # postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
 PATH="$VENV/bin:$PATH" bash binder/postBuild
+# The check's own test runner, not part of the Binder image: two notebooks at a time.
+"$VENV/bin/python" -m pip install --quiet --progress-bar off "pytest-xdist>=3.5"
 # binder/start sets the kernel's environment; run the notebooks through it. A fresh results
 # cache, so every number the notebooks print is computed in this run. pytest recurses into
-# notebooks/bench/, so the bench runs under nbval like the core path.
+# notebooks/bench/, so the bench runs under nbval like the core path. Two kernels at a time
+# (each notebook whole in one, --dist loadfile), each llama.cpp on one thread: two models
+# with two threads each on two cores would be several times slower, one thread each is not.
 ls notebooks/bench/*.ipynb >/dev/null   # set -e: stop here if the bench is missing
 cache="$(mktemp -d)"
 run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_LAB_CACHE="$cache"
+  REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}"
   bash binder/start "$VENV/bin/python" -m pytest notebooks
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
-  --nbval-cell-timeout=2400 -p no:cacheprovider "$@")
+  --nbval-cell-timeout=2400 -p no:cacheprovider -n "${REACT_LAB_NOTEBOOK_WORKERS:-2}" --dist loadfile "$@")
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
   echo "==> executing every notebook with no network (loopback only)"
   unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"

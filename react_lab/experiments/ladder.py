@@ -27,7 +27,9 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
                               (:func:`react_lab.experiments.exemplars.intent`)
 ``v_unsure``                  rung 5c: + no repeated call in the grammar, ids read as typed, and a
                               best-effort yes/no that cites nothing fetched says it does not know
-``best``                      the working agent: the best combination on the DEV half (``v_unsure``'s);
+``v_counted``                 rung 5d: + ``list_invoices`` also says how many invoices it listed
+``v_search1``                 rung 5e: + ``search`` returns only the best-matching passage
+``best``                      the working agent: the best combination on the DEV half (``v_search1``'s);
                               ``react-lab ask QUESTION --config best``
 ============================  ================================================================
 
