@@ -288,12 +288,17 @@ def _after_own(own: list[str], messages: list[str]) -> list[str]:
 
 
 def _undeclared(key: str, value: Any, declared: list[str]) -> str:
-    """The message for an undeclared argument; a wrapper around the real ones is named as such."""
+    """The message for an undeclared argument; a wrapper around the real ones is named as such.
+
+    A name that is empty, blank at either end or holds a control character is shown quoted
+    with its escapes (``'\\r'``), so two such names never read the same on one line."""
+    plain = isinstance(key, str) and key and key.strip() == key and key.isprintable()
+    shown = key if plain else repr(key)
     if isinstance(value, dict) and set(value) & set(declared):
         inner = json.dumps({k: v for k, v in value.items() if k in declared}, ensure_ascii=False)
-        return (f"{key}: not a declared argument; the arguments are wrapped in {key!r}: send them "
+        return (f"{shown}: not a declared argument; the arguments are wrapped in {key!r}: send them "
                 f"at the top level, such as {clip(inner, 120)}")
-    return f"{key}: not a declared argument (declared: {', '.join(declared)})"
+    return f"{shown}: not a declared argument (declared: {', '.join(declared)})"
 
 
 def _plainer(error, where: str) -> str | None:

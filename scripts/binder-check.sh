@@ -35,7 +35,7 @@ run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_L
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
   --nbval-cell-timeout=2400 -p no:cacheprovider -n "${REACT_LAB_NOTEBOOK_WORKERS:-2}" --dist loadfile "$@")
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
-  echo "==> executing every notebook with no network (loopback only)"
+  echo "==> executing every notebook with no network (loopback only; the environment took ${SECONDS} s)"
   unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"
 else
   echo "==> cannot make a network namespace here; blocking sockets in the kernel instead"

@@ -20,11 +20,15 @@ elif ! command -v "${REACT_LAB_CHROMIUM:-chromium}" >/dev/null \
 fi
 bash scripts/setup-env.sh
 export PYTHONHASHSEED=0 MPLBACKEND=Agg REACT_LAB_SOLUTIONS=1
+echo "==> unit tests without the model, on both cores (${SECONDS} s so far)"
 # The tests that need no model run on both cores (pytest-xdist). The ones that load the model,
 # start its server or drive the browser run after them, two test files at a time, each
 # llama.cpp on one thread: two models with two threads each on two cores are several times
 # slower (their threads wait for each other), one thread each is not.
 .venv/bin/python -m pytest tests -p no:cacheprovider -m "not model and not server and not browser" -n 2
+echo "==> model, server and browser tests, two files at a time (${SECONDS} s so far)"
 REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}" \
   .venv/bin/python -m pytest tests -p no:cacheprovider -m "$heavy" -n 2 --dist loadfile
+echo "==> the Binder environment and every notebook under nbval (${SECONDS} s so far)"
 bash scripts/binder-check.sh
+echo "==> all passed in ${SECONDS} s"

@@ -50,7 +50,8 @@ class Config:
     ``exemplar_values`` -- the guard refusing an answer whose value only the exemplar
     shows; ``unsure`` -- a best-effort yes/no citing nothing fetched says it does not know;
     ``no_repeat`` -- the grammar offers no call already made, and reads an id the way a
-    user types it (``inv-2041`` is ``INV-2041``).
+    user types it (``inv-2041`` is ``INV-2041``); ``balanced`` -- a yes/no question also
+    gets the nearest exemplar answered the other way.
     """
 
     name: str
@@ -69,6 +70,7 @@ class Config:
     exemplar_values: bool = False
     unsure: bool = False
     no_repeat: bool = False
+    balanced: bool = False
 
     def with_(self, name: str, about: str, **changes) -> "Config":
         """A copy named ``name`` with ``changes`` (one rung built on another)."""
@@ -78,7 +80,7 @@ class Config:
 #: Fields added after results were first saved: left out of :func:`settings` at their defaults,
 #: so the files of the rungs that do not use them keep their fingerprints.
 LATER_FIELDS = {"select": "shape", "distinct": False, "exemplar_values": False, "unsure": False,
-                "no_repeat": False, "protocol": "text"}
+                "no_repeat": False, "protocol": "text", "balanced": False}
 
 
 def settings(cfg: Config) -> dict:
@@ -106,6 +108,9 @@ _COUNTED = _UNSURE.with_("v_counted", "rung 5d: v_unsure + list_invoices also sa
                          "(tool design 'counted' over 'oldest_first')", tools="oldest_first+counted")
 _SEARCH1 = _COUNTED.with_("v_search1", "rung 5e: v_counted + search returns only the best-matching "
                           "passage (tool design 'search1')", tools="oldest_first+counted+search1")
+#: Measured on the dev half and left out of best: it lost there (+0 -3 against v_search1).
+_BALANCED = _SEARCH1.with_("v_balanced", "rung 5g: v_search1 + a yes/no question also gets the "
+                           "nearest exemplar answered the other way", balanced=True)
 #: Measured on the dev half and left out of best: it lost there (+2 -5 against v_search1).
 _SUMS = _SEARCH1.with_("v_sums", "rung 5f: v_search1 + get_payments adds the invoice total, the sum "
                       "paid and paid_in_full (tool design 'sums')", tools="oldest_first+counted+search1+sums")
@@ -129,7 +134,7 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                 "search1")],
     _OLDEST,
     _GPOOL.with_("t_counted", "rung 2: gpool_k1 + tool design 'counted'", tools="counted"),
-    _VALUES, _DISTINCT, _INTENT, _UNSURE, _COUNTED, _SEARCH1, _SUMS,
+    _VALUES, _DISTINCT, _INTENT, _UNSURE, _COUNTED, _SEARCH1, _SUMS, _BALANCED,
     _SEARCH1.with_("best", "rung 6, the working agent: the best combination on the dev half "
                    "(v_search1's)"),
     _GPOOL.with_("runs_k1", "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
@@ -153,7 +158,7 @@ BELOW = {"grammar_action": "baseline", "grammar_grounded": "grammar_action",
          "tax_short": "grammar_grounded", "tax_none": "grammar_grounded",
          "pool_k1": "grammar_grounded", "pool_k2": "pool_k1", "pool_k3": "pool_k1",
          "gpool_k1": "pool_k1", **{n: "gpool_k1" for n in CONFIGS if n.startswith("t_")},
-         "v_values": "t_oldest_first", "v_distinct": "v_values", "v_intent": "v_values", "v_unsure": "v_intent", "v_counted": "v_unsure", "v_search1": "v_counted", "v_sums": "v_search1",
+         "v_values": "t_oldest_first", "v_distinct": "v_values", "v_intent": "v_values", "v_unsure": "v_intent", "v_counted": "v_unsure", "v_search1": "v_counted", "v_sums": "v_search1", "v_balanced": "v_search1",
          "best": "t_oldest_first", "runs_k1": "gpool_k1", "best_runs": "t_oldest_first",
          "best_tools12": "t_oldest_first", "best_tools24": "t_oldest_first"}
 
@@ -188,7 +193,7 @@ def exemplars_for(cfg: Config, task: Task) -> list:
         return list(EXEMPLARS[:1 if cfg.exemplars == "default" else 0])
     if cfg.exemplars in ("pool", "runs"):
         return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
-                      task, k=cfg.k, by=cfg.select, distinct=cfg.distinct)
+                      task, k=cfg.k, by=cfg.select, distinct=cfg.distinct, balanced=cfg.balanced)
     raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default, pool or runs")
 
 

@@ -89,7 +89,7 @@ def jaccard(a: frozenset, b: frozenset) -> float:
 
 
 def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
-           distinct: bool = False) -> list[PoolExemplar]:
+           distinct: bool = False, balanced: bool = False) -> list[PoolExemplar]:
     """Return the ``k`` pool exemplars nearest to ``task.question``, the nearest last.
 
     The nearest sits right above the question in the prompt. Skips ``task`` itself and
@@ -99,6 +99,8 @@ def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
     none is), then by word shape among them. ``distinct``: among equally near entries,
     those whose gold answer is no test task's come first (:func:`coincides`), so a copied
     answer cannot be right by chance and the exemplar-values guard can tell it.
+    ``balanced``: a yes/no question also gets the nearest exemplar answered the other way,
+    above the nearest one, so the answer it shows cannot simply be copied.
     Ties then break by task id, so the choice is deterministic. Raises ``ValueError``
     if ``k`` is below 0 or for an unknown ``by``.
     """
@@ -116,8 +118,19 @@ def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
 
     def rank(e: PoolEntry):
         return (-jaccard(words, e.tokens), distinct and coincides(e.task_id), e.task_id)
-    ranked = sorted(allowed, key=rank)[:k]
-    return [e.exemplar for e in reversed(ranked)]
+    ranked = sorted(allowed, key=rank)
+    chosen = ranked[:k]
+    if balanced and chosen and intent(task.question) == "yesno":
+        side = _yes_or_no(chosen[0].exemplar.answer)
+        other = next((e for e in ranked[k:] if _yes_or_no(e.exemplar.answer) not in (None, side)), None)
+        chosen += [other] if other is not None and side is not None else []
+    return [e.exemplar for e in reversed(chosen)]
+
+
+def _yes_or_no(answer: str) -> str | None:
+    """``"yes"`` or ``"no"`` for an answer that starts with one, else None."""
+    word = re.match(r"\W*(yes|no)\b", answer.casefold())
+    return word[1] if word else None
 
 
 # --------------------------------------------------------------------------- what a question asks for

@@ -459,6 +459,20 @@ def test_intent_selection_picks_an_exemplar_of_the_asked_kind():
         select(pool, TEST[0], by="words")
 
 
+def test_a_balanced_yes_no_question_sees_a_yes_and_a_no_and_other_questions_one_exemplar():
+    from react_lab.experiments.exemplars import get_pool
+    from react_lab.experiments.tasks import Task
+
+    pool = list(get_pool("oldest_first"))
+    task = Task("q", "q", "Is INV-9999 fully paid off?", "", "text")
+    (nearest,) = select(pool, task, by="intent")
+    other, last = select(pool, task, by="intent", balanced=True)
+    assert last == nearest                        # the nearest stays nearest the question
+    assert {other.answer.split(".")[0], last.answer.split(".")[0]} == {"Yes", "No"}
+    dated = Task("d", "d", "On what date did cus_9999 last get an invoice?", "", "text")
+    assert select(pool, dated, by="intent", balanced=True) == select(pool, dated, by="intent")
+
+
 def test_rescore_rewrites_only_the_verdicts_and_the_summary(tmp_path):
     from react_lab.experiments import results
 
