@@ -92,9 +92,15 @@ def copied_reason(answer: str, exemplar: str, sources: Iterable[str]) -> str | N
             "Answer from this run's observations.")
 
 
+def yes_or_no(answer: str) -> str | None:
+    """``"yes"`` or ``"no"`` for an answer that starts with one (any case), else None."""
+    word = re.match(r"\W*(yes|no)\b", answer, re.I)
+    return word[1].lower() if word else None
+
+
 def is_guess(answer: str, observations: Iterable[str]) -> bool:
     """True for a yes or no that cites no value of ``observations`` (an id, a date, an amount)."""
-    if not re.match(r"\W*(yes|no)\b", answer, re.I):
+    if yes_or_no(answer) is None:
         return False
     fetched = {v for text in observations for v in values_in(text)}
     return not fetched & set(values_in(answer))

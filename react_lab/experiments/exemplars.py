@@ -42,6 +42,7 @@ import re
 from dataclasses import dataclass
 
 from ..protocol import Exemplar
+from ..provenance import yes_or_no
 from ..tools import ID_RE, call_tool
 from .tasks import Task, load_tasks
 
@@ -120,17 +121,11 @@ def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
         return (-jaccard(words, e.tokens), distinct and coincides(e.task_id), e.task_id)
     ranked = sorted(allowed, key=rank)
     chosen = ranked[:k]
-    if balanced and chosen and intent(task.question) == "yesno":
-        side = _yes_or_no(chosen[0].exemplar.answer)
-        other = next((e for e in ranked[k:] if _yes_or_no(e.exemplar.answer) not in (None, side)), None)
-        chosen += [other] if other is not None and side is not None else []
+    side = chosen and balanced and intent(task.question) == "yesno" and yes_or_no(chosen[0].exemplar.answer)
+    if side:
+        other = next((e for e in ranked[k:] if yes_or_no(e.exemplar.answer) not in (None, side)), None)
+        chosen += [other] if other is not None else []
     return [e.exemplar for e in reversed(chosen)]
-
-
-def _yes_or_no(answer: str) -> str | None:
-    """``"yes"`` or ``"no"`` for an answer that starts with one, else None."""
-    word = re.match(r"\W*(yes|no)\b", answer.casefold())
-    return word[1] if word else None
 
 
 # --------------------------------------------------------------------------- what a question asks for
