@@ -2,8 +2,13 @@
 # Check the Binder path without Docker: a fresh virtual environment built from the binder/
 # files only (requirements.txt, then postBuild), then every notebook executed under nbval
 # with the network unavailable to the kernel (a network namespace with loopback only).
+#   bash scripts/binder-check.sh [build|run] [pytest arguments...]
+# "build" only builds the environment, "run" only runs the notebooks in the one built before
+# (scripts/test.sh builds it while the unit tests run); with neither, both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+phase=all
+case "${1:-}" in build|run) phase="$1"; shift ;; esac
 PY="${PYTHON:-python3}"
 # Binder builds with the Python of binder/runtime.txt (repo2docker's default is older):
 # check with the same minor version, or say which one this is.
@@ -13,15 +18,23 @@ if [ "$have" != "$want" ]; then
   echo "==> note: Binder builds with Python $want (binder/runtime.txt); this check uses $have"
 fi
 VENV="$PWD/.binder-venv"
-rm -rf "$VENV"
-echo "==> Binder check: fresh environment from binder/requirements.txt + binder/postBuild"
-"$PY" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet --progress-bar off -r binder/requirements.txt
-# postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
-PATH="$VENV/bin:$PATH" bash binder/postBuild
-# The check's own test runner, not part of the Binder image: two notebooks at a time.
-"$VENV/bin/python" -m pip install --quiet --progress-bar off "pytest-xdist>=3.5"
+if [ "$phase" != run ]; then
+  rm -rf "$VENV"
+  echo "==> Binder check: fresh environment from binder/requirements.txt + binder/postBuild"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet --progress-bar off -r binder/requirements.txt
+  # postBuild runs as repo2docker runs it: `python` and `pip` are the environment's own.
+  PATH="$VENV/bin:$PATH" bash binder/postBuild
+  # The check's own test runner, not part of the Binder image: two notebooks at a time.
+  "$VENV/bin/python" -m pip install --quiet --progress-bar off "pytest-xdist>=3.5"
+  touch "$VENV/.built"
+  [ "$phase" = build ] && exit 0
+fi
+if [ ! -e "$VENV/.built" ]; then
+  echo "no Binder environment built: run  bash scripts/binder-check.sh build  first" >&2
+  exit 1
+fi
 # binder/start sets the kernel's environment; run the notebooks through it. A fresh results
 # cache, so every number the notebooks print is computed in this run. pytest recurses into
 # notebooks/bench/, so the bench runs under nbval like the core path. Two kernels at a time
@@ -35,7 +48,7 @@ run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_L
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
   --nbval-cell-timeout=2400 -p no:cacheprovider -n "${REACT_LAB_NOTEBOOK_WORKERS:-2}" --dist loadfile "$@")
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
-  echo "==> executing every notebook with no network (loopback only; the environment took ${SECONDS} s)"
+  echo "==> executing every notebook with no network (loopback only)"
   unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"
 else
   echo "==> cannot make a network namespace here; blocking sockets in the kernel instead"

@@ -1,15 +1,12 @@
 """The fast paths on the real embedded model give what the stock llama-cpp-python calls give.
 
-* one greedy generation read as both arms == two create_completion calls (with and without
-  ``stop``), and the experiment's counts == the two-pass path's, on a small sample;
-* batched decoding: with width 1 the one-at-a-time tokens exactly; with the experiment's
-  width, forgery verdicts that agree with one-at-a-time decoding within noise;
+* batched decoding: with width 1 the one-at-a-time tokens exactly, and bad input refused;
 * the one-token grammar check == create_completion(grammar=...) token for token;
 * the cache rules: the same prompt twice (or after a prefix snapshot was restored) gives
   the cold completion.
-Properties of the model's output, not its exact text. Run under the model lock.
+Properties of the model's output, not its exact text. Run under the model lock. (The
+forgery experiment's fast paths: ``tests/experiments/test_forge_model.py``.)
 """
-import json
 
 import pytest
 
@@ -23,9 +20,7 @@ from react_lab.backends.llama_state import (
     trim_cache,
 )
 from react_lab.backends.local import local_model
-from react_lab.cli import main
 from react_lab.experiments import forge
-from react_lab.experiments.stats import paired_comparison
 from react_lab.guards import MORE, Guards
 from react_lab.native import SYSTEM
 from react_lab.notebook.warm import native_prompts, text_prompts
@@ -33,8 +28,6 @@ from react_lab.parser import find_forged
 from react_lab.tools import default_tools, tool_schemas
 
 pytestmark = pytest.mark.model
-
-N = 4
 
 
 @pytest.fixture(scope="module")
@@ -44,47 +37,6 @@ def model():
 
 def rendered(model, question):
     return model.render(protocol.build_prompt(question, default_tools().values()))
-
-
-class TwoPasses:
-    """The embedded model behind a plain ``complete``: run_experiment takes its two-pass path."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.temperature = inner, inner.name, inner.temperature
-
-    def complete(self, prompt, **kwargs):
-        return self.inner.complete(prompt, **kwargs)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
-
-
-def test_the_experiment_counts_the_same_both_ways(model):
-    texts = forge.questions(N)
-    # Each path starts from an empty KV cache, so neither is charged (or spared) the shared
-    # prefix because of what ran before it: the prompt-token counts below compare the paths.
-    model.llm.reset()
-    fast = forge.run_experiment(texts, model, tail=3, batch=1, progress=False)
-    model.llm.reset()
-    slow = forge.run_experiment(texts, TwoPasses(model), tail=3, progress=False)
-    assert fast["arms_from"] == forge.ONE_GENERATION and slow["arms_from"] == forge.TWO_PASSES
-    for arm in forge.ARMS:
-        assert fast[arm]["forged"] == slow[arm]["forged"]
-    assert fast["with_stop"]["completion_tokens"] == slow["with_stop"]["completion_tokens"]
-    # with stop: the one generation's cut is the completion stop gives, token for token
-    same = ("text", "finish_reason", "completion_tokens")
-    assert [[t[k] for k in same] for t in fast["trials"]["with_stop"]] == \
-        [[t[k] for k in same] for t in slow["trials"]["with_stop"]]
-    # without stop, ended at the forgery: a prefix with the same verdict and place
-    for f, s in zip(fast["trials"]["without_stop"], slow["trials"]["without_stop"]):
-        assert s["text"].startswith(f["text"]) and f["forged_at"] == s["forged_at"]
-    # the tail subsample runs on to max_tokens: the whole no-stop completion, token for token
-    assert [[t[k] for k in same] for t in fast["tail_subsample"]["trials"]] == \
-        [[t[k] for k in same] for t in slow["trials"]["without_stop"][:3]]
-    # the one generation costs less: fewer prompt tokens evaluated, fewer generated
-    assert fast["tokens"]["prompt_evaluated"] < slow["tokens"]["prompt_evaluated"]
-    assert fast["tokens"]["generated"] < slow["tokens"]["generated"]
-    assert fast["tokens"]["prompt_sent"] == slow["tokens"]["prompt_sent"] // 2
 
 
 def test_a_batch_of_width_one_decodes_the_one_at_a_time_tokens(model):
@@ -128,39 +80,6 @@ def test_the_batched_decoder_refuses_bad_input_and_takes_any_width_llama_cpp_all
         model.decode("", max_tokens=3)   # not a continuation of whatever ran before
     with pytest.raises(ValueError, match="no tokens"):
         model.decode_many(["", "Count: 1"], max_tokens=3)
-
-
-def test_batching_differences_finds_none_between_two_one_at_a_time_runs(model):
-    texts = forge.questions(N)
-    same = forge.batching_differences(model, texts, max_tokens=8, batch=1)
-    assert (same["same"], same["parted"]) == (N, [])
-    sides = forge.batching_differences(model, texts, max_tokens=8)
-    assert sides["same"] + len(sides["parted"]) == N and sides["batch"] == forge.BATCH
-    for p in sides["parted"]:
-        assert 0 <= p["at"] < 8 and p["alone"] != p["batched"]
-
-
-def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
-    texts = forge.questions(8)
-    alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)
-    batched = forge.run_experiment(texts, model, tail=0, batch=forge.BATCH, progress=False)
-    assert batched["batch"] == forge.BATCH and alone["batch"] == 1
-    assert batched["with_stop"]["forged"] == 0      # the stop sequence holds either way
-    verdicts = [{t["question"]: t["forged"] for t in r["trials"]["without_stop"]} for r in (alone, batched)]
-    paired = paired_comparison(*verdicts)
-    assert paired.verdict == "not significant" and paired.gained + paired.lost <= len(texts) // 3
-    # the same questions, in order, each read as both arms from one generation
-    for w, f in zip(batched["trials"]["with_stop"], batched["trials"]["without_stop"]):
-        assert w["question"] == f["question"] and f["text"].startswith(w["text"])
-
-
-def test_forge_rate_cli_reports_wall_time_and_prompt_tokens_sent_against_evaluated(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
-    assert main(["forge-rate", "--n", "4", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["seconds"] > 0 and out["arms_from"] == forge.ONE_GENERATION
-    tokens = out["tokens"]
-    assert 0 < tokens["prompt_evaluated"] < tokens["prompt_sent"] / 4  # the shared prefix is reused
 
 
 def test_the_grammar_check_on_one_token_gives_the_stock_tokens(model):
