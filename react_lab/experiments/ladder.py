@@ -43,6 +43,7 @@ budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.exper
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -186,6 +187,18 @@ def _log_path(cfg: Config, split: str, temperature: float, seed: int, log_dir) -
     return Path(log_dir or default_log_dir()) / f"{cfg.name}-{split}-T{temperature:g}-s{seed}.jsonl"
 
 
+def run_inputs(cfg: Config, task: Task) -> str:
+    """A digest of what one run of ``task`` under ``cfg`` is made of: its first prompt, the
+    configuration's settings, its tools' schemas and :data:`CODE_VERSION`.
+
+    A logged run is reused only under the same digest, so changing what a configuration
+    name stands for (the working agent's tools, say) runs its tasks again.
+    """
+    inputs = {"prompt": first_prompt(cfg, task), "config": settings(cfg), "code": CODE_VERSION,
+              "schemas": [t.openai_schema() for t in tools_for(cfg).values()]}
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
 def read_log(path: Path) -> dict[tuple[str, int], dict]:
     """The records of a run log by ``(task_id, trial)``; a torn last line is skipped."""
     records = {}
@@ -207,7 +220,8 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
 
     Trial ``i`` samples with seed ``seed + i`` at ``temperature`` (0: greedy, so more
     than one trial only makes sense above 0). Records go to a run log as they come
-    (:func:`default_log_dir`), so an interrupted run resumes where it stopped; no new
+    (:func:`default_log_dir`), so an interrupted run resumes where it stopped (a logged run
+    is reused only if its :func:`run_inputs` are the same today); no new
     run starts once ``budget`` seconds have passed; logged answers are scored again by
     :func:`react_lab.experiments.tasks.score` as it is now. Raises ``RuntimeError`` before
     running anything if a prompt would show a non-dev exemplar (:func:`check_no_leak`).
@@ -217,7 +231,9 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
     check_no_leak(cfg, tasks)
     path = _log_path(cfg, split, temperature, seed, log_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    done = read_log(path)
+    inputs = {task.id: run_inputs(cfg, task) for task in tasks}
+    done = {key: r for key, r in read_log(path).items()
+            if key[0] in inputs and r.pop("inputs", None) == inputs[key[0]]}
     t0 = time.perf_counter()
     for trial in range(trials):
         for task in tasks:
@@ -228,7 +244,7 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
             rec = run_one(cfg, task, model=model, temperature=temperature, seed=seed + trial,
                           trial=trial)
             with path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                fh.write(json.dumps({**rec, "inputs": inputs[task.id]}, ensure_ascii=False) + "\n")
             done[(task.id, trial)] = rec
             if progress:
                 progress(f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "

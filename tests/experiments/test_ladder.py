@@ -300,6 +300,12 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
     again, complete = ladder.run_ladder(cfg, tasks[:1], split="test", trials=2, temperature=0.7,
                                         log_dir=tmp_path, model=None, progress=None)  # all cached
     assert complete and again == records
+    # the same name standing for other settings does not reuse the logged runs
+    changed = cfg.with_(cfg.name, cfg.about, tools="oldest_first")
+    before = len(base.calls)
+    rerun, complete = ladder.run_ladder(changed, tasks[:1], split="test", trials=2, temperature=0.7,
+                                        log_dir=tmp_path, model=base, progress=None)
+    assert complete and len(base.calls) > before and [r["trial"] for r in rerun] == [0, 1]
     s = ladder.summarize(records)
     assert (s["n"], s["trials"], s["successes"]) == (1, 2, 1)
     assert s["pass_hat_k"] == [1.0, 1.0] and s["pass_at_k"] == [1.0, 1.0]
