@@ -29,7 +29,8 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
                               best-effort yes/no that cites nothing fetched says it does not know
 ``v_counted``                 rung 5d: + ``list_invoices`` also says how many invoices it listed
 ``v_search1``                 rung 5e: + ``search`` returns only the best-matching passage
-``best``                      the working agent: the best combination on the DEV half (``v_search1``'s);
+``v_dollars``                 rung 5h: + ``get_charge`` shows the amount in cents and in dollars
+``best``                      the working agent: the best combination on the DEV half (``v_dollars``'s);
                               ``react-lab ask QUESTION --config best``
 ============================  ================================================================
 
