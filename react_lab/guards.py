@@ -465,8 +465,16 @@ def call_words(args) -> list[str]:
 
 
 def call_key(args) -> str:
-    """A call's arguments, normalised (case, spacing, punctuation), for exact-repeat detection."""
-    return " ".join(call_words(args))
+    """A call's arguments, normalised (case, spacing, punctuation), for exact-repeat detection.
+
+    Named arguments keep their names (sorted), so a call the tool refused for a wrong
+    argument name, sent again with the right one, is not a repeat; arguments with no word
+    in them are compared as written.
+    """
+    if isinstance(args, dict):
+        return " ".join(f"{str(k).lower()}: {' '.join(call_words(v)) or _show(v)}"
+                        for k, v in sorted(args.items(), key=lambda kv: str(kv[0])))
+    return " ".join(call_words(args)) or _show(args)
 
 
 def one_word_apart(a: list[str], b: list[str]) -> bool:

@@ -167,9 +167,9 @@ class ParseResult:
         return [a.strip() for a in str(self.input).split(",")]
 
     def to_dict(self) -> dict:
-        """The CLI's shape: ``{"kind", "tool", "input", "answer", "reason"}``."""
+        """The CLI's shape: ``{"kind", "tool", "input", "answer", "reason", "forged"}``."""
         d = asdict(self)
-        return {k: d[k] for k in ("kind", "tool", "input", "answer", "reason")}
+        return {k: d[k] for k in ("kind", "tool", "input", "answer", "reason", "forged")}
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:

@@ -280,6 +280,20 @@ def test_exact_repeat_ignores_case_and_spacing(loop, tools):
     assert result.steps[1].guard == "repeat"
 
 
+def test_a_call_refused_for_a_wrong_argument_name_may_be_sent_again_with_the_right_one(tools):
+    guards = Guards()
+    guards.start("Has INV-2041 been paid?")
+    wrong = guards.run_tool(tools, "find_invoice", {"wrong": "INV-2041"})
+    assert wrong.error and "invoice_id" in wrong.error
+    right = guards.run_tool(tools, "find_invoice", {"invoice_id": "INV-2041"})
+    assert right.error is None and right.guard is None and "INV-2041" in right.text
+    again = guards.run_tool(tools, "find_invoice", {"invoice_id": "inv-2041 "})
+    assert again.guard == "repeat"                      # the same call is still a repeat
+    odd = Guards()
+    assert odd.run_tool(tools, "search", ['"']).guard is None
+    assert odd.run_tool(tools, "search", ["*"]).guard is None   # no words in either: compared as written
+
+
 def test_near_repeats_one_word_changed_three_times(loop, tools):
     script = [loop.call("search", query=f"late payment {w}") for w in ("reminders", "fees", "emails")]
     script.append(loop.answer("7, 14 and 30 days"))
