@@ -17,17 +17,16 @@ limit (its fields) and the state of one run, and the loop calls it at named plac
 ``guards.stop_reason()``                   at the end of a step: a budget or ignored refusals
 =========================================  ===============================================
 
-Every limit is on by default; the data markers, the grounding checks and the citation check are
-switched on where a task needs them. Set a field to ``None`` (or ``False``) to switch a guard
-off, or start from :meth:`Guards.off`. A guard that acts names itself in the Observation it returns
-(``guard``; the loop copies it to ``Step.guard`` and, when it ends the run, to ``stopped_by``;
-the names are :data:`GUARD_NAMES`). The step limit stays the loop's ``max_steps`` argument; what
-happens when it trips (one labelled best-effort answer) is :attr:`Guards.best_effort`. Together
-they answer the failure modes practitioners list for ReAct agents: step, token, money and
-wall-clock limits; exact and near repeats; a per-tool retry cap; truncation with a marker and a
-way to read on; compaction that keeps ids and error text; answer checks (grounding, values copied
-from the exemplar, placeholders, citations); an approval gate on side effects; and tool output
-marked as data, never instructions.
+Every limit is on by default; the data markers, the grounding checks and the citation check are switched
+on where a task needs them. Set a field to ``None`` (or ``False``) to switch a guard off, or start from
+:meth:`Guards.off`. A guard that acts names itself in the Observation it returns (``guard``; the loop
+copies it to ``Step.guard`` and, when it ends the run, to ``stopped_by``; the names are
+:data:`GUARD_NAMES`). The step limit stays the loop's ``max_steps`` argument; what happens when it trips
+(one labelled best-effort answer) is :attr:`Guards.best_effort`. Together they answer the failure modes
+practitioners list for ReAct agents: step, token, money and wall-clock limits; exact and near repeats; a
+per-tool retry cap; truncation with a marker and a way to read on; compaction that keeps ids and error
+text; answer checks (grounding, values copied from the exemplar, placeholders, citations); an approval
+gate on side effects; and tool output marked as data, never instructions.
 """
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ GUARD_NAMES = ("max_steps", "token_budget", "money_budget", "time_budget", "tool
                "repeat", "near_repeat", "retry_cap", "approval", "truncated", "compacted",
                "placeholder_answer", "ungrounded_answer", "uncited_answer", "own_question", "exemplar_value")
 
-#: Stops after which the loop asks the model once for a labelled best-effort answer.
-#: (A spent budget is not spent again.)
+#: Stops after which the loop asks the model once for a labelled best-effort answer (not a spent budget).
 BEST_EFFORT_AFTER = ("max_steps", "repeat", "near_repeat", "retry_cap", "approval")
 
 #: The pseudo-tool that reads the next page of a truncated observation: ``more[p1]``.
@@ -459,22 +457,16 @@ def _show(args) -> str:
 
 def call_words(args) -> list[str]:
     """The lower-cased words of a call's arguments (a list, a dict's values or one value)."""
-    values = args.values() if isinstance(args, dict) else (
-        args if isinstance(args, (list, tuple)) else [args])
+    values = args.values() if isinstance(args, dict) else args if isinstance(args, (list, tuple)) else [args]
     return re.findall(r"[\w.-]+", " ".join(str(v) for v in values).lower())
 
 
 def call_key(args) -> str:
-    """A call's arguments, normalised (case, spacing, punctuation), for exact-repeat detection.
-
-    Named arguments keep their names (sorted), so a call the tool refused for a wrong
-    argument name, sent again with the right one, is not a repeat; arguments with no word
-    in them are compared as written.
-    """
-    if isinstance(args, dict):
-        return " ".join(f"{str(k).lower()}: {' '.join(call_words(v)) or _show(v)}"
-                        for k, v in sorted(args.items(), key=lambda kv: str(kv[0])))
-    return " ".join(call_words(args)) or _show(args)
+    """A call's arguments normalised (case, spacing, punctuation) for exact-repeat detection;
+    named ones keep their names (a wrong name corrected is no repeat), wordless ones as written."""
+    named = sorted(args.items(), key=lambda kv: str(kv[0])) if isinstance(args, dict) else [(None, args)]
+    return " ".join(("" if k is None else f"{str(k).lower()}: ") + (" ".join(call_words(v)) or _show(v))
+                    for k, v in named)
 
 
 def one_word_apart(a: list[str], b: list[str]) -> bool:
