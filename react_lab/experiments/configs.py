@@ -116,6 +116,7 @@ _SUMS = _SEARCH1.with_("v_sums", "rung 5f: v_search1 + get_payments adds the inv
                       "paid and paid_in_full (tool design 'sums')", tools="oldest_first+counted+search1+sums")
 _DOLLARS = _SEARCH1.with_("v_dollars", "rung 5h: v_search1 + get_charge shows the amount in cents "
                           "and in dollars (tool design 'dollars')", tools="oldest_first+counted+search1+dollars")
+
 #: The named configurations, in ladder order.
 CONFIGS: dict[str, Config] = {c.name: c for c in [
     _BASELINE,

@@ -195,9 +195,15 @@ def run_inputs(cfg: Config, task: Task) -> str:
     A logged run is reused only under the same digest, so changing what a configuration
     name stands for (the working agent's tools, say) runs its tasks again.
     """
-    inputs = {"prompt": first_prompt(cfg, task), "config": settings(cfg), "code": CODE_VERSION,
-              "schemas": [t.openai_schema() for t in tools_for(cfg).values()]}
+    inputs = {**_prompt_inputs(cfg, [task]), "code": CODE_VERSION}
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+
+
+def _prompt_inputs(cfg: Config, tasks: Sequence[Task]) -> dict:
+    """What the model is shown for ``tasks`` under ``cfg``: every first prompt (instructions,
+    tool descriptions, exemplars), the configuration's settings and its tools' schemas."""
+    return {"first_prompts": [first_prompt(cfg, t) for t in tasks], "config": settings(cfg),
+            "schemas": [t.openai_schema() for t in tools_for(cfg).values()]}
 
 
 def read_log(path: Path) -> dict[tuple[str, int], dict]:
@@ -345,11 +351,7 @@ def fingerprint_inputs(config: dict):
     cfg = get_config(config["config"])
     tasks = tasks_of(config)
     chosen = [tasks[i] for i in config["task_ids"]]
-    tools = tools_for(cfg)
-    prompt = {"first_prompts": [first_prompt(cfg, t) for t in chosen],
-              "config": settings(cfg),
-              "schemas": [t.openai_schema() for t in tools.values()]}
-    return Inputs(model="local", prompt=prompt,
+    return Inputs(model="local", prompt=_prompt_inputs(cfg, chosen),
                   tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
 
 
