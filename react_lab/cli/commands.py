@@ -58,7 +58,8 @@ def _print_run(args, result) -> int:
         _print_json(result.to_dict())
     else:
         print(result.transcript.render_text())
-        print(f"\nanswer: {result.answer}\nstopped_by: {result.stopped_by}")
+        answer = result.answer if result.answer is not None else "none (the run stopped before one)"
+        print(f"\nanswer: {answer}\nstopped_by: {result.stopped_by}")
     return 0
 
 

@@ -69,6 +69,14 @@ def test_ask_still_accepts_zero_to_switch_limits_off(capsys, script):
     assert json.loads(capsys.readouterr().out)["answer"] == "42"
 
 
+def test_ask_says_when_a_run_ended_without_an_answer(capsys, tmp_path):
+    path = tmp_path / "no_answer.json"
+    path.write_text(json.dumps([" I look.\nAction: search[refund policy]", "Action: search[refunds]"]))
+    assert main(["ask", "q", "--model", f"scripted:{path}", "--max-steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "answer: none (the run stopped before one)" in out and "answer: None" not in out
+
+
 COST = ["cost", "--prefix", "10", "--observation", "5", "--assistant", "5"]
 
 
