@@ -14,6 +14,7 @@ Units: invoice totals and payments are dollars; card charges are cents (12900 = 
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import hashlib
 import inspect
@@ -49,8 +50,12 @@ def open_db(path: str | Path | None = None) -> sqlite3.Connection:
 
 
 def working_copy(dest_dir: str | Path | None = None) -> Path:
-    """Copy the shipped database into dest_dir (default: a new temp dir); return the copy's path."""
-    dest = Path(dest_dir or tempfile.mkdtemp(prefix="react_lab_")) / DB_PATH.name
+    """Copy the shipped database into dest_dir (default: a new temp dir, removed when the
+    Python process exits); return the copy's path."""
+    if dest_dir is None:
+        dest_dir = tempfile.mkdtemp(prefix="react_lab_")
+        atexit.register(shutil.rmtree, dest_dir, ignore_errors=True)
+    dest = Path(dest_dir) / DB_PATH.name
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(DB_PATH, dest)
     return dest

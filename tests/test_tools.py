@@ -2,6 +2,7 @@
 import inspect
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -450,3 +451,15 @@ def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
     step = ask("What is INV-2041's total?", model, T.default_tools(), max_steps=2).steps[0]
     assert step.action["tool"] == "find_invoice"
     assert "invoice_id" in step.error and "control character '\\x00'" in step.error
+
+
+def test_a_working_copy_in_its_own_temp_dir_is_removed_when_the_process_exits(tmp_path):
+    import subprocess
+    import sys
+
+    code = "from react_lab.tools import working_copy; p = working_copy(); print(p); assert p.is_file()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    copy = Path(out.stdout.strip())
+    assert copy.name == "billing.sqlite" and not copy.parent.exists()
+    kept = T.working_copy(tmp_path)  # a folder the caller chose is the caller's to keep
+    assert kept.parent == tmp_path and kept.is_file()
