@@ -6,8 +6,7 @@
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
 (``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
 :func:`python_calls`; JSON's ``true``/``null`` and a lone ``properties={...}`` wrapper are
-read as meant). Each reader returns
-``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
+read as meant). Each reader returns ``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
 error that says what to write instead -- or None when there is no such call.
 
 Underneath is one brace scanner (:func:`find_objects`): a single left-to-right pass, so
@@ -152,16 +151,21 @@ def load_object(blob: str) -> Any:
     return None
 
 
+_QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}  # open -> close
+
+
 def clean_input(value: str) -> Any:
-    """Trim, parse an object if it is one, strip one pair of quotes wrapping the whole input."""
+    """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
+    wrapping the whole input, or an opening quote never closed (a line cut off)."""
     value = value.strip()
     if value.startswith("{") and value.endswith("}"):
         obj = load_object(value)
         if isinstance(obj, dict):
             return obj
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'`" and value[0] not in value[1:-1]:
+    close = _QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
+    if close and value[-1] == close and close not in value[1:-1]:
         return value[1:-1].strip()
-    return value
+    return value[1:].strip() if close and close not in value[1:] and value[0] not in value[1:] else value
 
 
 def is_tool_name(name: str) -> bool:

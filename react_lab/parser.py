@@ -49,13 +49,16 @@ NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
 # ``[ \t]*``): the regex engine then never backtracks more than one line, and parsing stays
 # linear however long or strange the text is.
 # A label ends in ":" or a full-width "\uff1a" / small "\ufe55" colon (CJK text writes those).
-_LABEL = r"^[ \t>*_#]*{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*"
+#: What may stand before a label on its line: spaces, quote and markdown marks, and the
+#: invisible characters some tokenizers emit (a byte-order mark, zero-width spaces and joiners).
+_LEAD = r"[ \t>*_#\ufeff\u200b-\u200d\u2060]*"
+_LABEL = "^" + _LEAD + r"{name}[ \t]*(?:(\d+)[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*"
 _ACTION_LINE = re.compile(_LABEL.format(name="Action"), re.MULTILINE | re.IGNORECASE)
-_INPUT_LINE = re.compile(r"^[ \t>*_#]*Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*",
+_INPUT_LINE = re.compile("^" + _LEAD + r"Action[ \t]*(?:(\d+)[ \t]*)?Input[ \t]*(?:\*+[ \t]*)?[:\uff1a\ufe55][ \t*]*",
                          re.MULTILINE | re.IGNORECASE)
 _ANSWER_LINE = re.compile(_LABEL.format(name=r"(?:Final[ \t]+)?Answer"), re.MULTILINE | re.IGNORECASE)
 _THOUGHT_LINE = re.compile(_LABEL.format(name="Thought"), re.MULTILINE | re.IGNORECASE)
-_ANY_LABEL = re.compile(r"^[ \t>*_#]*(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
+_ANY_LABEL = re.compile("^" + _LEAD + r"(?:Thought|Action|Observation|Question|(?:Final[ \t]+)?Answer)\b"
                         r"[ \t]*(?:\d+[ \t]*)?(?:Input[ \t]*)?(?:\*+[ \t]*)?[:\uff1a\ufe55]",
                         re.MULTILINE | re.IGNORECASE)
 _FENCE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$", re.MULTILINE)

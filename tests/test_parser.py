@@ -49,6 +49,8 @@ def test_any_model_written_observation_is_dropped(label):
     ("Action: list_invoices[cus_8812, 2026-07-01] # July", "list_invoices", "cus_8812, 2026-07-01"),
     ("**Action:** search[x]", "search", "x"),
     ("Action: Google Search\n\n\nAction Input: 'q'", "Google Search", "q"),
+    ("\ufeffAction: search[x]", "search", "x"),  # a byte-order mark before the label
+    ("\u200b\u2060Action: search[x]", "search", "x"),  # zero-width characters before it
 ])
 def test_label_drift(text, tool, inp):
     r = parse(text)
@@ -58,6 +60,8 @@ def test_label_drift(text, tool, inp):
 @pytest.mark.parametrize("raw,expected", [
     ('"a b"', "a b"), ("'a b'", "a b"), ('"a" and "b"', '"a" and "b"'),
     ('say "hi"', 'say "hi"'), ("'it''s'", "'it''s'"), ('"', '"'),
+    ("\u201ca b\u201d", "a b"), ("\u2018a b\u2019", "a b"),  # typographic quotes, as a pair
+    ('"a b', "a b"), ("\u201ca b", "a b"),  # an opening quote never closed (a cut-off line)
 ])
 def test_quotes_stripped_only_when_one_pair_wraps_everything(raw, expected):
     assert parse(f"Action: echo\nAction Input: {raw}").input == expected
