@@ -116,6 +116,10 @@ _SUMS = _SEARCH1.with_("v_sums", "rung 5f: v_search1 + get_payments adds the inv
                       "paid and paid_in_full (tool design 'sums')", tools="oldest_first+counted+search1+sums")
 _DOLLARS = _SEARCH1.with_("v_dollars", "rung 5h: v_search1 + get_charge shows the amount in cents "
                           "and in dollars (tool design 'dollars')", tools="oldest_first+counted+search1+dollars")
+_K2 = _DOLLARS.with_("v_k2", "rung 5i: v_dollars + 2 exemplars per question instead of 1 (the "
+                     "nearest right above the question)", k=2)
+_K3 = _DOLLARS.with_("v_k3", "rung 5i: v_dollars + 3 exemplars per question instead of 1 (the "
+                     "nearest right above the question)", k=3)
 
 #: The named configurations, in ladder order.
 CONFIGS: dict[str, Config] = {c.name: c for c in [
@@ -136,9 +140,9 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
                 "search1")],
     _OLDEST,
     _GPOOL.with_("t_counted", "rung 2: gpool_k1 + tool design 'counted'", tools="counted"),
-    _VALUES, _DISTINCT, _INTENT, _UNSURE, _COUNTED, _SEARCH1, _SUMS, _BALANCED, _DOLLARS,
-    _DOLLARS.with_("best", "rung 6, the working agent: the best combination on the dev half "
-                   "(v_dollars's)"),
+    _VALUES, _DISTINCT, _INTENT, _UNSURE, _COUNTED, _SEARCH1, _SUMS, _BALANCED, _DOLLARS, _K2, _K3,
+    _K3.with_("best", "rung 6, the working agent: the best combination on the dev half "
+              "(v_k3's)"),
     _GPOOL.with_("runs_k1", "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
                  exemplars="runs"),
     # Named before best changed: their "best" is t_oldest_first (the text is fingerprinted).
@@ -160,7 +164,7 @@ BELOW = {"grammar_action": "baseline", "grammar_grounded": "grammar_action",
          "tax_short": "grammar_grounded", "tax_none": "grammar_grounded",
          "pool_k1": "grammar_grounded", "pool_k2": "pool_k1", "pool_k3": "pool_k1",
          "gpool_k1": "pool_k1", **{n: "gpool_k1" for n in CONFIGS if n.startswith("t_")},
-         "v_values": "t_oldest_first", "v_distinct": "v_values", "v_intent": "v_values", "v_unsure": "v_intent", "v_counted": "v_unsure", "v_search1": "v_counted", "v_sums": "v_search1", "v_balanced": "v_search1", "v_dollars": "v_search1",
+         "v_values": "t_oldest_first", "v_distinct": "v_values", "v_intent": "v_values", "v_unsure": "v_intent", "v_counted": "v_unsure", "v_search1": "v_counted", "v_sums": "v_search1", "v_balanced": "v_search1", "v_dollars": "v_search1", "v_k2": "v_dollars", "v_k3": "v_dollars",
          "best": "t_oldest_first", "runs_k1": "gpool_k1", "best_runs": "t_oldest_first",
          "best_tools12": "t_oldest_first", "best_tools24": "t_oldest_first"}
 

@@ -193,8 +193,9 @@ class EvalRun:
 
 def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
              max_steps: int = EVAL_MAX_STEPS, max_tokens: int = EVAL_MAX_TOKENS,
-             timeout: float = 60.0, exemplars=None, loop_options: dict | None = None) -> RunResult:
-    """Run one task; return its :class:`react_lab.trace.RunResult`.
+             timeout: float = 60.0, exemplars=None, loop_options: dict | None = None,
+             progress: bool = False) -> RunResult:
+    """Run one task; return its :class:`react_lab.trace.RunResult` (``progress``: a tqdm bar over the steps).
 
     Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
     (``loop_options`` are passed on as keyword arguments). ``timeout`` is wall-clock
@@ -218,7 +219,7 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
                          max_tokens=max_tokens, exemplars=exemplars, **options)
     steps, stopped_by = [], None
     try:
-        for step in steps_iter:
+        for step in tqdm(steps_iter, desc="steps", unit="step", leave=False, disable=not progress):
             steps.append(step)
             if step.answer is None and time.perf_counter() - t0 > timeout:
                 stopped_by = "timeout"

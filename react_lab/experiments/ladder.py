@@ -30,7 +30,8 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 ``v_counted``                 rung 5d: + ``list_invoices`` also says how many invoices it listed
 ``v_search1``                 rung 5e: + ``search`` returns only the best-matching passage
 ``v_dollars``                 rung 5h: + ``get_charge`` shows the amount in cents and in dollars
-``best``                      the working agent: the best combination on the DEV half (``v_dollars``'s);
+``v_k2``/``v_k3``             rung 5i: + 2 or 3 exemplars per question instead of 1
+``best``                      the working agent: the best combination on the DEV half (``v_k3``'s);
                               ``react-lab ask QUESTION --config best``
 ============================  ================================================================
 
@@ -129,12 +130,13 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
 
 
 def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
-               max_steps: int | None = None, timeout: float = 120.0):
+               max_steps: int | None = None, timeout: float = 120.0, progress: bool = False):
     """Run one question through the text loop as ``cfg`` runs it; return its :class:`react_lab.trace.RunResult`.
 
     The same tools, exemplars (chosen for this question), grammar and guards as
     :func:`run_one`, on ``model`` (default :func:`base_model`); ``max_steps`` defaults
-    to the configuration's. What ``react-lab ask QUESTION --config NAME`` runs.
+    to the configuration's; ``progress`` shows a tqdm bar over the steps. What
+    ``react-lab ask QUESTION --config NAME`` runs.
     """
     task = Task(id="ask", category="ask", question=question, gold="", kind="text")
     tools = tools_for(cfg)
@@ -142,7 +144,7 @@ def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
                           no_repeat=cfg.no_repeat)
     return run_task(task, runner, tools, protocol="text", max_steps=max_steps or cfg.max_steps,
                     max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars_for(cfg, task),
-                    loop_options={"guards": guards_for(cfg)})
+                    loop_options={"guards": guards_for(cfg)}, progress=progress)
 
 
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:

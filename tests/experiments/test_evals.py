@@ -308,6 +308,13 @@ def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation()
     assert (result.stopped_by, result.answer, result.steps) == ("context_window", None, [])
 
 
+def test_run_task_can_show_a_progress_bar_over_its_steps(capsys):
+    task = TASKS[0]
+    plain = evals.run_task(task, evals.oracle_model(task), default_tools())
+    shown = evals.run_task(task, evals.oracle_model(task), default_tools(), progress=True)
+    assert "steps" in capsys.readouterr().err and shown.answer == plain.answer == task.gold
+
+
 def test_unknown_protocol_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="use text or native"):
         evals.evaluate(TASKS[:1], evals.oracle_model, protocol="json", cache_dir=tmp_path)

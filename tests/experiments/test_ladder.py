@@ -1,4 +1,5 @@
 """The ladder's pieces: the text-protocol grammar, the dev exemplar pool, tool designs, the runner."""
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -238,7 +239,9 @@ def test_the_named_rungs_exist_and_change_one_thing():
     for name in ("baseline", "grammar_action", "grammar_grounded", "pool_k1", "best", "tax_short"):
         assert name in ladder.CONFIGS
     best, gpool = ladder.get_config("best"), ladder.get_config("gpool_k1")
-    assert (best.grammar, best.grounded, best.exemplars, best.k) == (gpool.grammar, gpool.grounded, "pool", 1)
+    assert (best.grammar, best.grounded, best.exemplars, best.k) == (gpool.grammar, gpool.grounded, "pool", 3)
+    k1 = ladder.get_config("v_dollars")
+    assert ladder.get_config("v_k3") == dataclasses.replace(k1, name="v_k3", about=ladder.get_config("v_k3").about, k=3)
     assert ladder.get_config("t_dollars").tools == "dollars"
     with pytest.raises(ValueError, match="unknown config"):
         ladder.get_config("nope")
