@@ -162,8 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.db is not None and not payments:
             raise ValueError("--db is the working copy for schedule_payment; add --payments")
         if args.db is not None and Path(args.db).is_file() and os.path.samefile(args.db, DB_PATH):
-            raise ValueError(f"--db {args.db} is the shipped database, which is never written; "
-                             "leave --db out and the server makes a fresh working copy")
+            raise ValueError(f"--db {args.db} is the shipped database (never written); leave --db out for a copy")
         db = (Path(args.db) if args.db is not None else working_copy()) if payments else None
         tools = served_tools(db)
     except (ValueError, FileNotFoundError, ToolError) as exc:

@@ -326,8 +326,7 @@ def test_payments_are_served_on_a_working_copy_only_and_gated(tmp_path, schedule
 
 @pytest.mark.parametrize("argv, env, expected", [
     (["--db", "x.sqlite"], {}, "--db is the working copy for schedule_payment; add --payments"),
-    (["--payments", "--db", str(DB_PATH)], {}, "is the shipped database, which is never written; "
-                                               "leave --db out and the server makes a fresh working copy"),
+    (["--payments", "--db", str(DB_PATH)], {}, "is the shipped database (never written); leave --db out for a copy"),
     ([], {"REACT_LAB_MCP_PAYMENTS": "maybe"}, "REACT_LAB_MCP_PAYMENTS='maybe'"),
 ])
 def test_the_server_refuses_bad_settings_before_serving(argv, env, expected, monkeypatch, capsys):
