@@ -6,8 +6,8 @@
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
 (``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
 :func:`python_calls`; JSON's ``true``/``null`` and a lone ``properties={...}`` wrapper are
-read as meant). Each reader returns ``(start, end, ParseResult)`` -- an action, a final answer (a call to ``finish``), or an
-error that says what to write instead -- or None when there is no such call.
+read as meant). A reader returns ``(start, end, ParseResult)`` (an action, a final answer:
+a ``finish`` call, or an error saying what to write instead), or None if there is no call.
 
 Underneath is one brace scanner (:func:`find_objects`): a single left-to-right pass, so
 every reader here stays linear in the length of the text, whatever the text. Objects are
