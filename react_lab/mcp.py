@@ -53,7 +53,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from .native import execute_call
 from .protocol import clip
 from .schema import schema_validator
-from .tools import DB_PATH, Tool, ToolError, default_tools, open_db, payment_tools, working_copy
+from .tools import Tool, ToolError, default_tools, is_shipped, open_db, payment_tools, working_copy
 
 #: The environment variable that serves ``schedule_payment`` (on a working copy): 1/0.
 PAYMENTS_ENV = "REACT_LAB_MCP_PAYMENTS"
@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         payments = args.payments or _flag(PAYMENTS_ENV)
         if args.db is not None and not payments:
             raise ValueError("--db is the working copy for schedule_payment; add --payments")
-        if args.db is not None and Path(args.db).is_file() and os.path.samefile(args.db, DB_PATH):
+        if args.db is not None and Path(args.db).is_file() and is_shipped(args.db):
             raise ValueError(f"--db {args.db} is the shipped database (never written); leave --db out for a copy")
         db = (Path(args.db) if args.db is not None else working_copy()) if payments else None
         tools = served_tools(db)

@@ -375,13 +375,13 @@ def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def _is_shipped(path: Path) -> bool:
+def is_shipped(path: str | Path) -> bool:
     """True for the installed database file and for the repository's own ``react_lab/data/`` copy.
 
     A non-editable install (as on Binder) puts ``DB_PATH`` in site-packages; the file in the
     repository is just as shipped.
     """
-    resolved = path.resolve()
+    resolved = Path(path).resolve()
     if resolved == DB_PATH or DB_PATH.exists() and os.path.samefile(path, DB_PATH):
         return True
     return resolved.name == DB_PATH.name and resolved.parent.parts[-2:] == ("react_lab", "data")
@@ -392,7 +392,7 @@ def payment_tools(db_path: str | Path) -> dict[str, Tool]:
     db_path = Path(db_path)
     if not db_path.is_file():
         raise FileNotFoundError(f"no database at {db_path}; make one with working_copy()")
-    if _is_shipped(db_path):
+    if is_shipped(db_path):
         raise ToolError("refusing to write to the shipped database; pass working_copy() instead")
     with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as probe:
         try:
