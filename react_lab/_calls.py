@@ -21,7 +21,7 @@ import re
 import warnings
 from typing import Any
 
-from .protocol import ParseResult, clip, shown
+from .protocol import QUOTE_PAIRS, ParseResult, clip, shown, unquoted
 
 #: Tool names that mean "finish with this answer" in the paper's bracket form.
 FINISH_NAMES = {"finish", "final_answer", "final answer"}
@@ -151,20 +151,18 @@ def load_object(blob: str) -> Any:
     return None
 
 
-_QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}  # open -> close
-
-
 def clean_input(value: str) -> Any:
     """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
-    wrapping the whole input, or an opening quote never closed (a line cut off)."""
+    wrapping the whole input (:func:`react_lab.protocol.unquoted`), or an opening quote never
+    closed (a line cut off)."""
     value = value.strip()
     if value.startswith("{") and value.endswith("}"):
         obj = load_object(value)
         if isinstance(obj, dict):
             return obj
-    close = _QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
-    if close and value[-1] == close and close not in value[1:-1]:
-        return value[1:-1].strip()
+    if unquoted(value) != value:
+        return unquoted(value)
+    close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
     return value[1:].strip() if close and close not in value[1:] and value[0] not in value[1:] else value
 
 

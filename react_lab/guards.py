@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from .parser import starts_with_label, strip_answer_label
-from .protocol import ParseResult, shown
+from .protocol import ParseResult, clip, shown
 from .provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .tools import Observation, Tool, call_tool
 
@@ -315,7 +315,7 @@ class Guards:
 
     def _refusal(self, tools: dict[str, Tool], name: str, args) -> Observation | None:
         """The reason not to run this call, as an error observation; None to run it."""
-        call = f"{name}[{_show(args)}]"
+        call = f"{name}[{clip(_show(args), 300)}]"  # a huge argument is not echoed back whole
         if self.retry_cap is not None and self.errors.get(name, 0) >= self.retry_cap:
             return _error(f"{name} failed {self.errors[name]} times in a row, so the loop will "
                           f"not run it again in this run. {self._hint(tools)}", "retry_cap")

@@ -256,11 +256,10 @@ _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>"
 
 
 def without_end_tokens(answer: str) -> str:
-    """``answer`` without end-of-turn tokens at its end (``"42<|im_end|>"`` is ``"42"``)."""
-    answer = answer.rstrip()
-    while answer.endswith(_END_TOKENS):
-        answer = answer[:answer.rindex("<")].rstrip()
-    return answer
+    """``answer`` up to its first end-of-turn token: the turn ended there, and what follows is
+    the next turn's (``"42<|im_end|>\n<|im_start|>user"`` is ``"42"``)."""
+    cut = min((i for i in (answer.find(token) for token in _END_TOKENS) if i >= 0), default=len(answer))
+    return answer[:cut].rstrip()
 
 
 _BRACKET = re.compile(r"[\[\]]")

@@ -164,7 +164,7 @@ class ParseResult:
             return self.input
         if self.input is None or str(self.input).strip() == "":
             return []
-        return [a.strip() for a in str(self.input).split(",")]
+        return [unquoted(a) for a in str(self.input).split(",")]  # ["cus_8812", "2026-01-01"]
 
     def to_dict(self) -> dict:
         """The CLI's shape: ``{"kind", "tool", "input", "answer", "reason", "forged"}``."""
@@ -183,6 +183,17 @@ def unknown_tool_message(name: str, available: Iterable[str]) -> str:
 def clip(text: str, limit: int = 80) -> str:
     """``text`` cut to ``limit`` characters, ``...`` marking the cut: what the model reads stays short."""
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+#: Opening quote -> its closing quote, straight and typographic.
+QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def unquoted(text: str) -> str:
+    """``text`` trimmed, without one pair of quotes wrapping the whole of it (``'"a b"'`` is ``"a b"``)."""
+    text = text.strip()
+    close = QUOTE_PAIRS.get(text[:1]) if len(text) >= 2 else None
+    return text[1:-1].strip() if close and text[-1] == close and close not in text[1:-1] else text
 
 
 def shown(value: Any, limit: int = 60) -> str:

@@ -146,7 +146,7 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
         "SELECT id AS charge_id, customer_id, invoice_id, amount, status, created, failure_reason"
         " FROM charges WHERE id = ?", (charge_id,)).fetchone()
     if row is None:
-        raise ToolError(f"no charge {charge_id!r}; charge ids look like ch_1KZq8f"
+        raise ToolError(f"no charge {shown(charge_id)}; charge ids look like ch_1KZq8f"
                         " -- get them from list_invoices or find_invoice")
     return dict(row)
 
@@ -218,7 +218,7 @@ def _split(ids: str | None) -> list[str]:
 
 def _no_invoice(invoice_id: str) -> str:
     """Return the not-found message for an invoice id."""
-    return (f"no invoice {invoice_id!r}; invoice ids look like INV-2041"
+    return (f"no invoice {shown(invoice_id)}; invoice ids look like INV-2041"
             " -- get them from list_invoices")
 
 

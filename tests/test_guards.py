@@ -23,7 +23,7 @@ from react_lab.context import COMPACTED, compact, keep_ids_summary, naive_summar
 from react_lab.guards import DATA_NOTE, GUARD_NAMES, Guards, invented_question, is_placeholder
 from react_lab.loop import ask, run
 from react_lab.native import ask_native, run_native
-from react_lab.tools import ID_RE, Tool, _schema, db_checksum, default_tools
+from react_lab.tools import ID_RE, Tool, ToolError, _schema, db_checksum, default_tools
 from react_lab.trace import Transcript
 
 
@@ -280,6 +280,15 @@ def test_exact_repeat_ignores_case_and_spacing(loop, tools):
     assert result.steps[1].guard == "repeat"
 
 
+def test_a_refusal_does_not_echo_a_huge_call_back_whole(tools):
+    guards = Guards()
+    guards.start("q")
+    huge = ["x" * 300_000]
+    guards.run_tool(tools, "search", huge)
+    again = guards.run_tool(tools, "search", huge)
+    assert again.guard == "repeat" and len(again.text) < 1_000
+
+
 def test_a_call_refused_for_a_wrong_argument_name_may_be_sent_again_with_the_right_one(tools):
     guards = Guards()
     guards.start("Has INV-2041 been paid?")
@@ -338,8 +347,10 @@ def test_a_success_resets_the_retry_count(loop, tools):
 
 
 def test_error_observations_are_truncated_too(loop, tools):
-    huge = "ch_" + "x" * 20_000
-    script = [loop.call("get_charge", charge_id=huge), loop.answer("none")]
+    def loud(query):  # a tool whose error message is huge (the shipped tools clip theirs)
+        raise ToolError("no luck: " + "x" * 20_000)
+    tools = {**tools, "loud": Tool("loud", loud, "Fail loudly.", _schema(query={"type": "string"}))}
+    script = [loop.call("loud", query="a"), loop.answer("none")]
     result = loop.ask("q", loop.model(script), tools, guards=Guards(observation_chars=500))
     obs = result.steps[0].observation
     assert obs.startswith("Error:") and len(obs) < 700 and "truncated by the loop" in obs

@@ -463,3 +463,9 @@ def test_a_working_copy_in_its_own_temp_dir_is_removed_when_the_process_exits(tm
     assert copy.name == "billing.sqlite" and not copy.parent.exists()
     kept = T.working_copy(tmp_path)  # a folder the caller chose is the caller's to keep
     assert kept.parent == tmp_path and kept.is_file()
+
+
+@pytest.mark.parametrize("name", ["find_invoice", "get_charge", "get_payments"])
+def test_a_huge_id_is_not_echoed_back_whole(name):
+    obs = T.call_tool(T.default_tools(), name, ["x" * 100_000])
+    assert obs.error is not None and len(obs.text) < 300 and "..." in obs.text

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from ..backends import doctor
@@ -289,5 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             PermissionError, EndpointError) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `react-lab parse ... | head`: the reader left; no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
+        return 141
 
 

@@ -229,3 +229,18 @@ def test_max_tokens_is_capped_at_the_context_window(capsys, script, value):
 def test_max_tokens_at_the_cap_still_runs(capsys, script):
     assert main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-tokens", "4096"]) == 0
     assert json.loads(capsys.readouterr().out)["answer"] == "42"
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    import subprocess
+    import sys
+
+    big = "Action: search[" + "a" * 2_000_000 + "]"  # a JSON reply far larger than a pipe holds
+    proc = subprocess.Popen([sys.executable, "-m", "react_lab.cli", "parse", "--tools", "search"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(big.encode())
+    proc.stdin.close()
+    proc.stdout.read(5)  # `| head -c 5`
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 141 and "Traceback" not in err
