@@ -160,8 +160,8 @@ def clean_input(value: str) -> Any:
         obj = load_object(value)
         if isinstance(obj, dict):
             return obj
-    if unquoted(value) != value:
-        return unquoted(value)
+    if (bare := unquoted(value)) != value:
+        return bare
     close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
     return value[1:].strip() if close and close not in value[1:] and value[0] not in value[1:] else value
 
