@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from react_lab.backends.local import local_model
+from react_lab.lab.backends.local import local_model
 from react_lab.loop import run
 from react_lab.tools import default_tools
 

@@ -5,7 +5,7 @@ Run it alone on the machine (it is the only model user it measures), from the re
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
         .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory [NOTEBOOK ...]]
 
-Measures, in this order, after :func:`react_lab.notebook.warm_up` (whose one-off costs it reports):
+Measures, in this order, after :func:`react_lab.lab.notebook.warm_up` (whose one-off costs it reports):
 
 1. the physical limit: the embedded model's prompt-evaluation and generation speed here
    (tokens/s, median of a few repetitions, at the context length the experiments use);
@@ -15,7 +15,7 @@ Measures, in this order, after :func:`react_lab.notebook.warm_up` (whose one-off
 3. the evaluation per task, text and native protocol (and native with the text protocol's
    default exemplar as messages), on the first ``--tasks`` tasks (a stated subset); and
    the two working agents like for like -- text ``best`` and native ``native_pool_k1``
-   (react_lab.experiments.configs: each with one exemplar retrieved per question) -- on the
+   (react_lab.lab.experiments.configs: each with one exemplar retrieved per question) -- on the
    test half's first ``--per-category`` tasks of each category; goal native <= 2x text;
 4. loop overhead: step time outside the model call as a share of model time, goal <= 1%
    (from the text evaluation's steps; the harness's own logging and scoring beside it);
@@ -115,7 +115,7 @@ def implied_seconds(usage: dict, raw: dict) -> float:
 # --------------------------------------------------------------------------- 2-4. experiments
 
 def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
-    from react_lab.experiments import forge
+    from react_lab.lab.experiments import forge
 
     before = model.usage.snapshot()
     with Meter() as m:
@@ -129,9 +129,9 @@ def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
 
 def evaluation(model, raw: dict, protocol: str, n_tasks: int, exemplar: bool = False) -> dict:
     """One evaluation; ``exemplar``: a native run with the text protocol's default exemplar as messages."""
-    from react_lab.backends.chat import LocalChatModel
-    from react_lab.experiments import evals
-    from react_lab.experiments.tasks import load_tasks
+    from react_lab.lab.backends.chat import LocalChatModel
+    from react_lab.lab.experiments import evals
+    from react_lab.lab.experiments.tasks import load_tasks
     from react_lab.protocol import EXEMPLARS
 
     backend = LocalChatModel(model) if protocol == "native" else model
@@ -157,8 +157,8 @@ def evaluation(model, raw: dict, protocol: str, n_tasks: int, exemplar: bool = F
 
 def working_agents(model, per_category: int) -> dict:
     """Text ``best`` and native ``native_pool_k1`` on the same test tasks, one after the other."""
-    from react_lab.experiments import ladder
-    from react_lab.experiments.configs import get_config
+    from react_lab.lab.experiments import ladder
+    from react_lab.lab.experiments.configs import get_config
 
     tasks = ladder.choose_tasks("test", per_category=per_category)
     out = {}
@@ -294,9 +294,9 @@ def main() -> None:
                         / f"bench-{time.strftime('%Y-%m-%d')}.json")
     args = parser.parse_args()
 
-    import react_lab.notebook
-    from react_lab.backends.local import local_model
-    from react_lab.backends.threads import (
+    import react_lab.lab.notebook
+    from react_lab.lab.backends.local import local_model
+    from react_lab.lab.backends.threads import (
         cgroup_cpu_quota,
         default_threads,
         usable_cpus,
@@ -307,13 +307,13 @@ def main() -> None:
         "usable_cpus": usable_cpus(), "cgroup_quota": cgroup_cpu_quota(), "threads": default_threads(),
         "python": platform.python_version()}}
     with Meter() as m:
-        report["warm_up"] = react_lab.notebook.warm_up(model=True)
+        report["warm_up"] = react_lab.lab.notebook.warm_up(model=True)
     report["warm_up"]["others"] = m.others
     model = local_model()
     with Meter() as m:
         report["raw"] = raw_speed(model)
     report["raw"]["others"] = m.others
-    from react_lab.experiments.forge import BATCH
+    from react_lab.lab.experiments.forge import BATCH
 
     report["forge"] = forge_experiment(model, report["raw"], args.questions, BATCH)
     report["forge_one_at_a_time"] = forge_experiment(model, report["raw"], args.questions, 1)

@@ -10,7 +10,7 @@ Two endpoints, both on 127.0.0.1 and started here:
 * a latency-bound one: the tests' fake OpenAI-compatible server (``tests/fake_openai.py``),
   which answers every request after a fixed delay and serves requests in parallel, as a
   hosted provider does;
-* llama-cpp-python's own server on the embedded model (``python -m react_lab.backends.serve``'s
+* llama-cpp-python's own server on the embedded model (``python -m react_lab.lab.backends.serve``'s
   command line), which runs one generation at a time.
 
 For each N it runs the same tasks with the text protocol and prints tasks per second,
@@ -32,10 +32,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 from fake_openai import FakeOpenAI  # noqa: E402
 from servers import llama_server  # noqa: E402
 
-from react_lab.backends.endpoints import OpenAIModel  # noqa: E402
-from react_lab.backends.serve import EXTRA_BODY, MODEL_ALIAS  # noqa: E402
-from react_lab.experiments.evals import evaluate  # noqa: E402
-from react_lab.experiments.tasks import load_tasks  # noqa: E402
+from react_lab.lab.backends.endpoints import OpenAIModel  # noqa: E402
+from react_lab.lab.backends.serve import EXTRA_BODY, MODEL_ALIAS  # noqa: E402
+from react_lab.lab.experiments.evals import evaluate  # noqa: E402
+from react_lab.lab.experiments.tasks import load_tasks  # noqa: E402
 
 
 def content(record: dict) -> dict:

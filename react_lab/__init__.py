@@ -9,6 +9,6 @@ tolerant parser), ``tools`` (the billing tools on SQLite), ``loop`` (the text lo
 ``backends`` (the models the loops talk to), ``experiments`` (the lab's measurements),
 ``notebook`` (widgets, exercises, plots and tables) and ``cli`` (the react-lab command).
 Nothing is loaded on import; the embedded model loads on first use, or in
-:func:`react_lab.notebook.warm_up`.
+:func:`react_lab.lab.notebook.warm_up`.
 """
 __version__ = "0.1.0"

@@ -12,7 +12,7 @@ The module follows the notebook ``05_cost.ipynb``: token counting with cl100k_ba
 (no network), the cost model with its plot and widget, the ``react-lab cost`` command,
 exemplars for prompts of two sizes (with :func:`react_lab.tools.production_tools`), and
 helpers that hold a real run of the loop up against the model (with
-:class:`react_lab.backends.scripted.ForcedModel`). Token counts are always integers of *tokens*; "the seed" is the article
+:class:`react_lab.lab.backends.scripted.ForcedModel`). Token counts are always integers of *tokens*; "the seed" is the article
 this lab is built from (P=1,000, O=600, A=100, N=10 gives 7,300 tokens at step 10 and
 41,500 in total; a 1,400-token prefix over 8 steps is 11,200).
 """

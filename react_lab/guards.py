@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable
 
 from .parser import starts_with_label, strip_answer_label
 from .protocol import ParseResult, clip, shown
-from .provenance import UNSURE, copied_reason, exemplar_text, is_guess
+from .lab.provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .tools import Observation, Tool, call_tool
 
 #: Every name a guard writes into ``Step.guard`` / ``stopped_by``.

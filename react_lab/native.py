@@ -14,8 +14,8 @@ together, the side-effecting ones one at a time, each through the approval gate
 (:func:`run_calls`). ``tool_choice`` (:func:`check_tool_choice`) says whether the reply
 may, must or must not call, or which tool it must call. The native twin of the text
 protocol's exemplar is a past exchange prepended as messages (:func:`exemplar_messages`).
-The backends it talks to are in :mod:`react_lab.backends.chat`; the grammar that
-constrains the embedded model's replies is in :mod:`react_lab.backends.grammar`.
+The backends it talks to are in :mod:`react_lab.lab.backends.chat`; the grammar that
+constrains the embedded model's replies is in :mod:`react_lab.lab.backends.grammar`.
 """
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
-from .backends.base import TOOL_CHOICES, assistant_json, check_tool_choice
+from .lab.backends.base import TOOL_CHOICES, assistant_json, check_tool_choice
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
-from .leaks import leaked_calls
+from ._parsing.leaks import leaked_calls
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .parser import parse
 from .protocol import ACTION, MAX_TOKENS, Exemplar, check_run_arguments, unknown_tool_message
@@ -39,7 +39,7 @@ from .tools import Observation, Tool, call_tool, connection, open_db, tool_schem
 from .trace import RunResult, Step, Transcript
 
 if TYPE_CHECKING:
-    from .backends.chat import ChatReply
+    from .lab.backends.chat import ChatReply
 
 #: The system message of a native run. No format rules, no exemplars: the tools travel as
 #: schemas and the reply's shape is the provider's (or the grammar's) business.
@@ -236,7 +236,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     """Run the native tool-calling loop, yielding one :class:`Step` per model call.
 
     ``model`` is any chat backend with ``chat(messages, tools=, max_tokens=, tool_choice=)``
-    (:mod:`react_lab.backends.chat`). Pass a ``messages`` list to watch the conversation
+    (:mod:`react_lab.lab.backends.chat`). Pass a ``messages`` list to watch the conversation
     grow (it is filled in place). ``exemplars`` (:class:`react_lab.protocol.Exemplar`) are
     prepended as past exchanges (:func:`exemplar_messages`). ``tool_choice`` is sent
     until a call has run, then ``"auto"``, so a forced call cannot loop (:func:`check_tool_choice`).
@@ -305,7 +305,7 @@ def reply_calls(reply: "ChatReply", tools: dict[str, Tool]) -> tuple[list[dict],
     """The calls to run for a reply: ``(calls, leaked, problem)``.
 
     A reply's ``tool_calls`` run as they are. A reply without them whose text holds a
-    tool call (:func:`react_lab.leaks.leaked_calls`: a ``<tool_call>`` block, a
+    tool call (:func:`react_lab._parsing.leaks.leaked_calls`: a ``<tool_call>`` block, a
     ``{"name", "arguments"}`` object, a list of them, fenced or not) is never taken as
     the answer: when every leaked call names a declared tool with valid arguments they
     run as if they had come in ``tool_calls`` -- the model meant them; a server whose chat

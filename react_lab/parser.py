@@ -11,8 +11,8 @@ streamed has one for certain), and :func:`truncate_forged` cuts a completion the
 stop sequence would have (the parser keeps only that part, and so can a client whose
 provider rejects ``stop``). The machinery below them -- label regexes that never
 backtrack far -- is not needed to follow the loop; calls written as JSON or as call
-syntax ``tool(...)`` are read by :mod:`react_lab._calls`, calls in another model's native
-markup by :mod:`react_lab._formats` (through :mod:`react_lab.leaks`, which the native loop
+syntax ``tool(...)`` are read by :mod:`react_lab._parsing.calls`, calls in another model's native
+markup by :mod:`react_lab._parsing.formats` (through :mod:`react_lab._parsing.leaks`, which the native loop
 shares).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 from dataclasses import replace
 from typing import Iterable
 
-from ._calls import (
+from ._parsing.calls import (
     FINISH_NAMES,
     call_as_answer,
     clean_input,
@@ -37,7 +37,7 @@ from ._calls import (
     starts_with_label,
     strip_answer_label,
 )
-from .leaks import GLUED, bare_call, bracket_call, decode_markers, glued_call, markup_call, without_end_tokens
+from ._parsing.leaks import GLUED, bare_call, bracket_call, decode_markers, glued_call, markup_call, without_end_tokens
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message, visible
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -233,10 +233,10 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     break (``\\r``, ``\\u2028``, ...), four dialects (``tool[input]`` from the paper;
     ``Action: tool`` + ``Action Input: ...``; call syntax ``tool(...)`` with JSON, Python
     literals or keywords inside; a JSON call blob, fenced or not, its name and input under
-    any of the keys in :data:`react_lab._calls.NAME_KEYS` and
-    :data:`react_lab._calls.INPUT_KEYS`), Python-literal dicts (``ast.literal_eval``,
+    any of the keys in :data:`react_lab._parsing.calls.NAME_KEYS` and
+    :data:`react_lab._parsing.calls.INPUT_KEYS`), Python-literal dicts (``ast.literal_eval``,
     never ``eval``), other models' native call markup (Harmony, DeepSeek, Mistral, Gemma,
-    Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._formats`; labels inside markup are not
+    Qwen, GLM, Kimi, Llama, ...: :mod:`react_lab._parsing.formats`; labels inside markup are not
     labels, and markup is never an answer), a line that is only a call (``search("x")``,
     ``search{...}``) and tokenizer markers for spaces (``▁``). A JSON call written after
     an answer label is the call. Everything from a model-written ``Observation`` line on

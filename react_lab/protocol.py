@@ -272,7 +272,7 @@ def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, 
     if isinstance(question, str) and not visible(question):
         raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
     if not callable(getattr(model, model_method, None)):
-        hint = (" (build one from a spec with react_lab.backends.load_model(...))"
+        hint = (" (build one from a spec with react_lab.lab.backends.load_model(...))"
                 if isinstance(model, str) else "")
         raise TypeError(f"model must be a backend with a {model_method}(...) method, "
                         f"got {type(model).__name__} {model!r:.60}{hint}")

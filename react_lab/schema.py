@@ -118,7 +118,7 @@ def schema_validator(schema: dict):
 
     The first call in a process imports ``jsonschema``, which takes about 1.3 s where
     Jupyter is installed (``jupyter-events`` pulls in ``rfc3987-syntax``, which builds a
-    parser at import); :func:`react_lab.notebook.warm_up` pays that before a learner's first step.
+    parser at import); :func:`react_lab.lab.notebook.warm_up` pays that before a learner's first step.
     """
     key = json.dumps(schema, sort_keys=True, default=repr)
     if key not in _VALIDATORS:

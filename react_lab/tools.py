@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ._calls import quiet_parse
+from ._parsing.calls import quiet_parse
 from .protocol import shown, unknown_tool_message
 from .schema import HAS_NUMBER, HAS_WORD, NEEDS, clean_arguments
 
@@ -43,7 +43,7 @@ def open_db(path: str | Path | None = None) -> sqlite3.Connection:
     """Open a billing database read-only (rows as sqlite3.Row); FileNotFoundError if missing."""
     path = Path(path or DB_PATH).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"no database at {path}; build it: python -m react_lab.data.build")
+        raise FileNotFoundError(f"no database at {path}; build it: python -m react_lab.lab.builders.build")
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     return conn

@@ -38,7 +38,7 @@ class Step:
     the backend is in-process); ``forged_tokens`` counts the completion tokens generated
     (and billed) from a model-written ``Observation`` on that the client cut off.
     ``leaked`` is True when a native reply wrote its tool call in the message text
-    instead of the tool-call field (see :mod:`react_lab.leaks`).
+    instead of the tool-call field (see :mod:`react_lab._parsing.leaks`).
     """
 
     number: int
@@ -64,7 +64,7 @@ class Step:
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":
         """A step whose model-call fields come from ``reply``: a
-        :class:`react_lab.backends.base.Completion` or a :class:`react_lab.backends.chat.ChatReply`
+        :class:`react_lab.lab.backends.base.Completion` or a :class:`react_lab.lab.backends.chat.ChatReply`
         (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
         return cls(number, completion=reply.text, finish_reason=reply.finish_reason,
                    prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,

@@ -21,4 +21,4 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --progress-bar off --quiet --quiet -e '.[test]' \
   || { echo "pip install failed: see README 'Troubleshooting' (a C compiler is needed for llama-cpp-python)"; exit 1; }
-.venv/bin/python -m react_lab.backends.doctor
+.venv/bin/python -m react_lab.lab.backends.doctor

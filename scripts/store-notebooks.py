@@ -45,9 +45,9 @@ MEMORY_PROBE = ("print('PEAK_KIB', next(line.split()[1] for line in open('/proc/
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
-#: A call of one of the lab's figure functions (react_lab.notebook.plots), which return a Figure.
+#: A call of one of the lab's figure functions (react_lab.lab.notebook.plots), which return a Figure.
 PLOT_CALL = re.compile(r"\bplot_\w+\(")
-#: What react_lab.notebook.exercises.check prints for a stub that is not written yet.
+#: What react_lab.lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
 

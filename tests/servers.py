@@ -1,6 +1,6 @@
 """Start and stop llama-cpp-python's server for the tests: loopback only, a free port, the embedded GGUF.
 
-:func:`llama_server` is a context manager: it runs :func:`react_lab.backends.serve.server_command`
+:func:`llama_server` is a context manager: it runs :func:`react_lab.lab.backends.serve.server_command`
 on 127.0.0.1 with ``REACT_LAB_THREADS`` (default 2) threads, waits until ``GET /v1/models``
 answers, yields the base URL, and stops the server at the end (terminate, then kill).
 The server holds the model, so run the tests that use it under the model lock.
@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-from react_lab.backends.serve import server_command
+from react_lab.lab.backends.serve import server_command
 
 
 def free_port() -> int:

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 import react_lab.schema as schema_module
-from react_lab.backends.grammar import decodable
+from react_lab.lab.backends.grammar import decodable
 from react_lab.guards import Guards
 from react_lab.native import execute_call
 from react_lab.parser import parse

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from react_lab.notebook.quiz import QUIZZES
+from react_lab.lab.notebook.quiz import QUIZZES
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = REPO / "notebooks"

@@ -5,11 +5,11 @@ import socket
 import pytest
 
 from react_lab import cost
-from react_lab.backends.scripted import ForcedModel, ScriptedModel
-from react_lab.cli import main
+from react_lab.lab.backends.scripted import ForcedModel, ScriptedModel
+from react_lab.lab.cli import main
 from react_lab.loop import ask
-from react_lab.notebook.plots import plot_cost, plot_run
-from react_lab.notebook.widgets import make_cost_widget
+from react_lab.lab.notebook.plots import plot_cost, plot_run
+from react_lab.lab.notebook.widgets import make_cost_widget
 from react_lab.protocol import build_prompt
 from react_lab.tools import default_tools
 
@@ -256,7 +256,7 @@ class WordModel:
         return len(text.split())
 
     def complete(self, prompt, *, stop=None, max_tokens=256):
-        from react_lab.backends.base import Completion
+        from react_lab.lab.backends.base import Completion
 
         self.prompts.append(prompt)
         return Completion("x", "length", len(prompt.split()), 1, evaluated_tokens=7)

@@ -27,7 +27,7 @@ from model_like import (
     model_like_arguments,
 )
 
-from react_lab.leaks import leaked_calls
+from react_lab._parsing.leaks import leaked_calls
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
 from react_lab.protocol import strict_parse
 from react_lab.schema import validate_call
@@ -35,7 +35,7 @@ from react_lab.schema import validate_call
 EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-#: Other models' native call markup, in pieces (see react_lab/_formats.py for the formats).
+#: Other models' native call markup, in pieces (see react_lab/_parsing/formats.py for the formats).
 NATIVE = ["<|channel|>analysis", "<|channel|>commentary", "<|channel|>final", "<|message|>",
           " to=functions.search", " to=browser.open", "<|constrain|>json", "<|end|>", "<|call|>",
           "<|start|>assistant", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u2581call\u2581begin\uff5c>",

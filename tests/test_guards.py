@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.backends.base import Completion
-from react_lab.backends.chat import ScriptedChatModel
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import main
+from react_lab.lab.backends.base import Completion
+from react_lab.lab.backends.chat import ScriptedChatModel
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main
 from react_lab.context import COMPACTED, compact, keep_ids_summary, naive_summary
 from react_lab.guards import DATA_NOTE, GUARD_NAMES, Guards, invented_question, is_placeholder
 from react_lab.loop import ask, run
@@ -536,7 +536,7 @@ def test_cli_passes_the_limits(tmp_path, capsys):
 
 def test_approval_widget_drives_the_gate(payment_setup, scheduled, shipped_sum):
     """The widget only sees ``Guards.approve``: one loop is enough."""
-    from react_lab.notebook.widgets import make_approval_widget
+    from react_lab.lab.notebook.widgets import make_approval_widget
 
     copy, tools = payment_setup
     script = injected(TextLoop())

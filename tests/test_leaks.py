@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from react_lab.leaks import find_leaks, leaked_calls
+from react_lab._parsing.leaks import find_leaks, leaked_calls
 
 CALL = {"invoice_id": "INV-2041"}
 SHAPES = {
@@ -107,7 +107,7 @@ def test_answers_are_not_calls(text):
 
 from fake_openai import FakeOpenAI  # noqa: E402
 
-from react_lab.backends.chat import OpenAIChatModel  # noqa: E402
+from react_lab.lab.backends.chat import OpenAIChatModel  # noqa: E402
 from react_lab.native import ask_native  # noqa: E402
 from react_lab.tools import call_tool, default_tools  # noqa: E402
 

@@ -5,9 +5,9 @@ import pytest
 
 from react_lab import loop
 from react_lab.protocol import check_run_arguments
-from react_lab.backends.base import Completion
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import main
+from react_lab.lab.backends.base import Completion
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main
 from react_lab.loop import ask, run
 from react_lab.tools import default_tools
 from react_lab.trace import Transcript

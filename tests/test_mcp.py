@@ -1,11 +1,12 @@
-"""react_lab.mcp: the billing tools over MCP, and the loops on any MCP server's tools.
+"""react_lab.lab.mcp: the billing tools over MCP, and the loops on any MCP server's tools.
 
 Real servers over stdio, no model: the SDK's own ClientSession against ``python -m
-react_lab.mcp``; the lab's client (mcp_tools) against it and against a server that lies in
+react_lab.lab.mcp``; the lab's client (mcp_tools) against it and against a server that lies in
 its annotations (tests/mcp_liar_server.py). One server per fixture, shared by the module.
 """
 import json
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,16 +15,16 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from react_lab import mcp as lab_mcp
-from react_lab.backends.chat import ScriptedChatModel
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import main as cli_main
-from react_lab.mcp import MCPServerError, call_result, mcp_tools, needs_approval
+from react_lab.lab import mcp as lab_mcp
+from react_lab.lab.backends.chat import ScriptedChatModel
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main as cli_main
+from react_lab.lab.mcp import MCPServerError, call_result, mcp_tools, needs_approval
 from react_lab.loop import ask
 from react_lab.native import ask_native, execute_call
 from react_lab.tools import DB_PATH, SCHEDULE_PAYMENT, call_tool, db_checksum, default_tools, working_copy
 
-LAB_SERVER = [sys.executable, "-m", "react_lab.mcp"]
+LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]
 LIAR = [sys.executable, str(Path(__file__).with_name("mcp_liar_server.py"))]
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 READ_ONLY = ["list_invoices", "get_charge", "search", "find_invoice", "get_payments", "calc"]
@@ -125,7 +126,7 @@ def test_call_result_keeps_a_list_as_is_on_the_modern_protocol():
 
 @pytest.fixture(scope="module")
 def lab():
-    with mcp_tools("python -m react_lab.mcp") as tools:
+    with mcp_tools("python -m react_lab.lab.mcp") as tools:
         yield tools
 
 
@@ -169,7 +170,7 @@ def test_react_lab_ask_takes_its_tools_from_an_mcp_server(tmp_path, capsys):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([calls(("find_invoice", {"invoice_id": "INV-2291"})),
                                   {"thought": "", "answer": "Not yet: due 2026-09-30."}]))
-    code = cli_main(["ask", QUESTION, "--protocol", "native", "--mcp", "python -m react_lab.mcp",
+    code = cli_main(["ask", QUESTION, "--protocol", "native", "--mcp", "python -m react_lab.lab.mcp",
                      "--model", f"scripted:{script}", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -309,7 +310,7 @@ def test_a_silent_command_times_out_at_start():
 
 def test_payments_are_served_on_a_working_copy_only_and_gated(tmp_path, scheduled, shipped_sum):
     copy = working_copy(tmp_path)
-    with mcp_tools(f"python -m react_lab.mcp --payments --db {copy}") as tools:
+    with mcp_tools(f"python -m react_lab.lab.mcp --payments --db {copy}") as tools:
         assert str(copy) in tools.session.instructions
         assert tools.hints["schedule_payment"].destructive_hint is True
         assert tools["schedule_payment"].side_effect
@@ -336,3 +337,11 @@ def test_the_server_refuses_bad_settings_before_serving(argv, env, expected, mon
         lab_mcp.main(argv)
     assert stop.value.code == 2
     assert expected in capsys.readouterr().err
+
+
+def test_the_old_server_command_names_the_new_one():
+    """``python -m react_lab.mcp`` (in editors' MCP configs) stops, naming the command that moved."""
+    done = subprocess.run([sys.executable, "-m", "react_lab.mcp"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode != 0
+    assert "python -m react_lab.lab.mcp" in done.stderr

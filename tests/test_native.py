@@ -11,20 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.backends.chat import (
+from react_lab.lab.backends.chat import (
     ChatReply,
     LocalChatModel,
     OpenAIChatModel,
     ScriptedChatModel,
     parse_reply,
 )
-from react_lab.backends.grammar import (
+from react_lab.lab.backends.grammar import (
     decodable,
     grammar_check,
     reply_grammar,
     reply_schema,
 )
-from react_lab.cli import main
+from react_lab.lab.cli import main
 from react_lab.guards import Guards
 from react_lab.native import (
     SYSTEM,
@@ -527,7 +527,7 @@ def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refu
 
 
 def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
-    from react_lab.experiments.ladder import choose_tasks, first_prompt, get_config
+    from react_lab.lab.experiments.ladder import choose_tasks, first_prompt, get_config
 
     task = choose_tasks("test", per_category=1)[0]
     with_exemplar = first_prompt(get_config("native_exemplar"), task)

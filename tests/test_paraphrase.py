@@ -6,12 +6,12 @@ from functools import partial
 import pytest
 
 from react_lab import protocol
-from react_lab.cli import main as cli_main
-from react_lab.data import build_paraphrase as bp
-from react_lab.experiments import configs, evals, ladder
-from react_lab.experiments.exemplars import HARVESTED_FROM, answer_intent, get_pool, intent
-from react_lab.experiments.tasks import TASK_FILES, load_tasks
-from react_lab.experiments.tool_designs import VARIANTS, get_tools
+from react_lab.lab.cli import main as cli_main
+from react_lab.lab.builders import build_paraphrase as bp
+from react_lab.lab.experiments import configs, evals, ladder
+from react_lab.lab.experiments.exemplars import HARVESTED_FROM, answer_intent, get_pool, intent
+from react_lab.lab.experiments.tasks import TASK_FILES, load_tasks
+from react_lab.lab.experiments.tool_designs import VARIANTS, get_tools
 from react_lab.tools import ID_RE, open_db
 
 PARA, SEEDS = load_tasks(split="paraphrase"), load_tasks(split="seeds")
@@ -95,7 +95,7 @@ def test_no_paraphrase_question_or_id_value_pair_reaches_a_prompt_building_input
 
     (A written pool entry can list an invoice a test task asks about -- a latest-invoice
     exemplar lists a customer's invoices since January -- so the check is on the exemplars
-    each question is given: :func:`react_lab.experiments.exemplars.select` never gives an
+    each question is given: :func:`react_lab.lab.experiments.exemplars.select` never gives an
     entry that shows an id the question names, however the question writes it.)
     """
     inputs = _prompt_inputs()

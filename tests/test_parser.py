@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from react_lab._calls import INPUT_KEYS, NAME_KEYS
+from react_lab._parsing.calls import INPUT_KEYS, NAME_KEYS
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
 
 TOOLS = ["search", "calc", "list_invoices", "get_charge"]
@@ -725,7 +725,7 @@ def test_special_tokens_are_read_in_every_spelling(bar, space):
 
 
 def test_every_call_of_a_frame_holding_several_is_read_in_order():
-    from react_lab._formats import find_calls
+    from react_lab._parsing.formats import find_calls
     two = (f'{DS["calls"]}{DS["begin"]}function{DS["sep"]}get_weather\n```json\n{{"city": "Berlin"}}\n```{DS["end"]}'
            f'\n{DS["begin"]}function{DS["sep"]}search\n```json\n{{"query": "x"}}\n```{DS["end"]}{DS["calls_end"]}')
     for text in (two, '[TOOL_CALLS]get_weather{"city": "Berlin"}[TOOL_CALLS]search{"query": "x"}',

@@ -1,11 +1,11 @@
 """Where an answer's values came from: the exemplar-values guard and the unsure best effort, in the real loop."""
 import pytest
 
-from react_lab.backends.scripted import ScriptedModel
+from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.guards import GUARD_NAMES, Guards
 from react_lab.loop import ask
 from react_lab.protocol import EXEMPLARS, Exemplar
-from react_lab.provenance import UNSURE, copied_values, is_guess, values_in
+from react_lab.lab.provenance import UNSURE, copied_values, is_guess, values_in
 
 #: An exemplar whose answer is 58.00 dollars, and a 12900-cent charge in its observation.
 SUM = Exemplar(question="What is the combined total of invoices INV-1111 and INV-2222, in dollars?",

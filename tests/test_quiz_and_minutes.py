@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from react_lab.notebook import minutes as nbminutes
-from react_lab.notebook.quiz import QUIZZES, grade, make_quiz_widget, quiz
+from react_lab.lab.notebook import minutes as nbminutes
+from react_lab.lab.notebook.quiz import QUIZZES, grade, make_quiz_widget, quiz
 
 
 def test_every_quiz_has_three_questions_whose_right_answer_is_a_choice():

@@ -8,7 +8,7 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from react_lab import tools as T
-from react_lab.data import build as B
+from react_lab.lab.builders import build as B
 
 SHIPPED_SUM = T.db_checksum()
 
@@ -133,7 +133,7 @@ def test_open_db_is_read_only(conn):
 
 
 def test_open_db_missing_file_says_how_to_build(tmp_path):
-    with pytest.raises(FileNotFoundError, match="react_lab.data.build"):
+    with pytest.raises(FileNotFoundError, match="react_lab.lab.builders.build"):
         T.open_db(tmp_path / "nope.sqlite")
 
 
@@ -444,7 +444,7 @@ def test_a_list_or_object_where_one_value_belongs_is_refused_naming_the_field(to
 
 
 def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
-    from react_lab.backends.scripted import ScriptedModel
+    from react_lab.lab.backends.scripted import ScriptedModel
     from react_lab.loop import ask
 
     model = ScriptedModel([" Look it up.\nAction: find_invoice[INV-20\x0041]", " Done.\nAnswer: none"])

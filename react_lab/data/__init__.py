@@ -1,6 +1,6 @@
 """The shipped data: the billing database, the task set, and the public failure cases.
 
-``billing.sqlite`` is built by ``python -m react_lab.data.build``. ``cases/`` holds real
+``billing.sqlite`` is built by ``python -m react_lab.lab.builders.build``. ``cases/`` holds real
 model output from public bug reports, one JSON object a line, each with its source link
 and ``why``; :func:`load_cases` reads them from the installed package (importlib.resources),
 so a notebook on Binder finds them without the repository around it.

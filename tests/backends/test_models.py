@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-import react_lab.backends.local as local_module
-from react_lab.backends.base import apply_stop
-from react_lab.backends.endpoints import OpenAIModel
-from react_lab.backends.load import load_model
-from react_lab.backends.local import LocalModel
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.backends.threads import default_threads
+import react_lab.lab.backends.local as local_module
+from react_lab.lab.backends.base import apply_stop
+from react_lab.lab.backends.endpoints import OpenAIModel
+from react_lab.lab.backends.load import load_model
+from react_lab.lab.backends.local import LocalModel
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.backends.threads import default_threads
 from react_lab.protocol import STOP
 
 

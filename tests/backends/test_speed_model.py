@@ -11,19 +11,19 @@ forgery experiment's fast paths: ``tests/experiments/test_forge_model.py``.)
 import pytest
 
 from react_lab import protocol
-from react_lab.backends.chat import LocalChatModel
-from react_lab.backends.decode import greedy_decode, greedy_decode_batch
-from react_lab.backends.grammar import reply_grammar
-from react_lab.backends.llama_state import (
+from react_lab.lab.backends.chat import LocalChatModel
+from react_lab.lab.backends.decode import greedy_decode, greedy_decode_batch
+from react_lab.lab.backends.grammar import reply_grammar
+from react_lab.lab.backends.llama_state import (
     ContextWindowExceeded,
     common_prefix,
     trim_cache,
 )
-from react_lab.backends.local import local_model
-from react_lab.experiments import forge
+from react_lab.lab.backends.local import local_model
+from react_lab.lab.experiments import forge
 from react_lab.guards import MORE, Guards
 from react_lab.native import SYSTEM
-from react_lab.notebook.warm import native_prompts, text_prompts
+from react_lab.lab.notebook.warm import native_prompts, text_prompts
 from react_lab.parser import find_forged
 from react_lab.tools import default_tools, tool_schemas
 
@@ -125,8 +125,8 @@ def test_prompts_cut_into_the_models_small_calls_give_the_logits_of_one_large_ca
     import llama_cpp
     import numpy as np
 
-    from react_lab.backends.llama_state import EVAL_CALL_TOKENS, eval_cuts
-    from react_lab.backends.local import smollm2_path
+    from react_lab.lab.backends.llama_state import EVAL_CALL_TOKENS, eval_cuts
+    from react_lab.lab.backends.local import smollm2_path
 
     stock = llama_cpp.Llama(model_path=str(model.path or smollm2_path()), n_ctx=512, n_batch=512,
                             n_threads=model.llm.n_threads, n_threads_batch=model.llm.n_threads,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from react_lab.backends import threads
-from react_lab.backends.threads import (
+from react_lab.lab.backends import threads
+from react_lab.lab.backends.threads import (
     cgroup_cpu_quota,
     default_threads,
     parse_cpu_max,
@@ -118,7 +118,7 @@ def test_a_process_in_a_real_cgroup_with_a_quota_reads_it():
         (group / "cpu.cfs_period_us").write_text("100000")
         (group / "cpu.cfs_quota_us").write_text("150000")
         code = (f"import os; open({str(group / 'cgroup.procs')!r}, 'w').write(str(os.getpid()));"
-                "from react_lab.backends.threads import cgroup_cpu_quota, usable_cpus;"
+                "from react_lab.lab.backends.threads import cgroup_cpu_quota, usable_cpus;"
                 "print(cgroup_cpu_quota(), usable_cpus())")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         assert out.stdout.split() == ["1.5", "1"]

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import MAX_COST_STEPS, main
-from react_lab.experiments.results import CACHE_ENV
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import MAX_COST_STEPS, main
+from react_lab.lab.experiments.results import CACHE_ENV
 
 ANSWER = " I know this.\nAnswer: 42"
 
@@ -139,8 +139,8 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
     def broken(spec):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("react_lab.cli.commands.load_model", broken)
-    monkeypatch.setattr("react_lab.cli.commands.warm_up", lambda **_: None)  # no real model here
+    monkeypatch.setattr("react_lab.lab.cli.commands.load_model", broken)
+    monkeypatch.setattr("react_lab.lab.cli.commands.warm_up", lambda **_: None)  # no real model here
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 
@@ -219,7 +219,7 @@ def test_parse_tools_accepts_names_with_spaces_around_commas(capsys, monkeypatch
 
 @pytest.mark.parametrize("value", ["4097", "100000", "99999999999999999999"])
 def test_max_tokens_is_capped_at_the_context_window(capsys, script, value):
-    from react_lab.backends.local import N_CTX
+    from react_lab.lab.backends.local import N_CTX
 
     err = usage_error(capsys, ["ask", "q", "--model", f"scripted:{script}", "--max-tokens", value])
     assert f"argument --max-tokens: must be a whole number from 1 to {N_CTX}" in err
@@ -236,7 +236,7 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     import sys
 
     big = "Action: search[" + "a" * 2_000_000 + "]"  # a JSON reply far larger than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "react_lab.cli", "parse", "--tools", "search"],
+    proc = subprocess.Popen([sys.executable, "-m", "react_lab.lab.cli", "parse", "--tools", "search"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdin.write(big.encode())
     proc.stdin.close()

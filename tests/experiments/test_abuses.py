@@ -4,16 +4,16 @@ import re
 
 import pytest
 
-from react_lab.cli import main
-from react_lab.experiments.abuses import (
+from react_lab.lab.cli import main
+from react_lab.lab.experiments.abuses import (
     ABUSES,
     DEFENCES,
     OUTCOMES,
     reply_text,
     run_abuses,
 )
-from react_lab.notebook.plots import plot_trust_boundary
-from react_lab.notebook.tables import outcome_table
+from react_lab.lab.notebook.plots import plot_trust_boundary
+from react_lab.lab.notebook.tables import outcome_table
 from react_lab.schema import validate_call
 from react_lab.tools import default_tools
 

@@ -12,12 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from react_lab import protocol
-from react_lab.backends.base import Completion
-from react_lab.backends.decode import Decoded
-from react_lab.backends.local import LocalModel
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.experiments import forge
-from react_lab.experiments.arms import TwoArmReader
+from react_lab.lab.backends.base import Completion
+from react_lab.lab.backends.decode import Decoded
+from react_lab.lab.backends.local import LocalModel
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.experiments import forge
+from react_lab.lab.experiments.arms import TwoArmReader
 from react_lab.parser import find_forged, settled_forgery
 
 

@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import main
-from react_lab.data.build_tasks import build_tasks
-from react_lab.experiments import evals
-from react_lab.experiments.evals import metrics, percentile
-from react_lab.experiments.tasks import (
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main
+from react_lab.lab.builders.build_tasks import build_tasks
+from react_lab.lab.experiments import evals
+from react_lab.lab.experiments.evals import metrics, percentile
+from react_lab.lab.experiments.tasks import (
     MAX_ANSWER_CHARS,
     TASKS_PATH,
     Task,
@@ -22,7 +22,7 @@ from react_lab.experiments.tasks import (
     score,
 )
 from react_lab.loop import ask
-from react_lab.notebook.tables import html_table
+from react_lab.lab.notebook.tables import html_table
 from react_lab.tools import default_tools, open_db
 from react_lab.trace import EVENT_FIELDS, log_run, read_jsonl
 
@@ -35,7 +35,7 @@ def test_task_set_is_deterministic_and_matches_the_committed_file():
     conn = open_db()
     assert build_tasks(conn) == build_tasks(conn)
     committed = json.loads(TASKS_PATH.read_text(encoding="utf-8"))
-    assert build_tasks(conn) == committed, "tasks.json is stale: python -m react_lab.data.build_tasks"
+    assert build_tasks(conn) == committed, "tasks.json is stale: python -m react_lab.lab.builders.build_tasks"
 
 
 def test_task_set_shape():
@@ -286,7 +286,7 @@ def test_per_task_timeout_is_wall_clock_between_steps(tmp_path):
 
 
 def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation():
-    from react_lab.backends.llama_state import ContextWindowExceeded
+    from react_lab.lab.backends.llama_state import ContextWindowExceeded
 
     class Window(ScriptedModel):  # a window of two completions, as llama.cpp refuses a third
         def complete(self, prompt, **kw):
@@ -446,7 +446,7 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
 
 def test_notebook_08s_self_contradicting_answers_are_wrong_now():
     """The three native answers that made notebook 08's native duplicate bar: each says no, then yes."""
-    from react_lab.experiments.tasks import load_tasks
+    from react_lab.lab.experiments.tasks import load_tasks
 
     task = {t.id: t for t in load_tasks()}["duplicate-03"]
     assert not score("no, the invoice was charged twice, with two successful card charges", task)

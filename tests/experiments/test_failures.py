@@ -1,9 +1,9 @@
-"""The failure-mode detectors of react_lab.experiments.failures, each on a scripted run that shows it and one that does not."""
+"""The failure-mode detectors of react_lab.lab.experiments.failures, each on a scripted run that shows it and one that does not."""
 import pytest
 
-from react_lab.backends.base import Completion
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.experiments.failures import (
+from react_lab.lab.backends.base import Completion
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.experiments.failures import (
     FAILURE_MODES,
     GUARDS,
     StopProbe,

@@ -9,14 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from react_lab import tools
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.cli import main
-from react_lab.experiments import forge
-from react_lab.experiments.questions import _KINDS, question_set
-from react_lab.experiments.results import CACHE_ENV
-from react_lab.notebook.plots import plot_forge_rate
-from react_lab.notebook.tables import highlight_forged
-from react_lab.notebook.widgets import make_forge_widget
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main
+from react_lab.lab.experiments import forge
+from react_lab.lab.experiments.questions import _KINDS, question_set
+from react_lab.lab.experiments.results import CACHE_ENV
+from react_lab.lab.notebook.plots import plot_forge_rate
+from react_lab.lab.notebook.tables import highlight_forged
+from react_lab.lab.notebook.widgets import make_forge_widget
 from react_lab.parser import truncate_forged
 
 # One script entry per call. run_experiment asks every question with stop, then every

@@ -11,10 +11,10 @@ import json
 
 import pytest
 
-from react_lab.backends.local import local_model
-from react_lab.cli import main
-from react_lab.experiments import forge
-from react_lab.experiments.stats import paired_comparison
+from react_lab.lab.backends.local import local_model
+from react_lab.lab.cli import main
+from react_lab.lab.experiments import forge
+from react_lab.lab.experiments.stats import paired_comparison
 
 pytestmark = pytest.mark.model
 

@@ -6,19 +6,19 @@ from collections import Counter
 
 import pytest
 
-from react_lab.backends import text_grammar as tg
-from react_lab.backends.base import Completion
-from react_lab.cli import main as cli_main
-from react_lab.experiments import configs, ladder
-from react_lab.experiments.exemplars import (
+from react_lab.lab.backends import text_grammar as tg
+from react_lab.lab.backends.base import Completion
+from react_lab.lab.cli import main as cli_main
+from react_lab.lab.experiments import configs, ladder
+from react_lab.lab.experiments.exemplars import (
     build_pool,
     get_pool,
     select,
     shape_tokens,
     task_split,
 )
-from react_lab.experiments.tasks import load_tasks
-from react_lab.experiments.tool_designs import (
+from react_lab.lab.experiments.tasks import load_tasks
+from react_lab.lab.experiments.tool_designs import (
     DISTRACTORS,
     VARIANTS,
     get_tools,
@@ -120,7 +120,7 @@ def test_the_nearest_exemplar_shares_the_question_template():
 
 
 def test_pool_refuses_a_test_task():
-    from react_lab.experiments.exemplars import pool_exemplar
+    from react_lab.lab.experiments.exemplars import pool_exemplar
 
     with pytest.raises(ValueError, match="not a dev task"):
         pool_exemplar(TEST[0], default_tools())
@@ -136,7 +136,7 @@ def _call(tool, args, thought="I look it up."):
 
 
 def test_harvest_keeps_clean_successful_dev_runs_with_real_observations():
-    from react_lab.experiments.exemplars import harvest
+    from react_lab.lab.experiments.exemplars import harvest
 
     task = next(t for t in DEV if t.category == "invoice_total")
     inv = task.oracle[0][1][0]
@@ -174,8 +174,8 @@ def test_harvest_keeps_clean_successful_dev_runs_with_real_observations():
 
 
 def test_the_runs_pool_comes_from_the_shipped_dev_runs_and_never_shows_a_test_task():
-    from react_lab.experiments import results
-    from react_lab.experiments.exemplars import HARVESTED_FROM
+    from react_lab.lab.experiments import results
+    from react_lab.lab.experiments.exemplars import HARVESTED_FROM
 
     for variant, name in HARVESTED_FROM.items():
         res = results.load(name)
@@ -195,7 +195,7 @@ def test_the_runs_pool_comes_from_the_shipped_dev_runs_and_never_shows_a_test_ta
 # --------------------------------------------------------------------------- tool designs
 
 def test_every_tool_variant_has_its_description():
-    from react_lab.experiments.tool_designs import describe
+    from react_lab.lab.experiments.tool_designs import describe
 
     assert all(describe(v) for v in VARIANTS)
     assert describe("oldest_first").startswith("list_invoices lists oldest first")
@@ -338,7 +338,7 @@ def test_summary_separates_reliability_from_capability():
 
 
 def test_results_files_round_trip_with_their_fingerprint(tmp_path):
-    from react_lab.experiments import results
+    from react_lab.lab.experiments import results
 
     cfg = ladder.get_config("pool_k1")
     tasks = ladder.choose_tasks("test", per_category=1)[:2]
@@ -379,7 +379,7 @@ def test_cli_lists_configs_and_refuses_unknown_ones(capsys):
 
 @pytest.mark.model
 def test_best_rung_runs_the_embedded_model_under_its_grammar():
-    from react_lab.backends.grammar import grammar_check
+    from react_lab.lab.backends.grammar import grammar_check
 
     tools = ladder.tools_for(ladder.get_config("best"))
     grammar = tg.protocol_grammar(tools.values(), context="Question: Was INV-2041 paid?")
@@ -397,7 +397,7 @@ def test_best_rung_runs_the_embedded_model_under_its_grammar():
 
 
 def test_every_variant_is_described_once():
-    from react_lab.experiments.tool_designs import ABOUT
+    from react_lab.lab.experiments.tool_designs import ABOUT
 
     assert set(ABOUT) == set(VARIANTS)
 
@@ -405,7 +405,7 @@ def test_every_variant_is_described_once():
 def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it():
     """Greedy decoding with a cache that never changes a completion: the whole-half run of a
     config must agree, task by task, with its run on the fixed subset."""
-    from react_lab.experiments import results
+    from react_lab.lab.experiments import results
 
     runs: dict[str, list[dict]] = {}
     for name in results.saved():
@@ -428,7 +428,7 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
 # --------------------------------------------------------------------------- the working agent's kinds
 
 def test_the_grammar_offers_no_call_already_made_and_reads_ids_as_typed(tools):
-    from react_lab.backends.grammar import grammar_check
+    from react_lab.lab.backends.grammar import grammar_check
 
     best = configs.tools_for(ladder.get_config("best"))
     model = configs.GrammarModel(None, best, thought="free", grounded=True, no_repeat=True)
@@ -453,8 +453,8 @@ def test_rungs_that_predate_a_field_keep_their_fingerprint_settings():
 
 
 def test_intent_selection_picks_an_exemplar_of_the_asked_kind():
-    from react_lab.experiments.exemplars import get_pool, intent
-    from react_lab.experiments.tasks import Task
+    from react_lab.lab.experiments.exemplars import get_pool, intent
+    from react_lab.lab.experiments.tasks import Task
 
     pool = list(get_pool("oldest_first"))
     for question, wanted in [("On what date did cus_9999 last get an invoice?", "date"),
@@ -469,8 +469,8 @@ def test_intent_selection_picks_an_exemplar_of_the_asked_kind():
 
 
 def test_a_balanced_yes_no_question_sees_a_yes_and_a_no_and_other_questions_one_exemplar():
-    from react_lab.experiments.exemplars import get_pool
-    from react_lab.experiments.tasks import Task
+    from react_lab.lab.experiments.exemplars import get_pool
+    from react_lab.lab.experiments.tasks import Task
 
     pool = list(get_pool("oldest_first"))
     task = Task("q", "q", "Is INV-9999 fully paid off?", "", "text")
@@ -483,7 +483,7 @@ def test_a_balanced_yes_no_question_sees_a_yes_and_a_no_and_other_questions_one_
 
 
 def test_rescore_rewrites_only_the_verdicts_and_the_summary(tmp_path):
-    from react_lab.experiments import results
+    from react_lab.lab.experiments import results
 
     cfg = ladder.get_config("pool_k1")
     task = next(t for t in TEST if t.id == "duplicate-03")

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from react_lab import protocol
-from react_lab.backends.load import load_model
-from react_lab.cli import main
-from react_lab.experiments import forge, results
-from react_lab.experiments.results import StaleResults
+from react_lab.lab.backends.load import load_model
+from react_lab.lab.cli import main
+from react_lab.lab.experiments import forge, results
+from react_lab.lab.experiments.results import StaleResults
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +89,7 @@ def test_eval_results_from_the_cli_and_a_changed_task_set(where, monkeypatch, tm
     assert loaded.data["metrics"]["success_rate"] == 1.0 and len(loaded.data["records"]) == 3
     assert loaded.config == {"protocol": "text", "model": "oracle", "n": 3, "max_steps": 4, "max_tokens": 128}
     assert loaded.command == "react-lab eval --protocol text --model oracle --n 3 --save-results eval-oracle"
-    from react_lab.experiments import tasks
+    from react_lab.lab.experiments import tasks
     first = tasks.load_tasks
 
     def fewer(*args, n=None, **kwargs):
@@ -171,8 +171,8 @@ def _experiment(name):
 def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
     """The fingerprint does not cover the scorer, the metrics code or the CLI's current limits:
     re-score, re-compute and compare them here."""
-    from react_lab.experiments.evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, metrics
-    from react_lab.experiments.tasks import load_tasks, score
+    from react_lab.lab.experiments.evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, metrics
+    from react_lab.lab.experiments.tasks import load_tasks, score
 
     loaded = results.load(name)
     tasks = {t.id: t for t in load_tasks(n=loaded.config.get("n"))}
@@ -192,7 +192,7 @@ def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
 def test_a_bad_results_name_stops_the_cli_before_any_work(argv, where, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(results, "RESULTS_DIR", where)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
-    from react_lab.cli import commands
+    from react_lab.lab.cli import commands
 
     def no_work(*args, **kwargs):
         raise AssertionError("the experiment ran before the results name was checked")

@@ -1,6 +1,6 @@
 import pytest
 
-from react_lab.experiments.stats import pass_at_k, pass_hat_k, success_rate
+from react_lab.lab.experiments.stats import pass_at_k, pass_hat_k, success_rate
 
 
 def test_wilson_interval_brackets_the_rate_and_narrows_with_n():
@@ -51,7 +51,7 @@ def test_too_few_trials_raise():
 
 
 def test_paired_comparison_counts_disagreements_and_tests_them():
-    from react_lab.experiments.stats import paired_comparison
+    from react_lab.lab.experiments.stats import paired_comparison
 
     old = {f"t{i}": i < 10 for i in range(40)}          # solves t0-t9
     new = {f"t{i}": 2 <= i < 22 for i in range(40)}     # loses t0-t1, gains t10-t21
@@ -74,7 +74,7 @@ def test_interval_and_sign_test_agree_with_scipy_for_every_count_up_to_60():
     # SciPy's binomtest is the reference they must match.
     from scipy.stats import binomtest
 
-    from react_lab.experiments.stats import sign_test
+    from react_lab.lab.experiments.stats import sign_test
 
     for n in range(1, 61):
         for k in range(n + 1):
@@ -89,7 +89,7 @@ def test_interval_and_sign_test_agree_with_scipy_for_every_count_up_to_60():
 
 
 def test_sign_test_edges():
-    from react_lab.experiments.stats import sign_test
+    from react_lab.lab.experiments.stats import sign_test
 
     assert sign_test(0, 0) == 1.0 and sign_test(3, 3) == 1.0
     assert sign_test(5, 0) == pytest.approx(2 / 32) == sign_test(0, 5)
@@ -101,13 +101,13 @@ def test_importing_the_statistics_does_not_import_scipy():
     import subprocess
     import sys
 
-    code = "import sys, react_lab.experiments.stats; print('scipy' in sys.modules)"
+    code = "import sys, react_lab.lab.experiments.stats; print('scipy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_the_rate_says_its_own_level_and_bad_levels_or_counts_are_refused():
-    from react_lab.experiments.stats import paired_comparison, sign_test
+    from react_lab.lab.experiments.stats import paired_comparison, sign_test
 
     assert "(90% CI" in str(success_rate(30, 52, confidence=0.90))
     assert "(95% CI" in str(success_rate(30, 52))
@@ -129,7 +129,7 @@ def test_the_rate_says_its_own_level_and_bad_levels_or_counts_are_refused():
 def test_the_sign_test_is_exact_for_large_counts():
     from scipy.stats import binomtest
 
-    from react_lab.experiments.stats import sign_test
+    from react_lab.lab.experiments.stats import sign_test
 
     for up, down in ((4900, 5100), (600, 400), (1, 2000)):
         assert sign_test(up, down) == pytest.approx(binomtest(up, up + down).pvalue, rel=1e-9)

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 from react_lab import protocol
-from react_lab.data import build_tasks as bt
-from react_lab.experiments.tasks import ORIGINAL_COUNT, TASKS_PATH, load_tasks
+from react_lab.lab.builders import build_tasks as bt
+from react_lab.lab.experiments.tasks import ORIGINAL_COUNT, TASKS_PATH, load_tasks
 from react_lab.tools import call_tool, default_tools, open_db
 
 RAW = json.loads(TASKS_PATH.read_text(encoding="utf-8"))

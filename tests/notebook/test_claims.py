@@ -1,7 +1,7 @@
 """The quoted figures and the claim / measured / why table."""
 from datetime import date
 
-from react_lab.notebook.claims import (
+from react_lab.lab.notebook.claims import (
     FUNCTION_CALLING,
     PAPER,
     SEED_WINDOW,

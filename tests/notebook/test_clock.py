@@ -1,7 +1,7 @@
 """The notebooks' compute clock: cell run time, not reading time."""
 import time
 
-from react_lab.notebook import clock
+from react_lab.lab.notebook import clock
 
 
 class Events:

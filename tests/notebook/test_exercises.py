@@ -3,8 +3,8 @@ import re
 
 import pytest
 
-from react_lab.notebook import solutions
-from react_lab.notebook.exercises import EXERCISES, LOOP_RULES, check, run_cases
+from react_lab.lab.notebook import solutions
+from react_lab.lab.notebook.exercises import EXERCISES, LOOP_RULES, check, run_cases
 from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool
 
@@ -91,7 +91,7 @@ def test_every_exercise_has_a_solution_and_a_wrong_answer():
 
 
 def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
-    from react_lab.notebook.exercises import choose
+    from react_lab.lab.notebook.exercises import choose
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     mine = lambda P, O, A, k: P + (k - 1) * (A + O)  # noqa: E731
@@ -161,7 +161,7 @@ def test_a_broken_rule_fails_and_is_named(break_rule, rule):
 
 def test_every_loop_failure_names_a_rule():
     """Every way the loop checker can fail names a rule, a raised exception included."""
-    from react_lab.notebook.exercises import _loop_cases
+    from react_lab.lab.notebook.exercises import _loop_cases
 
     def raises(question, model, tools, exemplars=None, max_steps=6):
         model.complete("x", stop=None, max_tokens=128)

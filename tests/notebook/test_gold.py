@@ -1,8 +1,8 @@
 """Gold answers from the database for the notebooks' own question, and the reasons a run missed it."""
 import pytest
 
-from react_lab.experiments.tasks import score
-from react_lab.notebook.gold import check_charges, why_wrong
+from react_lab.lab.experiments.tasks import score
+from react_lab.lab.notebook.gold import check_charges, why_wrong
 from react_lab.tools import open_db
 
 QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
@@ -71,9 +71,9 @@ def test_why_wrong_does_not_blame_copying_when_the_invoice_was_fetched():
 
 
 def test_judge_scores_a_run_and_says_why_it_missed():
-    from react_lab.backends.scripted import ScriptedModel
+    from react_lab.lab.backends.scripted import ScriptedModel
     from react_lab.loop import ask
-    from react_lab.notebook.gold import judge
+    from react_lab.lab.notebook.gold import judge
     from react_lab.tools import default_tools
 
     wrong = ask(QUESTION, ScriptedModel([" I list.\nAction: list_invoices[cus_8812, 2026-07-14]",

@@ -1,12 +1,12 @@
 """The migration notebook's pieces: the two agents, their diff as code, and the three problems."""
 import pytest
 
-from react_lab.backends.chat import ScriptedChatModel
-from react_lab.backends.scripted import ScriptedModel
+from react_lab.lab.backends.chat import ScriptedChatModel
+from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.guards import Guards
 from react_lab.native import offered_tools
-from react_lab.notebook import migration_runs
-from react_lab.notebook.migration import (
+from react_lab.lab.notebook import migration_runs
+from react_lab.lab.notebook.migration import (
     PARTS,
     agent_diff,
     agent_lines,
@@ -198,7 +198,7 @@ def test_the_shipped_results_are_current():
 
 
 def test_the_unified_diff_marks_exactly_the_deleted_and_added_lines():
-    from react_lab.notebook.migration import agent_diff
+    from react_lab.lab.notebook.migration import agent_diff
 
     diff = agent_diff()
     body = diff.unified().splitlines()[2:]  # after the ---/+++ header

@@ -1,5 +1,5 @@
 """HTML views of transcripts for the notebooks."""
-from react_lab.notebook.tables import html_columns
+from react_lab.lab.notebook.tables import html_columns
 
 
 def test_html_columns_puts_each_text_in_its_own_escaped_column():

@@ -1,23 +1,23 @@
-"""One-off costs paid in react_lab.notebook.warm_up(), not inside a learner's first step (no model)."""
+"""One-off costs paid in react_lab.lab.notebook.warm_up(), not inside a learner's first step (no model)."""
 import subprocess
 import sys
 
 import pytest
 
-import react_lab.notebook
+import react_lab.lab.notebook
 from react_lab.schema import schema_validator, validate_call
 from react_lab.tools import default_tools
 
 
 def test_warm_up_without_the_model_pays_the_schema_check_and_the_token_counter():
-    parts = react_lab.notebook.warm_up(model=False)
+    parts = react_lab.lab.notebook.warm_up(model=False)
     assert set(parts) == {"schema_check", "token_counter"}
     assert all(seconds >= 0 for seconds in parts.values())
 
 
 def test_warm_up_names_an_unknown_protocol():
     with pytest.raises(ValueError, match="unknown protocol 'chat'"):
-        react_lab.notebook.warm_up(model=False, protocols=["text", "chat"])
+        react_lab.lab.notebook.warm_up(model=False, protocols=["text", "chat"])
 
 
 def test_one_validator_per_schema():
@@ -28,9 +28,9 @@ def test_one_validator_per_schema():
 
 def test_after_warm_up_the_first_schema_check_in_a_fresh_process_is_quick():
     """The first check used to import jsonschema inside the step (1.3 s where Jupyter is installed)."""
-    code = ("import time, react_lab.notebook; from react_lab.schema import validate_call;"
+    code = ("import time, react_lab.lab.notebook; from react_lab.schema import validate_call;"
             "from react_lab.tools import default_tools; tool = default_tools()['list_invoices'];"
-            "react_lab.notebook.warm_up(model=False); t = time.perf_counter();"
+            "react_lab.lab.notebook.warm_up(model=False); t = time.perf_counter();"
             "errors = validate_call(tool, {'customer_id': 'cus_8812', 'since': 'July'});"
             "print(time.perf_counter() - t, len(errors))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

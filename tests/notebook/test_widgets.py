@@ -1,8 +1,8 @@
 """The step-through widget of notebook 02, driven from code with a scripted model."""
 import html
 
-from react_lab.backends.scripted import ScriptedModel
-from react_lab.notebook.widgets import describe_step, make_stepper_widget
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.notebook.widgets import describe_step, make_stepper_widget
 from react_lab.tools import default_tools
 from react_lab.trace import Step
 

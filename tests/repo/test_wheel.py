@@ -69,7 +69,7 @@ def test_the_wheel_holds_every_data_file(unpacked):
 
 def test_every_module_imports_from_the_wheel_with_the_repository_off_the_path(unpacked, tmp_path):
     modules = source_modules()
-    assert {"react_lab.backends", "react_lab.experiments", "react_lab.notebook", "react_lab.cli",
+    assert {"react_lab.lab.backends", "react_lab.lab.experiments", "react_lab.lab.notebook", "react_lab.lab.cli",
             "react_lab.data"} <= set(modules)
     # The child's whole path: the unpacked wheel first, then the dependencies (no .pth runs, so
     # the editable install's finder, which would serve the checkout, is never installed).

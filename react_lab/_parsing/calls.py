@@ -1,0 +1,498 @@
+"""Tool calls written outside the paper's brackets: JSON objects and call syntax, read from model text.
+
+:func:`react_lab.parser.parse` reads the labels; when the text after them is not
+``tool[input]`` it hands over to this module. Models write a call as a JSON object
+(``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
+fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
+(``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
+:func:`python_calls`; JSON's ``true``/``null`` and a lone ``properties={...}`` wrapper are
+read as meant). A reader returns ``(start, end, ParseResult)`` (an action, a final answer:
+a ``finish`` call, or an error saying what to write instead), or None if there is no call.
+
+Underneath is one brace scanner (:func:`find_objects`): a single left-to-right pass, so
+every reader here stays linear in the length of the text, whatever the text. Objects are
+loaded as JSON, then as Python literals (``ast.literal_eval``, never ``eval``).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import warnings
+from typing import Any
+
+from ..protocol import QUOTE_PAIRS, ParseResult, clip, shown, unquoted
+
+#: Tool names that mean "finish with this answer" in the paper's bracket form.
+FINISH_NAMES = {"finish", "final_answer", "final answer"}
+
+#: Keys a JSON call names its tool under, and keys it puts the tool's input under. The two
+#: lists agree: each prefix (``action``, ``tool``, ``function``) names the tool alone or with
+#: ``_name`` and holds the input under ``_input``, ``_args``, ``_arguments``, ``_parameters``
+#: or ``_params``; ``name`` goes with the bare words (``arguments``, ...). Keys are compared
+#: without case, ``_`` or ``-``, so ``toolName`` is ``tool_name``.
+_CALL_PREFIXES = ("action", "tool", "function")
+_INPUT_WORDS = ("input", "args", "arguments", "parameters", "params")
+NAME_KEYS = (*_CALL_PREFIXES, *(f"{p}_name" for p in _CALL_PREFIXES), "name")
+INPUT_KEYS = (*(f"{p}_{w}" for p in _CALL_PREFIXES for w in _INPUT_WORDS), *_INPUT_WORDS)
+_META_KEYS = {"id", "type", "index", "thought", "reasoning"}  # a call object may carry these too
+_CALLISH = re.compile(r"tool|func|action|call|command|cmd|recipient|method")  # in a normalised key
+_NAME_IN_JSON = re.compile(r"[\"'](?:%s)[\"'][ \t]*:[ \t]*[\"']([^\"'\n]{1,80})[\"']" % "|".join(NAME_KEYS),
+                           re.IGNORECASE)
+
+#: A tool name: an identifier, or words of identifier characters (``Google Search``), as
+#: frameworks name tools. Punctuation, brackets and quotes make a line, not a name.
+_TOOL_NAME = re.compile(r"[^\W\d][\w-]*(?:\.[\w-]+)*(?:[ \t]+[\w-]+(?:\.[\w-]+)*)*")
+_PAREN_CALL = re.compile(r"[ \t`*\"']*([^\W\d][\w.-]*)[ \t]*\(")  # "search(" or "`search (" ...
+_PAREN_OR_QUOTE = re.compile(r"[()\"']")
+_CLOSE_PAREN = re.compile(r"[ \t]*\)")
+_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
+_ANSWER_CALL_HEAD = re.compile(r"[ \t\n]*(?:```[\w-]*[ \t]*\n[ \t\n]*)?(?:<tool_call>[ \t\n]*)?(?:\[[ \t\n]*)?\{")
+
+#: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
+#: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
+_LITERAL_MAX = 20_000
+
+_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
+_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
+_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
+
+
+# --------------------------------------------------------------------------- the brace scanner
+
+def find_objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
+    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
+
+    ``end`` is just past the matching ``}``, or None if the object is never closed.
+    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
+    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
+    (a backslash escapes the next character) or at the end of its line: JSON and
+    Python strings never hold a raw line break, prose quotes often run wild. An
+    apostrophe inside a word (``don't``) opens nothing.
+
+    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
+    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
+    """
+    spans: list[list] = []           # [open, end] per object found
+    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
+    unclosed = 0                     # objects in spans still waiting for their "}"
+    quote = None                     # the quote of the string being read
+    pos = start
+    while True:
+        if quote:
+            pattern = _QUOTES[quote]
+        else:
+            pattern = _IN_OBJECT if stack else _OPEN_BRACE
+        m = pattern.search(text, pos)
+        if m is None:
+            break
+        i, ch = m.start(), m.group()
+        pos = i + 1
+        if quote:
+            if ch == "\\":
+                pos += 1                 # the escaped character is skipped
+            else:
+                quote = None             # the closing quote, or the end of the line
+        elif ch == "{":
+            if len(spans) < limit:
+                stack.append(len(spans))
+                spans.append([i, None])
+                unclosed += 1
+            else:
+                stack.append(None)
+        elif ch == "}":
+            k = stack.pop()
+            if k is not None:
+                spans[k][1] = i + 1
+                unclosed -= 1
+                if unclosed == 0 and len(spans) == limit:
+                    break
+        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
+            quote = ch
+    return [(j, end) for j, end in spans]
+
+
+def object_at(text: str, pos: int) -> tuple[int, int | None] | None:
+    """The ``{...}`` that opens at ``pos`` after spaces or tabs, as ``(open, end)``; None if no ``{`` is there.
+
+    ``end`` is just past the matching ``}`` (strings respected), or None if it is never closed.
+    """
+    brace = _SPACES_THEN_BRACE.match(text, pos)
+    if brace is None:
+        return None
+    return find_objects(text, brace.end() - 1, limit=1)[0]
+
+
+def quiet_parse(source: str, mode: str = "eval") -> ast.AST:
+    """``ast.parse`` with Python's warnings silenced: model text such as ``1if 1else 2`` or
+    ``"\\d"`` makes Python print a ``SyntaxWarning``, and reading model text prints nothing.
+    Raises what ``ast.parse`` raises (``SyntaxError``, ...)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, mode=mode)
+
+
+def _python_literal(blob: str) -> Any:
+    """``ast.literal_eval`` of ``blob``, parsed quietly (:func:`quiet_parse`)."""
+    return ast.literal_eval(quiet_parse(blob.lstrip(" \t")))
+
+
+def load_object(blob: str) -> Any:
+    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
+
+    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
+    """
+    loaders = (json.loads, _python_literal) if len(blob) <= _LITERAL_MAX else (json.loads,)
+    for loader in loaders:
+        try:
+            return loader(blob)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+    return None
+
+
+def clean_input(value: str) -> Any:
+    """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
+    wrapping the whole input (:func:`react_lab.protocol.unquoted`), or an opening quote never
+    closed (a line cut off)."""
+    value = value.strip()
+    if value.startswith("{") and value.endswith("}"):
+        obj = load_object(value)
+        if isinstance(obj, dict):
+            return obj
+    if (bare := unquoted(value)) != value:
+        return bare
+    close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
+    return value[1:].strip() if close and close not in value[1:] and value[0] not in value[1:] else value
+
+
+def is_tool_name(name: str) -> bool:
+    """True if ``name`` can name a tool: an identifier, or words of identifier characters."""
+    return _TOOL_NAME.fullmatch(name) is not None
+
+
+# --------------------------------------------------------------------------- JSON calls
+
+def _norm_key(key: Any) -> str:
+    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`: lower case, letters and digits only."""
+    return re.sub(r"[\W_]+", "", key.lower()) if isinstance(key, str) else ""
+
+
+_NAME_NORMS = [_norm_key(k) for k in NAME_KEYS]
+_INPUT_NORMS = [_norm_key(k) for k in INPUT_KEYS]
+
+
+def _keys_shown(keys: list) -> str:
+    return ", ".join(shown(str(k), 30) for k in keys[:5]) + (", ..." if len(keys) > 5 else "")
+
+
+def _json_call(obj: dict) -> ParseResult | None:
+    """Read one decoded JSON object as a call; an error if it looks like one written with unknown keys; else None."""
+    keys: dict[str, Any] = {}
+    for k in obj:
+        keys.setdefault(_norm_key(k), k)
+    name_key = next((keys[n] for n in _NAME_NORMS if n in keys and isinstance(obj[keys[n]], str)), None)
+    if name_key is None:
+        bad = [k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))]
+        if bad:
+            return ParseResult("error", dialect="json", reason=(
+                f"the tool name under {shown(str(bad[0]), 30)} is {shown(obj[bad[0]], 40)}, not a "
+                'string; write {"action": "tool_name", "action_input": {...}}'))
+        unknown = [k for n, k in keys.items() if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()]
+        if unknown:
+            return ParseResult("error", dialect="json", reason=(
+                f"the JSON object looks like a tool call, but the parser does not read its keys "
+                f"{_keys_shown(unknown)}; put the tool name under one of {', '.join(NAME_KEYS)}: "
+                '{"action": "tool_name", "action_input": {...}}'))
+        return None
+    name = obj[name_key]
+    input_key = next((keys[n] for n in _INPUT_NORMS if n in keys), None)
+    if input_key is None:
+        others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
+        if others:
+            return ParseResult("error", tool=name, dialect="json", reason=(
+                f"the JSON call names tool {shown(name, 60)} but puts its input under {_keys_shown(others)}, "
+                f"which the parser does not read; put the input under one key: "
+                f'{{"action": {json.dumps(name) if is_tool_name(name) else "tool_name"}, "action_input": {{...}}}}'))
+        value: Any = ""
+    else:
+        value = obj[input_key]
+    if not isinstance(value, (str, dict)):  # a list, a number, null: the input is a string or a dict
+        value = "" if value is None else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str) and value.strip().startswith("{"):
+        loaded = load_object(value)
+        value = loaded if isinstance(loaded, dict) else value
+    if name.strip().lower() in FINISH_NAMES:
+        return ParseResult("final", answer=value if isinstance(value, str) else json.dumps(value), dialect="json")
+    return ParseResult("action", tool=name, input=value, dialect="json")
+
+
+def find_json_call(text: str, start: int):
+    """First JSON call object at or after ``start`` (fences ignored), as ``(start, end, result)``.
+
+    A call names its tool under one of :data:`NAME_KEYS` and its input under one of
+    :data:`INPUT_KEYS`. If no object is a call but one looks like a call written with keys
+    the parser does not read, the result is an error naming those keys; else None.
+    """
+    unread = None  # the first call-like object with unknown keys, as (start, end, error)
+    # Only the first few objects are tried: enough for any real completion.
+    for j, end in find_objects(text, start, limit=16):
+        if end is None:
+            continue
+        obj = load_object(text[j:end])
+        if not isinstance(obj, dict):
+            continue
+        result = _json_call(obj)
+        if result is not None and result.kind != "error":
+            return (j, end, result)
+        if result is not None and unread is None:
+            unread = (j, end, result)
+    return unread
+
+
+def call_as_answer(text: str, start: int):
+    """A JSON call written right after an answer label, as ``(start, end, result)``; or None.
+
+    Fences, a ``<tool_call>`` tag or a ``[`` may come first. Only a real call counts (an
+    input key, or a name key other than ``name``): ``{"name": "Acme", "total": 4200}`` is
+    an answer that happens to be JSON.
+    """
+    m = _ANSWER_CALL_HEAD.match(text, start)
+    if m is None:
+        return None
+    blob = find_json_call(text, m.end() - 1)
+    if blob is None or blob[0] != m.end() - 1 or blob[2].kind == "error":
+        return None
+    return blob if names_a_call(load_object(text[blob[0]:blob[1]])) else None
+
+
+def names_a_call(obj: Any) -> bool:
+    """True if a decoded object is unmistakably a call: it has an input key, or a name key other than ``name``.
+
+    ``{"name": "Acme", "total": 4200}`` is data that happens to be JSON, not a call.
+    """
+    norms = {_norm_key(k) for k in obj} if isinstance(obj, dict) else set()
+    return bool(norms & set(_INPUT_NORMS) or norms & (set(_NAME_NORMS) - {"name"}))
+
+
+def object_without_call(text: str, brace: int) -> ParseResult:
+    """The error for ``Action: {...}`` that holds no call: cut off, or no tool-name key."""
+    end = find_objects(text, brace, limit=1)[0][1]
+    if end is None:
+        named = _NAME_IN_JSON.search(text, brace, brace + 2000)
+        return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
+    obj = load_object(text[brace:end])
+    keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
+    return ParseResult("error", reason=(
+        f"the object after the Action label names no tool{keys}; write "
+        '{"action": "tool_name", "action_input": {...}} or \'Action: tool_name[arguments]\''))
+
+
+def cut_off_call(text: str) -> ParseResult | None:
+    """The error for the first JSON call in ``text`` that names its tool but is never closed; None if none is."""
+    for j, end in find_objects(text, 0, limit=16):
+        named = _NAME_IN_JSON.search(text, j, j + 2000) if end is None else None
+        if named is not None:
+            return cut_off(named.group(1), "the JSON call")
+    return None
+
+
+def cut_off(name: str | None, what: str) -> ParseResult:
+    """The error for a JSON object the model never closed (it was cut off, or lost a brace)."""
+    call = f"Action: {clip(name, 40)}[arguments]" if name else "Action: tool_name[arguments]"
+    return ParseResult("error", tool=name, reason=(
+        f"{what} is cut off: its '{{' is never closed; write the whole call again, e.g. '{call}'"))
+
+
+# --------------------------------------------------------------------------- call syntax
+
+def paren_call(text: str, start: int, line_end: int):
+    """``name(arguments)`` at ``start`` (call syntax on the Action line) as ``(start, end, result)``; or None.
+
+    A JSON object inside may span lines; other arguments end at the matching ``)`` on the
+    line (quotes respected), or at the end of the line when the model was cut off.
+    """
+    m = _PAREN_CALL.match(text, start, line_end)
+    if m is None:
+        return None
+    name, open_at = m.group(1), m.end()
+    obj = object_at(text, open_at)
+    if obj is not None:
+        j, end = obj
+        if end is None:
+            return (start, len(text), cut_off(name, "the JSON object in the call"))
+        close = _CLOSE_PAREN.match(text, end)
+        return (start, close.end() if close else end,
+                ParseResult("action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"))
+    depth, quote, pos, close_at = 1, None, open_at, None
+    while close_at is None:
+        c = (_QUOTES[quote] if quote else _PAREN_OR_QUOTE).search(text, pos, line_end)
+        if c is None:
+            break
+        i, ch = c.start(), c.group()
+        pos = i + 1
+        if quote:
+            pos += ch == "\\"         # an escaped character is skipped
+            quote = quote if ch == "\\" else None
+        elif ch in "\"'":
+            quote = ch if ch == '"' or not text[i - 1].isalnum() else None
+        else:
+            depth += 1 if ch == "(" else -1
+            close_at = i if depth == 0 else None
+    inner = text[open_at:line_end if close_at is None else close_at]
+    end = line_end if close_at is None else close_at + 1
+    value = _call_input(inner)
+    if value is None:
+        short = clip(name, 40)
+        return (start, end, ParseResult("error", tool=name, dialect="call", reason=(
+            f"the call mixes positional and keyword arguments; write either "
+            f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'")))
+    return (start, end, ParseResult("action", tool=name, input=value, dialect="call"))
+
+
+def _call_input(inner: str) -> Any:
+    """The input written inside ``name(...)``: positional values joined by ``", "`` (as inside
+    brackets), keyword arguments as a dict (a lone wrapper such as ``properties={...}``
+    unwrapped, ``**{...}`` merged), else the text itself. Python literals, and JSON's
+    ``true``/``false``/``null`` (:func:`literal`), never ``eval``. None when positional and
+    keyword arguments are mixed: no name for the positional ones is known here.
+    """
+    inner = inner.strip()
+    if not inner or inner.startswith("{") or len(inner) > _LITERAL_MAX:
+        return clean_input(inner)
+    try:
+        call = quiet_parse(f"f({inner})").body
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return clean_input(inner)
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
+        return clean_input(inner)
+    value = call_arguments(call)
+    if value is None or value == "mixed":
+        return None if value == "mixed" else clean_input(inner)
+    return value
+
+
+#: Keys a model wraps a call's real arguments in, copying the schema's shape (``properties``)
+#: or the API's (``arguments``): ``get_weather(properties={"location": "Tokyo"})``.
+WRAPPERS = {"properties", "parameters", "params", "arguments", "args", "kwargs"}
+_JSON_WORDS = {"true": True, "false": False, "null": None}
+
+
+def literal(node: ast.AST, depth: int = 0) -> Any:
+    """The value of a literal expression node: Python literals and JSON's ``true``/``false``/``null``.
+
+    Tuples become lists (the JSON shape). Raises ``ValueError`` for anything else (a name,
+    a call, an operator), or nesting deeper than 32: the value is read, never evaluated.
+    """
+    if depth > 32:
+        raise ValueError("nested too deeply")
+    if isinstance(node, ast.Name) and node.id in _JSON_WORDS:
+        return _JSON_WORDS[node.id]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("** inside a dict")
+        return {literal(k, depth + 1): literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [literal(e, depth + 1) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def unwrap(args: Any) -> Any:
+    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around an object of the real arguments."""
+    if isinstance(args, dict) and len(args) == 1:
+        (key, inner), = args.items()
+        if isinstance(key, str) and key.lower() in WRAPPERS and isinstance(inner, dict) and inner:
+            return inner
+    return args
+
+
+def call_arguments(call: ast.Call) -> Any:
+    """The input of one parsed call expression: keywords as a dict (``**{...}`` merged, a lone
+    wrapper unwrapped), one positional object as itself, positional scalars joined by ``", "``.
+
+    None when an argument is not a literal; ``"mixed"`` for positional and keyword arguments
+    together (no name is known for the positional ones).
+    """
+    try:
+        positional = [literal(a) for a in call.args]
+        keywords: dict = {}
+        for k in call.keywords:
+            value = literal(k.value)
+            if k.arg is None and not isinstance(value, dict):
+                return None
+            keywords.update(value if k.arg is None else {k.arg: value})
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if positional and keywords:
+        return "mixed"
+    if keywords:
+        return unwrap(keywords)
+    if len(positional) == 1 and isinstance(positional[0], dict):
+        return unwrap(positional[0])
+    if all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in positional):
+        return ", ".join(str(v) for v in positional)
+    return None
+
+
+def python_calls(source: str) -> list[tuple[str, Any]] | None:
+    """Python-style calls in ``source``: ``[a(k=1), b()]``, ``a(k=1); b()``, one call a line.
+
+    Returns ``[(name, input), ...]`` -- a dotted name loses a trailing ``.call`` (Llama 3's
+    built-ins: ``brave_search.call(query="x")``) and a leading ``default_api.`` or
+    ``functions.``; ``print(tool(...))`` is the call inside -- or None when ``source`` is not
+    only calls with literal arguments. Parsed with :mod:`ast`, never run.
+    """
+    source = source.strip().strip("`").strip()
+    if not source or len(source) > _LITERAL_MAX:
+        return None
+    try:
+        tree = quiet_parse(source, mode="exec")
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    nodes = []
+    for stmt in tree.body:
+        if not isinstance(stmt, ast.Expr):
+            return None
+        value = stmt.value
+        nodes += value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    calls = []
+    for node in nodes:
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+                and len(node.args) == 1 and isinstance(node.args[0], ast.Call) and not node.keywords):
+            node = node.args[0]  # Gemma 3 and Gemini write print(default_api.tool(...))
+        name = _dotted(node.func) if isinstance(node, ast.Call) else None
+        value = call_arguments(node) if name else None
+        if value is None or value == "mixed":
+            return None
+        calls.append((name, value))
+    return calls or None
+
+
+def _dotted(func: ast.AST) -> str | None:
+    """``a.b.c`` for a name or attribute chain (prefixes ``default_api.``/``functions.`` and suffix ``.call`` dropped)."""
+    parts = []
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        return None
+    parts = [func.id, *reversed(parts)]
+    if len(parts) > 1 and parts[0] in ("default_api", "functions"):
+        parts = parts[1:]
+    if len(parts) > 1 and parts[-1] == "call":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
+_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
+
+
+def strip_answer_label(line: str) -> str:
+    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
+    return _ANSWER_PREFIX.sub("", line)
+
+
+def starts_with_label(line: str) -> bool:
+    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
+    return _LABEL_WORD.match(line) is not None

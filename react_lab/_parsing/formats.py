@@ -1,0 +1,500 @@
+"""Native tool-call markup written into text: every model's own call format, read into calls.
+
+A model trained on its chat template writes a tool call in that template's markup. When
+the server does not turn the markup into ``tool_calls`` (or the text protocol is in use),
+it reaches us as text. The formats fall into a few kinds, one reader each:
+
+* JSON in a frame: ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<|tool_call|>[...]``
+  (Granite), ``<TOOLCALL>[...]`` (Nemotron), ``<tool_calls>`` (Jamba), ``functools[...]``
+  (Phi-4), ``<|START_ACTION|>[...]`` (Command R), ``[TOOL_CALLS][...]`` (Mistral before v11),
+  ``<|python_tag|>{...}`` (Llama 3), ``[TOOL_REQUEST]`` (LM Studio), and Apertus'
+  ``<|tools_prefix|>[{"NAME": {...}}]`` whose key is the tool;
+* a frame that names the tool outside the JSON: Harmony's ``<|channel|>commentary
+  to=functions.NAME <|constrain|>json<|message|>{...}`` (gpt-oss); DeepSeek's
+  ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` + a fenced JSON object (V3, R1) and
+  ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}`` (V3.1); Kimi K2's
+  ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}``;
+  ``<function=NAME>{...}</function>`` (Llama 3.1, Functionary); ``[TOOL_CALLS]NAME[ARGS]{...}``
+  (Mistral, with an optional ``[CALL_ID]``); ``>>>NAME`` + a JSON line (Functionary v3.2);
+* a name glued to its arguments: ``[TOOL_CALLS]NAME{...}`` (Mistral v11+),
+  ``<|tool_call>call:NAME{key:<|"|>value<|"|>}<tool_call|>`` (Gemma 4; FunctionGemma's
+  ``<start_function_call>`` with ``<escape>``): an object whose keys are bare words;
+* arguments as elements: ``<function=NAME><parameter=k>v</parameter></function>``
+  (Qwen3-Coder, Seed-OSS), ``<invoke name="NAME"><parameter name="k">v</parameter></invoke>``
+  (MiniMax M2, Claude-style ``<function_calls>``, DeepSeek V3.2's ``｜DSML｜``, Step-3's
+  ``steptml:``), ``<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`` (GLM);
+* Python-style calls: ``<|python_tag|>NAME.call(k="v")`` (Llama 3 built-ins), ``[NAME(k=v)]``
+  in LFM2's ``<|tool_call_start|>``, Gemma 3's ````tool_code`` fence, Olmo 3's
+  ``<function_calls>`` (one call a line).
+
+Special tokens are matched in every spelling they reach text in: ``|`` or the full-width
+``｜`` (U+FF5C), words joined by ``_``, ``▁`` (U+2581) or a space. Element values are read
+as JSON when they are JSON (``8``, ``true``, ``{...}``), else kept as text -- what the
+parsers do without a schema. Sources: the chat templates, llama.cpp's ``common/chat*``
+parsers and vLLM's ``tool_parsers``.
+
+:func:`find_calls` tries the first few frames only, each read forward once: linear, never raises.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from .calls import find_json_call, load_object, object_at, python_calls, unwrap
+
+#: Frames tried per text: enough for any real completion, and a bound on the work.
+MAX_FRAMES = 16
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call read from markup: its span, format, tool and arguments, or what is wrong with it.
+
+    ``arguments`` is a dict, or the text written where they belong (a problem says why it
+    cannot be used). ``answer`` is set instead of ``name`` for Harmony's final channel;
+    ``thought`` holds reasoning the markup carries (Harmony's analysis channel).
+    """
+
+    start: int
+    end: int
+    format: str
+    name: str | None = None
+    arguments: Any = None
+    problem: str | None = None
+    answer: str | None = None
+    thought: str | None = None
+
+
+def _token(words: str) -> str:
+    """A regex for the special token ``<|words|>`` in any spelling: ``|`` or ``｜``, words joined by ``_``, ``▁`` or `` ``."""
+    return r"<[|｜]" + r"[_▁ ]".join(words.split()) + r"[|｜]>"
+
+
+_WS = re.compile(r"\s*")
+_FENCE = re.compile(r"\s*(?:```[\w-]*[ \t]*\n)?\s*")
+_NAME = re.compile(r"[ \t]*([^\W\d][\w.-]*)")
+_COMMA = re.compile(r"\s*,\s*")
+
+
+def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the position after what matches
+    return pattern.match(text, pos).end()
+
+
+def _value(raw: str) -> Any:
+    """An element's value: JSON when it is JSON (a finite number, true, an object), else the text."""
+    text = raw.strip()
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    return text if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start: int) -> Call:
+    """The call whose arguments are the JSON object at ``pos`` (after spaces and a fence), ending by ``end``."""
+    at = _skip(text, pos, _FENCE)
+    span = object_at(text, at)
+    if span is None:
+        rest = text[at:end].strip()
+        problem = "has no arguments object" if rest else "is cut off before its arguments"
+        return Call(start, end, fmt, name, rest, problem)
+    j, close = span
+    if close is None or close > end:  # never closed, or closed past the frame's own end token
+        return Call(start, len(text) if close is None else close, fmt, name, text[j:end],
+                    "is cut off before its arguments close")
+    value = load_object(text[j:close])
+    if not isinstance(value, dict):
+        return Call(start, close, fmt, name, text[j:close], "has arguments that are not a JSON object")
+    return Call(start, _after_fence(text, close), fmt, name, unwrap(value))
+
+
+_CLOSING_FENCE = re.compile(r"\s*```")
+
+
+def _after_fence(text: str, pos: int) -> int:
+    m = _CLOSING_FENCE.match(text, pos)
+    return m.end() if m else pos
+
+
+# --------------------------------------------------------------------------- JSON in a frame
+
+def _json_frame(text: str, start: int, pos: int, end: int, fmt: str, keyed: bool = False) -> list[Call]:
+    """Every JSON call in ``text[pos:end]`` (a list of calls or one object), or one nameless Call.
+
+    ``keyed``: Apertus' shape, where an object's only key is the tool and its value the arguments.
+    """
+    calls, at = [], pos
+    body = text[:end]
+    while len(calls) < MAX_FRAMES:
+        hit = find_json_call(body, at)
+        if hit is None or hit[2].kind == "error":
+            break
+        j, close, result = hit
+        if result.kind == "final":
+            calls.append(Call(start, close, fmt, answer=result.answer))
+        else:
+            calls.append(Call(start, close, fmt, result.tool.strip(), unwrap(result.input)))
+        at = close
+    if calls or not keyed:
+        return calls or [_nameless(text, start, pos, end, fmt)]
+    span = object_at(body, _skip(body, pos, re.compile(r"[\s\[]*")))
+    obj = load_object(body[span[0]:span[1]]) if span and span[1] else None
+    if isinstance(obj, dict) and len(obj) == 1:
+        (name, args), = obj.items()
+        if isinstance(args, dict):
+            return [Call(start, span[1], fmt, str(name), unwrap(args))]
+    return [_nameless(text, start, pos, end, fmt)]
+
+
+def _nameless(text: str, start: int, pos: int, end: int, fmt: str) -> Call:
+    inside = text[pos:end].strip()
+    return Call(start, end, fmt, None, inside or None,
+                "that names no tool" if inside else "that is empty or cut off")
+
+
+# --------------------------------------------------------------------------- frames naming the tool
+
+_H_MESSAGE = re.compile(r"<\|message\|>")
+_H_BODY_END = re.compile(r"<\|(?:end|call|return|start|channel)\|>")
+_H_TO = re.compile(r"\bto=([^\s<]+)")
+_H_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
+
+
+def _harmony(text: str, m: re.Match) -> list[Call]:
+    """Harmony messages from ``m``: the first call (a recipient ``to=``) or final answer, its analysis before it."""
+    head, pos, thoughts = m.start(), m.start(), []
+    for _ in range(MAX_FRAMES):
+        msg = _H_MESSAGE.search(text, pos)
+        if msg is None:
+            break
+        header = text[head:msg.start()]
+        stop = _H_BODY_END.search(text, msg.end())
+        body_end = stop.start() if stop else len(text)
+        body = text[msg.end():body_end].strip()
+        to, channel = _H_TO.search(header), _H_CHANNEL.search(header)
+        thought = "\n".join(thoughts) or None
+        if to and to.group(1) != "assistant":
+            name = to.group(1).removeprefix("functions.")
+            end = stop.end() if stop and stop.group() == "<|call|>" else body_end
+            if not body.startswith("{"):
+                problem = "has arguments that are not a JSON object" if body else "is cut off before its arguments"
+                return [Call(m.start(), end, "Harmony", name, body, problem, thought=thought)]
+            call = _json_args(text, msg.end(), body_end, "Harmony", name, m.start())
+            return [replace(call, end=max(call.end, end), thought=thought)]
+        if channel and channel.group(1) == "final":
+            return [Call(m.start(), body_end, "Harmony", answer=body, thought=thought)]
+        thoughts.append(body)
+        # <|end|> closes a message; <|start|> and <|channel|> already open the next header
+        head = pos = stop.end() if stop and stop.group() in ("<|end|>", "<|call|>", "<|return|>") else body_end
+        if stop is None:
+            break
+    to = _H_TO.search(text, head, min(len(text), head + 400))
+    if to and to.group(1) != "assistant":  # a recipient, then the text ends before <|message|>
+        return [Call(m.start(), len(text), "Harmony", to.group(1).removeprefix("functions."), None,
+                     "is cut off before its arguments", thought="\n".join(thoughts) or None)]
+    return [Call(m.start(), pos if pos > m.start() else len(text), "Harmony", None, None,
+                 "that holds only reasoning (the analysis channel), no call and no final message",
+                 thought="\n".join(thoughts) or None)]
+
+
+_DS_SEP = re.compile(f"{_token('tool sep')}|(?P<kimi>{_token('tool call argument begin')})")
+_DS_STOP = re.compile(f"(?P<end>{_token('tool call end')})|{_token('tool call begin')}|"
+                      f"{_token('tool calls end')}|{_token('tool calls section end')}")
+_INVOKE_AHEAD = re.compile(r"\s*<(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?invoke\b")
+
+
+def _deepseek(text: str, m: re.Match) -> list[Call]:
+    """One ``tool call begin`` token frame: DeepSeek V3/R1/V3.1, Kimi K2 or Step-3, by what follows."""
+    stop = _DS_STOP.search(text, m.end())
+    seg_end = stop.start() if stop else len(text)
+    end = stop.end() if stop and stop.group("end") else seg_end
+    sep = _DS_SEP.search(text, m.end(), seg_end)
+    if sep is None:
+        fmt = "DeepSeek" if "▁" in m.group() or "｜" in m.group() else "Kimi K2"
+        header = text[m.end():seg_end].strip()
+        return [Call(m.start(), end, fmt, header or None, None, "is cut off before its arguments")]
+    header = text[m.end():sep.start()].strip()
+    if sep.group("kimi"):  # functions.get_weather:0
+        name = header.split(":")[0].removeprefix("functions.")
+        return [replace(_json_args(text, sep.end(), seg_end, "Kimi K2", name, m.start()), end=end)]
+    if header != "function":  # V3.1: the name, then the JSON object
+        return [replace(_json_args(text, sep.end(), seg_end, "DeepSeek", header, m.start()), end=end)]
+    if _INVOKE_AHEAD.match(text, sep.end()):  # Step-3: <steptml:invoke name=...> inside the frame
+        inner = _INVOKE.search(text, sep.end(), seg_end)
+        calls = _elements(text, inner, "Step-3") if inner else []
+        return [replace(c, start=m.start(), end=max(end, c.end)) for c in calls] or \
+            [Call(m.start(), end, "Step-3", None, None, "that names no tool")]
+    name = _NAME.match(text, sep.end())  # V3 and R1: the name on its own line, then fenced JSON
+    if name is None:
+        return [Call(m.start(), end, "DeepSeek", None, None, "that names no tool")]
+    return [replace(_json_args(text, name.end(), seg_end, "DeepSeek", name.group(1), m.start()), end=end)]
+
+
+_MISTRAL_ARGS = re.compile(r"(?:\[CALL_ID\][\w-]*)?(?:\[ARGS\])?")
+
+
+def _mistral(text: str, m: re.Match) -> list[Call]:
+    """``[TOOL_CALLS]``: a JSON list (before v11), ``NAME{...}`` (v11+) or ``NAME[CALL_ID]id[ARGS]{...}``."""
+    pos = _skip(text, m.end())
+    if text.startswith(("[", "{"), pos):
+        nxt = text.find("[TOOL_CALLS]", pos)
+        return _json_frame(text, m.start(), pos, len(text) if nxt < 0 else nxt, "Mistral")
+    name = _NAME.match(text, pos)
+    if name is None:
+        return [Call(m.start(), pos, "Mistral", None, None, "that names no tool")]
+    after = _MISTRAL_ARGS.match(text, name.end()).end()
+    return [_json_args(text, after, len(text), "Mistral", name.group(1), m.start())]
+
+
+def _functionary(text: str, m: re.Match) -> list[Call]:
+    name = _NAME.match(text, m.end())
+    return [_json_args(text, name.end(), len(text), "Functionary", name.group(1), m.start())]
+
+
+# --------------------------------------------------------------------------- a name glued to an object
+
+_GEMMA_HEAD = re.compile(r"\s*call:([^\W\d][\w.-]*)")
+_GEMMA_CLOSE = re.compile(r"\s*(?:<tool_call\|>|<end_function_call>)")
+
+
+def _gemma(text: str, m: re.Match) -> list[Call]:
+    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>`` (Gemma 4), or FunctionGemma's ``<escape>`` form."""
+    fmt, delim = ("FunctionGemma", "<escape>") if m.group().startswith("<start") else ("Gemma", '<|"|>')
+    head = _GEMMA_HEAD.match(text, m.end())
+    if head is None:
+        return [Call(m.start(), m.end(), fmt, None, None, "that names no tool")]
+    value = relaxed_object(text, head.end(), delim)
+    if value is None:
+        return [Call(m.start(), len(text), fmt, head.group(1), text[head.end():head.end() + 200],
+                     "has arguments that cannot be read, or is cut off")]
+    after = _GEMMA_CLOSE.match(text, value[1])
+    return [Call(m.start(), after.end() if after else value[1], fmt, head.group(1), unwrap(value[0]))]
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_WORDS = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_WORD = re.compile("|".join(_WORDS))
+_KEY = re.compile(r"[^\s:{}\[\],\"'<>][^:{}\[\],\"'\n<>]{0,100}")
+_DECODER = json.JSONDecoder()
+
+
+def relaxed_object(text: str, pos: int, delim: str | None = None) -> tuple[dict, int] | None:
+    """The object at ``pos`` whose keys may be bare words (``{city: "Berlin", n: 3}``), and its end.
+
+    Values are JSON values, bare ``true``/``false``/``null``, or strings between two ``delim``
+    tokens (Gemma's ``<|"|>``: its strings may hold plain quotes). None if it is not one, or
+    is nested deeper than 32. Reads forward once from ``pos``.
+    """
+    try:
+        value = _relaxed(text, _skip(text, pos), delim, 0)
+    except (ValueError, RecursionError):
+        return None
+    return value if value is not None and isinstance(value[0], dict) else None
+
+
+def _relaxed(text: str, pos: int, delim: str | None, depth: int):
+    if depth > 32 or pos >= len(text):
+        return None
+    if delim and text.startswith(delim, pos):
+        close = text.find(delim, pos + len(delim))
+        return None if close < 0 else (text[pos + len(delim):close], close + len(delim))
+    ch = text[pos]
+    if ch == '"':
+        return _DECODER.raw_decode(text, pos)
+    if ch in "{[":
+        return _relaxed_container(text, pos, delim, depth)
+    m = _NUMBER.match(text, pos)
+    if m:
+        return json.loads(m.group()), m.end()
+    m = _WORD.match(text, pos)
+    return (_WORDS[m.group()], m.end()) if m else None
+
+
+def _relaxed_container(text: str, pos: int, delim: str | None, depth: int):
+    is_object = text[pos] == "{"
+    out: Any = {} if is_object else []
+    closing = "}" if is_object else "]"
+    pos = _skip(text, pos + 1)
+    if text.startswith(closing, pos):
+        return out, pos + 1
+    while True:
+        if is_object:
+            if text.startswith('"', pos):
+                key, pos = _DECODER.raw_decode(text, pos)
+            else:
+                m = _KEY.match(text, pos)
+                if m is None:
+                    return None
+                key, pos = m.group().strip(), m.end()
+            pos = _skip(text, pos)
+            if not text.startswith(":", pos):
+                return None
+            pos = _skip(text, pos + 1)
+        item = _relaxed(text, pos, delim, depth + 1)
+        if item is None:
+            return None
+        if is_object:
+            out[key] = item[0]
+        else:
+            out.append(item[0])
+        pos = _skip(text, item[1])
+        if text.startswith(closing, pos):
+            return out, pos + 1
+        if not text.startswith(",", pos):
+            return None
+        pos = _skip(text, pos + 1)
+
+
+# --------------------------------------------------------------------------- arguments as elements
+
+_NS = r"(?P<ns>[|｜]DSML[|｜]|[A-Za-z]\w*:)?"
+_INVOKE = re.compile(r"<" + _NS + r"(?:function=(?P<eq>[^>\n]{1,100})|(?:invoke|function)[ \t]+name="
+                     r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100})>")
+_PARAM = re.compile(r"<(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
+                    r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)(?P<rest>[^>\n]{0,100}))>")
+_PARAM_END = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter>")
+_INVOKE_FORMATS = {"steptml:": "Step-3", "minimax:": "MiniMax"}
+
+
+def _elements(text: str, m: re.Match, fmt: str | None = None) -> list[Call]:
+    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements, or a JSON object inside."""
+    ns = m.group("ns") or ""
+    name = (m.group("eq") or m.group("attr") or "").strip()
+    close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(text, m.end())
+    body_end = close.start() if close else len(text)
+    end = close.end() if close else len(text)
+    if fmt is None:
+        fmt = ("DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")) \
+            if m.group("attr") else "Qwen3-Coder"
+    at = _skip(text, m.end())
+    if text.startswith("{", at):  # <function=NAME>{...}</function>: Llama 3.1 and Functionary
+        return [replace(_json_args(text, at, body_end, "Llama 3.1", name, m.start()), end=end)]
+    args, pos = {}, m.end()
+    for _ in range(64):
+        p = _PARAM.search(text, pos, body_end)
+        if p is None:
+            break
+        stop = _PARAM_END.search(text, p.end(), body_end)
+        raw = text[p.end():stop.start() if stop else body_end]
+        key = (p.group("eq") or p.group("attr")).strip()
+        args[key] = raw.strip() if 'string="true"' in (p.group("rest") or "") else _value(raw)
+        if stop is None:
+            return [Call(m.start(), end, fmt, name, args, "is cut off inside its parameter " + repr(key))]
+        pos = stop.end()
+    problem = None if close else "is cut off before its closing tag"
+    return [Call(m.start(), end, fmt, name, args, problem)]
+
+
+_ARG_KEY = re.compile(r"<arg_key>([^<]{0,200})</arg_key>\s*<arg_value>")
+
+
+def _glm(text: str, start: int, pos: int, end: int, closed: bool) -> list[Call]:
+    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` inside ``<tool_call>``."""
+    name = _NAME.match(text, pos)
+    args: dict = {}
+    at = name.end()
+    for _ in range(64):
+        k = _ARG_KEY.search(text, at, end)
+        if k is None:
+            break
+        stop = text.find("</arg_value>", k.end(), end)
+        if stop < 0:
+            return [Call(start, end, "GLM", name.group(1), args, f"is cut off inside its argument {k.group(1)!r}")]
+        args[k.group(1).strip()] = _value(text[k.end():stop])
+        at = stop + len("</arg_value>")
+    return [Call(start, end, "GLM", name.group(1), args, None if closed else "is cut off before </tool_call>")]
+
+
+# --------------------------------------------------------------------------- wrappers and Python-style calls
+
+#: Wrapper tags: (format, closing tag). What is inside decides the reader.
+_WRAPPERS = {
+    "<tool_call>": ("Hermes", "</tool_call>"), "<|tool_call|>": ("Granite", "<|end_of_text|>"),
+    "<TOOLCALL>": ("Nemotron", "</TOOLCALL>"), "<tool_calls>": ("Jamba", "</tool_calls>"),
+    "functools": ("Phi-4", "\n\n"), "<|START_ACTION|>": ("Command R", "<|END_ACTION|>"),
+    "<|tools_prefix|>": ("Apertus", "<|tools_suffix|>"), "[TOOL_REQUEST]": ("LM Studio", "[END_TOOL_REQUEST]"),
+    "<|python_tag|>": ("Llama 3", "<|eom_id|>"), "<|tool_call_start|>": ("LFM2", "<|tool_call_end|>"),
+    "<function_calls>": ("Olmo 3", "</function_calls>"), "<seed:tool_call>": ("Seed-OSS", "</seed:tool_call>"),
+    "<minimax:tool_call>": ("MiniMax", "</minimax:tool_call>"),
+    "<longcat_tool_call>": ("LongCat", "</longcat_tool_call>"),
+    "<｜DSML｜function_calls>": ("DeepSeek DSML", "</｜DSML｜function_calls>"),
+}
+_TOOL_CODE = re.compile(r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n")
+_JSON_AHEAD = re.compile(r"\[?\s*\{|```")
+_GLM_AHEAD = re.compile(r"\s*[^\W\d][\w.-]*[ \t]*(?:\n|<arg_key>|</tool_call>|$)")
+
+
+def _wrapped(text: str, m: re.Match) -> list[Call]:
+    """A wrapper tag: the JSON, elements, GLM pairs or Python-style calls inside it, the wrapper's span around them."""
+    tag = m.group()
+    fmt, closing = _WRAPPERS.get(tag, ("Gemma 3", "```"))
+    pos = _skip(text, m.end())
+    close = text.find(closing, pos)
+    end, closed = (close + len(closing), True) if close >= 0 else (len(text), False)
+    body_end = close if close >= 0 else len(text)
+    inner = _INVOKE.match(text, pos)
+    if inner is not None:
+        fmt = fmt if tag in ("<seed:tool_call>", "<minimax:tool_call>") else None
+        calls = _elements(text, inner, fmt)
+        more = _INVOKE.search(text, calls[-1].end, body_end)  # parallel calls inside one wrapper
+        while more is not None and len(calls) < MAX_FRAMES:
+            calls += _elements(text, more, fmt)
+            more = _INVOKE.search(text, calls[-1].end, body_end)
+        return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
+    if _JSON_AHEAD.match(text, pos) or tag == "functools":
+        return [replace(c, end=max(c.end, end)) for c in
+                _json_frame(text, m.start(), pos, body_end, fmt, keyed=tag == "<|tools_prefix|>")]
+    if tag == "<tool_call>" and _GLM_AHEAD.match(text, pos):
+        return _glm(text, m.start(), pos, end if closed else len(text), closed)
+    calls = python_calls(text[pos:body_end])
+    if calls:
+        return [Call(m.start(), end, fmt, name, args) for name, args in calls]
+    code = tag == "<|python_tag|>" and text[pos:body_end].strip()
+    return [_nameless(text, m.start(), pos, end, fmt) if not code else Call(
+        m.start(), end, fmt, None, code, "that holds code for Llama's built-in interpreter, not a call")]
+
+
+# --------------------------------------------------------------------------- all of them
+
+_READERS: dict[str, tuple[str, Callable[[str, re.Match], list[Call]]]] = {
+    "harmony": (r"<\|channel\|>|<\|start\|>assistant", _harmony),
+    "deepseek": (_token("tool call begin"), _deepseek),
+    "calls": (f"{_token('tool calls begin')}|{_token('tool calls section begin')}", None),
+    "gemma": (r"<\|tool_call>|<start_function_call>", _gemma),
+    "mistral": (r"\[TOOL_CALLS\]", _mistral),
+    "invoke": (_INVOKE.pattern, _elements),
+    "wrapped": ("|".join(re.escape(t) + (r"(?=\s*\[)" if t == "functools" else "") for t in _WRAPPERS)
+                + "|" + _TOOL_CODE.pattern, _wrapped),
+    "functionary": (r"(?m:^)>>>(?=[ \t]*[^\W\d][\w.-]*[ \t]*\n[ \t]*\{)", _functionary),
+}
+_OPENERS = re.compile("|".join(f"(?P<{key}>{pattern})" for key, (pattern, _) in _READERS.items()))
+
+
+def find_calls(text: str, limit: int = MAX_FRAMES) -> list[Call]:
+    """Every call written in native markup in ``text``, in order, at most ``limit``.
+
+    A frame that names no tool, is cut off, or holds arguments that are not an object is
+    still returned, its ``problem`` saying so (``"is cut off before its arguments"``), so
+    callers can tell the model what it wrote. Linear in ``len(text)``; never raises.
+    """
+    calls: list[Call] = []
+    pos = 0
+    for _ in range(MAX_FRAMES):
+        m = _OPENERS.search(text, pos)
+        if m is None or len(calls) >= limit:
+            break
+        reader = _READERS[m.lastgroup][1]
+        if reader is None:  # the section token around the calls: the calls come next
+            nxt = _OPENERS.search(text, m.end())
+            if nxt is None or nxt.lastgroup != "deepseek":
+                calls.append(Call(m.start(), len(text), "DeepSeek" if "▁" in m.group() else "Kimi K2",
+                                  None, None, "that is cut off before its first call"))
+            pos = m.end()
+            continue
+        found = reader(text, m) if m.lastgroup != "invoke" else _elements(text, m)
+        calls += found
+        pos = max([m.end()] + [c.end for c in found])
+    return calls[:limit]

@@ -1,0 +1,354 @@
+"""The ``react-lab`` subcommands: each handler takes the parsed ``args`` and returns the exit code.
+
+The argument parser that fills ``args`` is :func:`react_lab.lab.cli.build_parser`; every
+handler runs the same code as the notebooks.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+from ..backends.chat import LocalChatModel
+from ..backends.endpoints import EndpointError
+from ..backends.load import load_chat_model, load_model, model_spec
+from ...cost import describe_cost, run_cost
+from ..experiments import evals
+from ..experiments.abuses import run_abuses
+from ..experiments.evals import save_eval
+from ..experiments.forge import (
+    BATCH,
+    TAIL_SAMPLE,
+    forge_rate,
+    format_report,
+    truncation_costs,
+)
+from ..experiments.ladder import (
+    ask_config,
+    choose_tasks,
+    format_summary,
+    get_config,
+    list_configs,
+    results_config,
+    run_ladder,
+    save,
+    summarize,
+)
+from ..experiments.results import check_target
+from ..experiments.results import save as save_results
+from ..experiments.tasks import load_tasks
+from ...guards import Guards
+from ...loop import ask
+from ...native import ask_native
+from ..notebook.plots import plot_cost
+from ..notebook.warm import warm_up
+from ...parser import parse
+from ...protocol import EXEMPLARS, visible
+from ...tools import default_tools
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, ensure_ascii=False, default=str))
+
+
+def _print_run(args, result) -> int:
+    """Print one run: ``--json`` as one object, else the owner-marked trace, answer and stop."""
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(result.transcript.render_text())
+        answer = result.answer if result.answer is not None else "none (the run stopped before one)"
+        print(f"\nanswer: {answer}\nstopped_by: {result.stopped_by}")
+    return 0
+
+
+def cmd_ask(args) -> int:
+    """``react-lab ask``: one run of the text or native loop; prints the trace or ``--json``.
+
+    ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
+    grammar and answer checks; :func:`react_lab.lab.experiments.ladder.ask_config`).
+    """
+    if args.list_configs or args.config:  # a named configuration (react_lab.lab.experiments.configs)
+        return _ask_config(args)
+    if args.question is None:
+        args.usage_error("the following arguments are required: question")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
+    if getattr(args, "protocol", "text") == "native" and args.no_stop:
+        args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
+                         "drop --no-stop, or use --protocol text to see forged observations")
+    tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
+    if model_spec(args.model) == "local":
+        warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
+    if getattr(args, "protocol", "text") == "native":
+        result = ask_native(args.question, load_chat_model(args.model), tools,
+                            max_steps=args.max_steps, max_tokens=args.max_tokens,
+                            guards=_guards(args))
+    else:
+        model = load_model(args.model)
+        result = ask(args.question, model, tools, stop=not args.no_stop,
+                     max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
+    getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
+    return _print_run(args, result)
+
+
+
+def _mcp_tools(args):
+    """``--mcp COMMAND``: the tools of that MCP server (react_lab.lab.mcp); a bad one is a usage error."""
+    from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
+        MCPServerError,
+        mcp_tools,
+    )
+
+    try:
+        return mcp_tools(args.mcp)
+    except MCPServerError as exc:
+        args.usage_error(f"argument --mcp: {exc}")
+
+
+def _ask_config(args) -> int:
+    """``react-lab ask --config NAME``: the text loop with the embedded model as that configuration."""
+    if args.list_configs:
+        print(list_configs())
+        return 0
+    if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
+        args.usage_error("--config runs the text protocol on the embedded model: give a question, "
+                         "and no --protocol native or other --model")
+    if not visible(args.question):
+        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
+                         "ask a question with words in it")
+    cfg = get_config(args.config)  # an unknown name stops before the model loads
+    warm_up(model=True, protocols=["text"])
+    result = ask_config(args.question, cfg)  # its own step and token limits, as measured
+    return _print_run(args, result)
+
+
+def _guards(args):
+    """The run's :class:`react_lab.guards.Guards` from the ``ask`` options (0 switches a limit off)."""
+    return Guards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
+                  tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
+                  price_in=args.price_in, price_out=args.price_out)
+
+
+
+def cmd_parse(args) -> int:
+    """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
+    text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+    _print_json(parse(text, tools=args.tools).to_dict())  # --tools: a checked list, or None
+    return 0
+
+
+
+def _check_save_target(args) -> None:
+    """``--save-results NAME [--overwrite]``: a usage error, before any work, for a bad name or an existing file."""
+    name, overwrite = getattr(args, "save_results", None), getattr(args, "overwrite", False)
+    if overwrite and not name:
+        args.usage_error("argument --overwrite: give --save-results NAME too (the file to replace)")
+    if name:
+        try:
+            check_target(name, overwrite=overwrite)
+        except ValueError as exc:
+            args.usage_error(f"argument --save-results: {exc}")
+
+
+def _eval_model(spec: str, protocol: str):
+    """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
+
+    Text: :func:`react_lab.lab.backends.load.load_model` specs; native: :func:`react_lab.lab.backends.load.load_chat_model`.
+    """
+    if spec in evals.SCRIPTED:
+        return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
+    return load_chat_model(spec) if protocol == "native" else load_model(spec)
+
+
+
+def cmd_eval(args) -> int:
+    """``react-lab eval``: run the set, print per-task lines and metrics (or ``--json`` metrics).
+
+    With ``--config NAME`` or ``--list-configs``: :func:`cmd_ladder`.
+    ``args``: ``n`` (first N tasks), ``protocol`` (text|native), ``model`` (local, oracle,
+    dont_know, scripted:FILE.json, openai[:MODEL]), ``exemplars`` (text only: the first
+    N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
+    ``json``, ``concurrency`` (runs in flight against an endpoint,
+    :func:`react_lab.lab.experiments.evals.evaluate`), ``save_results`` (a name: every task computed
+    afresh, then saved by :func:`react_lab.lab.experiments.results.save_eval`). Records are cached under
+    :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
+    with the native protocol. Returns the exit code.
+    """
+    if args.config or args.list_configs:  # the ladder's named configurations
+        return cmd_ladder(args)
+    n_exemplars = getattr(args, "exemplars", None)
+    if n_exemplars is not None and args.protocol != "text":
+        raise ValueError("--exemplars is for the text protocol (native calls have no exemplars)")
+    _check_save_target(args)
+    tasks = load_tasks(n=args.n)
+    args.model = model_spec(args.model)  # --model, else REACT_LAB_MODEL, else local
+    save_as = getattr(args, "save_results", None)
+    exemplars = None if n_exemplars is None else EXEMPLARS[:n_exemplars]
+    try:
+        model = _eval_model(args.model, args.protocol)
+        if args.model == "local":
+            warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
+        run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
+                             model_name=args.model if args.model in evals.SCRIPTED else None,
+                             exemplars=exemplars,
+                             concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
+    except RuntimeError as exc:
+        if isinstance(exc, EndpointError):
+            raise  # the CLI prints it as one "react-lab: error: ..." line
+        print(f"react-lab eval: {exc}", file=sys.stderr)
+        return 2
+    if save_as:
+        path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
+                         exemplars=n_exemplars, overwrite=getattr(args, "overwrite", False))
+        print(f"saved: {path}", file=sys.stderr)
+    m = run.metrics
+    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
+               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
+               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
+    if args.json:
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    for r in run.records:
+        answer = (r["answer"] or "").replace("\n", " ")
+        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
+              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
+    print()
+    for key in evals.METRIC_ROWS:
+        print(f"{key:>20}: {m[key]:.3f}")
+    print(f"{'tasks':>20}: {m['n']} ({run.computed} computed, the rest cached)")
+    print(f"{'wall clock':>20}: {run.seconds:.1f} s   log: {run.log_path}")
+    return 0
+
+
+def cmd_cost(args) -> int:
+    """``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png] [--json]``.
+
+    ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
+    "naive_tokens"}``; otherwise a table of the steps and a summary. ``--plot`` writes
+    :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
+    """
+    P, O, A, N = args.prefix, args.observation, args.assistant, args.steps
+    cost = run_cost(P, O, A, N)
+    if args.plot:
+        plot_cost(P, O, A, N).savefig(args.plot, dpi=120)
+    if args.json:
+        keys = ("per_step", "total_tokens", "prefix_tokens", "resent_tokens", "naive_tokens")
+        print(json.dumps({key: cost[key] for key in keys}))
+        return 0
+    print(f"{'step':>4}  {'prompt tokens':>13}  {'prefix':>8}  {'re-sent':>8}  {'cumulative':>10}")
+    running = 0
+    for k, sent in enumerate(cost["per_step"], 1):
+        running += sent
+        print(f"{k:>4}  {sent:>13,}  {P:>8,}  {sent - P:>8,}  {running:>10,}")
+    print(describe_cost(cost))
+    if args.plot:
+        print(f"plot written to {args.plot}")
+    return 0
+
+
+def cmd_abuses(args) -> int:
+    """``react-lab abuses [--json]``: every abuse x defence, sampled on the embedded model.
+
+    Prints a JSON list of ``{"abuse", "defence", "outcome", "detail"}`` with ``--json``,
+    else one line per outcome. Returns the exit code.
+    """
+    outcomes = run_abuses(model=LocalChatModel())
+    if getattr(args, "json", False):
+        print(json.dumps([o.to_dict() for o in outcomes], indent=2, ensure_ascii=False))
+    else:
+        for o in outcomes:
+            print(f"{o.abuse:<45} {o.defence:<8} {o.outcome:<11} {o.detail}")
+    return 0
+
+
+def cmd_forge_rate(args) -> int:
+    """Handle ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``; always recomputes.
+
+    ``--json`` prints the result without per-question texts (``{"n", "model",
+    "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
+    "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
+    "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
+    saves the whole result as a fingerprinted results file (:mod:`react_lab.lab.experiments.results`).
+    Returns the exit code.
+    """
+    _check_save_target(args)
+    spec = model_spec(args.model)
+    model = load_model(spec)
+    if spec == "local":
+        warm_up(model=True, protocols=["text"])  # one-off costs are not the experiment's
+    batch = getattr(args, "batch", BATCH)
+    result = forge_rate(args.n, model, batch=batch, refresh=True, progress=not args.json)
+    name = getattr(args, "save_results", None)
+    if name:
+        path = save_results(name, result, experiment="forge", seconds=result["seconds"],
+                    overwrite=getattr(args, "overwrite", False),
+                    config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
+                            "batch": batch,
+                            "model": spec},
+                    command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
+                            f"--save-results {name}")
+        print(f"saved: {path}", file=sys.stderr)
+    if args.json:
+        brief = {k: v for k, v in result.items() if k != "trials"}
+        brief["tail_subsample"] = {**truncation_costs(result), "k": result["tail_subsample"]["k"]}
+        print(json.dumps(brief, indent=2))
+    else:
+        print(format_report(result))
+    return 0
+
+
+def cmd_ladder(args) -> int:
+    """``react-lab eval --config NAME``: run one rung over a split; print its summary.
+
+    ``args``: ``config``, ``split`` (dev|test|all|paraphrase|seeds) or ``tasks`` (a task
+    file, :mod:`react_lab.lab.experiments.tasks` gives the format), ``per_category`` / ``n`` (a fixed
+    subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
+    runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
+    run is done, 3 when the budget stopped it first (run the same command again to
+    resume), 2 for bad arguments.
+    """
+    if getattr(args, "list_configs", False):
+        print(list_configs())
+        return 0
+    cfg = get_config(args.config)
+    _check_save_target(args)
+    file = getattr(args, "tasks", None)
+    if file and args.split:
+        raise ValueError("--tasks FILE and --split name the tasks twice; give one")
+    split = f"tasks-{Path(file).stem}" if file else args.split or "dev"
+    tasks = choose_tasks(split, per_category=args.per_category, n=args.n, path=file)
+    if args.trials > 1 and args.temperature == 0:
+        print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
+              "give a temperature such as 0.7", file=sys.stderr)
+        return 2
+    quiet = args.json
+    records, complete = run_ladder(cfg, tasks, split=split, trials=args.trials,
+                                   temperature=args.temperature, seed=args.seed,
+                                   budget=args.budget, progress=None if quiet else print)
+    summary = summarize(records)
+    subset = (f"first {args.per_category} per category" if args.per_category else "all") + \
+             (f", first {args.n}" if args.n else "")
+    out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
+    if complete and args.save_results:
+        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset,
+                                  tasks_file=file)
+        command = " ".join(["react-lab eval", f"--config {cfg.name}",
+                            f"--tasks {file}" if file else f"--split {split}",
+                            *([f"--per-category {args.per_category}"] if args.per_category else []),
+                            *([f"--n {args.n}"] if args.n else []),
+                            f"--trials {args.trials}", f"--temperature {args.temperature:g}",
+                            f"--seed {args.seed}", f"--save-results {args.save_results}"])
+        out["saved"] = str(save(args.save_results, records, settings, command=command,
+                                overwrite=getattr(args, "overwrite", False)))
+    if quiet:
+        print(json.dumps(out, indent=2))
+    else:
+        print(format_summary(cfg.name, summary))
+        print(f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
+              + ("" if complete else "; the budget ran out: run the same command again to resume"))
+        if out.get("saved"):
+            print(f"saved: {out['saved']}")
+    return 0 if complete else 3

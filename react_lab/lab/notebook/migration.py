@@ -1,0 +1,338 @@
+"""The migration from the text protocol to native tool calling: one billing agent written twice.
+
+:func:`text_agent` and :func:`native_agent` are the same agent -- same tools, same guards,
+same schema check, same step limit -- over the two carriers of a tool call, each about 25
+lines of the package's pieces. Read them side by side. A line's part is named by its
+trailing comment (``# parser``, ``# stop sequence``, ``# exemplars``, ``# tools in English``
+or ``# tool schemas``, ``# guard: ...``); a line without one is the loop. :func:`agent_diff`
+diffs the two as code (:mod:`difflib`) and counts, by part, the lines kept, renamed, moved,
+deleted and added.
+
+:func:`step_problems` reads a step for the three problems native calling removes (seed
+003): parsing the action out of free text, syntactically invalid arguments, and not knowing
+when the model is done (:data:`PROBLEMS`). The experiment that runs both agents over the same
+questions is :mod:`react_lab.lab.notebook.migration_runs`.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import io
+import re
+import time
+import tokenize
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+from ...guards import Guards
+from ..._parsing.leaks import leaked_calls
+from ...loop import end_step
+from ...native import conversation, first_messages, malformed_reply_message, offered_tools, record_calls
+from ...parser import parse
+from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
+from ...schema import check_arguments
+from ...tools import Observation, Tool, tool_schemas
+from ...trace import RunResult, Step, Transcript
+
+#: Model calls per run and completion tokens per call: the evaluation's limits (``react-lab eval``).
+MAX_STEPS, MAX_TOKENS = 4, 128
+
+
+# --------------------------------------------------------------------------- the two agents
+
+def text_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), guards: Guards | None = None,
+               max_steps: int = MAX_STEPS, max_tokens: int = MAX_TOKENS) -> RunResult:
+    """The billing agent over the text protocol; ``model`` has ``complete(prompt, stop=, max_tokens=)``."""
+    guards = guards if guards is not None else Guards()
+    guards.start(question)
+    tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
+    transcript = Transcript()
+    transcript.add("prompt", build_prompt(question, tools.values(), exemplars))  # tools in English, exemplars
+    steps = []
+    for number in range(1, max_steps + 1):
+        t0 = time.perf_counter()
+        completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)  # stop sequence
+        guards.spend(completion)  # guard: token and money budgets
+        parsed = parse(completion.text, tools=list(tools))  # parser: an action or an answer, out of free text
+        transcript.add("model", parsed.kept.rstrip("\n") + "\n")  # parser: what it read, never a forgery
+        step = Step.of(number, completion, thought=parsed.thought, forged=parsed.forged)
+        if parsed.kind == "final":  # parser: the Answer label says the model is done
+            step.answer = parsed.answer
+        elif parsed.kind == "error":  # parser: nothing it could read; the reason goes back
+            step.error = step.observation = parsed.reason
+        else:
+            name, args = parsed.tool, named_args(tools, parsed.tool, parsed.args)  # parser
+            observation = act(guards, tools, name, args)  # guard: schema check, repeats, approval, size
+            step.action = {"tool": name, "args": args}
+            step.record(observation)
+        if step.observation is not None:
+            transcript.add("loop", f"{OBSERVATION}: {step.observation}\n{THOUGHT}:")
+        steps.append(step)
+        if end_step(step, guards, number == max_steps, t0):  # guard: budgets, refusals, step limit
+            break
+    return RunResult.from_steps(question, steps, transcript)
+
+
+def native_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), guards: Guards | None = None,
+                 max_steps: int = MAX_STEPS, max_tokens: int = MAX_TOKENS) -> RunResult:
+    """The billing agent over native tool calls; ``model`` has ``chat(messages, tools=, max_tokens=)``."""
+    guards = guards if guards is not None else Guards()
+    guards.start(question)
+    tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
+    messages = first_messages(question, tools, exemplars=exemplars)  # exemplars, as past messages
+    schemas = tool_schemas(tools)  # tool schemas
+    steps = []
+    for number in range(1, max_steps + 1):
+        t0 = time.perf_counter()
+        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)  # tool schemas, in every request
+        guards.spend(reply)  # guard: token and money budgets
+        messages.append(reply.message())
+        leaked = [] if reply.tool_calls else leaked_calls(reply.content)  # parser: a call in the text is no answer
+        step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
+        if reply.content and not reply.tool_calls and not leaked:  # no call: the answer
+            step.answer = reply.content
+        elif not reply.tool_calls:  # nothing to run (cut off, empty, a leaked call); the reason goes back
+            step.error = step.observation = malformed_reply_message(reply, max_tokens)
+            messages.append({"role": "user", "content": step.observation})
+        else:
+            results = []
+            for call in reply.tool_calls:  # a reply may hold several calls
+                name, args = call["function"]["name"], call["function"]["arguments"]
+                observation = act(guards, tools, name, args)  # guard: schema check, repeats, approval, size
+                results.append(observation)
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": observation.text})
+            record_calls(step, reply.tool_calls, results)
+        steps.append(step)
+        if end_step(step, guards, number == max_steps, t0):  # guard: budgets, refusals, step limit
+            break
+    return RunResult.from_steps(question, steps, conversation(messages))
+
+
+# --------------------------------------------------------------------------- what both agents share
+
+def named_args(tools: dict[str, Tool], name: str, args: list | dict) -> list | dict:
+    """The text protocol's positional arguments named by the tool's schema, in order.
+
+    ``["cus_4417", "2026-07-01"]`` for ``list_invoices`` is ``{"customer_id": "cus_4417",
+    "since": "2026-07-01"}``; one more than the schema declares is ``"argument_3"`` (which
+    the schema check refuses). A dict, or the arguments of an unknown tool, come back as they are.
+    """
+    tool = tools.get(name)
+    if tool is None or isinstance(args, dict):
+        return args
+    names = list(tool.parameters.get("properties", {}))
+    return {names[i] if i < len(names) else f"argument_{i + 1}": a for i, a in enumerate(args)}
+
+
+def call_problem(tools: dict[str, Tool], name: str, args) -> str | None:
+    """Why the schema check refuses a call (an undeclared tool, arguments its schema rejects), or None.
+
+    ``args`` is a dict or a provider's JSON string (:func:`react_lab.schema.check_arguments`).
+    """
+    tool = tools.get(name)
+    if tool is None:
+        return unknown_tool_message(str(name), tools)
+    errors = check_arguments(tool, args)[1]
+    return f"{name} was not run; fix its arguments: {'; '.join(errors)}" if errors else None
+
+
+def act(guards: Guards, tools: dict[str, Tool], name: str, args) -> Observation:
+    """Run one call as both agents do: the schema check, then the guards (repeats, approval, size). Never raises."""
+    problem = call_problem(tools, name, args)
+    if problem is not None:
+        return Observation(f"Error: {problem}", error=problem)
+    return guards.run_tool(tools, name, check_arguments(tools[name], args)[0])
+
+
+# --------------------------------------------------------------------------- the diff, as code
+
+#: A line's part, from the first words of its trailing comment; a line with none is the loop.
+TAGS = {"parser": "parser", "stop sequence": "stop sequence", "exemplars": "exemplars",
+        "tools in English": "tools", "tool schemas": "tools", "guard": "guards"}
+#: The parts, in table order ("tools": the tools described in English, or as schemas).
+PARTS = ("parser", "stop sequence", "exemplars", "tools", "loop", "guards")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of an agent: ``code`` (no comment, no indentation), its ``parts``, the ``text`` as written."""
+
+    code: str
+    parts: tuple[str, ...]
+    text: str
+
+
+def agent_lines(fn: Callable, *, header: bool = False) -> list[Line]:
+    """The lines of ``fn``'s body after its docstring, each with its parts (:data:`TAGS`).
+
+    A statement written over several lines takes its parts from the comments on any of
+    them; blank lines are skipped. The source is read with :mod:`tokenize`, so a ``#``
+    inside a string is not a comment. With ``header``, the ``def`` line(s) come first.
+    """
+    source = inspect.getsource(fn)
+    physical = source.splitlines()
+    comments: dict[int, tuple[int, str]] = {}  # row -> (column, comment text)
+    statements: list[list[int]] = []
+    rows: list[int] = []
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = (tok.start[1], tok.string.lstrip("# "))
+        elif tok.type == tokenize.NEWLINE:
+            statements, rows = statements + [rows], []
+        elif tok.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            rows += [r for r in range(tok.start[0], tok.end[0] + 1) if r not in rows]
+    lines = []
+    for number, rows in enumerate(statements):
+        if (number == 0 and not header) or (number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'"):
+            continue  # the signature (the two differ in name only), the docstring
+        heads = [comments[r][1].split(":")[0] for r in rows if r in comments]
+        parts = tuple(dict.fromkeys(TAGS[t.strip()] for h in heads for t in h.split(",")
+                                    if t.strip() in TAGS)) or ("loop",)
+        for r in rows:
+            text = physical[r - 1][:comments[r][0]] if r in comments else physical[r - 1]
+            lines.append(Line(text.strip(), parts, physical[r - 1]))
+    return lines
+
+
+#: Names that mean the same in both agents, old -> new: the model's output is a *completion*
+#: over the text protocol and a *reply* over chat. A line equal after renaming is kept, renamed.
+RENAMES = {"completion": "reply"}
+
+
+@dataclass
+class AgentDiff:
+    """Two agents' lines, diffed: ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
+
+    Kept: the same code at the same place; renamed: the same after :data:`RENAMES`; moved:
+    the same code at another place. A changed line counts as one deleted and one added,
+    as ``git diff --stat`` counts it; :meth:`html` shows which line took which one's job.
+    """
+
+    old: list[Line]
+    new: list[Line]
+    kept: list[tuple[Line, Line]]
+    renamed: list[tuple[Line, Line]]
+    moved: list[tuple[Line, Line]]
+    deleted: list[Line]
+    added: list[Line]
+
+    def by_part(self) -> list[dict]:
+        """One row per part of :data:`PARTS`, then ``"all"``: lines in each agent, kept, renamed, moved, deleted, added.
+
+        A line that serves two parts (``build_prompt`` writes the tools and the exemplars)
+        counts in both rows; the ``"all"`` row counts each line once. In every row the text
+        agent's lines are kept + renamed + moved + deleted, the native agent's kept +
+        renamed + moved + added.
+        """
+        def count(lines, part):
+            return sum(part in line.parts for line in lines) if part != "all" else len(lines)
+        return [{"part": p, "text agent": count(self.old, p), "native agent": count(self.new, p),
+                 **{k: count([x for x, _ in getattr(self, k)], p) for k in ("kept", "renamed", "moved")},
+                 "deleted": count(self.deleted, p), "added": count(self.added, p)}
+                for p in (*PARTS, "all")]
+
+    def unified(self) -> str:
+        """The two agents as one unified diff (:func:`difflib.unified_diff`, whole bodies), each line with its part comment."""
+        old, new = [line.text for line in self.old], [line.text for line in self.new]
+        return "\n".join(difflib.unified_diff(old, new, "text agent", "native agent",
+                                               n=max(len(old), len(new)), lineterm=""))
+
+    def html(self, wrap: int = 70) -> str:
+        """The two agents side by side, changes highlighted (:class:`difflib.HtmlDiff`), lines wrapped at ``wrap``."""
+        table = difflib.HtmlDiff(wrapcolumn=wrap).make_table(
+            [line.text for line in self.old], [line.text for line in self.new],
+            "text protocol", "native tool calling")
+        return DIFF_STYLE + table
+
+
+#: The colours of :meth:`AgentDiff.html` (the classes :class:`difflib.HtmlDiff` writes).
+DIFF_STYLE = ("<style>table.diff{font-family:monospace;font-size:80%;border:none} "
+              ".diff_add{background:#bbf7d0} .diff_chg{background:#fef08a} .diff_sub{background:#fecaca} "
+              ".diff_next,.diff_header{color:#6b7280}</style>")
+
+
+def _renamed(code: str) -> str:
+    for old, new in RENAMES.items():
+        code = re.sub(rf"\b{old}\b", new, code)
+    return code
+
+
+def agent_diff(old: Callable | None = None, new: Callable | None = None) -> AgentDiff:
+    """Diff two agents (default :func:`text_agent`, :func:`native_agent`) line by line, comments left out."""
+    a, b = agent_lines(old or text_agent), agent_lines(new or native_agent)
+    matcher = difflib.SequenceMatcher(None, [_renamed(x.code) for x in a], [y.code for y in b],
+                                      autojunk=False)
+    same, deleted, added = [], [], []
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            same += list(zip(a[i1:i2], b[j1:j2]))
+        else:
+            deleted += a[i1:i2]
+            added += b[j1:j2]
+    moved = []
+    for line in list(deleted):  # the same code at another place is a move, not a change
+        twin = next((y for y in added if y.code == _renamed(line.code)), None)
+        if twin is not None:
+            moved.append((line, twin))
+            deleted.remove(line)
+            added.remove(twin)
+    kept = [(x, y) for x, y in same if x.code == y.code]
+    renamed = [(x, y) for x, y in same if x.code != y.code]
+    return AgentDiff(a, b, kept, renamed, moved, deleted, added)
+
+
+# --------------------------------------------------------------------------- the three problems
+
+#: The three problems native tool calling removes (seed 003), as :func:`step_problems` counts them.
+PROBLEMS = {
+    "unreadable": "parsing the action out of free text: a call the loop could not read "
+                  "(text: a parser error on an Action line, a forged Observation; native: a call "
+                  "leaked into the text, a reply cut off before its JSON was complete)",
+    "invalid": "syntactically invalid arguments: a call refused by the schema check "
+               "(an undeclared tool, or arguments its schema rejects)",
+    "undone": "when is it done: a reply that was neither a call nor an answer, or ran on past its "
+              "call or answer into another step (text: no Action or Answer label, or more text after "
+              "the first; native: a complete reply with no call and an empty answer)",
+}
+
+_ACTION_LABEL = re.compile(r"^[ \t>*_#]*action\b[^\n:\uff1a]{0,20}[:\uff1a]", re.IGNORECASE | re.MULTILINE)
+
+
+def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str, int]:
+    """The three problems (:data:`PROBLEMS`) in one step of either agent, from what it recorded.
+
+    Returns ``{"unreadable": 0|1, "invalid": refused calls, "undone": 0|1, "calls": calls
+    attempted}``. ``tools`` are the tools the agent offered (with ``more``:
+    :func:`react_lab.native.offered_tools`). The text step is read again by
+    :func:`react_lab.parser.parse`, as the agent read it. Raises ValueError for another protocol.
+    """
+    if protocol == "native":
+        calls = ([*step.action.get("calls", [step.action])] if step.action else [])
+        refused = sum(call_problem(tools, c["tool"], c["args"]) is not None for c in calls)
+        open_reply = not calls and step.answer is None
+        cut = open_reply and step.finish_reason == "length"
+        return {"unreadable": int(step.leaked or cut), "invalid": refused,
+                "undone": int(open_reply and not cut and not step.leaked), "calls": len(calls)}
+    if protocol != "text":
+        raise ValueError(f"protocol is 'text' or 'native', not {protocol!r}")
+    text = step.completion
+    parsed = parse(text, tools=list(tools), finish_reason=step.finish_reason, max_tokens=None)
+    undeclared = parsed.kind == "error" and (parsed.reason or "").startswith("unknown tool")
+    invalid = undeclared or (parsed.kind == "action" and call_problem(
+        tools, parsed.tool, named_args(tools, parsed.tool, parsed.args)) is not None)
+    attempted = _ACTION_LABEL.search(text) is not None or parsed.tool is not None
+    unreadable = parsed.forged or (parsed.kind == "error" and attempted and not undeclared)
+    kept, whole = parsed.kept.strip(), text.strip()
+    ran_on = parsed.kind != "error" and whole.startswith(kept) and bool(whole[len(kept):].strip())
+    undone = (parsed.kind == "error" and not attempted and not parsed.forged) or (ran_on and not parsed.forged)
+    return {"unreadable": int(unreadable), "invalid": int(invalid), "undone": int(undone),
+            "calls": int(parsed.kind == "action" or undeclared)}
+
+
+def run_problems(result: RunResult, protocol: str, tools: dict[str, Tool]) -> dict[str, int]:
+    """:func:`step_problems` summed over a run's steps, plus ``"steps"``: how many model calls it made."""
+    total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0})
+    for step in result.steps:
+        total.update(step_problems(step, protocol, tools))
+    return {**total, "steps": len(result.steps)}

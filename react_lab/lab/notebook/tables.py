@@ -1,0 +1,114 @@
+"""The HTML tables and highlighted text the notebooks show, built from plain rows.
+
+Plain functions of rows and strings, so each is tested without a notebook.
+"""
+from __future__ import annotations
+
+import html
+import json
+from typing import Iterable
+
+from ..experiments.abuses import Outcome
+from ...parser import find_forged
+from ...trace import OWNER_BACKGROUNDS, OWNER_COLOURS
+
+OUTCOME_COLOURS = {"wrong_call": "#fecaca", "type_error": "#fed7aa", "rejected": "#bbf7d0",
+            "impossible": "#bfdbfe", "ok": "#e5e7eb"}
+
+
+_HEADERS = {"regex": "regex + comma split (classic loop)", "schema": "JSON Schema validation",
+            "grammar": "schema-constrained decoding"}
+
+
+def outcome_table(outcomes: list[Outcome]) -> str:
+    """Render outcomes as an HTML table: one row per abuse, one column per defence."""
+    abuses = list(dict.fromkeys(o.abuse for o in outcomes))
+    defences = list(dict.fromkeys(o.defence for o in outcomes))
+    cells = {(o.abuse, o.defence): o for o in outcomes}
+    head = "".join(f"<th style='text-align:left'>{html.escape(_HEADERS.get(d, d))}</th>"
+                   for d in defences)
+    rows = []
+    for a in abuses:
+        tds = []
+        for d in defences:
+            o = cells.get((a, d))
+            if o is None:
+                tds.append("<td></td>")
+                continue
+            tds.append(f"<td style='text-align:left;background:{OUTCOME_COLOURS.get(o.outcome, '#fff')}'>"
+                       f"<b>{o.outcome}</b><br><small>{html.escape(o.detail)}</small></td>")
+        rows.append(f"<tr><th style='text-align:left'>{html.escape(a)}</th>{''.join(tds)}</tr>")
+    return (f"<table><thead><tr><th></th>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+FORGED_LINE_STYLE = "background:#fecaca;color:#7f1d1d;font-weight:bold"
+
+
+FORGED_AFTER_STYLE = "background:#fef3c7;color:#78350f"
+
+
+def highlight_forged(text: str) -> str:
+    """Render a completion as HTML in a ``<pre>``, marking the forged span.
+
+    Every model-written ``Observation`` line is a ``<mark class="forged-observation">``;
+    everything else after the first one (what the model went on to reason from its own
+    fiction) is a ``<mark class="forged-after">``. Text before it is left plain. All
+    model text is HTML-escaped.
+    """
+    cut = find_forged(text)
+    parts = [html.escape(text if cut is None else text[:cut])]
+    pos = cut
+    while pos is not None:
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end < 0 else line_end
+        parts.append(f'<mark class="forged-observation" style="{FORGED_LINE_STYLE}">'
+                     f"{html.escape(text[pos:line_end])}</mark>")
+        nxt = find_forged(text[line_end:])
+        after_end = len(text) if nxt is None else line_end + nxt
+        if after_end > line_end:
+            parts.append(f'<mark class="forged-after" style="{FORGED_AFTER_STYLE}">'
+                         f"{html.escape(text[line_end:after_end])}</mark>")
+        pos = None if nxt is None else after_end
+    return ('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
+            + "".join(parts) + "</pre>")
+
+
+def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
+               max_chars: int = 60) -> str:
+    """Render dicts as an HTML table (no pandas); cells are escaped and cut at ``max_chars``.
+
+    ``columns`` defaults to the keys of the first row. Floats show three significant
+    digits, or whole numbers with thousands commas from 100 up.
+    """
+    rows = list(rows)
+    columns = list(columns or (rows[0] if rows else []))
+
+    def cell(value) -> str:
+        if isinstance(value, float):
+            value = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+        elif not isinstance(value, str) and value is not None:
+            value = json.dumps(value, ensure_ascii=False, default=str)
+        text = "" if value is None else value
+        text = text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+        return f"<td style='text-align:left'>{html.escape(text)}</td>"
+
+    head = "".join(f"<th style='text-align:left'>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(cell(r.get(c)) for c in columns) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+
+def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
+    """Render texts side by side: ``{title: [(owner, text), ...]}`` as HTML columns.
+
+    Each span is coloured by its owner (:data:`OWNERS`), as :meth:`Transcript.render_html`
+    colours a transcript; text is escaped. For comparing two prompts and their completions.
+    """
+    cells = []
+    for title, spans in columns.items():
+        body = "".join(f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]}">'
+                       f"{html.escape(t)}</span>" for o, t in spans)
+        cells.append(f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
+                     f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>")
+    return f"<table style='width:100%'><tr>{''.join(cells)}</tr></table>"
