@@ -266,9 +266,10 @@ def _bytes_back(text: str) -> str:
                            .decode("utf-8", errors="replace"), text)
 
 
-#: End-of-turn tokens a server may leave at the end of an answer.
+#: End-of-turn tokens a server may leave at the end of an answer, and the tokens that start the next turn.
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
-               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>",
+               "<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "<|start|>")
 
 
 def without_end_tokens(answer: str) -> str:
