@@ -361,11 +361,12 @@ def set_aside_reasoning(text: str) -> tuple[str, str | None, str | None]:
 #: readers know (:mod:`react_lab._formats`), reasoning tags, and any ``<|...|>`` token.
 MARKUP_PIECE = re.compile(
     r"<[|\uff5c][^<>\n]{0,60}?[|\uff5c]>|<\|[\w\"]{1,40}>|<[\w\"]{1,40}\|>"      # <|im_end|>, <|tool_call>, <tool_call|>
-    r"|</?(?:tool_calls?|function_calls|TOOLCALL|arg_key|arg_value|think|thinking|escape|longcat_tool_call"
+    r"|</?(?:[|\uff5c]DSML[|\uff5c])?(?:tool_calls?|function_calls|TOOLCALL|arg_key|arg_value|think|thinking|escape|longcat_tool_call"
     r"|start_function_call|end_function_call|(?:seed|minimax):(?:tool_call|think))>"
     r"|</?(?:[|\uff5c]DSML[|\uff5c]|[A-Za-z]\w*:)?(?:function|invoke|parameter)\b[^<>\n]{0,100}>"  # <function=x>
     r"|\[(?:TOOL_CALLS|ARGS|CALL_ID|TOOL_REQUEST|END_TOOL_REQUEST|/?THINK)\]|\u25c1/?think\u25b7"
-    r"|```(?:tool_code|tool_call|python_tool_code)\b|\bto=functions\.|\bfunctools[ \t]*\[")
+    r"|```(?:tool_code|tool_call|python_tool_code)|to=functions\.|functools[ \t]*\["
+    r"|</s>|<(?:end|start)_of_turn>")                                              # end-of-turn tokens
 
 
 def markup_piece(text: str) -> str | None:
