@@ -22,7 +22,10 @@ The text parser (:func:`react_lab.parser.parse`) reads calls outside their place
 the same readers: markup (:func:`markup_call`, never taken for an answer), a line that is
 only a call (:func:`bare_call`), a name glued to its object (:func:`glued_call`). Text
 whose tokens were joined without decoding (``▁`` for a space) is decoded first by
-:func:`decode_markers`.
+:func:`decode_markers`. Both set reasoning aside first (:func:`set_aside_reasoning`:
+``<think>...</think>``, Harmony's analysis channel), and neither takes text holding a piece
+of call markup or a special token (:data:`MARKUP_PIECE`) as an answer
+(:func:`react_lab.parser.read_reply` is the native loop's reading of a reply's text).
 """
 from __future__ import annotations
 

@@ -325,8 +325,9 @@ def reply_calls(reply: "ChatReply", tools: dict[str, Tool]) -> tuple[list[dict],
     """
     if reply.tool_calls:
         return list(reply.tool_calls), [], None
-    leaked = [leak.call for leak in read_reply(reply.content, declared(tools)).calls]  # none from reasoning
-    problems = leak_problems(tools, leaked)
+    leaks = read_reply(reply.content, declared(tools)).calls  # none from inside reasoning
+    leaked = [leak.call for leak in leaks]
+    problems = [leak.describe() for leak in leaks if leak.problem] + leak_problems(tools, leaked)
     if leaked and problems:
         return [], leaked, leak_message(leaked, problems)
     return leaked, leaked, None
@@ -410,7 +411,8 @@ def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: s
     reply = model.chat(messages, tools=list(tools), max_tokens=max_tokens, tool_choice="none")
     guards.spend(reply)
     messages.append(reply.message())
-    names = [t["function"]["name"] for t in tools if isinstance(t, dict) and "function" in t]
+    names = {t["function"]["name"]: list(t["function"].get("parameters", {}).get("properties", {}))
+             for t in tools if isinstance(t, dict) and "function" in t}  # each tool's parameters, as declared()
     text = read_reply(reply.content, names) if reply.content and not reply.tool_calls else None
     answer = (guards.best_effort_answer(text.answer, loop_said=[*loop_said, request])
               if text is not None and text.answer else None)
