@@ -52,6 +52,9 @@ TAKEN = {
         {"query": "refunds"}),
     "Qwen3-Coder, both closers of the last parameter and function left out": (
         "<tool_call>\n<function=search>\n<parameter=query>\nrefunds\n</tool_call>", "search", {"query": "refunds"}),
+    "Qwen3-Coder, </tool_call> left out, </function> written": (
+        "<tool_call>\n<function=search>\n<parameter=query>\nrefunds\n</parameter>\n</function>", "search",
+        {"query": "refunds"}),
     "Qwen3-Coder, <tool_call> left out, orphan </tool_call> (ollama#16686)": (
         "I'll use the Glob tool.\n\n<function=Glob>\n<parameter=pattern>\n*.md\n</parameter>\n</function>\n</tool_call>",
         "Glob", {"pattern": "*.md"}),
@@ -74,6 +77,9 @@ TAKEN = {
                                       "search", {"query": "refunds"}),
     "Hermes, <tool_call> left out": ('{"name": "search", "arguments": {"query": "refunds"}}\n</tool_call>',
                                      "search", {"query": "refunds"}),
+    # Gemma 4 (<|tool_call>call:NAME{...}<tool_call|>)
+    "Gemma 4, <tool_call|> left out": ('<|tool_call>call:get_weather{city:<|"|>Berlin<|"|>}', "get_weather",
+                                       {"city": "Berlin"}),
     # Harmony with its special tokens stripped, the recipient kept
     "Harmony, markers stripped, recipient kept": (
         'analysisWe need the weather.assistantcommentary to=functions.get_weather json{"city": "Berlin"}',
