@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from .protocol import check_run_arguments
 from .context import compact_transcript
 from .guards import BEST_EFFORT_AFTER, UNSURE, Guards
-from .parser import parse
+from .parser import parse, read_reply
 from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
 from .tools import Tool
 from .trace import RunResult, Step, Transcript
@@ -62,7 +62,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         parsed, drifted = guards.check_question(parsed)  # guard: a Question line the model wrote itself
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.
-        step = Step.of(number, completion, thought=parsed.thought, guard=drifted,
+        step = Step.of(number, completion, thought=parsed.thought, guard=drifted, reasoning=parsed.reasoning,
                        forged=parsed.forged or getattr(completion, "forged_tokens", 0) > 0)
         if parsed.kind == "final":  # 3. Stop on an answer...
             rejected = guards.check_answer(parsed.answer)  # guard: grounding, placeholders, citations
@@ -85,7 +85,7 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         yield step
         if ended:
             if guards.best_effort and ended in BEST_EFFORT_AFTER:  # guard: step limit, best effort
-                yield ask_best_effort(model, transcript, guards, ended, number + 1, max_tokens)
+                yield ask_best_effort(model, transcript, guards, ended, number + 1, max_tokens, tools)
             return
 
 
@@ -102,30 +102,34 @@ def end_step(step: Step, guards: Guards, last: bool, started: float) -> str | No
 
 
 def ask_best_effort(model, transcript: Transcript, guards: Guards, guard: str, number: int,
-                    max_tokens: int) -> Step:
+                    max_tokens: int, tools: dict[str, Tool] | None = None) -> Step:
     """Ask the model once for an answer from what it has; label it ``[best effort]``.
 
     The loop writes a closing thought and the ``Answer:`` label; the model's first line is
     the answer. If it wrote none even then (or only repeated the loop's own nudges and
-    errors), the step's ``error`` says so. Its ``guard`` is the limit that ended the run.
+    errors), the step's ``error`` says so. The completion is read as a reply's text is
+    (:func:`react_lab.parser.read_reply`): reasoning is set aside, and a call or call markup
+    is no answer (the error names it). Its ``guard`` is the limit that ended the run.
     """
     t0 = time.perf_counter()
     transcript.add("loop", BEST_EFFORT_NUDGE.format(guard=guard), kind="nudge")
     completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)
     guards.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
-    answer = guards.best_effort_answer(completion.text, loop_said=loop_said)
+    text = read_reply(completion.text, list(tools) if tools is not None else None)
+    answer = guards.best_effort_answer(text.answer, loop_said=loop_said) if text.answer else None
     owner = "loop" if answer == UNSURE else "model"  # guard: "I don't know" is the loop's, not the model's
     transcript.add(owner, f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
-    return best_effort_step(number, completion, guard, answer, t0)
+    return best_effort_step(number, completion, guard, answer, t0, saw=text.saw, reasoning=text.reasoning)
 
 
 def best_effort_step(number: int, reply, guard: str, answer: str | None, started: float,
-                     **fields) -> Step:
-    """The step of either loop's best-effort request: the answer labelled, or an error saying none came."""
+                     saw: str | None = None, **fields) -> Step:
+    """The step of either loop's best-effort request: the answer labelled, or an error saying none came
+    (and, when the reply held something else, what: ``saw``)."""
+    error = None if answer else "no answer, even when asked for a best effort" + (f"; it wrote {saw}" if saw else "")
     return Step.of(number, reply, guard=guard, answer=f"[best effort] {answer}" if answer else None,
-                   error=None if answer else "no answer, even when asked for a best effort",
-                   seconds=time.perf_counter() - started, **fields)
+                   error=error, seconds=time.perf_counter() - started, **fields)
 
 
 def ask(question: str, model, tools: dict[str, Tool], *, progress: bool = False,

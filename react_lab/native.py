@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 from .lab.backends.base import TOOL_CHOICES, assistant_json, check_tool_choice
 from .context import compact_messages
 from .guards import BEST_EFFORT_AFTER, MORE, Guards
-from ._parsing.leaks import leaked_calls
 from .loop import MAX_STEPS, best_effort_step, end_step
-from .parser import parse
+from .parser import parse, read_reply
 from .protocol import ACTION, MAX_TOKENS, Exemplar, check_run_arguments, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
 from .tools import Observation, Tool, call_tool, connection, open_db, tool_schemas
@@ -246,7 +245,12 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     The guards are the text loop's (:class:`react_lab.guards.Guards`; default: every limit
     on), at the same places; every call of a reply runs through them in call order, the
     read-only ones together (:func:`run_calls`). A rejected answer, a cut-off reply or a
-    leaked call that cannot run (:func:`reply_calls`) goes back as a user message.
+    leaked call that cannot run (:func:`reply_calls`) goes back as a user message. A reply's
+    text is read as the text parser reads it (:func:`react_lab.parser.read_reply`): reasoning
+    (``<think>...</think>``, Harmony's analysis channel) is set aside into the step's
+    ``reasoning`` and never runs or answers; Harmony's final channel is the answer; text that
+    holds call markup or special tokens but no call is never the answer: the model is told
+    what it wrote.
     ``approve``, when given, replaces ``guards.approve``. When the step limit or a refusal
     guard ends the run and ``guards.best_effort`` is on, one more request with
     ``tool_choice="none"`` asks for an answer, labelled ``[best effort]``.
@@ -270,7 +274,9 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
         guards.spend(reply)  # guard: token and money budgets
         calls, leaked, problem = reply_calls(reply, offered)  # calls written in the text are never the answer
         messages.append({**reply.message(), **({"tool_calls": calls} if calls else {})})
-        step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
+        text = read_reply(reply.content, declared(offered)) if not reply.tool_calls else None
+        step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked),
+                       reasoning=text.reasoning if text else None)
         if calls:  # read-only calls together, the others one at a time, each through the guards
             observations = run_calls(guards, offered, calls)  # guard: refusals, approval, timeout, size
             messages += [{"role": "tool", "tool_call_id": c["id"], "content": o.text}
@@ -278,10 +284,13 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
             record_calls(step, calls, observations)
             loop_said += [o.text for o in observations if o.error]
             tool_choice = "auto"  # a forced choice holds until a call has run
+        elif reply.content is not None and not leaked and text.answer is None:  # markup, no call and no answer
+            step.error = not_an_answer_message(text.saw)
+            step.observation = f"Error: {step.error}"
         elif reply.content is not None and not leaked:
-            rejected = guards.check_answer(reply.content)  # guard: grounding, placeholders, citations
+            rejected = guards.check_answer(text.answer)  # guard: grounding, placeholders, citations
             if rejected is None:
-                step.answer = reply.content
+                step.answer = text.answer
             else:
                 step.record(rejected)
         else:  # no call ran and no answer: a leaked call that cannot run, a cut-off reply
@@ -311,15 +320,28 @@ def reply_calls(reply: "ChatReply", tools: dict[str, Tool]) -> tuple[list[dict],
     run as if they had come in ``tool_calls`` -- the model meant them; a server whose chat
     template missed the format is not the model's error -- and the step is marked
     ``leaked``; otherwise nothing runs and ``problem`` is what the model is told
-    (:func:`leak_message`).
+    (:func:`leak_message`). A call inside a reasoning block is a draft, not a call
+    (:func:`react_lab.parser.read_reply`).
     """
     if reply.tool_calls:
         return list(reply.tool_calls), [], None
-    leaked = leaked_calls(reply.content)
-    problems = leak_problems(tools, leaked)
+    leaks = read_reply(reply.content, declared(tools)).calls  # none from inside reasoning
+    leaked = [leak.call for leak in leaks]
+    problems = [leak.describe() for leak in leaks if leak.problem] + leak_problems(tools, leaked)
     if leaked and problems:
         return [], leaked, leak_message(leaked, problems)
     return leaked, leaked, None
+
+
+def declared(tools: dict[str, Tool]) -> dict[str, list[str]]:
+    """Each tool's name and its declared parameters: what the leak reader checks a call's name against."""
+    return {name: list(tool.parameters.get("properties", {})) for name, tool in tools.items()}
+
+
+def not_an_answer_message(saw: str | None) -> str:
+    """What the loop tells the model when a reply's text is not an answer (:func:`react_lab.parser.read_reply`)."""
+    return (f"the reply's text is not an answer: it holds {saw or 'no answer'}. Nothing was run; send "
+            "each call in the tool_calls field, or the answer as plain text")
 
 
 def record_calls(step: Step, calls: Sequence[dict], observations: list[Observation]) -> None:
@@ -377,7 +399,10 @@ def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: s
     model reuses its cached prompt instead of evaluating the whole conversation again.
     The answer is labelled ``[best effort]``; a reply that still holds no answer (or
     only repeats the loop's own words: ``loop_said`` and this request) leaves the step's
-    ``answer`` None and says so in ``error``. The step's ``guard`` is the limit that
+    ``answer`` None and says so in ``error``. The reply's text is read as the steps' is
+    (:func:`react_lab.parser.read_reply`): a call written in it, or markup, is no answer, and
+    the error says what it was ("a Mistral tool call to create_file, a tool this agent does
+    not have"); Harmony's final channel is the answer. The step's ``guard`` is the limit that
     ended the run.
     """
     t0 = time.perf_counter()
@@ -386,9 +411,14 @@ def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: s
     reply = model.chat(messages, tools=list(tools), max_tokens=max_tokens, tool_choice="none")
     guards.spend(reply)
     messages.append(reply.message())
-    answer = (guards.best_effort_answer(reply.content, loop_said=[*loop_said, request])
-              if reply.content and not reply.tool_calls else None)
-    return best_effort_step(number, reply, guard, answer, t0, thought=reply.thought)
+    names = {t["function"]["name"]: list(t["function"].get("parameters", {}).get("properties", {}))
+             for t in tools if isinstance(t, dict) and "function" in t}  # each tool's parameters, as declared()
+    text = read_reply(reply.content, names) if reply.content and not reply.tool_calls else None
+    answer = (guards.best_effort_answer(text.answer, loop_said=[*loop_said, request])
+              if text is not None and text.answer else None)
+    saw = "tool calls, which are not allowed now" if reply.tool_calls else text.saw if text else None
+    return best_effort_step(number, reply, guard, answer, t0, thought=reply.thought, saw=saw,
+                            reasoning=text.reasoning if text else None)
 
 
 def ask_native(question: str, model, tools: dict[str, Tool], **kwargs) -> RunResult:

@@ -17,19 +17,22 @@ shares).
 """
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from ._parsing.calls import (
+    ANSWER_KEYS,
     FINISH_NAMES,
+    answer_text,
     call_as_answer,
     clean_input,
     cut_off,
     cut_off_call,
     find_json_call,
+    find_objects,
     is_tool_name,
+    load_object,
     object_at,
     object_without_call,
     paren_call,
@@ -37,7 +40,20 @@ from ._parsing.calls import (
     starts_with_label,
     strip_answer_label,
 )
-from ._parsing.leaks import GLUED, bare_call, bracket_call, decode_markers, glued_call, markup_call, without_end_tokens
+from ._parsing.formats import find_calls
+from ._parsing.leaks import (
+    GLUED,
+    Leak,
+    bare_call,
+    bracket_call,
+    decode_markers,
+    find_leaks,
+    glued_call,
+    markup_call,
+    markup_piece,
+    set_aside_reasoning,
+    without_end_tokens,
+)
 from .protocol import OBSERVATION, ParseResult, clip, shown, unknown_tool_message, visible
 
 #: Words models write in place of a tool when they mean "no tool".
@@ -242,6 +258,13 @@ def parse(text: str, tools: Iterable[str] | None = None, *, finish_reason: str |
     an answer label is the call. Everything from a model-written ``Observation`` line on
     (:func:`find_forged`) is dropped and ``forged`` is set, so an answer written after a
     forged observation is never taken. The first action or answer in the text wins.
+    Reasoning blocks (``<think>...</think>``, Harmony's analysis channel:
+    :func:`react_lab._parsing.leaks.set_aside_reasoning`) are set aside before any label is read:
+    what is in them is never an action or an answer, and is kept in ``reasoning``. A call
+    whose markup lost a tag is read when the tags left name a tool and its arguments
+    unambiguously (a GLM name run into its first key is split where a tool of ``tools`` ends).
+    An answer never holds call markup or a special token; an answer written as a call
+    (``finish(answer="...")``) is its text as written.
 
     Errors, each one line that says what was seen and what to write instead: a tool name
     that is not an identifier -- never dispatched; with ``tools``, a name not in the list;
@@ -270,18 +293,30 @@ def _parse(text: str, tools: Iterable[str] | None, finish_reason: str | None,
         cut = "a completion cut at the token limit" + (f" ({max_tokens} tokens)" if max_tokens else "")
     if not text.strip():
         return ParseResult("error", reason=f"{cut}, with no text in it; {_WRITE}" if cut else _EMPTY)
-    text, forged = _truncate(text)
-    result = _read(text, tools, forged, cut, finish_reason)
+    text, reasoning, aside = set_aside_reasoning(text)  # a draft is never an action or an answer
+    if aside is not None and not visible(text):
+        result = ParseResult("error", thought=reasoning, reasoning=reasoning, reason=(
+            f"the completion holds only {aside}, no action and no answer; nothing in reasoning is run "
+            f"or taken as the answer: after the reasoning, {_WRITE}"))
+    else:
+        text, forged = _truncate(text)
+        result = _read(text, tools, forged, cut, finish_reason, aside)
+        if aside is not None:
+            result = replace(result, reasoning=reasoning, thought=result.thought or reasoning)
     if cut and result.kind == "error" and not result.reason.startswith(cut):
         result = replace(result, reason=f"{cut}: {result.reason}")
     return result
 
 
-def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None, finish_reason: str | None):
-    """The first action or answer in ``text`` (already cut before any forged Observation)."""
+def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None, finish_reason: str | None,
+          aside: str | None = None):
+    """The first action or answer in ``text`` (already cut before any forged Observation).
+
+    ``aside``: the reasoning set aside before, in words, for a message that found nothing else.
+    """
     candidates = [c for c in (_find_action(text), _find_answer(text)) if c is not None]
     label = min(candidates, key=lambda c: c[0]) if candidates else None
-    markup = markup_call(text)  # (start, end, result, thought)
+    markup = markup_call(text, tools)  # (start, end, result, thought)
     if markup is not None and (label is None or markup[0] < label[1]):
         # markup before the first label, or inside it ("Action: <tool_call>...", "Answer: <|channel|>...")
         begin = label[0] if label is not None and label[0] < markup[0] else markup[0]
@@ -289,8 +324,9 @@ def _read(text: str, tools: list[str] | None, forged: bool, cut: str | None, fin
     if label is None:
         fallbacks = [c for c in (find_json_call(text, 0), bare_call(text)) if c is not None]
         if not fallbacks:
+            reason = _no_call_reason(text, forged, cut, finish_reason)
             return ParseResult("error", forged=forged, kept=text, thought=_thought(text, len(text)),
-                               reason=_no_call_reason(text, forged, cut, finish_reason))
+                               reason=f"outside {aside}: {reason}" if aside else reason)
         label = min(fallbacks, key=lambda c: c[0])
     start, end, result = label
     return _checked(result, text, start, end, tools, forged)
@@ -306,6 +342,11 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
     if result.kind != "action":
         if not visible(result.answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
             return ParseResult("error", reason=_NO_ANSWER, **same)
+        piece = markup_piece(result.answer)
+        if piece is not None:  # "Answer: 42 </parameter>": markup is never part of an answer
+            return ParseResult("error", **same, reason=(
+                f"the answer holds call markup or a special token ({shown(piece, 40)}), which is never "
+                "part of an answer; write the answer as plain text after 'Answer:'"))
         return ParseResult(result.kind, answer=result.answer, **same)
     name = result.tool.strip()
     if re.search(r"(?<!\w)observations?\b", name, re.IGNORECASE):
@@ -316,10 +357,9 @@ def _checked(result: ParseResult, text: str, start: int, end: int, tools: list[s
     if not name:  # "Action: ''" or "Action: **[x]": quotes and markdown, no name
         return ParseResult("error", input=result.input, **same,
                            reason="the Action line names no tool; write 'Action: tool_name[arguments]'")
-    if name.lower() in FINISH_NAMES:
-        answer = result.input if isinstance(result.input, str) else json.dumps(result.input)
-        return ParseResult("final" if visible(answer) else "error", answer=answer if visible(answer) else None,
-                           reason=None if visible(answer) else _NO_ANSWER, **same)
+    if name.lower() in FINISH_NAMES:  # finish(answer="...") is the answer's text, as written
+        return _checked(ParseResult("final", answer=answer_text(result.input), dialect=result.dialect),
+                        text, start, end, tools, forged, thought)
     if name.lower().strip(".") in NO_TOOL_WORDS:
         return ParseResult("error", tool=name, **same, reason=f"{shown(name, 120)} is not an available tool "
                            "and no final-answer label is present; ask for a listed tool or an "
@@ -442,6 +482,73 @@ def _thought(text: str, upto: int) -> str | None:
     return head or None
 
 
+# --------------------------------------------------------------------------- a reply's text, read the same way
+
+@dataclass(frozen=True)
+class ReplyText:
+    """A reply's text read as :func:`parse` reads a completion (:func:`read_reply`).
+
+    ``answer``: the answer it gives, None when it gives none; ``calls``: the calls written in
+    its markup or as JSON (:func:`react_lab._parsing.leaks.find_leaks`); ``saw``: what it holds instead
+    of an answer, in words ("a Mistral tool call to create_file, a tool this agent does not
+    have"); ``reasoning``: what was set aside as reasoning.
+    """
+
+    answer: str | None
+    calls: list[Leak]
+    saw: str | None = None
+    reasoning: str | None = None
+
+
+def read_reply(text: str | None, tools: Iterable[str] | dict | None = None) -> ReplyText:
+    """Read a reply's text (a native reply's content, a best-effort completion) as :func:`parse` would.
+
+    Reasoning is set aside first (:func:`react_lab._parsing.leaks.set_aside_reasoning`): nothing in it
+    runs or answers. A call written in the text -- in markup or as JSON
+    (:func:`react_lab._parsing.leaks.find_leaks`; ``tools`` as there), or as :func:`parse` reads one
+    (``Action: search[x]``, ``search(query="x")``, arguments whose call lost its name) -- is
+    never the answer. Harmony's final channel is the answer. Markup that holds no call (a
+    ``<tool_call>`` that names no tool) or a special token left in the text (an end-of-turn
+    token ends the answer) makes the text no answer. ``saw`` says what it held instead. An
+    answer label (``Answer: 42``) or a finish call gives the answer :func:`parse` reads. Text
+    with none of these is the answer as it was written, byte for byte. Never raises.
+    """
+    if not isinstance(text, str):
+        return ReplyText(None, [])
+    try:
+        names = None if tools is None else list(tools)
+        plain, reasoning, aside = set_aside_reasoning(decode_markers(text)[0])
+        calls = find_leaks(plain, tools)
+        if calls:
+            return ReplyText(None, calls, "; ".join(c.describe(names) for c in calls[:3]), reasoning)
+        frame = next(iter(find_calls(plain, limit=1)), None)
+        if frame is not None and frame.answer is None:
+            saw = f"{frame.format} tool-call markup {frame.problem or 'that holds no call'}"
+            return ReplyText(None, [], saw, reasoning)
+        if frame is not None:  # Harmony's final channel is the answer; its analysis is reasoning
+            plain = frame.answer
+            reasoning = "\n".join(r for r in (reasoning, frame.thought) if r) or None
+        read = parse(plain, tools=names)
+        if read.kind == "action" or (read.kind == "error" and read.tool is not None):
+            return ReplyText(None, [], f"a tool call to {shown(read.tool, 60)} written as text, "
+                                       f"as the text protocol writes one ({read.dialect or 'action'})", reasoning)
+        if read.kind == "error" and read.reason.startswith(_NAMELESS):
+            return ReplyText(None, [], "an arguments object that names no tool", reasoning)
+        if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer the text parser reads
+            plain = read.answer
+        elif aside is None and frame is None and markup_piece(text) is None:
+            return ReplyText(text, [])  # an ordinary answer, as it was written
+        answer = without_end_tokens(plain.strip())
+        piece = markup_piece(answer)
+        if piece is not None:
+            return ReplyText(None, [], f"call markup or a special token ({shown(piece, 40)})", reasoning)
+        if not visible(answer):
+            return ReplyText(None, [], f"only reasoning ({aside})" if aside else "no text", reasoning)
+        return ReplyText(answer, [], None, reasoning)
+    except Exception:  # noqa: BLE001 -- reading model text must never take the loop down  # pragma: no cover
+        return ReplyText(None, [], "text that could not be read", None)
+
+
 # --------------------------------------------------------------------------- messages
 
 _FIRST_WORD = re.compile(r"[^\W\d][\w.-]*")
@@ -450,6 +557,22 @@ _MARKUP = re.compile(r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function
                      re.IGNORECASE)
 _NO_ANSWER = ("the answer is empty; write the answer after the label on the same line, "
               "e.g. 'Answer: INV-2088 was issued on 2026-07-14'")
+
+
+def _norm(key) -> str:
+    return re.sub(r"[\W_]+", "", key.lower()) if isinstance(key, str) else ""
+
+
+def _nameless_object(text: str) -> str | None:
+    """The JSON object that ends ``text`` (only spaces and fences after it), when it is an object; else None."""
+    tail = text.rstrip().removesuffix("```").rstrip()
+    if not tail.endswith("}"):
+        return None
+    spans = [s for s in find_objects(text, 0, limit=16) if s[1] == len(tail)]
+    obj = load_object(text[spans[0][0]:spans[0][1]]) if spans else None
+    if not isinstance(obj, dict) or any(_norm(k) in (*ANSWER_KEYS, "thought") for k in obj):
+        return None  # {"thought": ..., "answer": ...} is an answer's shape, not a call's arguments
+    return text[spans[0][0]:spans[0][1]]
 
 
 def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
@@ -468,6 +591,7 @@ def _not_a_name_reason(name: str, tools: list[str] | None) -> str:
             f"list_invoices); write {form}")
 
 
+_NAMELESS = "the completion ends with an arguments object"
 _WRITE = "write a short Thought, then one line 'Action: tool_name[arguments]', or 'Answer: ...' when done"
 _EMPTY = f"an empty completion: the model wrote no text at all; {_WRITE}"
 #: Characters a sentence (or a block) ends with: a completion that stops on another was cut mid-sentence.
@@ -490,6 +614,11 @@ def _no_call_reason(text: str, forged: bool = False, cut: str | None = None,
                 "it; write 'Action: tool_name[arguments]' and stop there: the loop writes the observation")
     if cut:
         return f"{cut}, before any action or answer; {_WRITE}"
+    nameless = _nameless_object(text)
+    if nameless is not None:  # Harmony with its markers stripped: prose, then the arguments alone
+        return (f"{_NAMELESS} ({shown(nameless, 40)}) that names no tool: "
+                "a call whose name (and markup) was lost; nothing was run; write "
+                "'Action: tool_name[arguments]' with the tool's name")
     last = _THOUGHT_LINE.search(text) is not None or _ANY_LABEL.search(text) is None
     if finish_reason is None and last and text.rstrip()[-1:] not in _SENTENCE_END:
         return ("the completion stops mid-sentence in a Thought, with no action and no answer "

@@ -145,6 +145,9 @@ class ParseResult:
     a string, or a dict when the model wrote a JSON / Python-literal object.
     ``forged`` is True when the model wrote its own ``Observation`` line (dropped).
     ``kept`` is the part of the completion that belongs in the transcript.
+    ``reasoning`` is what the completion held in reasoning blocks (``<think>...</think>``,
+    Harmony's analysis channel), set aside before the labels were read: never run, never
+    the answer (None when there were none).
     """
 
     kind: str
@@ -156,6 +159,7 @@ class ParseResult:
     forged: bool = False
     dialect: str | None = None
     kept: str = ""
+    reasoning: str | None = None
 
     @property
     def args(self) -> list[str] | dict:

@@ -255,19 +255,68 @@ def _not_json(tool: Tool, text: str, exc: Exception) -> str:
     elif body.startswith("{'") or msg.startswith("Expecting property name enclosed in double quotes"):
         what = "arguments are not valid JSON: names and strings need double quotes"
     elif at is not None:
-        what = f"arguments are not valid JSON: {msg} at character {at} (after {text[max(0, at - 20):at]!r})"
+        what = f"arguments are not valid JSON: {_broke_at(text, at, msg)} (after {text[max(0, at - 20):at]!r})"
     else:
         what = f"arguments are not valid JSON: {msg}"
     return _one_line(f"{what}; {tool.name} expects one JSON object such as {example_args(tool)}")
 
 
+#: What the decoder wanted where it stopped, in words (json's messages, by their first words).
+_EXPECTED = {"Expecting ',' delimiter": "a ',' or the closing bracket was expected",
+             "Expecting ':' delimiter": "a ':' after the key was expected",
+             "Expecting value": "a value was expected (a string, a number, an object, an array, true, false or null)",
+             "Invalid control character": "a string holds a raw control character; write it as an escape such as \\n",
+             "Invalid \\escape": "a backslash starts no JSON escape; write \\\\ for a backslash"}
+_CLOSER = {"[": "]", "{": "}"}
+
+
+def _broke_at(text: str, at: int, msg: str) -> str:
+    """Where a JSON text broke and what was expected there, in words: ``at character 16 ('}') ...``.
+
+    A bracket closed by the other kind (``[`` ... ``}``) is named with where it opened.
+    """
+    ch = text[at] if at < len(text) else None
+    opened = _open_bracket(text, at)
+    if opened is not None and ch in ("]", "}") and ch != _CLOSER[opened[0]]:
+        return (f"the {opened[0]!r} at character {opened[1]} is closed by {ch!r} at character {at}; "
+                f"a ',' or {_CLOSER[opened[0]]!r} was expected there")
+    expected = next((v for k, v in _EXPECTED.items() if msg.startswith(k)), msg)
+    if expected.startswith("a ',' or the closing") and opened is not None:
+        expected = f"a ',' or {_CLOSER[opened[0]]!r} (closing the {opened[0]!r} at character {opened[1]}) was expected"
+    return f"at character {at} ({shown(ch) if ch is not None else 'the end'}) {expected}"
+
+
+def _open_bracket(text: str, at: int) -> tuple[str, int] | None:
+    """The innermost ``[`` or ``{`` still open before ``text[at]`` (strings skipped), and where; None if none."""
+    stack, quoted, escaped = [], False, False
+    for i, ch in enumerate(text[:at]):
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            stack.append((ch, i))
+        elif ch in "]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+#: JSON's name for each kind of value a decoder returns: what the model wrote, in its words.
+_JSON_KINDS = ((type(None), "null"), (list, "an array"), (str, "a string"), ((int, float), "a number"))
+
+
 def _not_an_object(tool: Tool, args: Any) -> str:
-    """The message for arguments that decode to something other than an object."""
+    """The message for arguments that decode to something other than an object: named as JSON names it."""
     example = example_args(tool)
     if isinstance(args, str) and args.strip().startswith("{"):
         return _one_line(f"arguments are a JSON string holding an object (encoded twice); send the "
                          f"object itself, such as {example}")
-    return _one_line(f"arguments must be a JSON object like {example}, not {type(args).__name__}")
+    kind = json.dumps(args) if isinstance(args, bool) else next(
+        (name for types, name in _JSON_KINDS if isinstance(args, types)), None)
+    if kind is None:  # not a value JSON has (a Python object handed over directly)
+        return _one_line(f"arguments must be a JSON object like {example}, not {shown(args, 40)}")
+    value = "" if kind in ("null", "true", "false") else f" ({clip(json.dumps(args, ensure_ascii=False), 60)})"
+    return _one_line(f"arguments must be a JSON object like {example}, not {kind}{value}")
 
 
 def _leaked_markup(args: dict) -> list[str]:

@@ -38,7 +38,10 @@ class Step:
     the backend is in-process); ``forged_tokens`` counts the completion tokens generated
     (and billed) from a model-written ``Observation`` on that the client cut off.
     ``leaked`` is True when a native reply wrote its tool call in the message text
-    instead of the tool-call field (see :mod:`react_lab._parsing.leaks`).
+    instead of the tool-call field (see :mod:`react_lab._parsing.leaks`). ``reasoning`` is what the
+    model wrote in reasoning blocks (``<think>...</think>``, Harmony's analysis channel),
+    set aside before its text was read: a draft, never run and never the answer (None when
+    it wrote none).
     """
 
     number: int
@@ -60,6 +63,7 @@ class Step:
     stop_mode: str | None = None
     forged_tokens: int = 0
     leaked: bool = False
+    reasoning: str | None = None
 
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":

@@ -208,8 +208,8 @@ def test_every_cut_off_point_is_reported_as_cut_off_with_the_expected_object(cut
     ("", ["empty"]),
     ("   ", ["empty"]),
     (json.dumps(json.dumps({"query": "refunds"})), ["encoded twice"]),
-    ('["refunds"]', ["must be a JSON object", "not list"]),
-    ("null", ["must be a JSON object", "not NoneType"]),
+    ('["refunds"]', ["must be a JSON object", 'not an array (["refunds"])']),
+    ("null", ["must be a JSON object", "not null"]),
     ("[" * 100_000, ["nested too deeply"]),
 ])
 def test_an_undecodable_arguments_string_gets_a_message_naming_what_happened(arguments, words):

@@ -69,9 +69,8 @@ def accepts(accepted: dict, result) -> bool:
             and all(n.lower() in reason.lower() for n in _names(accepted.get("reason", ""))))
 
 
-#: Cases that came with the 2025-2026 reports and fail until issue 35's fix lands.
-ISSUE_35 = {"glm-arg-key-open-tag-missing-name-glued", "qwen3coder-last-parameter-never-closed",
-            "harmony-stripped-bare-args-after-reasoning"}
+#: Cases that came with the 2025-2026 reports and fail until issue 35's fix lands (none now).
+ISSUE_35: set[str] = set()
 
 
 @pytest.mark.parametrize("case", [

@@ -223,8 +223,28 @@ def _json_call(obj: dict) -> ParseResult | None:
         loaded = load_object(value)
         value = loaded if isinstance(loaded, dict) else value
     if name.strip().lower() in FINISH_NAMES:
-        return ParseResult("final", answer=value if isinstance(value, str) else json.dumps(value), dialect="json")
+        return ParseResult("final", answer=answer_text(value), dialect="json")
     return ParseResult("action", tool=name, input=value, dialect="json")
+
+
+#: Keys a finish call puts its answer under (compared as :func:`_norm_key` does): ``finish(answer="...")``.
+ANSWER_KEYS = {"answer", "finalanswer", "response", "result", "text", "output", "content", "message", "reply"}
+
+
+def answer_text(value: Any) -> str:
+    """The answer a finish call carries, as the model wrote it, in any script.
+
+    A string is itself; an object whose one key is an answer key (:data:`ANSWER_KEYS`) is that
+    value (``{"answer": "北京"}`` is ``北京``); anything else is its JSON, non-ASCII characters
+    written as themselves, never as ``\\u`` escapes.
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        (key, inner), = value.items()
+        if _norm_key(key) in ANSWER_KEYS:
+            return inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def find_json_call(text: str, start: int):

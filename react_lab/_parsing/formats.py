@@ -7,7 +7,8 @@ it reaches us as text. The formats fall into a few kinds, one reader each:
 * JSON in a frame: ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<|tool_call|>[...]``
   (Granite), ``<TOOLCALL>[...]`` (Nemotron), ``<tool_calls>`` (Jamba), ``functools[...]``
   (Phi-4), ``<|START_ACTION|>[...]`` (Command R), ``[TOOL_CALLS][...]`` (Mistral before v11),
-  ``<|python_tag|>{...}`` (Llama 3), ``[TOOL_REQUEST]`` (LM Studio), and Apertus'
+  ``<|python_tag|>{...}`` (Llama 3), ``<|python_start|>{...}<|python_end|>`` (Llama 4),
+  ``[TOOL_REQUEST]`` (LM Studio), and Apertus'
   ``<|tools_prefix|>[{"NAME": {...}}]`` whose key is the tool;
 * a frame that names the tool outside the JSON: Harmony's ``<|channel|>commentary
   to=functions.NAME <|constrain|>json<|message|>{...}`` (gpt-oss); DeepSeek's
@@ -16,6 +17,7 @@ it reaches us as text. The formats fall into a few kinds, one reader each:
   ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}``;
   ``<function=NAME>{...}</function>`` (Llama 3.1, Functionary); ``[TOOL_CALLS]NAME[ARGS]{...}``
   (Mistral, with an optional ``[CALL_ID]``); ``>>>NAME`` + a JSON line (Functionary v3.2);
+  and Harmony's ``to=functions.NAME json{...}`` once its special tokens were stripped;
 * a name glued to its arguments: ``[TOOL_CALLS]NAME{...}`` (Mistral v11+),
   ``<|tool_call>call:NAME{key:<|"|>value<|"|>}<tool_call|>`` (Gemma 4; FunctionGemma's
   ``<start_function_call>`` with ``<escape>``): an object whose keys are bare words;
@@ -26,6 +28,13 @@ it reaches us as text. The formats fall into a few kinds, one reader each:
 * Python-style calls: ``<|python_tag|>NAME.call(k="v")`` (Llama 3 built-ins), ``[NAME(k=v)]``
   in LFM2's ``<|tool_call_start|>``, Gemma 3's ````tool_code`` fence, Olmo 3's
   ``<function_calls>`` (one call a line).
+
+A call whose markup lost a tag is read when the next tag ends what the missing one would
+have closed (parameters and calls do not nest: a ``<parameter>`` value ends at the next
+``<parameter`` or at ``</function>``; a GLM value at the next ``<arg_key>``), and when the
+first call's begin token of a DeepSeek or Kimi section is missing; what no tag accounts for,
+and a name run into its first key that no declared tool splits (:func:`split_glued`), is a
+``problem`` naming the format and what is missing, never a dropped argument.
 
 Special tokens are matched in every spelling they reach text in: ``|`` or the full-width
 ``｜`` (U+FF5C), words joined by ``_``, ``▁`` (U+2581) or a space. Element values are read
@@ -44,6 +53,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from .calls import find_json_call, load_object, object_at, python_calls, unwrap
+from ..protocol import shown
 
 #: Frames tried per text: enough for any real completion, and a bound on the work.
 MAX_FRAMES = 16
@@ -254,6 +264,16 @@ def _functionary(text: str, m: re.Match) -> list[Call]:
     return [_json_args(text, name.end(), len(text), "Functionary", name.group(1), m.start())]
 
 
+_H_STRIPPED = re.compile(r"to=([^\s<{]+)[ \t]*(?:<\|constrain\|>)?[ \t]*(?:json|code)?[ \t]*(?:<\|message\|>)?")
+
+
+def _harmony_stripped(text: str, m: re.Match) -> list[Call]:
+    """``to=functions.NAME json{...}``: a Harmony call whose special tokens were stripped; its recipient names the tool."""
+    head = _H_STRIPPED.match(text, m.start())
+    name = head.group(1).removeprefix("functions.")
+    return [_json_args(text, head.end(), len(text), "Harmony", name, m.start())]
+
+
 # --------------------------------------------------------------------------- a name glued to an object
 
 _GEMMA_HEAD = re.compile(r"\s*call:([^\W\d][\w.-]*)")
@@ -356,16 +376,36 @@ _INVOKE = re.compile(r"<" + _NS + r"(?:function=(?P<eq>[^>\n]{1,100})|(?:invoke|
 _PARAM = re.compile(r"<(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
                     r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)(?P<rest>[^>\n]{0,100}))>")
 _PARAM_END = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter>")
+#: A parameter's closing tag as models garble it: ``</parameter/>``, ``</parameter1>``, fused with the
+#: next closing tag (``</parameter_function>``), or cut before its ``>`` (sglang#27336).
+_PARAM_CLOSE = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter[\w/]{0,20}>?")
+#: The closing tag of what holds a call: a ``</tool_call>`` written after a bare ``<function=NAME>``.
+_OUTER_CLOSE = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?(?:tool_call|function_calls)>")
+#: Closing tags left between a call's parameters (a duplicate ``</parameter>``): structure, not text.
+_CLOSING_TAGS = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?(?:parameter|function|invoke|tool_call)[\w/]{0,20}>?")
 _INVOKE_FORMATS = {"steptml:": "Step-3", "minimax:": "MiniMax"}
 
 
-def _elements(text: str, m: re.Match, fmt: str | None = None) -> list[Call]:
-    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements, or a JSON object inside."""
+def _elements(text: str, m: re.Match, fmt: str | None = None, limit: int | None = None) -> list[Call]:
+    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements, or a JSON object inside.
+
+    A tag the model left out is not needed where the next tag ends what it would have closed
+    (parameters and calls do not nest): a value ends at its closing tag, at the next
+    ``<parameter``, or at the end of its call; a call ends at its closing tag, at the next
+    call, or at the closing tag of what holds it (``limit``: the wrapper's, when it is closed).
+    A value that runs to the end of the text is cut off; text outside every parameter is
+    named, never dropped; a value closed by a tag named after its parameter (``</content>``)
+    ends there.
+    """
+    limit = len(text) if limit is None else limit
     ns = m.group("ns") or ""
     name = (m.group("eq") or m.group("attr") or "").strip()
-    close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(text, m.end())
-    body_end = close.start() if close else len(text)
-    end = close.end() if close else len(text)
+    close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(text, m.end(), limit)
+    after = _INVOKE.search(text, m.end(), close.start() if close else limit)  # the next call, if it comes first
+    outer = _OUTER_CLOSE.search(text, m.end(), limit) if close is None and after is None else None
+    body_end = after.start() if after else close.start() if close else outer.start() if outer else limit
+    end = after.start() if after else close.end() if close else outer.end() if outer else limit
+    complete = after is not None or close is not None or outer is not None or limit < len(text)
     if fmt is None:
         fmt = ("DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")) \
             if m.group("attr") else "Qwen3-Coder"
@@ -375,37 +415,134 @@ def _elements(text: str, m: re.Match, fmt: str | None = None) -> list[Call]:
     args, pos = {}, m.end()
     for _ in range(64):
         p = _PARAM.search(text, pos, body_end)
+        stray = _CLOSING_TAGS.sub("", text[pos:p.start() if p else body_end]).strip()
+        if stray:
+            return [Call(m.start(), end, fmt, name, args,
+                         f"has text outside its parameters ({shown(stray, 40)}), which no parameter holds")]
         if p is None:
             break
-        stop = _PARAM_END.search(text, p.end(), body_end)
-        raw = text[p.end():stop.start() if stop else body_end]
         key = (p.group("eq") or p.group("attr")).strip()
+        stop = _PARAM_CLOSE.search(text, p.end(), body_end)
+        nxt = _PARAM.search(text, p.end(), stop.start() if stop else body_end)  # </parameter> left out
+        raw = text[p.end():nxt.start() if nxt else stop.start() if stop else body_end]
+        raw = re.sub(r"</" + re.escape(key) + r">\s*$", "", raw) if key else raw  # closed by </KEY>
         args[key] = raw.strip() if 'string="true"' in (p.group("rest") or "") else _value(raw)
-        if stop is None:
+        if nxt is None and stop is None and not complete:
             return [Call(m.start(), end, fmt, name, args, "is cut off inside its parameter " + repr(key))]
-        pos = stop.end()
-    problem = None if close else "is cut off before its closing tag"
+        pos = nxt.start() if nxt else stop.end() if stop else body_end
+    else:
+        return [Call(m.start(), end, fmt, name, args, "has more than 64 parameters")]
+    problem = None if complete else "is cut off before its closing tag"
     return [Call(m.start(), end, fmt, name, args, problem)]
 
 
-_ARG_KEY = re.compile(r"<arg_key>([^<]{0,200})</arg_key>\s*<arg_value>")
+_GLM_TAG = re.compile(r"<(/?)arg_(key|value)>")
+#: What a GLM call's head may be before a ``</arg_key>`` whose opener was left out: its name and
+#: first key run together (``send_command_to_shellcommand``), or apart (``browser_action task``).
+_GLM_HEAD = re.compile(r"([^\W\d][\w.-]*)(?:[ \t]+([^\W\d][\w.-]*))?")
+#: The problem of a GLM call whose name runs into its first key: :func:`split_glued` splits it.
+GLUED_NAME = "runs its name into its first argument key (<arg_key> missing)"
 
 
-def _glm(text: str, start: int, pos: int, end: int, closed: bool) -> list[Call]:
-    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` inside ``<tool_call>``."""
-    name = _NAME.match(text, pos)
+def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool) -> list[Call]:
+    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` inside ``<tool_call>``, read tag by tag.
+
+    A tag the model left out is not needed where the next tag ends what it would have closed:
+    a key ends at ``</arg_key>`` or ``<arg_value>``; a value at ``</arg_value>``, the next
+    ``<arg_key>`` or the end of a closed call; a key after a value may come without its
+    ``<arg_key>``, a value after its key without its ``<arg_value>`` (vllm#49248). A name that
+    runs into its first key (``NAMEkey</arg_key>``, vllm PR#47190) is returned whole, its
+    ``problem`` :data:`GLUED_NAME`, its first argument under that whole text:
+    :func:`split_glued` splits it where a declared tool's name ends. Text no tag accounts
+    for, and a value that runs to the end of the text, are problems, never dropped.
+    """
+    def call(name, problem=None):
+        return [Call(start, end, "GLM", name, args, problem)]
+
     args: dict = {}
-    at = name.end()
-    for _ in range(64):
-        k = _ARG_KEY.search(text, at, end)
-        if k is None:
-            break
-        stop = text.find("</arg_value>", k.end(), end)
-        if stop < 0:
-            return [Call(start, end, "GLM", name.group(1), args, f"is cut off inside its argument {k.group(1)!r}")]
-        args[k.group(1).strip()] = _value(text[k.end():stop])
-        at = stop + len("</arg_value>")
-    return [Call(start, end, "GLM", name.group(1), args, None if closed else "is cut off before </tool_call>")]
+    name, key, state, at, glued = None, None, "name", pos, False
+    for i, tag in enumerate(_GLM_TAG.finditer(text, pos, body_end)):
+        if i >= 256:
+            return call(name, "has more than 64 arguments")
+        seg, opening, what = text[at:tag.start()], not tag.group(1), tag.group(2)
+        blank = not seg.strip()
+        at = tag.end()
+        if state == "name":
+            head = _GLM_HEAD.fullmatch(seg.strip())
+            if head is None:
+                return call(None, "that names no tool" if blank else f"whose name {shown(seg.strip(), 40)} is not a name")
+            name = head.group(1)
+            if (opening, what) == (False, "key"):  # <arg_key> left out: NAME key</arg_key> or NAMEkey</arg_key>
+                key, state, glued = head.group(2) or name, "after key", not head.group(2)
+            elif head.group(2):
+                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
+            elif (opening, what) == (True, "key"):
+                state = "key"
+            elif (opening, what) == (False, "value"):
+                state = "between"  # NAME</arg_value>: a stray closing tag, no argument (fw-ai python-sdk#119)
+            else:
+                return call(name, f"has {tag.group()} where its first <arg_key> belongs")
+        elif state == "key":
+            if what == "key" and opening or what == "value" and not opening or not seg.strip():
+                return call(name, f"has an argument key {shown(seg.strip(), 40)} ended by {tag.group()}")
+            key, state = seg.strip(), "after key" if what == "key" else "value"  # <arg_value>: </arg_key> left out
+        elif state == "after key":
+            if (opening, what) == (True, "value") and blank:
+                state = "value"
+            elif not blank and ((opening, what) in ((False, "value"), (True, "key"))):
+                args[key] = _value(seg)  # <arg_value> left out (and </arg_value> too, before <arg_key>)
+                state = "between" if what == "value" else "key"
+            else:
+                return call(name, f"has no value for its argument {key!r} before {tag.group()}")
+        elif state == "value":
+            if what == "value" and opening or what == "key" and not opening:
+                return call(name, f"has {tag.group()} inside the value of its argument {key!r}")
+            args[key] = _value(seg)  # ended by </arg_value>, or by the next <arg_key> (</arg_value> left out)
+            state = "between" if what == "value" else "key"
+        else:  # between two arguments
+            if (opening, what) == (True, "key") and blank:
+                state = "key"
+            elif (opening, what) == (False, "key") and not blank:
+                key, state = seg.strip(), "after key"  # <arg_key> left out
+            elif not (opening, what) == (False, "value") or not blank:  # a duplicate </arg_value> is no text
+                return call(name, f"has text outside its arguments ({shown(seg.strip() or tag.group(), 40)})")
+    rest = text[at:body_end].strip()
+    if state == "name":
+        head = _GLM_HEAD.fullmatch(rest)
+        if head is None or head.group(2):
+            return call(None, "that names no tool")
+        return call(head.group(1), None if closed else "is cut off before </tool_call>")
+    if state == "between" and rest:
+        return call(name, f"has text outside its arguments ({shown(rest, 40)})")
+    if state in ("value", "after key") and closed and (rest or state == "value"):
+        args[key] = _value(rest)  # the value ends where the call does
+    elif state != "between":
+        what = f"inside its argument {key!r}" if key is not None else "inside an argument key"
+        return call(name, f"is cut off {what}" if not closed else f"has no value for its argument {key!r}")
+    if glued:  # the name and the first key run together: split_glued splits them
+        return call(name, GLUED_NAME)
+    return call(name, None if closed else "is cut off before </tool_call>")
+
+
+def split_glued(call: Call, tools) -> Call:
+    """A GLM call whose name ran into its first key (:data:`GLUED_NAME`), split where a declared tool's name ends.
+
+    ``tools``: the declared tool names, or a dict of each name to its declared parameters
+    (then the rest must be one of them). Split only when exactly one declared tool fits;
+    otherwise (or with no ``tools``) the call keeps its problem, which now says that the text
+    is not a tool (and which tools it could start with). Any other call is returned as it is.
+    """
+    if call.problem != GLUED_NAME:
+        return call
+    glued = call.name
+    fits = [t for t in tools or () if isinstance(t, str) and glued.startswith(t) and len(glued) > len(t)
+            and (not isinstance(tools, dict) or glued[len(t):] in tools[t])]
+    if len(fits) == 1:
+        key = glued[len(fits[0]):]
+        return replace(call, name=fits[0], problem=None,
+                       arguments={(key if k == glued else k): v for k, v in call.arguments.items()})
+    could = f" (it could start with {' or '.join(fits)})" if fits else ""
+    return replace(call, problem=f"{GLUED_NAME}: {shown(glued, 60)} is not a tool{could}")
 
 
 # --------------------------------------------------------------------------- wrappers and Python-style calls
@@ -421,10 +558,11 @@ _WRAPPERS = {
     "<minimax:tool_call>": ("MiniMax", "</minimax:tool_call>"),
     "<longcat_tool_call>": ("LongCat", "</longcat_tool_call>"),
     "<｜DSML｜function_calls>": ("DeepSeek DSML", "</｜DSML｜function_calls>"),
+    "<|python_start|>": ("Llama 4", "<|python_end|>"),
 }
 _TOOL_CODE = re.compile(r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n")
 _JSON_AHEAD = re.compile(r"\[?\s*\{|```")
-_GLM_AHEAD = re.compile(r"\s*[^\W\d][\w.-]*[ \t]*(?:\n|<arg_key>|</tool_call>|$)")
+_GLM_AHEAD = re.compile(r"\s*[^\W\d][\w.-]*(?:[ \t]*(?:\n|<arg_key>|</tool_call>|$)|[ \t]*[\w.-]*</arg_(?:key|value)>)")
 
 
 def _wrapped(text: str, m: re.Match) -> list[Call]:
@@ -438,17 +576,17 @@ def _wrapped(text: str, m: re.Match) -> list[Call]:
     inner = _INVOKE.match(text, pos)
     if inner is not None:
         fmt = fmt if tag in ("<seed:tool_call>", "<minimax:tool_call>") else None
-        calls = _elements(text, inner, fmt)
+        calls = _elements(text, inner, fmt, body_end)
         more = _INVOKE.search(text, calls[-1].end, body_end)  # parallel calls inside one wrapper
         while more is not None and len(calls) < MAX_FRAMES:
-            calls += _elements(text, more, fmt)
+            calls += _elements(text, more, fmt, body_end)
             more = _INVOKE.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
     if _JSON_AHEAD.match(text, pos) or tag == "functools":
         return [replace(c, end=max(c.end, end)) for c in
                 _json_frame(text, m.start(), pos, body_end, fmt, keyed=tag == "<|tools_prefix|>")]
     if tag == "<tool_call>" and _GLM_AHEAD.match(text, pos):
-        return _glm(text, m.start(), pos, end if closed else len(text), closed)
+        return _glm(text, m.start(), pos, body_end, end, closed)
     calls = python_calls(text[pos:body_end])
     if calls:
         return [Call(m.start(), end, fmt, name, args) for name, args in calls]
@@ -469,6 +607,7 @@ _READERS: dict[str, tuple[str, Callable[[str, re.Match], list[Call]]]] = {
     "wrapped": ("|".join(re.escape(t) + (r"(?=\s*\[)" if t == "functools" else "") for t in _WRAPPERS)
                 + "|" + _TOOL_CODE.pattern, _wrapped),
     "functionary": (r"(?m:^)>>>(?=[ \t]*[^\W\d][\w.-]*[ \t]*\n[ \t]*\{)", _functionary),
+    "harmony_stripped": (r"to=functions\.(?=[^\W\d])", _harmony_stripped),
 }
 _OPENERS = re.compile("|".join(f"(?P<{key}>{pattern})" for key, (pattern, _) in _READERS.items()))
 
@@ -489,6 +628,13 @@ def find_calls(text: str, limit: int = MAX_FRAMES) -> list[Call]:
         reader = _READERS[m.lastgroup][1]
         if reader is None:  # the section token around the calls: the calls come next
             nxt = _OPENERS.search(text, m.end())
+            stop = _DS_STOP.search(text, m.end())
+            if (nxt is None or nxt.lastgroup != "deepseek") and _DS_SEP.search(
+                    text, m.end(), stop.start() if stop else len(text)):
+                found = _deepseek(text, m)  # the first call's begin token left out: NAME<sep>{...} follows
+                calls += found
+                pos = max(c.end for c in found)
+                continue
             if nxt is None or nxt.lastgroup != "deepseek":
                 calls.append(Call(m.start(), len(text), "DeepSeek" if "▁" in m.group() else "Kimi K2",
                                   None, None, "that is cut off before its first call"))

@@ -22,7 +22,10 @@ The text parser (:func:`react_lab.parser.parse`) reads calls outside their place
 the same readers: markup (:func:`markup_call`, never taken for an answer), a line that is
 only a call (:func:`bare_call`), a name glued to its object (:func:`glued_call`). Text
 whose tokens were joined without decoding (``▁`` for a space) is decoded first by
-:func:`decode_markers`.
+:func:`decode_markers`. Both set reasoning aside first (:func:`set_aside_reasoning`:
+``<think>...</think>``, Harmony's analysis channel), and neither takes text holding a piece
+of call markup or a special token (:data:`MARKUP_PIECE`) as an answer
+(:func:`react_lab.parser.read_reply` is the native loop's reading of a reply's text).
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from .calls import (
     python_calls,
     unwrap,
 )
-from .formats import find_calls, relaxed_object
+from .formats import GLUED_NAME, find_calls, relaxed_object, split_glued
 from ..protocol import ParseResult, clip, shown
 
 #: Most calls read from one reply: a list of calls is rarely longer, and it bounds the work.
@@ -54,23 +57,34 @@ class Leak:
     format: str
     start: int
     end: int
+    problem: str | None = None
 
-    def describe(self) -> str:
-        """The call in words for a message to the model: ``"a Harmony tool call to get_weather"``."""
-        return f"a {self.format} tool call to {self.call['function']['name']}"
+    def describe(self, tools=None) -> str:
+        """The call in words for a message to the model: ``"a Harmony tool call to get_weather"``.
+
+        With ``tools`` (the declared names), a call to another tool says so ("..., a tool this
+        agent does not have"), and a call with a problem says what it is ("... that is cut off
+        inside its parameter 'city'").
+        """
+        name = self.call["function"]["name"]
+        said = f"a {self.format} tool call to {clip(name, 60)}"
+        if self.problem is not None:
+            return f"{said} that {self.problem}"
+        return f"{said}, a tool this agent does not have" if tools is not None and name not in tools else said
 
 
-def leaked_calls(text: str | None) -> list[dict]:
+def leaked_calls(text: str | None, tools=None) -> list[dict]:
     """Find tool calls written in a reply's text; return them OpenAI-shaped, or [] if none.
 
     Each call is ``{"id": "leaked_N", "type": "function", "function": {"name",
     "arguments": "<JSON string>"}}``, in the order written (every call of a list or a
-    frame). The format each was written in is :func:`find_leaks`' ``format``. Never raises.
+    frame). The format each was written in is :func:`find_leaks`' ``format``; ``tools`` as
+    there. Never raises.
     """
-    return [leak.call for leak in find_leaks(text)]
+    return [leak.call for leak in find_leaks(text, tools)]
 
 
-def find_leaks(text: str | None) -> list[Leak]:
+def find_leaks(text: str | None, tools=None) -> list[Leak]:
     """Every tool call written in ``text``, with its format, in order; [] if none. Never raises.
 
     Markup that names a tool counts even when its arguments cannot be read (they are then
@@ -78,19 +92,21 @@ def find_leaks(text: str | None) -> list[Leak]:
     object counts only when it is unmistakably a call (:func:`react_lab._parsing.calls.names_a_call`:
     an input key such as ``arguments``/``tool_input``, or a name key other than ``name``),
     so ``{"name": "Acme Corp"}`` in an answer is not one. Text whose spaces are still
-    tokenizer markers (``▁``) is decoded first.
+    tokenizer markers (``▁``) is decoded first. ``tools`` (the declared names, or each name
+    mapped to its parameters) splits a GLM name run into its first key where a declared tool
+    ends (:func:`react_lab._parsing.formats.split_glued`); a name no tool splits stays whole, refused.
     """
     if not text or not isinstance(text, str):
         return []
     try:
         text = decode_markers(text)[0]
-        found = [(c.start, c.end, c.format, c.name, c.arguments, c.problem)
-                 for c in find_calls(text, MAX_CALLS) if c.name and c.answer is None]
+        calls = [split_glued(c, tools) for c in find_calls(text, MAX_CALLS) if c.name and c.answer is None]
+        found = [(c.start, c.end, c.format, c.name, c.arguments, c.problem) for c in calls]
         found += _bare_json_calls(text, [(c[0], c[1]) for c in found])
         found.sort(key=lambda c: c[0])
         return [Leak({"id": f"leaked_{i}", "type": "function",
                       "function": {"name": name.strip(), "arguments": _arguments(args, problem)}},
-                     fmt, start, end)
+                     fmt, start, end, problem)
                 for i, (start, end, fmt, name, args, problem) in enumerate(found[:MAX_CALLS], 1)]
     except Exception:  # noqa: BLE001 -- reading model text must never take the loop down
         return []
@@ -128,17 +144,19 @@ def _arguments(args, problem: str | None) -> str:
 
 # --------------------------------------------------------------------------- for the text parser
 
-def markup_call(text: str) -> tuple[int, int, ParseResult, str | None] | None:
+def markup_call(text: str, tools=None) -> tuple[int, int, ParseResult, str | None] | None:
     """The first call written in native markup, as :func:`react_lab.parser.parse` reads it.
 
     Returns ``(start, end, result, thought)``: an action (its ``reason`` names the format,
     for the message if the tool is unknown), a final answer (Harmony's final channel), or
     an error naming the format and what is wrong ("a DeepSeek tool call to search is cut
     off before its arguments"); ``thought`` is reasoning the markup carries. None if none.
+    ``tools``: the declared names, as :func:`find_leaks` takes them.
     """
     call = next(iter(find_calls(text, limit=1)), None)
     if call is None:
         return None
+    call = split_glued(call, tools)
     dialect = re.sub(r"\W+", "_", call.format.lower()).strip("_")
     if call.answer is not None:
         result = ParseResult("final", answer=call.answer.strip(), dialect=dialect)
@@ -148,6 +166,7 @@ def markup_call(text: str) -> tuple[int, int, ParseResult, str | None] | None:
             "protocol does not run; write 'Action: tool_name[arguments]'"))
     elif call.problem is not None:
         name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"  # a header may hold any text
+        name = "tool_name" if call.problem.startswith(GLUED_NAME) else name  # no tool of that name
         result = ParseResult("error", tool=call.name, dialect=dialect, reason=(
             f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the whole call "
             f"again as 'Action: {name}[arguments]'"))
@@ -250,9 +269,10 @@ def _bytes_back(text: str) -> str:
                            .decode("utf-8", errors="replace"), text)
 
 
-#: End-of-turn tokens a server may leave at the end of an answer.
+#: End-of-turn tokens a server may leave at the end of an answer, and the tokens that start the next turn.
 _END_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<|return|>", "<|endoftext|>", "</s>",
-               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>")
+               "<end_of_turn>", "<turn|>", "<\uff5cend\u2581of\u2581sentence\uff5c>",
+               "<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "<|start|>")
 
 
 def without_end_tokens(answer: str) -> str:
@@ -284,3 +304,75 @@ def bracket_call(text: str, start: int, line_end: int):
             return name, text[open_at + 1:b.start()], b.end()
     # Never closed on this line: the model was cut off mid-call; take the rest of the line.
     return name, text[open_at + 1:line_end], line_end
+
+
+# --------------------------------------------------------------------------- reasoning, and what no answer holds
+
+#: Reasoning tags and their closing tags: Qwen3, DeepSeek R1 and most open reasoning models
+#: (``<think>``), Claude-style prompts (``<thinking>``), Seed-OSS, Magistral, Kimi-VL.
+_REASONING = {"<think>": "</think>", "<thinking>": "</thinking>", "<seed:think>": "</seed:think>",
+              "[THINK]": "[/THINK]", "\u25c1think\u25b7": "\u25c1/think\u25b7"}
+#: A reasoning tag, open or close, or the header of a Harmony message on the analysis channel.
+_REASONING_TAG = re.compile("|".join(re.escape(t) for t in [*_REASONING, *_REASONING.values()])
+                            + r"|(?P<analysis>(?:<\|start\|>[ \t]*assistant[ \t]*)?<\|channel\|>[ \t]*analysis\b"
+                            r"[^<\n]{0,100}<\|message\|>)")
+_ANALYSIS_END = re.compile(r"<\|end\|>|(?=<\|start\|>|<\|channel\|>)")
+
+
+def set_aside_reasoning(text: str) -> tuple[str, str | None, str | None]:
+    """``text`` without its reasoning blocks; what they held; and what they were, in words.
+
+    A reasoning block is the text between reasoning tags (``<think>...</think>`` and the
+    others of :data:`_REASONING`) or a Harmony message on the analysis channel
+    (``<|channel|>analysis<|message|>...<|end|>``). A closing tag whose opener is not in
+    the text (a chat template that writes ``<think>`` into the prompt) closes a block that
+    began where the text did, or after the block before it; an opener never closed opens one
+    that runs to the end. What is in a block is a draft: never an action, never an answer.
+    Returns ``(text, None, None)`` when there is none, the text unchanged. The words say what
+    was set aside (``"a reasoning block (<think>...</think>)"``, ``"a reasoning block opened
+    with <think> and never closed"``, ``"Harmony's analysis channel"``). Linear; never raises.
+    """
+    kept, drafts, kinds, pos = [], [], [], 0
+    for _ in range(1000):
+        m = _REASONING_TAG.search(text, pos)
+        if m is None:
+            break
+        kept.append(text[pos:m.start()] if m.group() in _REASONING or m.group("analysis") else "")
+        if m.group("analysis"):
+            end = _ANALYSIS_END.search(text, m.end())
+            drafts.append(text[m.end():end.start() if end else len(text)])
+            kinds.append("Harmony's analysis channel")
+            pos = end.end() if end else len(text)
+        elif m.group() in _REASONING:
+            close = text.find(_REASONING[m.group()], m.end())
+            drafts.append(text[m.end():close if close >= 0 else len(text)])
+            kinds.append(f"a reasoning block ({m.group()}...{_REASONING[m.group()]})" if close >= 0
+                         else f"a reasoning block opened with {m.group()} and never closed")
+            pos = close + len(_REASONING[m.group()]) if close >= 0 else len(text)
+        else:  # a closing tag with no opener: the block ran from the start (or the last block) to here
+            drafts.append(text[pos:m.start()])
+            kinds.append(f"a reasoning block closed by {m.group()} (its opener not written)")
+            pos = m.end()
+    if not kinds:
+        return text, None, None
+    kept.append(text[pos:])
+    reasoning = "\n".join(d.strip() for d in drafts if d.strip()) or None
+    return "".join(kept).lstrip(), reasoning, ", ".join(dict.fromkeys(kinds))
+
+
+#: A piece of call markup or a special token: what no answer ever holds. Every frame the markup
+#: readers know (:mod:`react_lab._parsing.formats`), reasoning tags, and any ``<|...|>`` token.
+MARKUP_PIECE = re.compile(
+    r"<[|\uff5c][^<>\n]{0,60}?[|\uff5c]>|<\|[\w\"]{1,40}>|<[\w\"]{1,40}\|>"      # <|im_end|>, <|tool_call>, <tool_call|>
+    r"|</?(?:[|\uff5c]DSML[|\uff5c])?(?:tool_calls?|function_calls|TOOLCALL|arg_key|arg_value|think|thinking|escape|longcat_tool_call"
+    r"|start_function_call|end_function_call|(?:seed|minimax):(?:tool_call|think))>"
+    r"|</?(?:[|\uff5c]DSML[|\uff5c]|[A-Za-z]\w*:)?(?:function|invoke|parameter)\b[^<>\n]{0,100}>"  # <function=x>
+    r"|\[(?:TOOL_CALLS|ARGS|CALL_ID|TOOL_REQUEST|END_TOOL_REQUEST|/?THINK)\]|\u25c1/?think\u25b7"
+    r"|```(?:tool_code|tool_call|python_tool_code)|to=functions\.|functools[ \t]*\["
+    r"|</s>|<(?:end|start)_of_turn>")                                              # end-of-turn tokens
+
+
+def markup_piece(text: str) -> str | None:
+    """The first piece of call markup or special token in ``text`` (:data:`MARKUP_PIECE`), or None."""
+    m = MARKUP_PIECE.search(text) if isinstance(text, str) else None
+    return m.group() if m else None
