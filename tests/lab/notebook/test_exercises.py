@@ -1,40 +1,33 @@
-"""Exercise checkers pass the reference solutions and catch planted wrong answers."""
+"""Exercise checkers pass the reference solutions and catch planted wrong answers.
+
+The bench's exercises and notebook 02's loop here; every checker's promises (a stub is "not written
+yet", solutions mode checks the reference); the core path's other pieces are in test_core_exercises.py.
+"""
 import re
 
 import pytest
 
 from react_lab.lab.notebook import solutions
-from react_lab.lab.notebook.exercises import EXERCISES, LOOP_RULES, check, run_cases
+from react_lab.lab.notebook.core_exercises import CORE, LOOP_RULES
+from react_lab.lab.notebook.exercises import EXERCISES, check, run_cases
 from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool
 
-def _loop_without_stop(question, model, tools, exemplars=None, max_steps=6):
-    """The loop, but every request goes out without the stop sequence."""
-    transcript = build_prompt(question, tools.values(), exemplars)
-    for _ in range(max_steps):
-        text = model.complete(transcript, max_tokens=128).text
-        transcript += text
-        if "Answer:" in text:
-            return text.split("Answer:", 1)[1].split("\n")[0].strip(), transcript
-        match = ACTION_RE.search(text)
-        observation = call_tool(tools, match.group(1), [a.strip() for a in match.group(2).split(",")]).text \
-            if match else "no action"
-        transcript += f"\nObservation: {observation}\nThought:"
-    return None, transcript
-
-
 WRONG = {
-    "run_loop": _loop_without_stop,
     "parse_action": lambda text: (lambda m: m and (m.group(1), [m.group(2)]))(
         re.search(r"Action:\s*(\w+)\[(.*)\]", text)),           # unanchored, no comma split
     "dispatch": lambda tools, name, args: str(tools[name].fn(*args)),  # raises on bad input
     "cut_forgery": lambda text: text.split("Observation:")[0],      # misses the partial stop word
     "missing_fields": lambda schema, args: [k for k in schema["properties"] if k not in args][:1],
     "truncate_observation": lambda text, n: text[:n] + "...",       # no count, cuts at the limit
-    "prompt_tokens_at_step": lambda P, O, A, k: P + k * (A + O),    # off by one step
-    "is_repeat": lambda history, tool, args: any(a == args for _, a in history),  # ignores the tool
     "normalise_amount": lambda text: float(re.sub(r"[^\d.]", "", text) or 0),  # "0" for no number
 }
+
+
+@pytest.fixture(autouse=True)
+def _agent_file(tmp_path, monkeypatch):
+    """A passing core piece is saved: into a file of the test's own, never the working directory."""
+    monkeypatch.setenv("REACT_LAB_AGENT_FILE", str(tmp_path / "my_agent.py"))
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))
@@ -46,7 +39,7 @@ def test_reference_solution_passes(name, monkeypatch, capsys):
     assert capsys.readouterr().out.startswith("✓")
 
 
-@pytest.mark.parametrize("name", sorted(EXERCISES))
+@pytest.mark.parametrize("name", sorted(WRONG))
 def test_planted_wrong_answer_fails(name, monkeypatch, capsys):
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     assert check(name, WRONG[name]) is False          # never raises for a learner
@@ -79,14 +72,16 @@ def test_a_stub_in_solutions_mode_is_a_failure(monkeypatch):
 
 def test_solutions_mode_checks_the_reference_and_raises_on_a_wrong_one(monkeypatch):
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
-    assert check("prompt_tokens_at_step", WRONG["prompt_tokens_at_step"]) is True  # the stub is replaced
-    monkeypatch.setattr(solutions, "prompt_tokens_at_step", WRONG["prompt_tokens_at_step"])
+    wrong = WRONG["truncate_observation"]
+    assert check("truncate_observation", wrong) is True  # the stub is replaced
+    monkeypatch.setattr(solutions, "truncate_observation", wrong)
     with pytest.raises(AssertionError, match="reference solution"):
-        check("prompt_tokens_at_step", None)
+        check("truncate_observation", None)
 
 
 def test_every_exercise_has_a_solution_and_a_wrong_answer():
-    assert set(EXERCISES) == set(WRONG)
+    """The bench's wrong answers are here; the core path's are in test_core_exercises.py."""
+    assert set(EXERCISES) == set(WRONG) | set(CORE)
     assert all(callable(getattr(solutions, name)) for name in EXERCISES)
 
 
@@ -94,25 +89,35 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
     from react_lab.lab.notebook.exercises import choose
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
-    mine = lambda P, O, A, k: P + (k - 1) * (A + O)  # noqa: E731
-    assert choose("prompt_tokens_at_step", mine) is mine
-    assert "using your prompt_tokens_at_step" in capsys.readouterr().out
+    mine = lambda text, n: text if len(text) <= n else f"{text[:n]} ...[truncated {len(text) - n} characters]"  # noqa: E731
+    assert choose("truncate_observation", mine) is mine
+    assert "using your truncate_observation" in capsys.readouterr().out
 
     def stub(*args):
         raise NotImplementedError
 
-    assert choose("prompt_tokens_at_step", stub) is solutions.prompt_tokens_at_step
+    assert choose("truncate_observation", stub) is solutions.truncate_observation
     assert "is not written yet" in capsys.readouterr().out
-    assert choose("prompt_tokens_at_step", WRONG["prompt_tokens_at_step"]) is solutions.prompt_tokens_at_step
+    assert choose("truncate_observation", WRONG["truncate_observation"]) is solutions.truncate_observation
     assert "fails a check" in capsys.readouterr().out
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
-    assert choose("prompt_tokens_at_step", mine) is solutions.prompt_tokens_at_step
+    assert choose("truncate_observation", mine) is solutions.truncate_observation
+
+
+def observe(text, tools):
+    """Notebook 01's piece, as a learner's notebook defines it before writing the loop."""
+    match = ACTION_RE.search(text)
+    if match is None:
+        return "\nObservation: no action line\nThought:"
+    return "\nObservation: " + call_tool(tools, match.group(1), [a.strip() for a in match.group(2).split(",")]).text \
+        + "\nThought:"
 
 
 def _loop(break_rule=None):
-    """A loop written from notebook 02's seven rules, with at most one of them broken.
+    """A loop written from notebook 02's five rules, with at most one of them broken.
 
-    Its names come from this module's imports, as a notebook's come from its first cell.
+    Its names come from this module's globals, as a notebook's come from its cells:
+    ``observe`` is the one above.
     """
     def run(question, model, tools, exemplars=None, max_steps=6):
         transcript = build_prompt(question, tools.values(), None if break_rule == "exemplars" else exemplars)
@@ -123,74 +128,76 @@ def _loop(break_rule=None):
                 completion = model.complete(transcript, stop=STOP, max_tokens=256 if break_rule == "max_tokens" else 128)
             text = completion.text.strip() if break_rule == "strip text" else completion.text
             transcript += text
-            match = ACTION_RE.search(text) if break_rule != "anchor" else re.search(r"Action:\s*(\w+)\[(.*?)\]", text)
+            match = ACTION_RE.search(text)
             if "Answer:" in text and not (break_rule == "action first" and match):
                 rest = text.split("Answer:", 1)[1]
                 return (rest.strip() if break_rule == "line" else rest.split("\n")[0].strip()), transcript
-            if match is None:
-                if break_rule == "no action":
-                    return None, transcript
-                observation = "" if break_rule == "empty" else "No action line: write Action: tool[args]"
+            if break_rule == "no action" and match is None:
+                return None, transcript
+            if break_rule == "inline":
+                observation = call_tool(tools, match.group(1), match.group(2).split(",")).text if match else "none"
+                transcript += "\nObservation: " + observation + "\nThought:"
+            elif break_rule == "label":
+                transcript += observe(text, tools).removesuffix("\nThought:")
+            elif break_rule == "observe the prompt":
+                transcript += observe(transcript, tools)
             else:
-                raw = match.group(2)
-                args = raw.split(",") if break_rule == "split strip" else [a.strip() for a in raw.split(",")]
-                observation = call_tool(tools, match.group(1), args).text
-            transcript += "\nObservation: " + observation + ("" if break_rule == "label" else "\nThought:")
+                transcript += observe(text, tools)
         return None, transcript
     return run
 
 
-def test_a_loop_written_from_the_rules_passes_every_run(monkeypatch, capsys):
+def test_a_loop_written_from_the_rules_passes_every_run(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
-    assert run_cases("run_loop", _loop()) == (7, 7, None)
+    monkeypatch.setenv("REACT_LAB_AGENT_FILE", str(tmp_path / "my_agent.py"))
+    assert run_cases("run_loop", _loop()) == (5, 5, None)
     assert check("run_loop", _loop()) is True
-    assert capsys.readouterr().out.startswith("✓ run_loop: 7/7 cases pass")
+    assert capsys.readouterr().out.startswith("✓ run_loop: 5/5 cases pass")
 
 
 @pytest.mark.parametrize("break_rule, rule", [
     ("exemplars", 1), ("strip text", 2), ("max_tokens", 2), ("no max_tokens", 2), ("action first", 3),
-    ("line", 3), ("anchor", 4), ("split strip", 4), ("no action", 5), ("empty", 5), ("label", 6),
-    ("max_steps", 7),
+    ("line", 3), ("inline", 4), ("label", 4), ("observe the prompt", 4), ("no action", 4), ("max_steps", 5),
 ])
 def test_a_broken_rule_fails_and_is_named(break_rule, rule):
-    """A loop that breaks one rule of the notebook's seven fails, and the message names that rule."""
+    """A loop that breaks one rule of the notebook's five fails, and the message names that rule."""
     passed, total, failure = run_cases("run_loop", _loop(break_rule))
-    assert failure is not None and passed < total == len(LOOP_RULES) == 7
+    assert failure is not None and passed < total == len(LOOP_RULES) == 5
     assert f"breaks rule {rule} ({LOOP_RULES[rule]}):" in failure, failure
 
 
 def test_every_loop_failure_names_a_rule():
     """Every way the loop checker can fail names a rule, a raised exception included."""
-    from react_lab.lab.notebook.exercises import _loop_cases
+    from react_lab.lab.notebook.core_exercises import _loop_cases
 
     def raises(question, model, tools, exemplars=None, max_steps=6):
         model.complete("x", stop=None, max_tokens=128)
         raise KeyError("lookup_invoice")
 
-    assert [c.rule for c in _loop_cases()] == [f"rule {n} ({name})" for n, name in LOOP_RULES.items()]
+    assert [c.rule for c in _loop_cases(LOOP_RULES)] == [f"rule {n} ({name})" for n, name in LOOP_RULES.items()]
     failure = run_cases("run_loop", raises)[2]
     assert "breaks rule 1 (start): raised KeyError" in failure, failure
 
 
-def test_the_call_tool_watch_sees_an_import_inside_the_loop_and_is_undone():
-    """The checker watches call_tool where a loop finds it, and puts the real one back."""
+def test_a_loop_that_ignores_its_step_limit_is_stopped_and_told(monkeypatch):
+    def forever(question, model, tools, exemplars=None, max_steps=6):
+        transcript = build_prompt(question, tools.values(), exemplars)
+        while True:
+            transcript += model.complete(transcript, stop=STOP, max_tokens=128).text
+            transcript += observe(transcript, tools)
+
+    failure = run_cases("run_loop", forever)[2]
+    assert "breaks rule 5 (step limit): raised TooManyCalls" in failure, failure
+
+
+def test_the_spies_are_undone_after_every_case():
+    """The checker watches call_tool and observe where a loop finds them, and puts the real ones back."""
     import react_lab.tools
 
-    def imports_inside(question, model, tools, exemplars=None, max_steps=6):
-        from react_lab.tools import call_tool as run_tool   # looked up at call time: watched
-        transcript = build_prompt(question, tools.values(), exemplars)
-        for _ in range(max_steps):
-            text = model.complete(transcript, stop=STOP, max_tokens=128).text
-            transcript += text
-            if "Answer:" in text:
-                return text.split("Answer:", 1)[1].split("\n")[0].strip(), transcript
-            match = ACTION_RE.search(text)
-            observation = run_tool(tools, match.group(1), match.group(2).split(",")).text if match else "none"
-            transcript += "\nObservation: " + observation + "\nThought:"
-        return None, transcript
-
-    assert "breaks rule 4 (parse the action)" in run_cases("run_loop", imports_inside)[2]
-    run_cases("run_loop", solutions.run_loop)
-    run_cases("run_loop", _loop("split strip"))
+    before = globals()["observe"]
+    run_cases("run_loop", _loop())
+    run_cases("run_loop", _loop("inline"))
+    run_cases("observe", observe)
+    assert globals()["observe"] is before and globals()["call_tool"] is call_tool
     assert solutions.call_tool is call_tool and react_lab.tools.call_tool is call_tool
-    assert globals()["call_tool"] is call_tool
+    assert solutions.observe.__name__ == "observe" and not hasattr(solutions.observe, "_spy")
