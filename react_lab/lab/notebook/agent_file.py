@@ -248,8 +248,8 @@ def _write(path: Path, text: str) -> None:
 def exercises_for(pieces: int | str | Iterable[str]) -> list[Exercise]:
     """The exercises to check: a notebook number (the agent as it stands before it) or exercise names.
 
-    Returns one exercise per piece (the latest named), ordered so a piece is checked after
-    the pieces it calls. Raises ``ValueError`` for an unknown name.
+    Returns one exercise per piece (the latest named), with the pieces those call, ordered
+    so a piece is checked after the pieces it calls. Raises ``ValueError`` for an unknown name.
     """
     names = pieces_before(pieces) if isinstance(pieces, int) else \
         [pieces] if isinstance(pieces, str) else list(pieces)
@@ -260,7 +260,19 @@ def exercises_for(pieces: int | str | Iterable[str]) -> list[Exercise]:
     latest = {}
     for name in sorted(names, key=order.index):
         latest[CORE[name].piece] = CORE[name]
+    wanted = [piece for e in list(latest.values()) for piece in _called(e)]
+    for piece in wanted:  # a piece the asked-for ones call: its first version, unless asked for
+        latest.setdefault(piece, next(e for e in CORE.values() if e.piece == piece))
     return sorted(latest.values(), key=lambda e: (_depth(e), order.index(e.name)))
+
+
+def _called(exercise: Exercise) -> list[str]:
+    """The pieces ``exercise``'s piece calls, and (in their first version) the pieces those call."""
+    called = []
+    for piece in exercise.uses:
+        first = next(e for e in CORE.values() if e.piece == piece)
+        called += [piece] + _called(first)
+    return called
 
 
 def _depth(exercise: Exercise) -> int:
@@ -369,13 +381,14 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
     module, problem = _fresh_module(path)
     if solutions_mode():
         problem = "solutions mode"
-    for exercise in chosen:
+    said = {}
+    for exercise in chosen:  # a piece after the pieces it calls
         piece = exercise.piece
         mine = None if problem else _own(module, piece, path)
         if mine is not None:
             passed, why = _verdict(exercise, mine)
             if passed:
-                print(f"✓ {piece}: yours ({path.name}{why})")
+                said[piece] = f"✓ {piece}: yours ({path.name}{why})"
                 _LAST[piece], _LAST_REASON[piece] = exercise.name, ""
                 continue
         else:
@@ -385,8 +398,11 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
             failure = run_cases(exercise.name, module.__dict__[piece])[2]
             if failure is not None:
                 raise AssertionError(f"reference solution for {exercise.name} fails: {failure}")
-        print(f"→ {piece}: the reference stands in ({why})")
+        said[piece] = f"→ {piece}: the reference stands in ({why})"
         _LAST[piece], _LAST_REASON[piece] = exercise.name, why
+    first_seen = list(dict.fromkeys(e.piece for e in CORE.values()))
+    for piece in sorted(said, key=first_seen.index):  # in the order the notebooks teach them
+        print(said[piece])
     return module
 
 

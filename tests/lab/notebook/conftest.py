@@ -19,3 +19,15 @@ def references():
     from react_lab.lab.notebook.core_exercises import CORE
 
     return {name: getattr(solutions, name) for name in CORE}
+
+
+@pytest.fixture(autouse=True)
+def _no_choice_remembered():
+    """What the last load_agent chose (what %agent shows) does not leak from one test into another."""
+    from react_lab.lab.notebook import agent_file
+
+    agent_file._LAST.clear()
+    agent_file._LAST_REASON.clear()
+    yield
+    agent_file._LAST.clear()
+    agent_file._LAST_REASON.clear()
