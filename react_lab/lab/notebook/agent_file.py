@@ -70,21 +70,21 @@ from react_lab.tools import call_tool, tool_schemas
 IMPORTABLE_FROM = ("react_lab.protocol", "react_lab.tools", "react_lab.native", "react_lab.cost",
                    "react_lab.schema")
 
-#: The exercise whose reference stood in (or was checked) for each piece at the last :func:`load_agent`,
-#: and why a reference stood in: what ``%agent`` shows and says.
+#: For each piece, the exercise the last :func:`load_agent` checked it as, and why the
+#: reference stood in ("" when theirs passed): what ``%agent`` shows and says.
 _LAST: dict[str, str] = {}
 _LAST_REASON: dict[str, str] = {}
 
 
 def agent_path() -> Path:
-    """The learner's file: ``$REACT_LAB_AGENT_FILE``, else ``my_agent.py`` in the working directory."""
+    """The learner's file: ``$REACT_LAB_AGENT_FILE``, else ``my_agent.py`` in the working folder."""
     return Path(os.environ.get(AGENT_FILE_ENV) or FILE_NAME).absolute()
 
 
 # --------------------------------------------------------------------------- save
 
 def save(fn: Callable, name: str | None = None) -> Path | None:
-    """Write ``fn``'s source into ``my_agent.py`` as ``name`` (default: its own name); print one line.
+    """Write ``fn``'s source into ``my_agent.py`` as ``name`` (default: its own); print one line.
 
     An earlier piece of that name is replaced where it stands; a new one is appended.
     Imports the piece needs and the file lacks are added below the file's imports.
@@ -97,7 +97,7 @@ def save(fn: Callable, name: str | None = None) -> Path | None:
 
 
 def save_quietly(fn: Callable, name: str) -> str:
-    """Save ``fn`` as ``name`` and return what happened in a few words ("saved to my_agent.py"); never raises."""
+    """Save ``fn`` as ``name``; return what happened ("saved to my_agent.py"); never raise."""
     try:
         return _save(fn, name)[1]
     except Exception as exc:  # noqa: BLE001 -- a checker's ✓ line must not end in a traceback
@@ -114,8 +114,8 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
         text = _with_piece(text, name, source)
         text, missing = _with_imports(text, fn, name)
     except SyntaxError as exc:
-        return None, (f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); fix it "
-                      f"there, or delete it to start it again")
+        return None, (f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
+                      "fix it there, or delete it to start it again")
     _write(path, text)
     note = (f"; it uses {', '.join(missing)}, which {path.name} does not define: save "
             f"{'it' if len(missing) == 1 else 'them'} too") if missing else ""
@@ -123,7 +123,7 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
 
 
 def piece_source(fn: Callable, name: str) -> tuple[str, str | None]:
-    """``fn``'s source as a top-level ``def name(...)``, and None; or ``""`` and why it cannot be saved.
+    """``fn``'s source as a top-level ``def name(...)``, and None; or ``""`` and why not.
 
     ``inspect.getsource`` works for a function defined in a notebook cell (IPython keeps
     each cell's text), not for a lambda or a function built at run time.
@@ -144,13 +144,14 @@ def piece_source(fn: Callable, name: str) -> tuple[str, str | None]:
     if fn.__name__ != name:
         lines = source.splitlines(keepends=True)
         at = defs[0].lineno - 1
-        lines[at] = re.sub(rf"\bdef\s+{re.escape(fn.__name__)}\b", f"def {name}", lines[at], count=1)
+        own = rf"\bdef\s+{re.escape(fn.__name__)}\b"
+        lines[at] = re.sub(own, f"def {name}", lines[at], count=1)
         source = "".join(lines)
     return source.rstrip("\n") + "\n", None
 
 
 def _top_defs(tree: ast.Module) -> dict[str, tuple[int, int]]:
-    """Each top-level function's ``name -> (first line, last line)``, decorators included (1-based)."""
+    """Each top-level function's ``name -> (first line, last line)``, with decorators (1-based)."""
     spans = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -227,7 +228,8 @@ def _with_imports(text: str, fn: types.FunctionType, name: str) -> tuple[str, li
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     lines = text.splitlines(keepends=True)
     at = imports[-1].end_lineno if imports else 0
-    return "".join(lines[:at]) + "".join(f"{line}\n" for line in wanted) + "".join(lines[at:]), missing
+    added = "".join(f"{line}\n" for line in wanted)
+    return "".join(lines[:at]) + added + "".join(lines[at:]), missing
 
 
 def _write(path: Path, text: str) -> None:
@@ -246,7 +248,7 @@ def _write(path: Path, text: str) -> None:
 # --------------------------------------------------------------------------- load
 
 def exercises_for(pieces: int | str | Iterable[str]) -> list[Exercise]:
-    """The exercises to check: a notebook number (the agent as it stands before it) or exercise names.
+    """The exercises to check: a notebook number (the agent before it) or exercise names.
 
     Returns one exercise per piece (the latest named), with the pieces those call, ordered
     so a piece is checked after the pieces it calls. Raises ``ValueError`` for an unknown name.
@@ -287,14 +289,14 @@ def reference(exercise: str) -> types.FunctionType:
 
 
 def _reference_names() -> dict:
-    """The names the reference pieces use that are not pieces: their imports (json, ACTION_RE, ...)."""
+    """The names the reference pieces use that are not pieces: their imports (json, ACTION_RE)."""
     return {k: v for k, v in vars(solutions).items()
             if not k.startswith("_") and k != "annotations"
             and not (isinstance(v, types.FunctionType) and v.__module__ == solutions.__name__)}
 
 
 def _rebind(fn: types.FunctionType, space: dict, name: str) -> types.FunctionType:
-    """A copy of ``fn`` named ``name`` that finds its global names in ``space`` (the learner's agent)."""
+    """A copy of ``fn`` named ``name`` that finds its globals in ``space`` (the learner's agent)."""
     code = fn.__code__.replace(co_name=name, co_qualname=name)
     copy = types.FunctionType(code, space, name, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__, copy.__doc__ = fn.__kwdefaults__, fn.__doc__
@@ -305,7 +307,7 @@ def _rebind(fn: types.FunctionType, space: dict, name: str) -> types.FunctionTyp
 
 
 def _fresh_module(path: Path) -> tuple[types.ModuleType, str | None]:
-    """A new module run from the file at ``path``, and None; or an empty one and why the file did not run.
+    """A new module run from the file at ``path``, and None; or an empty one and why it did not run.
 
     The module starts with the names the reference pieces import, so a reference put in
     later finds them. The file is compiled from its text each time (no ``.pyc``: two saves
@@ -344,7 +346,7 @@ def _own(module: types.ModuleType, piece: str, path: Path) -> types.FunctionType
 
 
 def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
-    """Check ``fn`` as ``exercise`` (or a later version of its piece); (passed, why not, or which version)."""
+    """Check ``fn`` as ``exercise`` or a later version of its piece: (passed, why not / which)."""
     later = [e for e in CORE.values() if e.piece == exercise.piece
              and list(CORE).index(e.name) > list(CORE).index(exercise.name)]
     first_failure = None
@@ -352,7 +354,8 @@ def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # the learner's prints
             failure = run_cases(candidate.name, fn)[2]
         if failure is None:
-            return True, "" if candidate is exercise else f", as of notebook {candidate.notebook:02d}"
+            newer = "" if candidate is exercise else f", as of notebook {candidate.notebook:02d}"
+            return True, newer
         first_failure = first_failure or failure
     if first_failure == NOT_WRITTEN:
         return False, "yours: not written yet"
@@ -361,7 +364,7 @@ def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
 
 
 def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
-    """Load the learner's agent from ``my_agent.py``: each piece theirs if it passes, else the reference.
+    """Load the agent from ``my_agent.py``: each piece theirs if it passes, or the reference.
 
     ``pieces`` is a notebook number (the pieces written before it: ``load_agent(4)``) or
     exercise names (``["observe", "run_loop"]``; an edit exercise's name asks for that
@@ -409,7 +412,7 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
 # --------------------------------------------------------------------------- %agent
 
 def _file_source(path: Path, name: str) -> tuple[str | None, str]:
-    """The source of the top-level function ``name`` in the file at ``path``, or None and why not."""
+    """The source of the top-level function ``name`` in the file at ``path``; or None and why."""
     if not path.exists():
         return None, f"{path.name} not found"
     text = path.read_text(encoding="utf-8")
@@ -424,13 +427,13 @@ def _file_source(path: Path, name: str) -> tuple[str | None, str]:
 
 
 def reference_source(exercise: str) -> str:
-    """The reference piece of ``exercise`` as the learner's file would hold it: named as the piece."""
+    """The reference piece of ``exercise`` as the learner's file holds it: named as the piece."""
     source, _ = piece_source(reference(exercise), CORE[exercise].piece)
     return source
 
 
 def agent_source(line: str) -> str:
-    """The cell ``%agent NAME`` (or ``%agent NAME as NEW``) writes: the piece's current source, named NEW.
+    """The cell ``%agent NAME`` (or ``%agent NAME as NEW``) writes: the piece's current source.
 
     Theirs from ``my_agent.py`` when it is there, else the reference of the version the
     last :func:`load_agent` chose (or the piece's first), with a first comment line that
@@ -439,7 +442,8 @@ def agent_source(line: str) -> str:
     words = line.split()
     pieces = list(dict.fromkeys(e.piece for e in CORE.values()))
     if not (len(words) == 1 or len(words) == 3 and words[1] == "as") or words[0] not in pieces:
-        raise ValueError(f"usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of {', '.join(pieces)}")
+        raise ValueError("usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of "
+                         + ", ".join(pieces))
     name, new = words[0], words[2] if len(words) == 3 else None
     if new is not None and not new.isidentifier():
         raise ValueError(f"{new!r} is not a Python name")
@@ -454,12 +458,13 @@ def agent_source(line: str) -> str:
         source = reference_source(exercise)
         said = f"the reference {name} stands in ({why})"
     if new:
-        source = re.sub(rf"^(\s*def\s+){re.escape(name)}\b", rf"\g<1>{new}", source, count=1, flags=re.M)
+        own = rf"^(\s*def\s+){re.escape(name)}\b"
+        source = re.sub(own, rf"\g<1>{new}", source, count=1, flags=re.MULTILINE)
     return f"# %agent {line.strip()}: {said}; edit it, then run this cell\n{source}"
 
 
 def agent_magic(line: str) -> None:
-    """The ``%agent`` line magic: replace this cell with :func:`agent_source` (as ``%load -s`` does)."""
+    """The ``%agent`` line magic: the cell becomes :func:`agent_source` (as with ``%load -s``)."""
     try:
         text = agent_source(line)
     except ValueError as exc:
@@ -486,12 +491,12 @@ def register_magic() -> bool:
 # --------------------------------------------------------------------------- download
 
 #: The one sentence beside the download link.
-DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: download your agent (right-click the link, "
-                     "Download) and upload it beside the notebooks next time.")
+DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: download your agent (right-click the "
+                     "link, Download) and upload it beside the notebooks next time.")
 
 
 def download_link():
-    """A link to ``my_agent.py`` with :data:`DOWNLOAD_SENTENCE`; a line saying so when nothing is saved yet.
+    """A link to ``my_agent.py`` with :data:`DOWNLOAD_SENTENCE`; a line saying so if none is saved.
 
     Returns an ``IPython.display.FileLink`` (its text form is the sentence and the path).
     """

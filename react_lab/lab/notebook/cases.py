@@ -45,7 +45,7 @@ class Case:
 
 
 def broke(rules: dict[int, str], number: int, detail: str) -> str:
-    """The failure message for rule ``number`` of ``rules``: ``breaks rule 3 (stop on an answer): ...``."""
+    """The failure message for rule ``number``: ``breaks rule 3 (stop on an answer): ...``."""
     return f"breaks rule {number} ({rules[number]}): {detail}"
 
 
@@ -69,7 +69,7 @@ class TooManyCalls(Exception):
 
 
 class RecordingModel:
-    """A scripted model (stop applied as a provider applies it) that records what each call sent and got.
+    """A scripted model (stop applied as a provider does) recording what each call sent and got.
 
     ``sent`` holds ``(stop, max_tokens)`` per call, ``max_tokens`` None when the caller left
     it out; ``texts`` the completion text each call returned; ``prompts`` every prompt.
@@ -93,14 +93,14 @@ class RecordingModel:
         if self.calls >= MAX_CALLS:
             raise TooManyCalls(f"made more than {MAX_CALLS} model calls")
         self.sent.append((stop, max_tokens))
-        completion = self.inner.complete(prompt, stop=stop,
-                                         max_tokens=MAX_TOKENS if max_tokens is None else max_tokens)
+        limit = MAX_TOKENS if max_tokens is None else max_tokens
+        completion = self.inner.complete(prompt, stop=stop, max_tokens=limit)
         self.texts.append(completion.text)
         return completion
 
 
 class RecordingChatModel:
-    """A scripted chat model that records each request: its messages (copied), tools and keyword arguments.
+    """A scripted chat model recording each request: its messages (copied), tools and keywords.
 
     Replies come from :class:`react_lab.lab.backends.chat.ScriptedChatModel` (the last one
     repeats). ``requests`` holds ``(messages, tools, kwargs)`` per call, ``replies`` each
@@ -124,7 +124,7 @@ class RecordingChatModel:
 
 
 def namespaces(fn: Callable, names: tuple[str, ...] = ()) -> list[dict]:
-    """The global namespaces ``fn`` reaches names through: its own, and those of the ``names`` it calls.
+    """The global namespaces ``fn`` finds names in: its own, and those of the ``names`` it calls.
 
     A learner's loop finds ``observe`` in its notebook's namespace; the reference
     ``observe`` standing in for theirs finds ``call_tool`` in another module's.
@@ -169,7 +169,7 @@ def spying(spaces: list[dict], name: str, log: list,
 
 @contextmanager
 def watching_call_tool(fn: Callable, seen: list, through: tuple[str, ...] = ()) -> Iterator[None]:
-    """Record the ``(tool, args)`` that ``fn`` (or what it calls by the names ``through``) passes to ``call_tool``.
+    """Record each ``(tool, args)`` that ``fn`` (or the ``through`` it calls) gives ``call_tool``.
 
     ``call_tool`` strips arguments itself, so an observation cannot show whether they were
     stripped; the call can. The name is swapped in those namespaces and in

@@ -114,16 +114,18 @@ def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
         if call and not refused:
             name, args = call
             if seen and seen[0][0] != name:
-                return broke(rules, 1, f"ran {seen[0][0]!r}; the action is on the line that starts with "
-                                       f"'Action:' (ACTION_RE), which names {name!r}")
+                return broke(rules, 1, f"ran {seen[0][0]!r}; the action is on the line that starts "
+                                       f"with 'Action:' (ACTION_RE), which names {name!r}")
             if seen and seen[0][1] != args:
-                return broke(rules, 2, f"passed call_tool the arguments {seen[0][1]!r}; split the text "
-                                       f"in the brackets on commas and strip each piece: {args!r}")
+                return broke(rules, 2, f"passed call_tool the arguments {seen[0][1]!r}; split the "
+                                       "text in the brackets on commas and strip each piece: "
+                                       f"{args!r}")
             if len(seen) > 1:
                 return broke(rules, 3, f"ran {len(seen)} tools; run the one the action names, once")
         if not (got.startswith(head) and got.endswith(tail)) or len(got) < len(head + tail):
-            return broke(rules, 4, f"returned {got[:50]!r}...; start it with '\\nObservation: ' and "
-                                   "end it with '\\nThought:', the label the model continues from")
+            return broke(rules, 4, f"returned {got[:50]!r}...; start it with '\\nObservation: ' "
+                                   "and end it with '\\nThought:', the label the model continues "
+                                   "from")
         said = got[len(head):len(got) - len(tail)]
         if refused:
             return _refusal_wrong(rules, tools, text, said, seen, state)
@@ -131,7 +133,8 @@ def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
             if seen:
                 return broke(rules, 5, f"ran {seen[0][0]!r} for a completion with no action line")
             return None if said.strip() else broke(
-                rules, 5, "returned an empty observation for a completion with no action line; say so")
+                rules, 5, "returned an empty observation for a completion with no action line; "
+                          "say so")
         want = call_tool(tools, *call).text
         if said != want:
             return broke(rules, 3, f"wrote the observation {said[:60]!r}; expected what call_tool "
@@ -142,11 +145,12 @@ def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
         state["fn"] = fn
         return watching_call_tool(fn, seen)
 
-    return Case((text, tools), verify, shown=f"{text!r}, tools", rule=rule_of(rules, rule), around=around)
+    return Case((text, tools), verify, shown=f"{text!r}, tools", rule=rule_of(rules, rule),
+                around=around)
 
 
 def _refusal_wrong(rules, tools, text: str, said: str, seen: list, state: dict) -> str | None:
-    """Rule 6: a call whose arguments ``check_args`` refuses does not run; its errors are the observation."""
+    """Rule 6: a call ``check_args`` refuses does not run; its errors are the observation."""
     match = ACTION_RE.search(text)
     name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
     check = getattr(state.get("fn"), "__globals__", {}).get("check_args")
@@ -156,13 +160,13 @@ def _refusal_wrong(rules, tools, text: str, said: str, seen: list, state: dict) 
     try:
         errors = check(tools[name], args)
     except Exception as exc:  # the learner's check_args: report, never raise
-        return broke(rules, 6, f"check_args raised {type(exc).__name__}: {exc}; fix check_args first")
+        return broke(rules, 6, f"check_args raised {type(exc).__name__}: {exc}; fix it first")
     if not errors:
         return broke(rules, 6, f"check_args(tools[{name!r}], {args!r}) returns {errors!r}; fix "
                                "check_args first (its checker says what is wrong)")
     if seen or said == call_tool(tools, name, args).text:
-        return broke(rules, 6, f"ran {name} although check_args finds {errors!r}; return the errors "
-                               "as the observation, and do not run the tool")
+        return broke(rules, 6, f"ran {name} although check_args finds {errors!r}; return the "
+                               "errors as the observation, and do not run the tool")
     missing = [e for e in errors if str(e) not in said]
     if missing:
         return broke(rules, 6, f"wrote the observation {said[:60]!r}, which leaves out check_args' "
@@ -184,14 +188,15 @@ def _observe_cases(rules) -> list[Case]:
         _observe_case(rules, 5, " I am not sure what to do.", None),
     ]
     if 6 in rules:
-        cases.append(_observe_case(rules, 6, " I list them.\nAction: list_invoices[cus_8812, July 1st]",
+        cases.append(_observe_case(rules, 6, " I list.\nAction: list_invoices[cus_8812, July 1st]",
                                    None, refused=True))
     return cases
 
 
 # --------------------------------------------------------------------------- 02, 03, 06 the loop
 
-LOOP_RULES = {1: "start", 2: "send and append", 3: "stop on an answer", 4: "observe", 5: "step limit"}
+LOOP_RULES = {1: "start", 2: "send and append", 3: "stop on an answer", 4: "observe",
+              5: "step limit"}
 STOP_RULES = {**LOOP_RULES, 6: "stop as a parameter"}
 GUARD_RULES = {**STOP_RULES, 7: "refuse a repeat", 8: "best effort"}
 #: The loop's run ends at its step limit, not on an answer.
@@ -208,7 +213,8 @@ def _loop_case(rules, rule: int, question: str, script: list[str], *, answer: An
     tools, model = _tools(), RecordingModel(script)
     observed, efforts, state = [], [], {}
     guarded, sent_stop = 8 in rules, STOP if stop is DEFAULT else stop
-    kwargs = {"exemplars": exemplars, "max_steps": max_steps, **({} if stop is DEFAULT else {"stop": stop})}
+    kwargs = {"exemplars": exemplars, "max_steps": max_steps,
+              **({} if stop is DEFAULT else {"stop": stop})}
 
     def verify(got):
         if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)):
@@ -219,7 +225,8 @@ def _loop_case(rules, rule: int, question: str, script: list[str], *, answer: An
                             sent_stop, stop is not DEFAULT)
                 or _steps_wrong(rules, model, made, transcript, observed, tools, state)
                 or (None if made == steps else broke(
-                    rules, rule, f"made {made} model call{'s' * (made != 1)}; expected {steps}{hint}"))
+                    rules, rule, f"made {made} model call{'s' * (made != 1)}; expected "
+                                 f"{steps}{hint}"))
                 or _end_wrong(rules, returned, transcript, answer, efforts, model, guarded))
 
     def around(fn):
@@ -228,15 +235,16 @@ def _loop_case(rules, rule: int, question: str, script: list[str], *, answer: An
         return all_of(lambda: spying(spaces, "observe", observed),
                       lambda: spying(spaces, "best_effort", efforts, note=lambda: model.calls))
 
-    shown = (f"{question!r}, scripted model, tools" + (f", max_steps={max_steps}" if max_steps != 6 else "")
+    shown = (f"{question!r}, scripted model, tools"
+             + (f", max_steps={max_steps}" if max_steps != 6 else "")
              + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
              + (f", stop={stop!r}" if stop is not DEFAULT else ""))
-    return Case((question, model, tools), verify, kwargs=kwargs, shown=shown, rule=rule_of(rules, rule),
-                around=around)
+    return Case((question, model, tools), verify, kwargs=kwargs, shown=shown,
+                rule=rule_of(rules, rule), around=around)
 
 
 def _sent_wrong(rules, model, made: int, first: str, stop, stop_passed: bool) -> str | None:
-    """Rules 1, 2 and 6 on what went out: the first prompt, ``stop`` and ``max_tokens`` on each step."""
+    """Rules 1, 2 and 6 on what went out: the first prompt, each step's ``stop``, ``max_tokens``."""
     if not model.prompts:
         return broke(rules, 2, "never called model.complete")
     if model.prompts[0] != first:
@@ -245,33 +253,37 @@ def _sent_wrong(rules, model, made: int, first: str, stop, stop_passed: bool) ->
     for sent, max_tokens in model.sent[:made]:
         if sent != stop:
             rule = 6 if stop_passed else 2
-            said = "pass the loop's stop to model.complete" if stop_passed else "send stop=STOP on every call"
-            return broke(rules, rule, f"sent stop={sent!r} where the run asked for {stop!r}; {said}")
+            said = ("pass the loop's stop to model.complete" if stop_passed
+                    else "send stop=STOP on every call")
+            return broke(rules, rule, f"sent stop={sent!r} where the run asked for {stop!r}; "
+                                      f"{said}")
         if max_tokens != LOOP_MAX_TOKENS:
-            return broke(rules, 2, f"sent max_tokens={max_tokens!r}; send max_tokens={LOOP_MAX_TOKENS} "
-                                   "on every call")
+            return broke(rules, 2, f"sent max_tokens={max_tokens!r}; send "
+                                   f"max_tokens={LOOP_MAX_TOKENS} on every call")
     return None
 
 
-def _steps_wrong(rules, model, made: int, transcript: str, observed: list, tools, state) -> str | None:
-    """Rules 2, 3, 4 and 7 on each step: the next prompt is this one, the text as it is, then the observation."""
+def _steps_wrong(rules, model, made: int, transcript: str, observed: list, tools,
+                 state) -> str | None:
+    """Rules 2, 3, 4 and 7 on each step: the next prompt is this one, the text, the observation."""
     head, tail = "\nObservation: ", "\nThought:"
     afters = model.prompts[1:made] + [transcript]
     ran: list[tuple[str, str]] = []
     used = 0  # observe calls matched to a step so far
-    for number, (before, text, after) in enumerate(zip(model.prompts, model.texts[:made], afters), 1):
+    steps = zip(model.prompts, model.texts[:made], afters)
+    for number, (before, text, after) in enumerate(steps, 1):
         last = number == made
         if not after.startswith(before):
             return broke(rules, 5, "returned a transcript that is not the whole run") if last else \
-                broke(rules, 2, "sent a prompt that is not the whole transcript so far (each prompt must "
-                                "extend the last)")
+                broke(rules, 2, "sent a prompt that is not the whole transcript so far (each "
+                                "prompt must extend the last)")
         if not after.startswith(before + text):
-            return broke(rules, 2, f"did not append the completion's text as it is ({text!r}: keep every "
-                                   "space and newline)")
+            return broke(rules, 2, f"did not append the completion's text as it is ({text!r}: keep "
+                                   "every space and newline)")
         if "Answer:" in text:
             if not last:
-                return broke(rules, 3, f"went on after {text!r}, which contains 'Answer:'; look for it "
-                                       "before anything else")
+                return broke(rules, 3, f"went on after {text!r}, which contains 'Answer:'; look "
+                                       "for it before anything else")
             if after != before + text:
                 return broke(rules, 3, "returned a transcript that is not the last prompt plus the "
                                        "answer's completion")
@@ -279,96 +291,110 @@ def _steps_wrong(rules, model, made: int, transcript: str, observed: list, tools
         written = after[len(before + text):]
         match = ACTION_RE.search(text)
         if 7 in rules and match and match.groups() in ran:
-            if not (written.startswith(head) and written.endswith(tail)) or len(written) <= len(head + tail):
+            shaped = written.startswith(head) and written.endswith(tail)
+            if not shaped or len(written) <= len(head + tail):
                 return broke(rules, 7, f"appended {written[:50]!r} after a repeated call; write an "
-                                       "Observation saying it already ran ('\\nObservation: ...\\nThought:')")
-            if written == _observation(tools, match.group(1), [a.strip() for a in match.group(2).split(",")]):
-                return broke(rules, 7, f"ran {match.group(0).strip()!r} again; is_repeat(calls, name, args) "
-                                       "is True for it: refuse it instead")
+                                       "Observation saying it already ran ('\\nObservation: "
+                                       "...\\nThought:')")
+            args = [a.strip() for a in match.group(2).split(",")]
+            if written == _observation(tools, match.group(1), args):
+                return broke(rules, 7, f"ran {match.group(0).strip()!r} again; is_repeat(calls, "
+                                       "name, args) is True for it: refuse it instead")
             continue
         given = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
         found = next((i for i, g in enumerate(given) if g and g[0] == text), None)
         if found is None:
             if 7 in rules and match and any(name == match.group(1) for name, _ in ran):
-                return broke(rules, 7, f"refused {match.group(0).strip()!r}, which is no repeat: the same "
-                                       "tool with other arguments runs (is_repeat compares both)")
+                return broke(rules, 7, f"refused {match.group(0).strip()!r}, which is no repeat: "
+                                       "the same tool with other arguments runs (is_repeat "
+                                       "compares both)")
             if given and given[0]:
-                return broke(rules, 4, f"called observe with {given[0][0]!r:.60}; pass it the completion's "
-                                       f"text, {text!r:.60}")
-            where = "" if state.get("observe") else (" (observe is not defined where run_loop is: run the "
-                                                    "cells that load your agent first)")
-            return broke(rules, 4, f"appended {written[:40]!r}... without calling observe(text, tools)"
-                                   f"{where}; append what observe returns")
+                return broke(rules, 4, f"called observe with {given[0][0]!r:.60}; pass it the "
+                                       f"completion's text, {text!r:.60}")
+            where = "" if state.get("observe") else (
+                    " (observe is not defined where run_loop is: run the cells that load your "
+                    "agent first)")
+            return broke(rules, 4, f"appended {written[:40]!r}... without calling observe(text, "
+                                   f"tools){where}; append what observe returns")
         used += found + 1
         said = observed[used - 1][2]
         if written != said:
-            return broke(rules, 4, f"appended {written[:50]!r} after the completion; append exactly what "
-                                   f"observe(text, tools) returned, {str(said)[:50]!r}")
+            return broke(rules, 4, f"appended {written[:50]!r} after the completion; append "
+                                   "exactly what observe(text, tools) returned, "
+                                   f"{str(said)[:50]!r}")
         if match:
             ran.append(match.groups())
     return None
 
 
-def _end_wrong(rules, returned, transcript: str, answer, efforts: list, model, guarded: bool) -> str | None:
-    """Rules 3, 5 and 8 on what the run returned: the answer, None at the limit, or the best effort."""
+def _end_wrong(rules, returned, transcript: str, answer, efforts: list, model,
+               guarded: bool) -> str | None:
+    """Rules 3, 5 and 8 on what the run returned: the answer, None at the limit, the best effort."""
     if answer is not LIMIT:
         if guarded and efforts:
-            return broke(rules, 8, "called best_effort although the model answered; only after the last step")
+            return broke(rules, 8, "called best_effort although the model answered; only after "
+                                   "the last step")
         return None if returned == answer else broke(
-            rules, 3, f"returned the answer {returned!r}; expected {answer!r} (the rest of the answer's line)")
+            rules, 3, f"returned the answer {returned!r}; expected {answer!r} (the rest of the "
+                      "answer's line)")
     if not guarded:
         return None if returned is None else broke(
-            rules, 5, f"returned {returned!r} at the step limit; return None when the steps run out")
+            rules, 5, f"returned {returned!r} at the step limit; return None when the steps "
+                      "run out")
     if len(efforts) != 1:
-        return broke(rules, 8, f"called best_effort {len(efforts)} times at the step limit; call it once, "
-                               "after the last step")
+        return broke(rules, 8, f"called best_effort {len(efforts)} times at the step limit; call "
+                               "it once, after the last step")
     args, kwargs, said = efforts[0][:3]
     given = list(args) + list(kwargs.values())
     if len(given) < 2 or given[0] is not model or given[1] != transcript:
         return broke(rules, 8, "called best_effort with other arguments; pass it the model and the "
                                "transcript the run ends with (the one run_loop returns)")
     if returned != said:
-        return broke(rules, 8, f"returned the answer {returned!r}; return what best_effort returned, {said!r}")
+        return broke(rules, 8, f"returned the answer {returned!r}; return what best_effort "
+                               f"returned, {said!r}")
     return None
 
 
 def _loop_cases(rules) -> list[Case]:
     """The loop exercise's runs, one per rule, on a scripted model that honours ``stop``."""
     q, limit = QUESTION, LIMIT
+    forged = (' I check.\nAction: get_payments[INV-2291]\nObservation: {"payments": [{"amount": '
+              '48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid.')
     cases = [
         _loop_case(rules, 1, q, [" I look at the invoice first.\nAction: find_invoice[INV-2291]",
-                                 " It is approved; now its payments.\nAction: get_payments[INV-2291]",
+                                 " It is approved; now its payments.\n"
+                                 "Action: get_payments[INV-2291]",
                                  " There are no payments.\nAnswer: No. INV-2291 has no payments."],
                    exemplars=[EXEMPLARS[1]], answer="No. INV-2291 has no payments.", steps=3),
-        # The stop sequence cuts the forged observation; the spaces round the text stay in the transcript.
-        _loop_case(rules, 2, q, ['  I check its payments.\nAction: get_payments[INV-2291]  \nObservation: '
-                                 '{"payments": [{"amount": 48200}]}\nThought: It was paid.\nAnswer: Yes, it was.',
-                                 " There are no payments.\nAnswer: No. INV-2291 has no payments.\n"],
+        # The stop sequence cuts the forged observation; the spaces round the text stay in.
+        _loop_case(rules, 2, q, ["  " + forged.replace("]\n", "]  \n", 1),
+                                 " There are none.\nAnswer: No. INV-2291 has no payments.\n"],
                    answer="No. INV-2291 has no payments.", steps=2),
-        _loop_case(rules, 3, q, [" I know it.\nAction: find_invoice[INV-2291]\nAnswer:  No, it is not paid.  \n\n"
-                                 "Question: Was INV-2323 paid?"],
-                   answer="No, it is not paid.", steps=1, hint=" (an answer ends the run, even beside an action)"),
-        _loop_case(rules, 4, JULY, [" I am not sure what to do.", " I list them.\nAction: list_invoices[cus_8812]",
-                                    " It needs a date.\nAction: list_invoices[cus_8812, 2026-07-01]",
+        _loop_case(rules, 3, q, [" I know it.\nAction: find_invoice[INV-2291]\n"
+                                 "Answer:  No, it is not paid.  \n\nQuestion: Was INV-2323 paid?"],
+                   answer="No, it is not paid.", steps=1,
+                   hint=" (an answer ends the run, even beside an action)"),
+        _loop_case(rules, 4, JULY, [" I am not sure what to do.",
+                                    " I list them.\nAction: list_invoices[cus_8812]",
+                                    " A date.\nAction: list_invoices[cus_8812, 2026-07-01]",
                                     " Done.\nAnswer: two"],
-                   answer="two", steps=4, hint=" (every completion without an answer gets an observation, "
-                                               "and the loop goes on)"),
-        _loop_case(rules, 5, q, [" Again.\nAction: find_invoice[INV-2291]"], max_steps=3, answer=limit, steps=3,
-                   hint=" (max_steps=3: stop after that many model calls)"),
+                   answer="two", steps=4, hint=" (every completion without an answer gets an "
+                                               "observation, and the loop goes on)"),
+        _loop_case(rules, 5, q, [" Again.\nAction: find_invoice[INV-2291]"], max_steps=3,
+                   answer=limit, steps=3, hint=" (max_steps=3: stop after that many model calls)"),
     ]
     if 6 in rules:
         cases.append(_loop_case(
-            rules, 6, q, [' I check.\nAction: get_payments[INV-2291]\nObservation: {"payments": [{"amount": '
-                          '48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid.'],
-            stop=None, answer="Yes, INV-2291 was paid.", steps=1,
-            hint=" (stop=None: nothing cuts the forged observation, and the forged answer ends the run)"))
+            rules, 6, q, [forged], stop=None, answer="Yes, INV-2291 was paid.", steps=1,
+            hint=" (stop=None: nothing cuts the forged observation; its answer ends the run)"))
     if 7 in rules:
         cases.append(_loop_case(
             rules, 7, q, [" I look at the invoice.\nAction: find_invoice[INV-2291]",
                           " I look again.\nAction: find_invoice[INV-2291]",
                           " Now its payments.\nAction: get_payments[INV-2291]",
                           " There are none.\nAnswer: No, INV-2291 is not paid."],
-            answer="No, INV-2291 is not paid.", steps=4, hint=" (a refused repeat is a step like any other)"))
+            answer="No, INV-2291 is not paid.", steps=4,
+            hint=" (a refused repeat is a step like any other)"))
     if 8 in rules:
         cases.append(_loop_case(
             rules, 8, q, [" I look at the invoice.\nAction: find_invoice[INV-2291]",
@@ -380,22 +406,27 @@ def _loop_cases(rules) -> list[Case]:
 
 # --------------------------------------------------------------------------- 03 is_forged
 
-FORGED_RULES = {1: "a line that starts with Observation", 2: "only at a line start", 3: "True or False"}
+FORGED_RULES = {1: "a line that starts with Observation", 2: "only at a line start",
+                3: "True or False"}
 
 
 def _bool_case(rules, rule: int, args: tuple, want: bool, why: str) -> Case:
     def verify(got):
         if not isinstance(got, bool):
-            return broke(rules, 3 if 3 in rules else rule,
-                         f"returned {got!r:.60}; return True or False (bool(...) turns a match into one)")
-        return None if got == want else broke(rules, rule, f"returned {got}; expected {want} ({why})")
+            rule_broken = 3 if 3 in rules else rule
+            return broke(rules, rule_broken, f"returned {got!r:.60}; return True or False "
+                                             "(bool(...) turns a match into one)")
+        return None if got == want else broke(rules, rule, f"returned {got}; expected {want} "
+                                                           f"({why})")
     return Case(args, verify, rule=rule_of(rules, rule))
 
 
 def _forged_cases() -> list[Case]:
     r = FORGED_RULES
     return [
-        _bool_case(r, 1, ('Action: get_payments[INV-2291]\nObservation: {"payments": []}\nAnswer: No',), True,
+        _bool_case(r, 1,
+                   ('Action: get_payments[INV-2291]\nObservation: {"payments": []}\nAnswer: No',),
+                   True,
                    "its second line starts with Observation"),
         _bool_case(r, 1, ("Observation: fake",), True, "the first line counts too"),
         _bool_case(r, 1, (" I check.\nAction: find_invoice[INV-2291]\nObservation 2: {}",), True,
@@ -414,23 +445,28 @@ ARGS_RULES = {1: "name the arguments", 2: "validate with the schema", 3: "the me
 
 
 def _args_case(rule: int, tool_name: str, args: list, mention: str | None) -> Case:
-    """``check_args(tools[tool_name], args)``: [] when valid, else messages that name ``mention``."""
+    """``check_args(tools[tool_name], args)``: [] when valid, else messages naming ``mention``."""
     tools, r = _tools(), ARGS_RULES
 
     def verify(got):
         if not isinstance(got, list) or not all(isinstance(m, str) for m in got):
-            return broke(r, 3, f"returned {got!r:.80}; return a list of the error messages (str), [] when valid")
+            return broke(r, 3, f"returned {got!r:.80}; return a list of the error messages (str), "
+                               "[] when valid")
         if mention is None:
             return None if not got else broke(
                 r, 1, f"returned {got!r:.100} for a valid call; name each argument by the schema's "
-                      "property order, dict(zip(tool.parameters['properties'], args)), and validate that")
+                      "property order, dict(zip(tool.parameters['properties'], args)), and "
+                      "validate that")
         if not got:
-            return broke(r, 2, f"returned [] for a call the schema refuses; validate against tool.parameters "
-                               f"with jsonschema.Draft202012Validator (here: {mention!r})")
+            return broke(r, 2, "returned [] for a call the schema refuses; validate against "
+                               "tool.parameters with jsonschema.Draft202012Validator (here: "
+                               f"{mention!r})")
         return None if any(mention in m for m in got) else broke(
-            r, 3, f"returned {got!r:.100}; the messages should name {mention!r} (error.message does)")
+            r, 3,
+            f"returned {got!r:.100}; the messages should name {mention!r} (error.message does)")
 
-    return Case((tools[tool_name], args), verify, shown=f"tools[{tool_name!r}], {args!r}", rule=rule_of(r, rule))
+    return Case((tools[tool_name], args), verify, shown=f"tools[{tool_name!r}], {args!r}",
+                rule=rule_of(r, rule))
 
 
 def _args_cases() -> list[Case]:
@@ -451,7 +487,8 @@ REPEAT_RULES = {1: "the same call", 2: "another tool or other arguments"}
 
 def _equal_case(rules, rule: int, args: tuple, want: Any, note: str = "") -> Case:
     def verify(got):
-        return None if got == want else broke(rules, rule, f"returned {got!r:.60}; expected {want!r}"
+        return None if got == want else broke(rules, rule,
+                                              f"returned {got!r:.60}; expected {want!r}"
                                                             + (f" ({note})" if note else ""))
     return Case(args, verify, rule=rule_of(rules, rule))
 
@@ -467,11 +504,14 @@ def _repeat_cases() -> list[Case]:
     r = REPEAT_RULES
     return [
         _bool_case(r, 2, ([], "search", "refunds"), False, "nothing ran yet"),
-        _bool_case(r, 1, ([("search", "refunds")], "search", "refunds"), True, "the same tool, the same arguments"),
-        _bool_case(r, 1, ([("find_invoice", "INV-2291"), ("get_payments", "INV-2291")], "get_payments",
-                          "INV-2291"), True, "it ran second"),
-        _bool_case(r, 2, ([("search", "refunds")], "search", "refund policy"), False, "other arguments"),
-        _bool_case(r, 2, ([("search", "refunds")], "get_charge", "refunds"), False, "the tool name counts too"),
+        _bool_case(r, 1, ([("search", "refunds")], "search", "refunds"), True,
+                   "the same tool, the same arguments"),
+        _bool_case(r, 1, ([("find_invoice", "INV-2291"), ("get_payments", "INV-2291")],
+                          "get_payments", "INV-2291"), True, "it ran second"),
+        _bool_case(r, 2, ([("search", "refunds")], "search", "refund policy"), False,
+                   "other arguments"),
+        _bool_case(r, 2, ([("search", "refunds")], "get_charge", "refunds"), False,
+                   "the tool name counts too"),
     ]
 
 
@@ -484,7 +524,8 @@ EFFORT_RULES = {1: "nudge and Answer:", 2: "ask once with stop", 3: "the first l
 def _effort_case(rule: int, completion: str, want: str | None) -> Case:
     """``best_effort(model, transcript)`` on a run that ended at its step limit."""
     tools, model, r = _tools(), RecordingModel([completion]), EFFORT_RULES
-    transcript = (build_prompt(QUESTION, tools.values()) + " I look at the invoice.\nAction: find_invoice[INV-2291]"
+    transcript = (build_prompt(QUESTION, tools.values())
+                  + " I look at the invoice.\nAction: find_invoice[INV-2291]"
                   + _observation(tools, "find_invoice", ["INV-2291"]))
 
     def verify(got):
@@ -492,20 +533,24 @@ def _effort_case(rule: int, completion: str, want: str | None) -> Case:
             return broke(r, 2, f"made {model.calls} model calls; ask once")
         prompt, (stop, _) = model.prompts[0], model.sent[0]
         if not prompt.startswith(transcript):
-            return broke(r, 1, "sent a prompt that does not start with the transcript; append to it")
+            return broke(r, 1, "sent a prompt that does not start with the transcript; "
+                               "append to it")
         added = prompt[len(transcript):]
         if not added.rstrip(" ").endswith("Answer:"):
-            return broke(r, 1, f"appended {added[-50:]!r}; end it with 'Answer:', so the model writes the answer")
+            return broke(r, 1, f"appended {added[-50:]!r}; end it with 'Answer:', so the model "
+                               "writes the answer")
         if len(added.replace("Answer:", " ").split()) < 3:
-            return broke(r, 1, f"appended only {added!r}; first a closing thought: the steps ran out, so "
-                               "answer from the observations above")
+            return broke(r, 1, f"appended only {added!r}; first a closing thought: the steps ran "
+                               "out, so answer from the observations above")
         if stop != STOP:
-            return broke(r, 2, f"sent stop={stop!r}; send stop=STOP, so the model cannot start another step")
+            return broke(r, 2, f"sent stop={stop!r}; send stop=STOP, so the model cannot start "
+                               "another step")
         if got != want:
             return broke(r, 4 if want is None else 3, f"returned {got!r}; expected {want!r}")
         return None
 
-    return Case((model, transcript), verify, shown=f"scripted model writing {completion!r}, transcript",
+    return Case((model, transcript), verify,
+                shown=f"scripted model writing {completion!r}, transcript",
                 rule=rule_of(r, rule))
 
 
@@ -513,15 +558,16 @@ def _effort_cases() -> list[Case]:
     return [
         _effort_case(3, " INV-2291 is approved but has no payments.\nQuestion: Was INV-2323 paid?",
                      "[best effort] INV-2291 is approved but has no payments."),
-        _effort_case(3, "\n\n  It is not paid.  \nThought: I should check.", "[best effort] It is not paid."),
+        _effort_case(3, "\n\n  It is not paid.  \nThought: I should check.",
+                     "[best effort] It is not paid."),
         _effort_case(4, "  \n", None),
     ]
 
 
 # --------------------------------------------------------------------------- 07 run_native
 
-NATIVE_RULES = {1: "start", 2: "send the conversation", 3: "append the reply", 4: "run each tool call",
-                5: "the answer", 6: "step limit"}
+NATIVE_RULES = {1: "start", 2: "send the conversation", 3: "append the reply",
+                4: "run each tool call", 5: "the answer", 6: "step limit"}
 
 
 def _call(name: str, **args) -> dict:
@@ -538,17 +584,20 @@ def _native_case(rule: int, replies: list[dict], *, answer: Any, requests: int, 
             return f"returned {got!r:.80}; expected a pair (answer or None, messages)"
         returned, messages = got
         return (_native_start_wrong(model, tools, exemplars) or _native_sent_wrong(model, tools)
-                or _native_end_wrong(returned, answer) or _native_turns_wrong(model, tools, messages)
+                or _native_end_wrong(returned, answer)
+                or _native_turns_wrong(model, tools, messages)
                 or (None if len(model.requests) == requests else broke(
                     r, rule, f"made {len(model.requests)} model calls; expected {requests}{hint}")))
 
-    return Case((QUESTION, model, tools), verify, kwargs={"exemplars": exemplars, "max_steps": max_steps},
-                shown=f"{QUESTION!r}, scripted chat model, tools" + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
+    return Case((QUESTION, model, tools), verify,
+                kwargs={"exemplars": exemplars, "max_steps": max_steps},
+                shown=f"{QUESTION!r}, scripted chat model, tools"
+                + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
                 + (f", max_steps={max_steps}" if max_steps != 6 else ""), rule=rule_of(r, rule))
 
 
 def _native_start_wrong(model, tools, exemplars) -> str | None:
-    """Rule 1: the first request is the system turn, the exemplars as past messages, the question."""
+    """Rule 1: the first request is the system turn, the exemplars as messages, the question."""
     from ...native import exemplar_messages, first_messages
 
     r = NATIVE_RULES
@@ -559,38 +608,42 @@ def _native_start_wrong(model, tools, exemplars) -> str | None:
     if first == want:
         return None
     text = " ".join(str(m.get("content") or "") for m in first)
-    if "Action:" in text or "Observation:" in text or any(f"{t.usage}" in text for t in tools.values()):
-        return broke(r, 1, "the messages still hold the text protocol (Action:, Observation:, the tools in "
-                           "English); the tools travel as schemas now")
+    english = any(t.usage in text for t in tools.values())
+    if "Action:" in text or "Observation:" in text or english:
+        return broke(r, 1, "the messages still hold the text protocol (Action:, Observation:, the "
+                           "tools in English); the tools travel as schemas now")
     if not first or first[0].get("role") != "system":
         return broke(r, 1, "the conversation starts without a system message; start from "
                            "first_messages(question, tools, exemplars=exemplars)")
     if first[-1] != {"role": "user", "content": QUESTION}:
-        return broke(r, 1, "the last message of the first request is not the question as a user message")
+        return broke(r, 1,
+                     "the last message of the first request is not the question as a user message")
     if exemplars and first[1:-1] != exemplar_messages(exemplars, tools):
-        return broke(r, 1, "the exemplars are not there as past messages; first_messages(question, tools, "
-                           "exemplars=exemplars) puts them in")
-    return broke(r, 1, "the first request is not first_messages(question, tools, exemplars=exemplars)")
+        return broke(r, 1, "the exemplars are not there as past messages; "
+                           "first_messages(question, tools, exemplars=exemplars) puts them in")
+    return broke(r, 1,
+                 "the first request is not first_messages(question, tools, exemplars=exemplars)")
 
 
 def _native_sent_wrong(model, tools) -> str | None:
-    """Rule 2: every request sends the whole conversation and the tool schemas, and no stop sequence."""
+    """Rule 2: every request sends the whole conversation and the tool schemas, and no stop."""
     r, schemas = NATIVE_RULES, tool_schemas(tools)
     for number, (messages, sent_tools, kwargs) in enumerate(model.requests, 1):
         if "stop" in kwargs:
-            return broke(r, 2, f"sent stop={kwargs['stop']!r}; a native reply ends by its structure: "
-                               "delete the stop sequence")
+            return broke(r, 2, f"sent stop={kwargs['stop']!r}; a native reply ends by its "
+                               "structure: delete the stop sequence")
         if sent_tools != schemas:
             return broke(r, 2, f"request {number} sent tools={str(sent_tools)[:40]}...; send "
                                "tools=tool_schemas(tools) every time")
-        if number > 1 and messages[:len(model.requests[number - 2][0])] != model.requests[number - 2][0]:
-            return broke(r, 2, f"request {number} is not the whole conversation so far (each request "
-                               "extends the last)")
+        before = model.requests[number - 2][0] if number > 1 else []
+        if messages[:len(before)] != before:
+            return broke(r, 2, f"request {number} is not the whole conversation so far (each "
+                               "request extends the last)")
     return None
 
 
 def _native_turns_wrong(model, tools, final: list) -> str | None:
-    """Rules 3 and 4 after each reply: the reply appended, then one tool message per call, in order."""
+    """Rules 3 and 4 after each reply: the reply appended, then a tool message per call."""
     r = NATIVE_RULES
     nexts = [m for m, _, _ in model.requests[1:]] + [final]
     from ...native import reply_calls
@@ -604,35 +657,39 @@ def _native_turns_wrong(model, tools, final: list) -> str | None:
             return broke(r, 3, "did not append the reply as an assistant message (reply.message())")
         got_calls = added[0].get("tool_calls") or []
         if [c.get("id") for c in got_calls] != [c["id"] for c in calls]:
-            return broke(r, 3, "the assistant message does not carry the reply's tool calls; append "
-                               "reply.message() (with the calls the reply made)")
+            return broke(r, 3, "the assistant message does not carry the reply's tool calls; "
+                               "append reply.message() (with the calls the reply made)")
         results = [m for m in added[1:] if m.get("role") == "tool"]
         if len(results) != len(calls):
-            return broke(r, 4, f"appended {len(results)} tool messages after a reply with {len(calls)} calls; "
-                               "one per call")
+            return broke(r, 4, f"appended {len(results)} tool messages after a reply with "
+                               f"{len(calls)} calls; one per call")
         for call, message in zip(calls, results):
             fn = call["function"]
             want = call_tool(tools, fn["name"], json.loads(fn["arguments"])).text
             if message.get("tool_call_id") != call["id"] or message.get("content") != want:
                 return broke(r, 4, f"appended {str(message)[:70]}; expected {{'role': 'tool', "
-                                   f"'tool_call_id': {call['id']!r}, 'content': call_tool(...).text}} with the "
-                                   "JSON-decoded arguments")
+                                   f"'tool_call_id': {call['id']!r}, 'content': "
+                                   f"call_tool(...).text}} with the JSON-decoded arguments")
     return None
 
 
 def _native_end_wrong(returned, answer) -> str | None:
     r = NATIVE_RULES
     if answer is LIMIT:
-        return None if returned is None else broke(r, 6, f"returned {returned!r} at the step limit; return None")
+        return None if returned is None else broke(
+            r, 6, f"returned {returned!r} at the step limit; return None")
     if returned != answer:
-        return broke(r, 5, f"returned the answer {returned!r:.80}; expected {answer!r} (a reply whose text "
-                           "holds a tool call is never the answer: reply_calls(reply, tools) reads it)")
+        return broke(r, 5, f"returned the answer {returned!r:.80}; expected {answer!r} (a reply "
+                           "whose text holds a tool call is never the answer: reply_calls(reply, "
+                           "tools) reads it)")
     return None
 
 
 def _native_cases() -> list[Case]:
-    invoice, payments = _call("find_invoice", invoice_id="INV-2291"), _call("get_payments", invoice_id="INV-2291")
-    leaked = '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'
+    invoice, payments = _call("find_invoice", invoice_id="INV-2291"), _call("get_payments",
+                                                                            invoice_id="INV-2291")
+    leaked = ('<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}'
+              "</tool_call>")
     return [
         _native_case(1, [{"thought": "The invoice first.", "tool_calls": [invoice]},
                          {"thought": "Now its payments.", "tool_calls": [payments]},
@@ -640,7 +697,9 @@ def _native_cases() -> list[Case]:
                      exemplars=[EXEMPLARS[1]], answer="No, INV-2291 is not paid.", requests=3),
         _native_case(2, [{"thought": "Both.", "tool_calls": [invoice, payments]},
                          {"thought": "None.", "answer": "No."}], answer="No.", requests=2),
-        _native_case(4, [{"thought": "Look it up.", "tool_calls": [_call("lookup_invoice", id="INV-2291")]},
+        _native_case(4,
+                     [{"thought": "Look it up.",
+                       "tool_calls": [_call("lookup_invoice", id="INV-2291")]},
                          {"thought": "The right tool.", "tool_calls": [invoice]},
                          {"thought": "Approved.", "answer": "It is approved, not paid."}],
                      answer="It is approved, not paid.", requests=3,
@@ -649,11 +708,14 @@ def _native_cases() -> list[Case]:
                          {"thought": "Approved, no payments.", "answer": "No, it is not paid."}],
                      answer="No, it is not paid.", requests=2,
                      hint=" (the call in the reply's text is a call, not the answer)"),
-        _native_case(5, [{"thought": "", "answer": '{"name": "lookup_invoice", "arguments": {"id": "INV-2291"}}'},
+        _native_case(5,
+                     [{"thought": "",
+                       "answer": '{"name": "lookup_invoice", "arguments": {"id": "INV-2291"}}'},
                          {"thought": "I cannot tell.", "answer": "I do not know."}],
                      answer="I do not know.", requests=2,
                      hint=" (a call in the text that cannot run is not the answer either)"),
-        _native_case(6, [{"thought": "Again.", "tool_calls": [invoice]}], max_steps=2, answer=LIMIT, requests=2,
+        _native_case(6, [{"thought": "Again.", "tool_calls": [invoice]}], max_steps=2, answer=LIMIT,
+                     requests=2,
                      hint=" (max_steps=2)"),
     ]
 
@@ -661,7 +723,7 @@ def _native_cases() -> list[Case]:
 # --------------------------------------------------------------------------- 08 pick_exemplar
 
 PICK_RULES = {1: "the most shared words", 2: "one of the pool"}
-#: Exemplars of other shapes, beside the package's three (their steps are not shown to a model here).
+#: Exemplars of other shapes, beside the package's three (no model reads their steps here).
 _OTHERS = (
     Exemplar("Which card charge paid invoice INV-1860?", (), "", "ch_0000"),
     Exemplar("What is the total of invoice INV-1591 in dollars?", (), "", "129.00 dollars"),
@@ -677,7 +739,8 @@ def _pick_case(question: str, pool: list[Exemplar], want: Exemplar) -> Case:
         return None if got is want else broke(
             r, 1, f"picked {got.question!r}; {want.question!r} shares more words with {question!r}")
 
-    return Case((question, pool), verify, shown=f"{question!r}, pool of {len(pool)}", rule=rule_of(r, 1))
+    return Case((question, pool), verify, shown=f"{question!r}, pool of {len(pool)}",
+                rule=rule_of(r, 1))
 
 
 def _pick_cases() -> list[Case]:
@@ -685,7 +748,8 @@ def _pick_cases() -> list[Case]:
     return [
         _pick_case("Has supplier invoice INV-2291 been paid?", pool, EXEMPLARS[1]),
         _pick_case("When was the latest invoice of cus_8812 issued?", pool, EXEMPLARS[0]),
-        _pick_case("How many days after a charge can a card payment be refunded?", pool[::-1], EXEMPLARS[2]),
+        _pick_case("How many days after a charge can a card payment be refunded?", pool[::-1],
+                   EXEMPLARS[2]),
         _pick_case("Which card charge paid invoice INV-2041?", pool, _OTHERS[0]),
     ]
 
@@ -693,7 +757,8 @@ def _pick_cases() -> list[Case]:
 # --------------------------------------------------------------------------- the exercises
 
 def _stub(signature: str, doc: str, hint: str) -> str:
-    return f'def {signature}:\n    """{doc}"""\n    raise NotImplementedError  # your code: {hint}\n'
+    return (f'def {signature}:\n    """{doc}"""\n'
+            f"    raise NotImplementedError  # your code: {hint}\n")
 
 
 def _edit(piece: str, new_name: str | None = None) -> str:
@@ -702,71 +767,87 @@ def _edit(piece: str, new_name: str | None = None) -> str:
 
 CORE: dict[str, Exercise] = {e.name: e for e in [
     Exercise("observe", "observe", 1,
-             "observe(text, tools) -> str: the completion's action line (ACTION_RE), its arguments split on "
-             "commas, the tool run with call_tool; return '\\nObservation: <result>\\nThought:'",
+             "observe(text, tools) -> str: the completion's action line (ACTION_RE), its "
+             "arguments split on commas, the tool run with call_tool; return '\\nObservation: "
+             "<result>\\nThought:'",
              OBSERVE_RULES, lambda: _observe_cases(OBSERVE_RULES),
-             _stub("observe(text, tools)", "Run the completion's action; return the text the loop appends.",
+             _stub("observe(text, tools)",
+                   "Run the completion's action; return the text the loop appends.",
                    "ACTION_RE.search, split on commas, call_tool(tools, name, args).text")),
     Exercise("run_loop", "run_loop", 2,
-             "run_loop(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, transcript): "
-             "the text-protocol loop, each completion followed by observe(text, tools)",
+             "run_loop(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, "
+             "transcript): the text-protocol loop, each completion followed by observe(text, "
+             "tools)",
              LOOP_RULES, lambda: _loop_cases(LOOP_RULES),
              _stub("run_loop(question, model, tools, exemplars=None, max_steps=6)",
-                   "Run the text-protocol loop; return (answer or None, transcript).", "rules 1 to 5"), uses=("observe",)),
+                   "Run the text-protocol loop; return (answer or None, transcript).",
+                   "rules 1 to 5"), uses=("observe",)),
     Exercise("run_loop_stop", "run_loop", 3,
              "run_loop(..., stop=STOP): the stop sequence a parameter, passed to model.complete",
-             STOP_RULES, lambda: _loop_cases(STOP_RULES), _edit("run_loop"), edits="run_loop", lines_written=2, uses=("observe",)),
+             STOP_RULES, lambda: _loop_cases(STOP_RULES), _edit("run_loop"), edits="run_loop",
+             lines_written=2, uses=("observe",)),
     Exercise("is_forged", "is_forged", 3,
-             "is_forged(text) -> bool: True when a line of the completion starts with 'Observation'",
+             "is_forged(text) -> bool: True when a line of the completion starts with "
+             "'Observation'",
              FORGED_RULES, _forged_cases,
              _stub("is_forged(text)", "True if a line of the completion starts with Observation.",
                    "re.search with re.MULTILINE")),
     Exercise("check_args", "check_args", 4,
-             "check_args(tool, args) -> list[str]: the arguments named by the schema's property order, "
-             "validated with jsonschema (Draft 2020-12) against tool.parameters; the error messages",
+             "check_args(tool, args) -> list[str]: the arguments named by the schema's property "
+             "order, validated with jsonschema (Draft 2020-12) against tool.parameters; the error "
+             "messages",
              ARGS_RULES, _args_cases,
-             _stub("check_args(tool, args)", "Return the schema's error messages for these arguments ([] if valid).",
+             _stub("check_args(tool, args)",
+                   "Return the schema's error messages for these arguments ([] if valid).",
                    "dict(zip(...)), jsonschema.Draft202012Validator(...).iter_errors")),
     Exercise("observe_args", "observe", 4,
-             "observe(text, tools): a call whose check_args(tool, args) is not empty does not run; its "
-             "errors are the observation",
+             "observe(text, tools): a call whose check_args(tool, args) is not empty does not "
+             "run; its errors are the observation",
              OBSERVE_ARGS_RULES, lambda: _observe_cases(OBSERVE_ARGS_RULES), _edit("observe"),
              edits="observe", lines_written=3, uses=("check_args",)),
     Exercise("prompt_tokens_at_step", "prompt_tokens_at_step", 5,
              "prompt_tokens_at_step(P, O, A, k) -> int: prompt tokens sent at step k (1-based)",
              TOKENS_RULES, _tokens_cases,
-             _stub("prompt_tokens_at_step(P, O, A, k)", "Prompt tokens sent at step k (1-based).", "one line")),
+             _stub("prompt_tokens_at_step(P, O, A, k)", "Prompt tokens sent at step k (1-based).",
+                   "one line")),
     Exercise("is_repeat", "is_repeat", 6,
-             "is_repeat(calls, name, args) -> bool: True if the same tool already ran with the same arguments",
+             "is_repeat(calls, name, args) -> bool: True if the same tool already ran with the "
+             "same arguments",
              REPEAT_RULES, _repeat_cases,
-             _stub("is_repeat(calls, name, args)", "True if (name, args) is already in calls.", "one line")),
+             _stub("is_repeat(calls, name, args)", "True if (name, args) is already in calls.",
+                   "one line")),
     Exercise("best_effort", "best_effort", 6,
-             "best_effort(model, transcript) -> str or None: a closing thought and 'Answer:' appended, one "
-             "call with stop=STOP, '[best effort] ' + the first line of the reply (None if it is empty)",
+             "best_effort(model, transcript) -> str or None: a closing thought and 'Answer:' "
+             "appended, one call with stop=STOP, '[best effort] ' + the first line of the reply "
+             "(None if it is empty)",
              EFFORT_RULES, _effort_cases,
-             _stub("best_effort(model, transcript)", "Ask once more for an answer; return it labelled, or None.",
+             _stub("best_effort(model, transcript)",
+                   "Ask once more for an answer; return it labelled, or None.",
                    "a nudge, 'Answer:', model.complete(..., stop=STOP)")),
     Exercise("run_loop_guards", "run_loop", 6,
-             "run_loop(...) with two guards: a repeated call (is_repeat) is refused with an observation; "
-             "after the last step it returns best_effort(model, transcript)",
-             GUARD_RULES, lambda: _loop_cases(GUARD_RULES), _edit("run_loop"), edits="run_loop_stop",
+             "run_loop(...) with two guards: a repeated call (is_repeat) is refused with an "
+             "observation; after the last step it returns best_effort(model, transcript)",
+             GUARD_RULES, lambda: _loop_cases(GUARD_RULES), _edit("run_loop"),
+             edits="run_loop_stop",
              lines_written=7, uses=("observe", "is_repeat", "best_effort")),
     Exercise("run_native", "run_native", 7,
-             "run_native(question, model, tools, exemplars=(), max_steps=6) -> (answer or None, messages): "
-             "your loop with native tool calls: messages, tool schemas, tool results as tool messages",
+             "run_native(question, model, tools, exemplars=(), max_steps=6) -> (answer or None, "
+             "messages): your loop with native tool calls: messages, tool schemas, tool results "
+             "as tool messages",
              NATIVE_RULES, _native_cases, _edit("run_loop", "run_native"), edits="run_loop_guards",
-             lines_written=13),
+             lines_written=14),
     Exercise("pick_exemplar", "pick_exemplar", 8,
-             "pick_exemplar(question, pool) -> Exemplar: the pool's exemplar whose question shares the most "
-             "words with the question",
+             "pick_exemplar(question, pool) -> Exemplar: the pool's exemplar whose question "
+             "shares the most words with the question",
              PICK_RULES, _pick_cases,
-             _stub("pick_exemplar(question, pool)", "The pool's exemplar sharing the most words with question.",
+             _stub("pick_exemplar(question, pool)",
+                   "The pool's exemplar sharing the most words with question.",
                    "max(pool, key=...)")),
 ]}
 
 
 def pieces_before(notebook: int) -> list[str]:
-    """The exercises whose pieces make the learner's agent at the start of ``notebook``: the latest of each piece.
+    """The exercises whose pieces make the agent at the start of ``notebook``: each piece's latest.
 
     ``pieces_before(4)`` is ``["observe", "run_loop_stop", "is_forged"]``.
     """
@@ -789,25 +870,31 @@ def code_lines(source: str, *, with_def: bool = False) -> list[str]:
     node = ast.parse(source).body[0]
     body, skip = node.body, set()
     first = body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if isinstance(first, ast.Expr) and isinstance(first.value,
+                                                  ast.Constant) and isinstance(first.value.value,
+                                                                               str):
         skip |= set(range(first.lineno, first.end_lineno + 1))
     if not with_def:
-        skip |= set(range(min([node.lineno] + [d.lineno for d in node.decorator_list]), first.lineno))
+        skip |= set(range(min([node.lineno] + [d.lineno for d in node.decorator_list]),
+                          first.lineno))
     lines = source.splitlines()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             row, col = token.start
             lines[row - 1] = lines[row - 1][:col]
-    return [line.strip() for number, line in enumerate(lines, 1) if number not in skip and line.strip()]
+    return [line.strip() for number,
+            line in enumerate(lines, 1) if number not in skip and line.strip()]
 
 
 def _reference_source(name: str) -> str:
-    """The reference of exercise ``name``, its def line naming the piece (``run_loop_stop`` is ``run_loop``)."""
+    """The reference of exercise ``name``, its def line naming the piece (``run_loop``, not
+    ``run_loop_stop``)."""
     from . import solutions
 
     fn = getattr(solutions, name)
     source = textwrap.dedent(inspect.getsource(fn))
-    return re.sub(rf"\bdef\s+{re.escape(fn.__name__)}\b", f"def {CORE[name].piece}", source, count=1)
+    return re.sub(rf"\bdef\s+{re.escape(fn.__name__)}\b", f"def {CORE[name].piece}", source,
+                  count=1)
 
 
 def lines_added(name: str) -> int:
@@ -824,8 +911,9 @@ def lines_added(name: str) -> int:
 
 
 def solution_lines(name: str) -> int:
-    """The lines the learner types for exercise ``name``: the reference's lines of code, or for an
-    edit the lines it writes (:attr:`Exercise.lines_written`, which a test holds to :func:`lines_added`)."""
+    """The lines the learner types for exercise ``name``: the reference's lines of code, or for
+    an edit the lines it writes (:attr:`Exercise.lines_written`; a test holds it to
+    :func:`lines_added`)."""
     exercise = CORE[name]
     if exercise.edits:
         return exercise.lines_written
@@ -833,7 +921,7 @@ def solution_lines(name: str) -> int:
 
 
 def exercise_metadata(name: str) -> dict:
-    """The ``react_lab`` metadata of exercise ``name``'s notebook cell: ``{"exercise", "solution_lines"}``.
+    """The ``react_lab`` metadata of exercise ``name``'s cell: ``{"exercise", "solution_lines"}``.
 
     Raises ``KeyError`` for a name that is not a core exercise.
     """

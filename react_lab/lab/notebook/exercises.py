@@ -158,7 +158,8 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
             else:
                 wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
         except Exception as exc:  # what fn returned cannot even be compared (its __eq__ raises)
-            wrong = f"returned {type(got).__name__}, which cannot be checked ({type(exc).__name__}: {exc})"
+            wrong = (f"returned {type(got).__name__}, which cannot be checked "
+                     f"({type(exc).__name__}: {exc})")
         if wrong is None:
             passed += 1
         elif failure is None:

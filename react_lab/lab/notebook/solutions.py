@@ -24,10 +24,10 @@ from ...tools import call_tool, tool_schemas
 
 # Notebook 01: one completion by hand.
 def observe(text, tools):
-    """Run the completion's action; return the text the loop appends: its Observation and the next Thought label."""
+    """Run the completion's action; return what the loop appends: Observation, next Thought."""
     match = ACTION_RE.search(text)  # anchored: only a line that starts with "Action:"
     if match is None:
-        return "\nObservation: Error: no action line; write one: Action: tool_name[arguments]\nThought:"
+        return "\nObservation: Error: no action line; write Action: tool_name[arguments]\nThought:"
     name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
     return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"
 
@@ -48,7 +48,7 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6):
 
 # Notebook 03 (edit of run_loop): the stop sequence becomes a parameter, so it can be switched off.
 def run_loop_stop(question, model, tools, exemplars=None, max_steps=6, stop=STOP):
-    """Run the text-protocol loop, sending ``stop`` on every call; return (answer or None, transcript)."""
+    """Run the text-protocol loop, sending ``stop`` on each call; return (answer, transcript)."""
     transcript = build_prompt(question, tools.values(), exemplars)
     for _ in range(max_steps):
         # send the whole transcript; the stop sequence cuts the completion before an Observation
@@ -68,18 +68,18 @@ def is_forged(text):
 
 # Notebook 04: the JSON Schema check the regex and the comma split cannot make.
 def check_args(tool, args):
-    """Return the schema's complaints about a call's positional arguments ([] when they are valid)."""
+    """Return the schema's complaints about a call's positional arguments ([] when valid)."""
     named = dict(zip(tool.parameters["properties"], args))  # {"customer_id": "cus_8812", ...}
     validator = jsonschema.Draft202012Validator(tool.parameters)
     return [error.message for error in validator.iter_errors(named)]
 
 
-# Notebook 04 (edit of observe): a call the schema refuses does not run; the errors are the Observation.
+# Notebook 04 (edit of observe): a call the schema refuses does not run; its errors are observed.
 def observe_args(text, tools):
-    """Run the completion's action if its arguments pass the schema; return the Observation and next Thought label."""
+    """Run the completion's action if the schema passes its arguments; return what is appended."""
     match = ACTION_RE.search(text)  # anchored: only a line that starts with "Action:"
     if match is None:
-        return "\nObservation: Error: no action line; write one: Action: tool_name[arguments]\nThought:"
+        return "\nObservation: Error: no action line; write Action: tool_name[arguments]\nThought:"
     name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
     errors = check_args(tools[name], args) if name in tools else []
     if errors:
@@ -94,9 +94,9 @@ def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
 
 
 # Notebook 06 (and bench notebook 06): repeat detection.
-def is_repeat(history: list, tool: str, args) -> bool:
-    """An exact repeat is the same tool with the same arguments."""
-    return (tool, args) in history
+def is_repeat(calls, name, args):
+    """True if the same tool already ran with the same arguments: an exact repeat."""
+    return (name, args) in calls
 
 
 # Notebook 06: the step limit's labelled answer.
@@ -121,7 +121,7 @@ def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=ST
             return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
         match = ACTION_RE.search(text)
         if match and is_repeat(calls, *match.groups()):  # guard: the same call again runs nothing
-            transcript += "\nObservation: Error: that call already ran; its result is above.\nThought:"
+            transcript += "\nObservation: Error: that call already ran (see above).\nThought:"
         else:
             transcript += observe(text, tools)  # the loop, not the model, writes the Observation
         calls.append(match.groups() if match else None)
@@ -134,15 +134,16 @@ def run_native(question, model, tools, exemplars=(), max_steps=6):
     messages = first_messages(question, tools, exemplars=exemplars)  # exemplars as past messages
     for _ in range(max_steps):
         reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
-        calls, leaked, problem = reply_calls(reply, tools)  # a call leaked into the text is no answer
+        calls, _, problem = reply_calls(reply, tools)  # a call written in the text is no answer
         messages.append({**reply.message(), "tool_calls": calls} if calls else reply.message())
         if problem:
             messages.append({"role": "user", "content": f"Error: {problem}"})
         elif not calls:
             return reply.content, messages
         for call in calls:
-            result = call_tool(tools, call["function"]["name"], json.loads(call["function"]["arguments"]))
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result.text})
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": call_tool(tools, name, json.loads(arguments)).text})
     return None, messages
 
 

@@ -23,7 +23,7 @@ def references():
 
 @pytest.fixture(autouse=True)
 def _no_choice_remembered():
-    """What the last load_agent chose (what %agent shows) does not leak from one test into another."""
+    """What the last load_agent chose (what %agent shows) does not leak from test to test."""
     from react_lab.lab.notebook import agent_file
 
     agent_file._LAST.clear()

@@ -1,4 +1,4 @@
-"""Cells as a notebook runs them: code compiled under a cell's own name, its text kept where inspect finds it."""
+"""Cells as a notebook runs them: compiled under a cell's name, text kept where inspect looks."""
 import itertools
 import linecache
 
@@ -6,7 +6,7 @@ _numbers = itertools.count(1)
 
 
 def run_cell(source: str, namespace: dict) -> dict:
-    """Run ``source`` in ``namespace`` as IPython runs a cell: ``inspect.getsource`` then finds its functions."""
+    """Run ``source`` in ``namespace`` as IPython runs a cell: inspect.getsource finds its code."""
     filename = f"<test-cell-{next(_numbers)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, filename, "exec"), namespace)

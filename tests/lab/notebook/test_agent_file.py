@@ -1,4 +1,4 @@
-"""The learner's file: pieces saved in place, loaded fresh and checked, the reference standing in, loudly."""
+"""The learner's file: pieces saved in place, loaded fresh, checked; references stand in loudly."""
 import os
 import subprocess
 import sys
@@ -69,7 +69,8 @@ def test_a_new_file_starts_with_the_header_and_the_piece(agent_file, capsys):
     assert save(mine) == agent_file
     assert lines(capsys) == ["saved to my_agent.py"]
     text = agent_file.read_text()
-    assert text.startswith(HEADER) and text.endswith(textwrap.dedent(OBSERVE.format(no_action="none")).lstrip())
+    assert text.startswith(HEADER)
+    assert text.endswith(textwrap.dedent(OBSERVE.format(no_action="none")).lstrip())
 
 
 def test_a_piece_saved_again_is_replaced_where_it_stands(agent_file, capsys):
@@ -78,7 +79,7 @@ def test_a_piece_saved_again_is_replaced_where_it_stands(agent_file, capsys):
     save(cell(OBSERVE.format(no_action="LATER")))
     text = agent_file.read_text()
     assert text.count("def observe(") == 1 and "LATER" in text and "EARLIER" not in text
-    assert text.index("def observe(") < text.index("def is_forged(")  # in place, not moved to the end
+    assert text.index("def observe(") < text.index("def is_forged(")  # in place, not at the end
     compile(text, str(agent_file), "exec")
 
 
@@ -98,8 +99,8 @@ def test_the_imports_a_piece_uses_are_added_and_other_names_are_named(agent_file
     assert "from react_lab.protocol import OBSERVATION\n" in text
     assert "from react_lab.cost import count_tokens\n" in text and "import collections\n" in text
     assert text.index("import collections") < text.index("def short(")
-    assert lines(capsys) == ["saved to my_agent.py; it uses limit, which my_agent.py does not define: "
-                             "save it too"]
+    assert lines(capsys) == ["saved to my_agent.py; it uses limit, which my_agent.py does not "
+                             "define: save it too"]
 
 
 @pytest.mark.parametrize("fn, why", [
@@ -115,14 +116,15 @@ def test_what_cannot_be_saved_is_said_not_raised(agent_file, capsys, fn, why):
 def test_a_file_that_no_longer_parses_is_left_alone(agent_file, capsys):
     agent_file.write_text("def observe(text, tools:\n")
     assert save(cell(OBSERVE.format(no_action="x"))) is None
-    assert lines(capsys) == ["not saved: my_agent.py does not parse (line 1: '(' was never closed); "
-                             "fix it there, or delete it to start it again"]
+    assert lines(capsys) == ["not saved: my_agent.py does not parse (line 1: '(' was never "
+                             "closed); fix it there, or delete it to start it again"]
     assert agent_file.read_text() == "def observe(text, tools:\n"
 
 
 def test_the_saved_file_imports_on_its_own(agent_file, capsys):
     """``import my_agent`` in a fresh Python: the header holds the imports the pieces use."""
-    for name in ("observe", "run_loop_guards", "is_repeat", "best_effort", "check_args", "run_native"):
+    pieces = ("observe", "run_loop_guards", "is_repeat", "best_effort", "check_args", "run_native")
+    for name in pieces:
         save(cell(agent_file_source(name)), CORE[name].piece)
     script = ("import my_agent; from react_lab.tools import default_tools; "
               "print(my_agent.observe('Action: find_invoice[INV-2291]', default_tools())[:40])")
@@ -162,7 +164,8 @@ def test_a_piece_not_yet_written_and_a_failing_one_say_why_in_one_line(agent_fil
     capsys.readouterr()
     agent = load_agent(["run_loop"])  # and the observe it calls
     assert lines(capsys) == ["→ observe: the reference stands in (yours: not written yet)",
-                             '→ run_loop: the reference stands in (yours fails rule 3 "stop on an answer")']
+                             '→ run_loop: the reference stands in (yours fails rule 3 '
+                             '"stop on an answer")']
     assert agent.run_loop.reference == "run_loop"
 
 
@@ -171,13 +174,14 @@ def test_passing_pieces_are_the_learners_own(agent_file, capsys):
     save(cell(LOOP.format(strip=".strip()")))
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys) == ["✓ observe: yours (my_agent.py)", "✓ run_loop: yours (my_agent.py)"]
+    assert lines(capsys) == ["✓ observe: yours (my_agent.py)",
+                             "✓ run_loop: yours (my_agent.py)"]
     assert agent.run_loop.__code__.co_filename == str(agent_file)
     assert not hasattr(agent.run_loop, "reference")
 
 
 def test_the_pieces_call_each_other_through_the_agent(agent_file, capsys):
-    """Their loop calls their observe when it passed, the reference's when it did not; and the other way round."""
+    """Their loop calls their observe if it passed, else the reference's; and the other way."""
     question, tools = "Has supplier invoice INV-2291 been paid?", default_tools()
     script = [" I am not sure.", " Done.\nAnswer: No."]
 
@@ -191,20 +195,22 @@ def test_the_pieces_call_each_other_through_the_agent(agent_file, capsys):
     save(cell(OBSERVE.format(no_action="")))  # an empty observation: rule 5
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys)[0] == '→ observe: the reference stands in (yours fails rule 5 "no action line")'
-    assert "Observation: Error: no action line" in transcript(agent)  # their loop, the reference observe
+    assert lines(capsys)[0] == ('→ observe: the reference stands in (yours fails rule 5 '
+                                '"no action line")')
+    assert "Observation: Error: no action line" in transcript(agent)  # their loop, its observe
 
     save(cell(OBSERVE.format(no_action="my own words")))
-    save(cell(LOOP.format(strip="")))  # now the loop fails, and the reference loop calls their observe
+    save(cell(LOOP.format(strip="")))  # their loop fails: the reference loop calls their observe
     capsys.readouterr()
     agent = load_agent(3)
     assert lines(capsys) == ["✓ observe: yours (my_agent.py)",
-                             '→ run_loop: the reference stands in (yours fails rule 3 "stop on an answer")']
+                             '→ run_loop: the reference stands in (yours fails rule 3 '
+                             '"stop on an answer")']
     assert "Observation: my own words" in transcript(agent)
 
 
 def test_each_load_reads_the_file_afresh(agent_file, capsys):
-    """Two saves within the same second, of the same size: the second is what loads (no stale module or .pyc)."""
+    """Two saves in one second, of the same size: the second loads (no stale module, no .pyc)."""
     save(cell(OBSERVE.format(no_action="AAAA")))
     first = load_agent(["observe"]).observe(" hmm", {})
     save(cell(OBSERVE.format(no_action="BBBB")))
@@ -215,8 +221,10 @@ def test_each_load_reads_the_file_afresh(agent_file, capsys):
 
 
 @pytest.mark.parametrize("text, why", [
-    ("def observe(text, tools:\n", "my_agent.py does not run: SyntaxError at line 1: '(' was never closed"),
-    ("import json\n\nx = 1 / 0\n", "my_agent.py does not run: ZeroDivisionError at line 3: division by zero"),
+    ("def observe(text, tools:\n",
+     "my_agent.py does not run: SyntaxError at line 1: '(' was never closed"),
+    ("import json\n\nx = 1 / 0\n",
+     "my_agent.py does not run: ZeroDivisionError at line 3: division by zero"),
 ])
 def test_a_file_that_does_not_run_leaves_the_references(agent_file, capsys, text, why):
     agent_file.write_text(text)
@@ -226,7 +234,7 @@ def test_a_file_that_does_not_run_leaves_the_references(agent_file, capsys, text
 
 
 def test_a_newer_version_of_a_piece_still_counts_as_theirs(agent_file, capsys):
-    """After notebook 06, their run_loop has guards; notebook 03 run again takes it, and says which it is."""
+    """After notebook 06 their run_loop has guards; notebook 03 run again takes it, and says so."""
     for name in ("observe", "is_repeat", "best_effort", "run_loop_guards"):
         save(cell(agent_file_source(name)), CORE[name].piece)
     capsys.readouterr()
@@ -271,12 +279,13 @@ def test_every_piece_is_checked_after_the_pieces_it_calls():
 
 def test_agent_shows_their_piece_or_the_reference_saying_so(agent_file, capsys):
     text = agent_source("observe")
-    assert text.splitlines()[0] == ("# %agent observe: the reference observe stands in (my_agent.py not found); "
-                                    "edit it, then run this cell")
+    assert text.splitlines()[0] == ("# %agent observe: the reference observe stands in "
+                                    "(my_agent.py not found); edit it, then run this cell")
     assert "def observe(text, tools):" in text
     save(cell(OBSERVE.format(no_action="mine")))
     text = agent_source("observe")
-    assert text.splitlines()[0] == "# %agent observe: your observe from my_agent.py; edit it, then run this cell"
+    assert text.splitlines()[0] == ("# %agent observe: your observe from my_agent.py; edit it, "
+                                    "then run this cell")
     assert text.endswith(textwrap.dedent(OBSERVE.format(no_action="mine")).lstrip())
 
 
@@ -319,11 +328,11 @@ def test_the_magic_is_registered_only_inside_ipython(agent_file, monkeypatch):
     assert kind == "line"
     magic("is_repeat")
     text, replace = shell.next_input
-    assert replace is True and "def is_repeat(history" in text
+    assert replace is True and "def is_repeat(calls, name, args):" in text
 
 
 def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, capsys):
-    """In IPython a cell's function has its source, so the checker saves it; %agent puts it back in a cell."""
+    """In IPython a cell's function has its source: the checker saves it, %agent puts it back."""
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()

@@ -1,4 +1,4 @@
-"""The chain of reference solutions, flowing through the eight core notebooks as a learner's code would.
+"""The chain of reference solutions through the eight core notebooks, as a learner's code flows.
 
 Notebook by notebook: the agent is loaded from ``my_agent.py`` (every earlier piece must be
 the learner's own), an edit exercise starts from ``%agent``'s text (the learner's own
@@ -29,7 +29,7 @@ def exercises_of(notebook: int) -> list[str]:
 
 
 def learners_cell(exercise: str) -> str:
-    """What the learner's exercise cell holds when they are done: an edit starts from ``%agent``'s text."""
+    """The learner's exercise cell when they are done: an edit starts from ``%agent``'s text."""
     done = reference_source(exercise)
     e = CORE[exercise]
     if not e.edits:
@@ -37,7 +37,7 @@ def learners_cell(exercise: str) -> str:
     words = e.stub.split()  # "%agent run_loop" or "%agent run_loop as run_native"
     started = agent_source(" ".join(words[1:]))
     first, *rest = started.splitlines(keepends=True)
-    assert first.startswith(f"# {e.stub.strip()}: your {e.piece if len(words) == 2 else words[1]} from my_agent.py")
+    assert first.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py")
     before = reference_source(e.edits)  # what they saved at the exercise this one edits
     if len(words) == 4:
         before = re.sub(rf"\bdef {words[1]}\b", f"def {words[3]}", before, count=1)
@@ -46,23 +46,25 @@ def learners_cell(exercise: str) -> str:
 
 
 def run_notebook(notebook: int, capsys) -> object:
-    """One notebook, as a learner runs it: load the agent, do each exercise, reload; return the agent."""
+    """One notebook as a learner runs it: load the agent, do each exercise, reload; the agent."""
     capsys.readouterr()
     agent = load_agent(notebook)
     out = capsys.readouterr().out.splitlines()
     assert len(out) == len(pieces_before(notebook))
     assert all(line.startswith("✓ ") and ": yours (my_agent.py)" in line for line in out), out
-    space = notebook_namespace(**{n: getattr(agent, n) for n in dir(agent) if not n.startswith("_")})
+    pieces = {n: getattr(agent, n) for n in dir(agent) if not n.startswith("_")}
+    space = notebook_namespace(**pieces)  # the first cell's `observe = agent.observe`, ...
     for exercise in exercises_of(notebook):
         run_cell(learners_cell(exercise), space)
         assert check(exercise, space[CORE[exercise].piece]) is True
         said = capsys.readouterr().out
-        assert said.startswith(f"✓ {exercise}: ") and said.endswith(" — saved to my_agent.py\n"), said
+        assert said.startswith(f"✓ {exercise}: "), said
+        assert said.endswith(" — saved to my_agent.py\n"), said
     return load_agent(notebook + 1)
 
 
 def run_text_agent(agent, max_steps=6) -> tuple:
-    """The text agent on a run with a repeated call, a call the schema refuses, and no answer in time."""
+    """The text agent on a run with a repeat, a call the schema refuses, and no answer in time."""
     model = ScriptedModel([" I look at the invoice.\nAction: find_invoice[INV-2291]",
                            " Again.\nAction: find_invoice[INV-2291]",
                            " Its July invoices.\nAction: list_invoices[cus_8812, July 1st]",
@@ -75,8 +77,9 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     for notebook in NOTEBOOKS:
         agent = run_notebook(notebook, capsys)
         if notebook == 2:  # their loop on the scripted model, calling their observe
-            answer, transcript = agent.run_loop(QUESTION, ScriptedModel(
-                [" I look.\nAction: find_invoice[INV-2291]", " Approved.\nAnswer: Not paid."]), default_tools())
+            model = ScriptedModel([" I look.\nAction: find_invoice[INV-2291]",
+                                   " Approved.\nAnswer: Not paid."])
+            answer, transcript = agent.run_loop(QUESTION, model, default_tools())
             assert answer == "Not paid." and '"status": "approved"' in transcript
         if notebook == 3:  # their loop, stop switched off: the forged observation stays in
             _, transcript = agent.run_loop(QUESTION, ScriptedModel(
@@ -88,19 +91,21 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     agent = load_agent(9)
     out = capsys.readouterr().out.splitlines()
     assert out == [f"✓ {p}: yours (my_agent.py)" for p in
-                   ["observe", "run_loop", "is_forged", "check_args", "prompt_tokens_at_step", "is_repeat",
-                    "best_effort", "run_native", "pick_exemplar"]]
+                   ["observe", "run_loop", "is_forged", "check_args", "prompt_tokens_at_step",
+                    "is_repeat", "best_effort", "run_native", "pick_exemplar"]]
     assert all(not hasattr(getattr(agent, e.piece), "reference") for e in CORE.values())
 
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."
-    assert "Observation: Error: that call already ran" in transcript        # their repeat guard
-    assert "list_invoices was not run: 'July 1st' does not match" in transcript  # their check_args, via their observe
+    assert "Observation: Error: that call already ran" in transcript  # their repeat guard
+    # their check_args, through their observe
+    assert "list_invoices was not run: 'July 1st' does not match" in transcript
 
-    model = ScriptedChatModel([{"thought": "", "answer": '<tool_call>{"name": "find_invoice", "arguments": '
-                                                         '{"invoice_id": "INV-2291"}}</tool_call>'},
-                               {"thought": "Payments.", "tool_calls": [{"name": "get_payments",
-                                                                        "arguments": {"invoice_id": "INV-2291"}}]},
+    leaked = ('<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}'
+              "</tool_call>")
+    payments = {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}
+    model = ScriptedChatModel([{"thought": "", "answer": leaked},
+                               {"thought": "Payments.", "tool_calls": [payments]},
                                {"thought": "None.", "answer": "No, INV-2291 is not paid."}])
     answer, messages = agent.run_native(QUESTION, model, default_tools(), exemplars=[EXEMPLARS[1]])
     assert answer == "No, INV-2291 is not paid."
@@ -117,8 +122,8 @@ def test_one_piece_broken_or_deleted_is_replaced_alone_and_the_agent_runs(agent_
     start = text.index("def observe(")
     end = text.index("\n\n\n", start)
     observe = text[start:end]
-    broken = observe.replace("ACTION_RE.search(text)", 're.search(r"Action: (\\w+)\\[(.*)\\]", text)') \
-        if how == "broken" else ""
+    unanchored = 're.search(r"Action: (\\w+)\\[(.*)\\]", text)'
+    broken = observe.replace("ACTION_RE.search(text)", unanchored) if how == "broken" else ""
     assert broken != observe
     agent_file.write_text(text[:start] + broken + text[end:])
 
@@ -126,16 +131,17 @@ def test_one_piece_broken_or_deleted_is_replaced_alone_and_the_agent_runs(agent_
     agent = load_agent(9)
     out = capsys.readouterr().out.splitlines()
     why = 'yours fails rule 1 "the action line"' if how == "broken" else "yours: not written yet"
-    assert [line for line in out if not line.startswith("✓ ")] == [f"→ observe: the reference stands in ({why})"]
+    replaced = [line for line in out if not line.startswith("✓ ")]
+    assert replaced == [f"→ observe: the reference stands in ({why})"]
     assert len(out) == 9
-    assert agent.observe.reference == "observe_args"  # notebook 04's version, with the argument check
+    assert agent.observe.reference == "observe_args"  # notebook 04's, with the argument check
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."
     assert "list_invoices was not run" in transcript  # the reference observe calls their check_args
 
 
 def test_a_skipped_edit_leaves_the_reference_version_and_the_rest_runs(agent_file, capsys):
-    """A learner who did not do notebook 03's edit: their notebook-02 loop fails rule 6, the reference stands in."""
+    """A learner who skipped 03's edit: their 02 loop fails rule 6; the reference stands in."""
     for notebook in (1, 2):
         run_notebook(notebook, capsys)
     capsys.readouterr()
@@ -144,7 +150,9 @@ def test_a_skipped_edit_leaves_the_reference_version_and_the_rest_runs(agent_fil
         "✓ observe: yours (my_agent.py)",
         '→ run_loop: the reference stands in (yours fails rule 6 "stop as a parameter")',
         "→ is_forged: the reference stands in (yours: not written yet)"]
-    answer, _ = agent.run_loop(QUESTION, ScriptedModel([" Done.\nAnswer: No."]), default_tools(), stop=None)
+    model = ScriptedModel([" Done.\nAnswer: No."])
+    answer, _ = agent.run_loop(QUESTION, model, default_tools(), stop=None)
     assert answer == "No."
-    assert agent_source("run_loop").startswith("# %agent run_loop: your run_loop from my_agent.py "
-                                               '(yours fails rule 6 "stop as a parameter"; the reference stood in)')
+    assert agent_source("run_loop").startswith(
+        "# %agent run_loop: your run_loop from my_agent.py (yours fails rule 6 "
+        '"stop as a parameter"; the reference stood in)')

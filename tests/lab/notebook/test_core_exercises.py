@@ -1,4 +1,4 @@
-"""The core path's exercises: each reference passes, each planted mistake fails on the rule it breaks.
+"""The core path's exercises: each reference passes; each planted mistake fails on its rule.
 
 A planted mistake is written as a learner would write it, in a notebook cell whose
 namespace holds the pieces of the notebooks before (the references). Every rule of every
@@ -13,9 +13,9 @@ from notebook_cells import notebook_namespace, run_cell
 
 from react_lab.lab.notebook import solutions
 from react_lab.lab.notebook.core_exercises import (
+    _OTHERS,
     CORE,
     EXEMPLARS,
-    _OTHERS,
     _pick_cases,
     code_lines,
     exercise_metadata,
@@ -83,10 +83,11 @@ def run_native(question, model, tools, exemplars=(), max_steps=6):
             messages.append({{"role": "tool", "tool_call_id": call["id"], "content": result.text}})
     return None, messages
 '''
-NATIVE_OK = dict(start="first_messages(question, tools, exemplars=exemplars)", steps="max_steps", stop="",
-                 calls="reply_calls(reply, tools)",
-                 append='messages.append({**reply.message(), "tool_calls": calls} if calls else reply.message())',
-                 args='json.loads(call["function"]["arguments"])')
+NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars)", "steps": "max_steps",
+             "stop": "", "calls": "reply_calls(reply, tools)",
+             "append": 'messages.append({**reply.message(), "tool_calls": calls} if calls '
+                       "else reply.message())",
+             "args": 'json.loads(call["function"]["arguments"])'}
 
 
 def _native(**changes):
@@ -108,39 +109,78 @@ def _effort(**changes):
     return EFFORT.format(**{**EFFORT_OK, **changes})
 
 
+def cell(body: str) -> str:
+    """A learner's one-function cell, written indented in this file."""
+    return textwrap.dedent(body).lstrip("\n")
+
+
+OBSERVED = '"\\nObservation: " + {} + "\\nThought:"'.format
+RAN = "call_tool(tools, name, args).text"
+CHECKED = "check_args(tools.get(name, tools['search']), args)"
+
 #: (exercise, the learner's cell, the rule its first failure must name)
 PLANTED = [
     ("observe", _observe(regex=r're.search(r"Action:\s*(\w+)\[(.*)\]", text)'), 1),
     ("observe", _observe(args='match.group(2).split(",")'), 2),
-    ("observe", _observe(result='"\\nObservation: " + json.dumps(call_tool(tools, name, args).value) + "\\nThought:"'),
-     3),
-    ("observe", _observe(result='"Observation: " + call_tool(tools, name, args).text'), 4),
-    ("observe", _observe(none='"\\nObservation: \\nThought:"'), 5),
-    ("observe", _observe(none='"\\nObservation: " + match.group(0) + "\\nThought:"'), 5),  # None has no group
+    ("observe", _observe(result=OBSERVED("json.dumps(call_tool(tools, name, args).value)")), 3),
+    ("observe", _observe(result=f'"Observation: " + {RAN}'), 4),
+    ("observe", _observe(none=OBSERVED('""')), 5),
+    ("observe", _observe(none=OBSERVED("match.group(0)")), 5),  # None has no group: it raises
     ("run_loop_stop", _loop(params="", stop="STOP", end="None", repeat="False"), 6),
     ("run_loop_stop", _loop(stop="STOP", end="None", repeat="False"), 6),
     ("run_loop_stop", _loop(params=", stop=None", end="None", repeat="False"), 2),
-    ("is_forged", "def is_forged(text):\n    return 'Observation' in text\n", 2),
-    ("is_forged", "def is_forged(text):\n    return re.search(r'^Observation:', text, re.M) is not None\n", 1),
-    ("is_forged", "def is_forged(text):\n    return re.search(r'^Observation', text, re.M)\n", 3),
-    ("check_args", "def check_args(tool, args):\n    v = jsonschema.Draft202012Validator(tool.parameters)\n"
-                   "    return [e.message for e in v.iter_errors(args)]\n", 1),
-    ("check_args", "def check_args(tool, args):\n    named = dict(zip(reversed(list(tool.parameters['properties'])), args))\n"
-                   "    v = jsonschema.Draft202012Validator(tool.parameters)\n"
-                   "    return [e.message for e in v.iter_errors(named)]\n", 1),
-    ("check_args", "def check_args(tool, args):\n    return []\n", 2),
-    ("check_args", "def check_args(tool, args):\n    named = dict(zip(tool.parameters['properties'], args))\n"
-                   "    return list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(named))\n", 3),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return 'Observation' in text
+        """), 2),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return re.search(r'^Observation:', text, re.M) is not None
+        """), 1),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return re.search(r'^Observation', text, re.M)
+        """), 3),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            validator = jsonschema.Draft202012Validator(tool.parameters)
+            return [e.message for e in validator.iter_errors(args)]
+        """), 1),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            named = dict(zip(reversed(list(tool.parameters['properties'])), args))
+            validator = jsonschema.Draft202012Validator(tool.parameters)
+            return [e.message for e in validator.iter_errors(named)]
+        """), 1),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            return []
+        """), 2),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            named = dict(zip(tool.parameters['properties'], args))
+            return list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(named))
+        """), 3),
     ("observe_args", _observe(), 6),
-    ("observe_args", _observe(result='"\\nObservation: " + "; ".join(check_args(tools[name], args)) '
-                                     '+ call_tool(tools, name, args).text + "\\nThought:"'), 3),
-    ("observe_args", _observe(result='"\\nObservation: " + (call_tool(tools, name, args).text if not '
-                                     'check_args(tools.get(name, tools["search"]), args) else "not run") + "\\nThought:"'),
-     6),
-    ("prompt_tokens_at_step", "def prompt_tokens_at_step(P, O, A, k):\n    return P + k * (A + O)\n", 1),
-    ("prompt_tokens_at_step", "def prompt_tokens_at_step(P, O, A, k):\n    return P + (k - 1) * A\n", 2),
-    ("is_repeat", "def is_repeat(calls, name, args):\n    return False\n", 1),
-    ("is_repeat", "def is_repeat(calls, name, args):\n    return any(a == args for _, a in calls)\n", 2),
+    ("observe_args", _observe(result=OBSERVED(f"'; '.join(check_args(tools[name], args)) + {RAN}")),
+     3),
+    ("observe_args", _observe(result=OBSERVED(f"({RAN} if not {CHECKED} else 'not run')")), 6),
+    ("prompt_tokens_at_step", cell("""
+        def prompt_tokens_at_step(P, O, A, k):
+            return P + k * (A + O)
+        """), 1),
+    ("prompt_tokens_at_step", cell("""
+        def prompt_tokens_at_step(P, O, A, k):
+            return P + (k - 1) * A
+        """), 2),
+    ("is_repeat", cell("""
+        def is_repeat(calls, name, args):
+            return False
+        """), 1),
+    ("is_repeat", cell("""
+        def is_repeat(calls, name, args):
+            return any(a == args for _, a in calls)
+        """), 2),
     ("best_effort", _effort(nudge='"\\nAnswer:"'), 1),
     ("best_effort", _effort(nudge='" I answer."'), 1),
     ("best_effort", _effort(stop=""), 2),
@@ -152,23 +192,33 @@ PLANTED = [
     ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
     ("run_loop_guards", _loop(answered="best_effort(model, transcript)\n            "), 8),
     ("run_native", _native(start='[{"role": "user", "content": question}]'), 1),
-    ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, tools.values())}, '
-                                 '{"role": "user", "content": question}]'), 1),
+    ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, '
+                                 'tools.values())}, {"role": "user", "content": question}]'), 1),
     ("run_native", _native(stop=", stop=STOP"), 2),
-    ("run_native", _native(append="messages.append({'role': 'assistant', 'content': reply.content})"), 3),
+    ("run_native", _native(append="messages.append({'role': 'assistant', 'content': "
+                                  "reply.content})"), 3),
     ("run_native", _native(args='call["function"]["arguments"]'), 4),
     ("run_native", _native(calls="(reply.tool_calls, [], None)"), 5),
     ("run_native", _native(steps="100"), 6),
-    ("pick_exemplar", "def pick_exemplar(question, pool):\n    return pool[0]\n", 1),
-    ("pick_exemplar", "def pick_exemplar(question, pool):\n    words = set(question.split())\n"
-                      "    return min(pool, key=lambda e: len(words & set(e.question.split())))\n", 1),
-    ("pick_exemplar", "def pick_exemplar(question, pool):\n    words = set(question.split())\n"
-                      "    return max(pool, key=lambda e: len(words & set(e.question.split()))).question\n", 2),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            return pool[0]
+        """), 1),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            words = set(question.split())
+            return min(pool, key=lambda e: len(words & set(e.question.split())))
+        """), 1),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            words = set(question.split())
+            return max(pool, key=lambda e: len(words & set(e.question.split()))).question
+        """), 2),
 ]
 
 
 def _defined(source: str):
-    """The function a learner's cell defines, in a namespace holding the references of earlier pieces."""
+    """The function a learner's cell defines, in a namespace holding the earlier references."""
     space = notebook_namespace(observe=solutions.observe, check_args=solutions.check_args,
                                is_repeat=solutions.is_repeat, best_effort=solutions.best_effort)
     run_cell(textwrap.dedent(source), space)
@@ -190,14 +240,15 @@ def test_a_planted_mistake_fails_on_its_rule(exercise, source, rule):
 
 
 def test_every_new_rule_is_broken_by_a_planted_mistake():
-    """An exercise's rules (an edit's new ones) are each named by some planted mistake: none is dead code."""
+    """Each rule of an exercise (an edit's new ones) is named by a planted mistake: none is dead."""
     from test_exercises import test_a_broken_rule_fails_and_is_named as loop_test
 
     loop_rules = {rule for _, rule in loop_test.pytestmark[0].args[1]}
     for name, exercise in CORE.items():
         earlier = CORE[exercise.edits].rules if exercise.edits in CORE else {}
         new = set(exercise.rules) - set(earlier)
-        hit = {rule for e, _, rule in PLANTED if e == name} | (loop_rules if name == "run_loop" else set())
+        hit = {rule for e, _, rule in PLANTED if e == name}
+        hit |= loop_rules if name == "run_loop" else set()
         assert new <= hit, (name, new - hit)
 
 
@@ -212,7 +263,8 @@ def test_a_stub_is_not_written_yet(name, agent_file, capsys):
 
 def test_an_edit_exercise_starts_from_the_agent_magic():
     assert [e.stub for e in CORE.values() if e.edits] == [
-        "%agent run_loop\n", "%agent observe\n", "%agent run_loop\n", "%agent run_loop as run_native\n"]
+        "%agent run_loop\n", "%agent observe\n", "%agent run_loop\n",
+        "%agent run_loop as run_native\n"]
 
 
 def test_a_learner_error_is_reported_never_raised(agent_file, capsys):
@@ -250,7 +302,7 @@ def test_solutions_mode_checks_the_reference_and_saves_nothing(agent_file, monke
 
 
 def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
-    """Each case's exemplar shares strictly the most words under a split on spaces and on word characters."""
+    """Each case's exemplar shares strictly the most words, split on spaces or on \\w+."""
     import re
 
     splits = [lambda t: set(t.lower().split()), lambda t: set(re.findall(r"\w+", t.lower())),
@@ -258,7 +310,8 @@ def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
     for case in _pick_cases():
         question, pool = case.args
         for split in splits:
-            scores = sorted((len(split(question) & split(e.question)), i) for i, e in enumerate(pool))
+            scores = sorted((len(split(question) & split(e.question)), i)
+                            for i, e in enumerate(pool))
             assert scores[-1][0] > scores[-2][0], (question, scores)
             best = pool[scores[-1][1]]
             assert case.expected(best) is None

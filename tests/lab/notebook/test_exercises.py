@@ -1,7 +1,8 @@
 """Exercise checkers pass the reference solutions and catch planted wrong answers.
 
-The bench's exercises and notebook 02's loop here; every checker's promises (a stub is "not written
-yet", solutions mode checks the reference); the core path's other pieces are in test_core_exercises.py.
+The bench's exercises and notebook 02's loop here; every checker's promises (a stub is "not
+written yet", solutions mode checks the reference); the core path's other pieces are in
+test_core_exercises.py.
 """
 import re
 
@@ -55,7 +56,8 @@ def test_stub_is_reported_not_raised(monkeypatch, capsys):
     assert check("parse_action", stub) is False
     out = capsys.readouterr().out
     # The learner's message: what to write, where, and that nothing passed (no ✓).
-    assert out.startswith("✎ parse_action: not written yet — write parse_action(text) -> (tool, args)")
+    assert out.startswith("✎ parse_action: not written yet — write parse_action(text) -> "
+                          "(tool, args)")
     assert "✓" not in out and "reference solution" not in out and "run this cell again" in out
 
 
@@ -89,7 +91,9 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
     from react_lab.lab.notebook.exercises import choose
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
-    mine = lambda text, n: text if len(text) <= n else f"{text[:n]} ...[truncated {len(text) - n} characters]"  # noqa: E731
+    def mine(text, n):
+        return text if len(text) <= n else f"{text[:n]} ...[truncated {len(text) - n} characters]"
+
     assert choose("truncate_observation", mine) is mine
     assert "using your truncate_observation" in capsys.readouterr().out
 
@@ -98,7 +102,8 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
 
     assert choose("truncate_observation", stub) is solutions.truncate_observation
     assert "is not written yet" in capsys.readouterr().out
-    assert choose("truncate_observation", WRONG["truncate_observation"]) is solutions.truncate_observation
+    wrong = WRONG["truncate_observation"]
+    assert choose("truncate_observation", wrong) is solutions.truncate_observation
     assert "fails a check" in capsys.readouterr().out
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
     assert choose("truncate_observation", mine) is solutions.truncate_observation
@@ -109,8 +114,8 @@ def observe(text, tools):
     match = ACTION_RE.search(text)
     if match is None:
         return "\nObservation: no action line\nThought:"
-    return "\nObservation: " + call_tool(tools, match.group(1), [a.strip() for a in match.group(2).split(",")]).text \
-        + "\nThought:"
+    args = [a.strip() for a in match.group(2).split(",")]
+    return "\nObservation: " + call_tool(tools, match.group(1), args).text + "\nThought:"
 
 
 def _loop(break_rule=None):
@@ -120,22 +125,26 @@ def _loop(break_rule=None):
     ``observe`` is the one above.
     """
     def run(question, model, tools, exemplars=None, max_steps=6):
-        transcript = build_prompt(question, tools.values(), None if break_rule == "exemplars" else exemplars)
+        shown = None if break_rule == "exemplars" else exemplars
+        transcript = build_prompt(question, tools.values(), shown)
         for _ in range(6 if break_rule == "max_steps" else max_steps):
             if break_rule == "no max_tokens":
                 completion = model.complete(transcript, stop=STOP)
             else:
-                completion = model.complete(transcript, stop=STOP, max_tokens=256 if break_rule == "max_tokens" else 128)
+                limit = 256 if break_rule == "max_tokens" else 128
+                completion = model.complete(transcript, stop=STOP, max_tokens=limit)
             text = completion.text.strip() if break_rule == "strip text" else completion.text
             transcript += text
             match = ACTION_RE.search(text)
             if "Answer:" in text and not (break_rule == "action first" and match):
                 rest = text.split("Answer:", 1)[1]
-                return (rest.strip() if break_rule == "line" else rest.split("\n")[0].strip()), transcript
+                answer = rest.strip() if break_rule == "line" else rest.split("\n")[0].strip()
+                return answer, transcript
             if break_rule == "no action" and match is None:
                 return None, transcript
             if break_rule == "inline":
-                observation = call_tool(tools, match.group(1), match.group(2).split(",")).text if match else "none"
+                observation = (call_tool(tools, match.group(1), match.group(2).split(",")).text
+                               if match else "none")
                 transcript += "\nObservation: " + observation + "\nThought:"
             elif break_rule == "label":
                 transcript += observe(text, tools).removesuffix("\nThought:")
@@ -156,8 +165,9 @@ def test_a_loop_written_from_the_rules_passes_every_run(monkeypatch, capsys, tmp
 
 
 @pytest.mark.parametrize("break_rule, rule", [
-    ("exemplars", 1), ("strip text", 2), ("max_tokens", 2), ("no max_tokens", 2), ("action first", 3),
-    ("line", 3), ("inline", 4), ("label", 4), ("observe the prompt", 4), ("no action", 4), ("max_steps", 5),
+    ("exemplars", 1), ("strip text", 2), ("max_tokens", 2), ("no max_tokens", 2),
+    ("action first", 3), ("line", 3), ("inline", 4), ("label", 4), ("observe the prompt", 4),
+    ("no action", 4), ("max_steps", 5),
 ])
 def test_a_broken_rule_fails_and_is_named(break_rule, rule):
     """A loop that breaks one rule of the notebook's five fails, and the message names that rule."""
@@ -174,7 +184,8 @@ def test_every_loop_failure_names_a_rule():
         model.complete("x", stop=None, max_tokens=128)
         raise KeyError("lookup_invoice")
 
-    assert [c.rule for c in _loop_cases(LOOP_RULES)] == [f"rule {n} ({name})" for n, name in LOOP_RULES.items()]
+    named = [f"rule {n} ({name})" for n, name in LOOP_RULES.items()]
+    assert [c.rule for c in _loop_cases(LOOP_RULES)] == named
     failure = run_cases("run_loop", raises)[2]
     assert "breaks rule 1 (start): raised KeyError" in failure, failure
 
@@ -191,7 +202,7 @@ def test_a_loop_that_ignores_its_step_limit_is_stopped_and_told(monkeypatch):
 
 
 def test_the_spies_are_undone_after_every_case():
-    """The checker watches call_tool and observe where a loop finds them, and puts the real ones back."""
+    """The checker watches call_tool and observe where a loop finds them, and puts them back."""
     import react_lab.tools
 
     before = globals()["observe"]

@@ -1,4 +1,4 @@
-"""The reference pieces, composed through load_agent, do what the lesson's own loops do where the two overlap.
+"""The reference pieces, composed by load_agent, do what the lesson's loops do where both overlap.
 
 Same scripted completions in, the same tool calls, observations and answer out:
 the reference ``run_loop`` (notebook 03's) against ``react_lab.loop.ask`` with every guard
@@ -28,6 +28,8 @@ from react_lab.protocol import ACTION_RE, EXEMPLARS
 from react_lab.tools import default_tools
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
+INVOICE = " The invoice.\nAction: find_invoice[INV-2291]"
+PAYMENTS = " Payments.\nAction: get_payments[INV-2291]"
 
 TEXT_RUNS = {
     "invoice then payments": [" I look at the invoice.\nAction: find_invoice[INV-2291]",
@@ -36,11 +38,13 @@ TEXT_RUNS = {
     "two arguments, spaced": [" The July invoices.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]",
                               " Two.\nAnswer: two invoices"],
     "a tool's own error": [" I list them.\nAction: list_invoices[cus_8812]",
-                           " With a date.\nAction: list_invoices[cus_8812, 2026-07-01]", " Done.\nAnswer: two"],
+                           " With a date.\nAction: list_invoices[cus_8812, 2026-07-01]",
+                           " Done.\nAnswer: two"],
     "search, then a charge": [" The policy.\nAction: search[refund policy]",
-                              " The charge.\nAction: get_charge[ch_1KZq8f]", " It succeeded.\nAnswer: 60 days"],
-    "the step limit": [" The invoice.\nAction: find_invoice[INV-2291]", " Payments.\nAction: get_payments[INV-2291]",
-                       " The charge.\nAction: get_charge[ch_1KZq8f]", " More.\nAction: search[duplicate charge]"],
+                              " The charge.\nAction: get_charge[ch_1KZq8f]",
+                              " It succeeded.\nAnswer: 60 days"],
+    "the step limit": [INVOICE, PAYMENTS, " The charge.\nAction: get_charge[ch_1KZq8f]",
+                       " More.\nAction: search[duplicate charge]"],
 }
 
 
@@ -51,8 +55,7 @@ def steps_of_reference(model: ScriptedModel) -> list[tuple[dict | None, str | No
         written = after[len(before):]
         match = ACTION_RE.search(written)
         observation = written.split("\nObservation: ", 1)[1].split("\nThought:")[0]
-        action = {"tool": match.group(1), "args": [a.strip() for a in match.group(2).split(",")]} if match else None
-        steps.append((action, observation))
+        steps.append((action_of(match), observation))
     return steps
 
 
@@ -75,15 +78,23 @@ def test_the_reference_loop_matches_the_lesson_loop_with_its_guards_off(no_file,
 
     assert answer == lesson.answer
     ran = steps_of_reference(mine) + ([] if answer is not None else [_last_step(mine, transcript)])
-    assert [(s.action, s.observation) for s in lesson.steps if s.action] == [s for s in ran if s[0]] != []
+    lessons = [(s.action, s.observation) for s in lesson.steps if s.action]
+    assert lessons == [s for s in ran if s[0]] != []
 
 
 def _last_step(model, transcript):
     """The last step of a run that hit its limit: its observation is in the returned transcript."""
     written = transcript[len(model.prompts[-1]):]
     match = ACTION_RE.search(written)
-    observation = written[written.index("\nObservation: ") + len("\nObservation: "):-len("\nThought:")]
-    return {"tool": match.group(1), "args": [a.strip() for a in match.group(2).split(",")]}, observation
+    observation = written.split("\nObservation: ", 1)[1].removesuffix("\nThought:")
+    return action_of(match), observation
+
+
+def action_of(match) -> dict | None:
+    """A step's action as the lesson's loop records it, from the action line the regex matched."""
+    if match is None:
+        return None
+    return {"tool": match.group(1), "args": [a.strip() for a in match.group(2).split(",")]}
 
 
 GUARDED_RUNS = {
@@ -91,7 +102,7 @@ GUARDED_RUNS = {
                                  " Again.\nAction: find_invoice[INV-2291]", " None.\nAnswer: No."],
     "a repeat, then the limit and a best effort": [
         " The invoice.\nAction: find_invoice[INV-2291]", " Again.\nAction: find_invoice[INV-2291]",
-        " Payments.\nAction: get_payments[INV-2291]", " It has no payments, so it is not paid.\nThought: done"],
+        PAYMENTS, " It has no payments, so it is not paid.\nThought: done"],
 }
 
 
@@ -113,29 +124,29 @@ def test_the_guarded_reference_loop_matches_the_lesson_with_the_same_two_guards(
     assert [s.action for s in lesson_steps][:len(ran)] == [a for a, _ in ran]
     for step, (_, observation) in zip(lesson_steps, ran):
         refused = step.guard == "repeat"
-        assert observation.startswith("Error:") == refused == observation.startswith("Error: that call")
+        assert observation.startswith("Error:") == refused
+        assert observation.startswith("Error: that call") == refused
         if not refused:
             assert observation == step.observation
 
 
+FIND = {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}
+PAY = {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}
 NATIVE_RUNS = {
     "two calls, then the answer": [
-        {"thought": "The invoice.", "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}]},
-        {"thought": "Payments.", "tool_calls": [{"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]},
+        {"thought": "The invoice.", "tool_calls": [FIND]},
+        {"thought": "Payments.", "tool_calls": [PAY]},
         {"thought": "None.", "answer": "No, INV-2291 is not paid."}],
     "two calls in one reply": [
-        {"thought": "Both.", "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
-                                            {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]},
+        {"thought": "Both.", "tool_calls": [FIND, PAY]},
         {"thought": "None.", "answer": "No."}],
     "a leaked call that runs": [
-        {"thought": "", "answer": '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}'
-                                  "</tool_call>"},
+        {"thought": "", "answer": f"<tool_call>{json.dumps(FIND)}</tool_call>"},
         {"thought": "Approved.", "answer": "It is approved, not paid."}],
     "a leaked call that cannot run": [
         {"thought": "", "answer": '{"name": "lookup_invoice", "arguments": {"id": "INV-2291"}}'},
         {"thought": "So.", "answer": "I do not know."}],
-    "the step limit": [
-        {"thought": "The invoice.", "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}]}],
+    "the step limit": [{"thought": "The invoice.", "tool_calls": [FIND]}],
 }
 
 
@@ -144,11 +155,12 @@ def test_the_reference_native_loop_matches_the_lesson_with_its_guards_off(no_fil
     replies, tools = NATIVE_RUNS[run], default_tools()
     agent = load_agent(8)
     mine, theirs = ScriptedChatModel(replies), ScriptedChatModel(replies)
-    answer, messages = agent.run_native(QUESTION, mine, tools, exemplars=[EXEMPLARS[1]], max_steps=3)
-    lesson = ask_native(QUESTION, theirs, tools, guards=Guards.off(), exemplars=[EXEMPLARS[1]], max_steps=3)
+    shown = [EXEMPLARS[1]]
+    answer, messages = agent.run_native(QUESTION, mine, tools, exemplars=shown, max_steps=3)
+    lesson = ask_native(QUESTION, theirs, tools, guards=Guards.off(), exemplars=shown, max_steps=3)
 
     assert answer == lesson.answer
-    assert mine.requests[0] == theirs.requests[0]  # the same first request: messages and tool schemas
+    assert mine.requests[0] == theirs.requests[0]  # the same first request: messages, schemas
     assert len(mine.requests) == len(theirs.requests)
     assert turns(messages[len(mine.requests[0][0]):]) == [
         (s.action and s.action["tool"], s.action and s.action["args"], s.observation)
@@ -156,7 +168,7 @@ def test_the_reference_native_loop_matches_the_lesson_with_its_guards_off(no_fil
 
 
 def turns(messages: list[dict]) -> list[tuple]:
-    """(first call's tool, its arguments, what the loop wrote back) per reply that got an answer back."""
+    """(first call's tool, its arguments, what the loop wrote back) per reply the loop answered."""
     out = []
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
