@@ -491,8 +491,8 @@ def register_magic() -> bool:
 # --------------------------------------------------------------------------- download
 
 #: The one sentence beside the download link.
-DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: download your agent (right-click the "
-                     "link, Download) and upload it beside the notebooks next time.")
+DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: save your agent (right-click the "
+                     "link, Save Link As) and upload it beside the notebooks next time.")
 
 
 def download_link():

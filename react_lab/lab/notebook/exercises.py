@@ -177,6 +177,15 @@ def _raised(name: str, case: Case, exc: Exception) -> str:
     return f"{broke}raised {type(exc).__name__}: {exc}"
 
 
+def is_reference(fn) -> bool:
+    """True for a reference solution: from :mod:`solutions`, or standing in for a learner's piece.
+
+    A checker never takes one for the learner's work (nbgrader's issue 940: an autograder
+    that imported the instructor's file passed every learner), nor saves it as theirs.
+    """
+    return getattr(fn, "__module__", None) == solutions.__name__ or hasattr(fn, "reference")
+
+
 def failed_rule(failure: str | None) -> tuple[int, str] | None:
     """The ``(number, name)`` of the rule a :func:`run_cases` failure names, or None."""
     return named_rule(failure)
@@ -215,6 +224,11 @@ def check(name: str, fn: Callable) -> bool:
     """
     if solutions_mode():
         fn = getattr(solutions, name)
+    elif is_reference(fn):
+        print(f"✎ {name}: not written yet — this {getattr(fn, '__name__', name)} is the reference "
+              "solution, not yours. Write yours in the cell above (an edit starts from %agent), "
+              "then run this cell again.")
+        return False
     passed, total, failure = run_cases(name, fn)
     if failure == NOT_WRITTEN and not solutions_mode():
         print(f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "

@@ -36,8 +36,24 @@ def test_reference_solution_passes(name, monkeypatch, capsys):
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     passed, total, failure = run_cases(name, getattr(solutions, name))
     assert failure is None and passed == total > 0
-    assert check(name, getattr(solutions, name)) is True
-    assert capsys.readouterr().out.startswith("✓")
+    monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
+    assert check(name, None) is True
+    assert capsys.readouterr().out.startswith(f"✓ {name}: {total}/{total} cases pass (reference")
+
+
+def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_path):
+    """Handing the checker the reference (imported, or standing in from load_agent) saves nothing."""
+    from react_lab.lab.notebook.agent_file import load_agent
+
+    monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
+    assert check("observe", solutions.observe) is False
+    assert capsys.readouterr().out.startswith("✎ observe: not written yet — this observe is the "
+                                              "reference solution, not yours.")
+    stand_in = load_agent(["observe"]).observe
+    capsys.readouterr()
+    assert check("observe", stand_in) is False
+    assert "is the reference solution, not yours" in capsys.readouterr().out
+    assert not (tmp_path / "my_agent.py").exists()
 
 
 @pytest.mark.parametrize("name", sorted(WRONG))
