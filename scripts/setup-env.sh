@@ -21,4 +21,9 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --progress-bar off --quiet --quiet -e '.[test]' \
   || { echo "pip install failed: see README 'Troubleshooting' (a C compiler is needed for llama-cpp-python)"; exit 1; }
+# No "get notified about Jupyter news?" popup over the first notebook, and no update check
+# (a room may be offline): JupyterLab reads these defaults from the environment's settings,
+# as Binder's do (binder/postBuild).
+mkdir -p .venv/share/jupyter/lab/settings
+cp binder/overrides.json .venv/share/jupyter/lab/settings/overrides.json
 .venv/bin/python -m react_lab.lab.backends.doctor

@@ -258,8 +258,9 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.5):
 def open_notebook(driver, lab: Lab, name: str, timeout: float = 90) -> dict:
     """Open ``name`` in a fresh workspace; wait until every cell is drawn and its kernel is idle.
 
-    Returns :func:`page_state` at that point. Answers JupyterLab's one-time "get notified
-    about Jupyter news?" question with No, so it does not cover the screenshots.
+    Returns :func:`page_state` at that point. Raises ``AssertionError`` if JupyterLab asks
+    "get notified about Jupyter news?": the environment's settings (``binder/overrides.json``,
+    installed by ``scripts/setup-env.sh`` and ``binder/postBuild``) switch that question off.
     """
     driver.get(lab.page(name))
     cells = stored_outputs(lab.notebook_dir / name)["cells"]
@@ -267,9 +268,9 @@ def open_notebook(driver, lab: Lab, name: str, timeout: float = 90) -> dict:
                               else None)(page_state(driver)),
                      timeout, f"{name} to open with an idle kernel")
     time.sleep(2)   # the kernel's info (language_info) arrives just after it turns idle
-    driver.execute_script("""
-      for (const b of document.querySelectorAll('.jp-toast-button, .Toastify button'))
-        if (b.textContent.trim() === 'No') b.click();""")
+    toasts = driver.execute_script(
+        "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.textContent);")
+    assert not [t for t in toasts if "news" in t.lower()], f"a news popup over {name}: {toasts}"
     return state
 
 

@@ -172,6 +172,24 @@ PAID = Task(id="p", category="paid_in_full", question="Has invoice INV-2291 been
     ("No, the invoice INV-2291 has not been paid in full.", PAID, True),
     ("No. INV-2323 (720.00 dollars) is approved but unpaid.", PAID, True),
     ("Yes, it is unpaid.", _task("yes", "yesno"), False),            # a question naming neither topic
+    # yes / no as a sentence: the stance taken on the question's own predicate
+    ("Supplier invoice INV-2291 has not been paid.", PAID, True),
+    ("INV-2291 is unpaid.", PAID, True),
+    ("INV-2291 has been paid.", PAID, False),
+    ("INV-2291 is unpaid, although it is paid.", PAID, False),       # both: contradicts itself
+    ("INV-2291 was approved on July 25.", PAID, False),              # no stance
+    ("The latest invoice of cus_4417 is unpaid.", PAID, False),      # about another subject
+    ("INV-1860 is fully paid off.", Task(id="p", category="paid_in_full", gold="yes", kind="yesno",
+                                         question="Is INV-1860 fully paid off?"), True),
+    ("INV-2041 did not get two successful card charges.", DUPLICATE, True),
+    ("INV-1591 did not get two successful card charges.", DUPLICATE, False),  # another invoice
+    ("INV-1591 did not get two successful card charges.",
+     Task(id="d", category="duplicate", gold="no", kind="yesno",
+          question="Was invoice INV-1591 charged twice, with two succeeded card charges?"), True),
+    ("INV-2041 was charged once.", DUPLICATE, True),
+    ("INV-2041 was charged twice.", DUPLICATE, False),
+    ("INV-1715 was charged twice.", DUPLICATE_YES, True),
+    ("It was charged twice.", _task("yes", "yesno"), False),          # a question naming neither
     # a number beside another for the same quantity: a hedge
     ("58.00 or 129.00 dollars", _task("58.00", "number", "dollars"), False),
     ("either 3 days or 7 days", _task("3", "number", "days"), False),

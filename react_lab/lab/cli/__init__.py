@@ -157,6 +157,10 @@ def _add_ask(sub) -> None:
                                                          "window: no completion is longer)"),
                    default=MAX_TOKENS, help=f"completion tokens per step (default %(default)s, at most {N_CTX})")
     a.add_argument("--json", action="store_true", help="print one JSON object")
+    a.add_argument("--no-exemplar", action="store_true",
+                   help="native protocol: start with no past exchange (the 135M model then calls "
+                        "no tool); by default one exemplar chosen for the question is sent as past "
+                        "messages, as the native_pool_k1 configuration does")
     a.add_argument("--mcp", metavar="COMMAND", default=None,
                    help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.lab.mcp" '
                         "(react_lab.lab.mcp); only the lab's own read-only tools run without approval")

@@ -83,9 +83,12 @@ def cmd_ask(args) -> int:
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
+        exemplars = [] if args.no_exemplar else native_exemplars(args.question, tools)
+        if not args.json:
+            print(_exemplar_note(exemplars, args.no_exemplar))
         result = ask_native(args.question, load_chat_model(args.model), tools,
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
-                            guards=_guards(args))
+                            guards=_guards(args), exemplars=exemplars)
     else:
         model = load_model(args.model)
         result = ask(args.question, model, tools, stop=not args.no_stop,
@@ -93,6 +96,31 @@ def cmd_ask(args) -> int:
     getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     return _print_run(args, result)
 
+
+
+def native_exemplars(question: str, tools) -> list:
+    """The past exchange a native run starts from: one exemplar chosen for ``question``.
+
+    Chosen as the ``native_pool_k1`` configuration chooses (the dev pool's nearest
+    exemplar by shape, :func:`react_lab.lab.experiments.configs.exemplars_for`); kept only
+    when every tool it calls is one of ``tools`` (an MCP server may serve others). Without
+    an exemplar the 135M model calls no tool, native or not.
+    """
+    from ..experiments.configs import exemplars_for, get_config
+    from ..experiments.tasks import Task
+
+    task = Task(id="ask", category="ask", question=question, gold="", kind="text")
+    chosen = exemplars_for(get_config("native_pool_k1"), task)
+    return [e for e in chosen if all(a.split("[")[0] in tools for _, a, _ in e.steps)]
+
+
+def _exemplar_note(exemplars: list, asked_none: bool) -> str:
+    """One line before a native trace: which past exchange the run starts from."""
+    if exemplars:
+        return (f"exemplar (as past messages, chosen for this question): "
+                f"{exemplars[0].question!r}")
+    why = "--no-exemplar" if asked_none else "no exemplar calls only these tools"
+    return f"exemplar: none ({why}); the 135M model then calls no tool"
 
 
 def _mcp_tools(args):

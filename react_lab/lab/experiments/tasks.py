@@ -238,6 +238,21 @@ _NEGATED = re.compile(r"\b(?:not|never|no|nothing|neither|nor|without)\b|n't\b",
 _CLAUSE = re.compile(r"[.,;:!?()\n]|\bbut\b|\bhowever\b", re.I)
 
 
+def _has_topic(question: str) -> bool:
+    """True when ``question`` is about one of the topics :data:`_STANCES` reads."""
+    return any(regex.search(question) for regex in _TOPICS.values())
+
+
+def _same_subject(answer: str, question: str) -> bool:
+    """False when ``answer`` names ids and none of them is one the question names.
+
+    "The latest invoice of cus_4417 is settled." does not answer "Is INV-2787 settled?";
+    an answer that names no id ("It was charged once.") is about the question's subject.
+    """
+    named = {_compact(i) for i in ID_RE.findall(answer)}
+    return not named or bool(named & {_compact(i) for i in ID_RE.findall(question)})
+
+
 def stances(text: str, question: str = "") -> set[str]:
     """Return the answers (``"yes"``/``"no"``) that phrases in ``text`` give to the question's topic.
 
@@ -303,10 +318,15 @@ def score(answer: str | None, task: Task) -> bool:
     * ``date``: some date in the answer is the gold date, in any format of :func:`dates_in`;
     * ``id``: the gold id appears as a whole word, ignoring case and the separator
       between prefix and digits (``inv 2041`` states ``INV-2041``; ``INV-20411`` does not);
-    * ``yesno``: the answer *begins* with yes/no/true/false as a word of its own ("No.",
-      "Yes, twice"); "no more tool calls" or "no action found" say neither; an answer that
-      also states the opposite ("no, the invoice was charged twice") contradicts itself,
-      and is wrong (:func:`stances`);
+    * ``yesno``: an answer that *begins* with yes/no/true/false as a word of its own
+      ("No.", "Yes, twice") says that; "no more tool calls" or "no action found" do not
+      begin so. Any other answer is read as a sentence: the stance it takes on the
+      question's own predicate, affirmed or negated ("has not been paid", "is unpaid",
+      "is fully paid off", "was charged once", "did not get two successful card charges"),
+      for the two predicates of the task set (:func:`stances`); a sentence that takes no
+      stance, names only ids the question does not name, or answers a question about
+      neither predicate, is wrong. An answer that states
+      both ("no, the invoice was charged twice") contradicts itself, and is wrong;
     * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
       (longest match first, underscores read as spaces, so "partially paid" is not
       "paid"); an option after a negation ("not open", "isn't open", "no longer open") is
@@ -333,10 +353,13 @@ def score(answer: str | None, task: Task) -> bool:
         return re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])",
                          _compact(answer)) is not None
     if kind == "yesno":
-        m = _YESNO.match(answer.strip(" \t\n*\"'"))
-        said = m and {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
-        rest = answer.strip(" \t\n*\"'")[m.end():] if m else ""
-        return said == gold and stances(rest, task.question) <= {gold}
+        text = answer.strip(" \t\n*\"'")
+        m = _YESNO.match(text)
+        if m is None:  # a sentence: the stance it takes on the question's own predicate
+            return (_has_topic(task.question) and _same_subject(text, task.question)
+                    and stances(text, task.question) == {gold})
+        said = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
+        return said == gold and stances(text[m.end():], task.question) <= {gold}
     if kind == "choice":
         options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
         said = _words(answer)

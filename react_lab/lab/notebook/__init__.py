@@ -1,5 +1,12 @@
-"""What the notebooks use around the agent: widgets, exercises, claims, the cell clock, plots and tables.
+"""What the notebooks use around the agent: widgets, exercises, claims, the clock, plots, tables.
 
-:func:`warm_up` pays every one-off cost before a learner's first step.
+:func:`warm_up` pays every one-off cost before a learner's first step. The learner's own
+agent, ``my_agent.py``, is saved by the checkers and loaded by :func:`load_agent`
+(:mod:`react_lab.lab.notebook.agent_file`); importing this package in IPython registers
+the ``%agent`` magic that puts a saved piece back into a cell to edit.
 """
+from .agent_file import download_link, load_agent, register_magic, save  # noqa: F401
+from .exercises import check  # noqa: F401
 from .warm import warm_up  # noqa: F401
+
+register_magic()  # IPython only: nothing happens in a script

@@ -3,7 +3,11 @@
 In a notebook, an exercise is a stub you fill in and a checker cell::
 
     def parse_action(text): ...            # your code
-    check("parse_action", parse_action)    # prints ✓, or the first case that fails
+    check("parse_action", parse_action)    # prints ✓, or the first rule a case breaks
+
+An exercise of the core path is a piece of the learner's agent
+(:mod:`react_lab.lab.notebook.core_exercises`): when it passes, :func:`check` saves it
+into the learner's file, ``my_agent.py`` (:mod:`react_lab.lab.notebook.agent_file`).
 
 The reference solutions live in one place, :mod:`react_lab.lab.notebook.solutions`. With
 ``REACT_LAB_SOLUTIONS=1`` in the environment (CI sets it), :func:`check` checks the
@@ -14,39 +18,17 @@ a wrong solution fails the build. Without it, :func:`check` never raises: a lear
 from __future__ import annotations
 
 import os
-import sys
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager
+from contextlib import nullcontext
+from typing import Any, Callable
 
-from ...protocol import ACTION_RE, EXEMPLARS, MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
-from ...tools import call_tool, default_tools
+from ...tools import default_tools
 from . import solutions
+from .cases import Case, TooManyCalls, named_rule
+from .core_exercises import CORE
 
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
 #: What :func:`run_cases` reports when the function still raises ``NotImplementedError``.
 NOT_WRITTEN = "not written yet: replace the `raise NotImplementedError` line"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One check: call the function with ``args`` (and ``kwargs``); compare with ``expected``.
-
-    ``expected`` is the value to return, ``("contains", text)`` for a string holding
-    ``text``, or a function ``verify(got) -> str | None`` that returns what is wrong
-    (None when nothing is). ``shown`` replaces the arguments in a failure message when
-    they are too long to print (a model, a tool set). ``rule`` names the rule a run
-    checks, in the message when the function raises; ``around(fn)`` is a context manager
-    the call runs inside (to watch what ``fn`` calls).
-    """
-
-    args: tuple
-    expected: Any
-    note: str = ""
-    kwargs: dict = field(default_factory=dict)
-    shown: str = ""
-    rule: str = ""
-    around: Callable[[Callable], ContextManager] | None = None
 
 
 def _tools():
@@ -75,204 +57,10 @@ def _same_text(want: str) -> Callable[[Any], str | None]:
     return verify
 
 
-#: The loop exercise's rules, numbered and named as notebook 02 states them; a failure names one.
-LOOP_RULES = {1: "start", 2: "send and append", 3: "stop on an answer", 4: "parse the action",
-              5: "dispatch", 6: "write the observation", 7: "step limit"}
-#: The ``max_tokens`` rule 2 states for every call.
-LOOP_MAX_TOKENS = 128
-
-
-def _broke(rule: int, detail: str) -> str:
-    return f"breaks rule {rule} ({LOOP_RULES[rule]}): {detail}"
-
-
-class _Recording:
-    """A scripted model (stop applied as a provider applies it) that records what each call sent and got.
-
-    ``sent`` holds ``(stop, max_tokens)`` per call, ``max_tokens`` None when the loop left
-    it out; ``texts`` the completion text each call returned.
-    """
-
-    def __init__(self, completions):
-        from ..backends.scripted import ScriptedModel
-
-        self.inner, self.sent, self.texts = ScriptedModel(completions), [], []
-
-    @property
-    def prompts(self) -> list[str]:
-        return self.inner.prompts
-
-    @property
-    def calls(self) -> int:
-        return self.inner.calls
-
-    def complete(self, prompt, *, stop=None, max_tokens=None):
-        self.sent.append((stop, max_tokens))
-        completion = self.inner.complete(prompt, stop=stop,
-                                         max_tokens=MAX_TOKENS if max_tokens is None else max_tokens)
-        self.texts.append(completion.text)
-        return completion
-
-
-@contextmanager
-def _watching_call_tool(fn: Callable, seen: list):
-    """Record the ``(tool, args)`` that ``fn`` passes to ``call_tool`` while the run lasts.
-
-    ``call_tool`` strips arguments itself, so an observation cannot show whether the loop
-    stripped them (rule 4); the call can. The name is swapped in ``fn``'s module (a
-    notebook's namespace) and in :mod:`react_lab.tools` (an import inside ``fn``), and put
-    back afterwards. A loop that reaches ``call_tool`` another way is not watched; its
-    observations are still checked.
-    """
-    def recording(tools, name, args):
-        seen.append((name, args))
-        return call_tool(tools, name, args)
-
-    space = getattr(fn, "__globals__", None)
-    spaces = [ns for ns in (space, vars(sys.modules[call_tool.__module__]))
-              if isinstance(ns, dict) and ns.get("call_tool") is call_tool]
-    for ns in spaces:
-        ns["call_tool"] = recording
-    try:
-        yield
-    finally:
-        for ns in spaces:
-            ns["call_tool"] = call_tool
-
-
-def _split(raw: str) -> list[str]:
-    return [piece.strip() for piece in raw.split(",")]
-
-
-def _check_sent(model, first: str) -> str | None:
-    """Rules 1 and 2 on what went out: the first prompt, and ``stop`` and ``max_tokens`` on every call."""
-    if not model.prompts:
-        return _broke(2, "never called model.complete")
-    if model.prompts[0] != first:
-        return _broke(1, "the first prompt the model received is not build_prompt(question, tools.values(), exemplars)")
-    for stop, max_tokens in model.sent:
-        if stop != STOP:
-            return _broke(2, f"sent stop={stop!r}; send stop=STOP on every call")
-        if max_tokens != LOOP_MAX_TOKENS:
-            return _broke(2, f"sent max_tokens={max_tokens!r}; send max_tokens={LOOP_MAX_TOKENS} on every call")
-    return None
-
-
-def _check_parsed(texts: list[str], seen: list) -> str | None:
-    """Rule 4 on the calls the loop made: ACTION_RE's action line, split on commas, each piece stripped."""
-    wanted = []
-    for text in texts:
-        if "Answer:" in text:
-            break
-        match = ACTION_RE.search(text)
-        if match:
-            wanted.append((match.group(1), _split(match.group(2))))
-    for (name, args), (want_name, want_args) in zip(seen, wanted):
-        if name != want_name or not isinstance(args, (list, tuple)) or list(args) != want_args:
-            return _broke(4, f"called call_tool with {name!r}, {args!r}; the line that starts with Action: "
-                             f"gives {want_name!r}, {want_args!r}")
-    return None
-
-
-def _check_steps(model, tools) -> str | None:
-    """Rules 2, 3, 5 and 6 on each step: the next prompt is this one, the text as it is, then the observation."""
-    head, tail = f"\n{OBSERVATION}: ", f"\n{THOUGHT}:"
-    for before, text, after in zip(model.prompts, model.texts, model.prompts[1:]):
-        if not after.startswith(before):
-            return _broke(2, "sent a prompt that is not the whole transcript so far (each prompt must extend the last)")
-        if not after.startswith(before + text):
-            return _broke(2, f"did not append the completion's text as it is ({text!r}: keep every space and newline)")
-        if "Answer:" in text:
-            return _broke(3, f"went on after {text!r}, which contains 'Answer:'; look for it before an action")
-        written = after[len(before + text):]
-        if not written.startswith(head):
-            return _broke(6, f"appended {written[:40]!r}... after the completion; start with '\\nObservation: '")
-        if not written.endswith(tail) or len(written) < len(head + tail):
-            return _broke(6, f"ended the observation with ...{written[-40:]!r}; end it with '\\nThought:'")
-        observation = written[len(head):len(written) - len(tail)]
-        match = ACTION_RE.search(text)
-        if match is None and not observation.strip():
-            return _broke(5, f"wrote an empty observation after {text!r}; with no action line, say so")
-        want = match and call_tool(tools, match.group(1), _split(match.group(2))).text
-        if match and observation != want:
-            return _broke(5, f"after {match.group(0).strip()!r} wrote the observation {observation[:60]!r}; "
-                             f"expected call_tool(tools, name, args).text, {want[:60]!r}")
-    return None
-
-
-def _loop_case(rule: int, question: str, script: list[str], *, answer: Any, calls: int, hint: str = "",
-               exemplars=None, max_steps: int = 6) -> Case:
-    """The run for one rule: the learner's loop on a scripted model, and every rule checked on it.
-
-    ``answer``: what the loop must return; ``calls``: how many model calls it must make
-    (``hint`` says why, when it made another number).
-    """
-    tools, model, seen = _tools(), _Recording(script), []
-
-    def verify(got):
-        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)):
-            return f"returned {got!r}; expected a pair (answer or None, transcript)"
-        returned, transcript = got
-        wrong = (_check_sent(model, build_prompt(question, tools.values(), exemplars))
-                 or _check_parsed(model.texts, seen) or _check_steps(model, tools))
-        if wrong:
-            return wrong
-        if model.calls != calls:
-            return _broke(rule, f"made {model.calls} model call{'s' * (model.calls != 1)}; expected {calls}{hint}")
-        if returned != answer:
-            return _broke(3 if answer is not None else 7, f"returned the answer {returned!r}; expected {answer!r}")
-        last = model.prompts[-1] + model.texts[-1]
-        if answer is not None and transcript != last:
-            return _broke(3, "returned a transcript that is not the last prompt plus the answer's completion")
-        if answer is None and not (transcript.startswith(last) and transcript.endswith(f"\n{THOUGHT}:")):
-            return _broke(7, "returned a transcript without the last step's completion and observation")
-        return None
-
-    return Case((question, model, tools), verify, kwargs={"exemplars": exemplars, "max_steps": max_steps},
-                shown=f"{question!r}, scripted model, tools" + (f", max_steps={max_steps}" if max_steps != 6 else "")
-                + (", exemplars=[EXEMPLARS[1]]" if exemplars else ""),
-                rule=f"rule {rule} ({LOOP_RULES[rule]})", around=lambda fn: _watching_call_tool(fn, seen))
-
-
-def _loop_cases() -> list[Case]:
-    """The loop exercise's runs, one per rule, on a scripted model that honours ``stop``."""
-    q = "Has supplier invoice INV-2291 been paid?"
-    return [
-        _loop_case(1, q, [" I look at the invoice first.\nAction: find_invoice[INV-2291]",
-                          " It is approved; now its payments.\nAction: get_payments[INV-2291]",
-                          " There are no payments.\nAnswer: No. INV-2291 has no payments."],
-                   exemplars=[EXEMPLARS[1]], answer="No. INV-2291 has no payments.", calls=3),
-        # The stop sequence cuts the forged observation; the spaces round the text stay in the transcript.
-        _loop_case(2, q, ['  I check its payments.\nAction: get_payments[INV-2291]  \nObservation: {"payments": '
-                          '[{"amount": 48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid.',
-                          " There are no payments.\nAnswer: No. INV-2291 has no payments.\n"],
-                   answer="No. INV-2291 has no payments.", calls=2),
-        _loop_case(3, q, [" I know it.\nAction: find_invoice[INV-2291]\nAnswer:  No, it is not paid.  \n\n"
-                          "Question: Was INV-2323 paid?"],
-                   answer="No, it is not paid.", calls=1, hint=" (an answer ends the run, even beside an action)"),
-        _loop_case(4, "What were the July invoices of cus_8812?",
-                   [" I could write Action: search[refunds] here.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]",
-                    " Done.\nAnswer: two"], answer="two", calls=2),
-        _loop_case(5, q, [" I am not sure what to do.", " I look it up.\nAction: lookup_invoice[INV-2291]",
-                          " The tool list has find_invoice.\nAction: find_invoice[INV-2291]",
-                          " It is approved, not paid.\nAnswer: INV-2291 is approved and not paid."],
-                   answer="INV-2291 is approved and not paid.", calls=4,
-                   hint=" (no action and an unknown tool each become an observation, and the loop goes on)"),
-        _loop_case(6, "What were the July invoices of cus_8812?",
-                   [" I list them.\nAction: list_invoices[cus_8812]",
-                    " It needs a date.\nAction: list_invoices[cus_8812, 2026-07-01]", " Done.\nAnswer: two"],
-                   answer="two", calls=3, hint=" (a tool's error text is an observation like any other)"),
-        _loop_case(7, q, [" Again.\nAction: find_invoice[INV-2291]"], max_steps=3, answer=None, calls=3,
-                   hint=" (max_steps=3: stop after that many model calls)"),
-    ]
-
-
+#: Every exercise by name: what to write, in one line, and its cases. The core path's
+#: pieces (:data:`react_lab.lab.notebook.core_exercises.CORE`) come first; then the bench's.
 EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
-    "run_loop": (
-        "run_loop(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, "
-        "transcript): the text-protocol loop",
-        lambda: _loop_cases(),
-    ),
+    **{name: (exercise.task, exercise.cases) for name, exercise in CORE.items()},
     "parse_action": (
         "parse_action(text) -> (tool, args) or None: the anchored action line, args split on commas",
         lambda: [
@@ -325,20 +113,6 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             Case(("x" * 5, 5), "xxxxx", "exactly the limit fits"),
         ],
     ),
-    "prompt_tokens_at_step": (
-        "prompt_tokens_at_step(P, O, A, k) -> int: prompt tokens sent at step k (1-based)",
-        lambda: [Case((1000, 600, 100, 1), 1000), Case((1000, 600, 100, 10), 7300),
-                 Case((340, 0, 50, 3), 440), Case((0, 10, 0, 4), 30)],
-    ),
-    "is_repeat": (
-        "is_repeat(history, tool, args) -> bool: True if (tool, args) was already called",
-        lambda: [
-            Case(([], "search", "refunds"), False),
-            Case(([("search", "refunds")], "search", "refunds"), True),
-            Case(([("search", "refunds")], "search", "refund policy"), False),
-            Case(([("search", "refunds")], "get_charge", "refunds"), False, "the tool name counts too"),
-        ],
-    ),
     "normalise_amount": (
         "normalise_amount(text) -> float | None: the first number in the text, thousands separators dropped ('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
         lambda: [Case(("$129.00",), 129.0), Case(("It was 1,290.50 dollars",), 1290.5),
@@ -356,7 +130,8 @@ def solutions_mode() -> bool:
 def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
     """Run exercise ``name``'s cases on ``fn``; return (passed, total, first failure or None).
 
-    Raises ``KeyError`` for an unknown exercise name.
+    The failure is :data:`NOT_WRITTEN` for a stub that still raises ``NotImplementedError``.
+    Never raises for what ``fn`` does; raises ``KeyError`` for an unknown exercise name.
     """
     _, make_cases = EXERCISES[name]
     cases = make_cases()
@@ -371,22 +146,49 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
         except NotImplementedError:
             return 0, len(cases), NOT_WRITTEN
         except Exception as exc:  # a learner's bug: report it, keep the notebook running
-            broke = f"breaks {case.rule}: " if case.rule else ""
-            failure = failure or f"{name}({shown}) {broke}raised {type(exc).__name__}: {exc}"
+            failure = failure or f"{name}({shown}) {_raised(name, case, exc)}"
             continue
         expected = case.expected
-        if callable(expected):
-            wrong = expected(got)
-        elif isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
-            wrong = None if isinstance(got, str) and expected[1] in got else \
-                f"returned {got!r}; expected a string containing {expected[1]!r}"
-        else:
-            wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
+        try:
+            if callable(expected):
+                wrong = expected(got)
+            elif isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
+                wrong = None if isinstance(got, str) and expected[1] in got else \
+                    f"returned {got!r}; expected a string containing {expected[1]!r}"
+            else:
+                wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
+        except Exception as exc:  # what fn returned cannot even be compared (its __eq__ raises)
+            wrong = (f"returned {type(got).__name__}, which cannot be checked "
+                     f"({type(exc).__name__}: {exc})")
         if wrong is None:
             passed += 1
         elif failure is None:
             failure = f"{name}({shown}) {wrong}" + (f" ({case.note})" if case.note else "")
     return passed, len(cases), failure
+
+
+def _raised(name: str, case: Case, exc: Exception) -> str:
+    """What a case says when the learner's function raised: the rule it breaks, the exception."""
+    rule = case.rule
+    if isinstance(exc, TooManyCalls) and name in CORE:  # a loop that ignores its step limit
+        limit = [n for n, r in CORE[name].rules.items() if r == "step limit"]
+        rule = f"rule {limit[0]} (step limit)" if limit else rule
+    broke = f"breaks {rule}: " if rule else ""
+    return f"{broke}raised {type(exc).__name__}: {exc}"
+
+
+def is_reference(fn) -> bool:
+    """True for a reference solution: from :mod:`solutions`, or standing in for a learner's piece.
+
+    A checker never takes one for the learner's work (nbgrader's issue 940: an autograder
+    that imported the instructor's file passed every learner), nor saves it as theirs.
+    """
+    return getattr(fn, "__module__", None) == solutions.__name__ or hasattr(fn, "reference")
+
+
+def failed_rule(failure: str | None) -> tuple[int, str] | None:
+    """The ``(number, name)`` of the rule a :func:`run_cases` failure names, or None."""
+    return named_rule(failure)
 
 
 def choose(name: str, fn: Callable) -> Callable:
@@ -414,12 +216,19 @@ def check(name: str, fn: Callable) -> bool:
     """Check ``fn`` (or, in solutions mode, the reference solution) and print ✓ or what is wrong.
 
     Returns True when every case passes. A stub that still raises ``NotImplementedError``
-    gets the learner's "not written yet — write ..." message, not a failure. In
+    gets the learner's "not written yet — write ..." message, not a failure. A piece of
+    the core path that passes is saved into the learner's ``my_agent.py``
+    (:func:`react_lab.lab.notebook.agent_file.save`), and the same line says so. In
     solutions mode a failure raises ``AssertionError``, so CI notices a wrong reference
-    solution.
+    solution, and nothing is saved.
     """
     if solutions_mode():
         fn = getattr(solutions, name)
+    elif is_reference(fn):
+        print(f"✎ {name}: not written yet — this {getattr(fn, '__name__', name)} is the reference "
+              "solution, not yours. Write yours in the cell above (an edit starts from %agent), "
+              "then run this cell again.")
+        return False
     passed, total, failure = run_cases(name, fn)
     if failure == NOT_WRITTEN and not solutions_mode():
         print(f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "
@@ -427,7 +236,12 @@ def check(name: str, fn: Callable) -> bool:
         return False
     source = " (reference solution)" if solutions_mode() else ""
     if failure is None:
-        print(f"✓ {name}: {passed}/{total} cases pass{source}")
+        saved = ""
+        if name in CORE and not solutions_mode():
+            from .agent_file import save_quietly
+
+            saved = f" — {save_quietly(fn, CORE[name].piece)}"
+        print(f"✓ {name}: {passed}/{total} cases pass{source}{saved}")
         return True
     print(f"✗ {name}: {passed}/{total} cases pass{source}. First problem: {failure}")
     if solutions_mode():

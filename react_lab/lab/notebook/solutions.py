@@ -2,45 +2,163 @@
 
 Instructors: CI runs every notebook with these filled in (``REACT_LAB_SOLUTIONS=1``).
 Learners: try the exercise first; each solution is a few lines.
+
+The core path's pieces come first, in notebook order. They call each other by name
+(``run_loop`` calls ``observe``, ``observe_args`` calls ``check_args``), so when
+:func:`react_lab.lab.notebook.agent_file.load_agent` puts one into a learner's agent it
+calls the learner's other pieces. An *edit* exercise changes an earlier piece: its
+reference is the whole piece after the edit, under the exercise's name here
+(``run_loop_stop``) and under the piece's name (``run_loop``) in the learner's file.
 """
 from __future__ import annotations
 
 import json
 import re
 
+import jsonschema
+
+from ...native import first_messages, reply_calls
 from ...protocol import ACTION_RE, STOP, build_prompt
-from ...tools import call_tool
-
-_ACTION = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)
+from ...tools import call_tool, tool_schemas
 
 
+# Notebook 01: one completion by hand.
+def observe(text, tools):
+    """Run the completion's action; return what the loop appends: Observation, next Thought."""
+    match = ACTION_RE.search(text)  # anchored: only a line that starts with "Action:"
+    if match is None:
+        return "\nObservation: Error: no action line; write Action: tool_name[arguments]\nThought:"
+    name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
+    return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"
+
+
+# Notebook 02: the loop.
 def run_loop(question, model, tools, exemplars=None, max_steps=6):
-    """Notebook 02: the text-protocol loop; returns (answer or None, transcript)."""
+    """Run the text-protocol loop; return (answer or None, transcript)."""
     transcript = build_prompt(question, tools.values(), exemplars)
     for _ in range(max_steps):
-        # 1. send the whole transcript; the stop sequence cuts the completion before an Observation
+        # send the whole transcript; the stop sequence cuts the completion before an Observation
         text = model.complete(transcript, stop=STOP, max_tokens=128).text
-        # 2. append what the model wrote
         transcript += text
-        # 3. stop on an answer: the rest of its line
-        if "Answer:" in text:
+        if "Answer:" in text:  # stop on an answer: the rest of its line
             return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
-        # 4. parse the action: the anchored regex, arguments split on commas
-        match = ACTION_RE.search(text)
-        if match is None:
-            observation = "Could not parse an action. Write one line: Action: tool_name[arguments]"
-        else:
-            name, raw = match.group(1), match.group(2)
-            # 5. dispatch: call_tool never raises; an error comes back as text
-            observation = call_tool(tools, name, [a.strip() for a in raw.split(",")]).text
-        # 6. the loop, not the model, writes the Observation, then the next label
-        transcript += f"\nObservation: {observation}\nThought:"
+        transcript += observe(text, tools)  # the loop, not the model, writes the Observation
     return None, transcript
 
 
+# Notebook 03 (edit of run_loop): the stop sequence becomes a parameter, so it can be switched off.
+def run_loop_stop(question, model, tools, exemplars=None, max_steps=6, stop=STOP):
+    """Run the text-protocol loop, sending ``stop`` on each call; return (answer, transcript)."""
+    transcript = build_prompt(question, tools.values(), exemplars)
+    for _ in range(max_steps):
+        # send the whole transcript; the stop sequence cuts the completion before an Observation
+        text = model.complete(transcript, stop=stop, max_tokens=128).text
+        transcript += text
+        if "Answer:" in text:  # stop on an answer: the rest of its line
+            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
+        transcript += observe(text, tools)  # the loop, not the model, writes the Observation
+    return None, transcript
+
+
+# Notebook 03: the model wrote an Observation of its own.
+def is_forged(text):
+    """True if a line of the completion starts with ``Observation`` (a forged observation)."""
+    return re.search(r"^Observation", text, re.MULTILINE) is not None
+
+
+# Notebook 04: the JSON Schema check the regex and the comma split cannot make.
+def check_args(tool, args):
+    """Return the schema's complaints about a call's positional arguments ([] when valid)."""
+    named = dict(zip(tool.parameters["properties"], args))  # {"customer_id": "cus_8812", ...}
+    validator = jsonschema.Draft202012Validator(tool.parameters)
+    return [error.message for error in validator.iter_errors(named)]
+
+
+# Notebook 04 (edit of observe): a call the schema refuses does not run; its errors are observed.
+def observe_args(text, tools):
+    """Run the completion's action if the schema passes its arguments; return what is appended."""
+    match = ACTION_RE.search(text)  # anchored: only a line that starts with "Action:"
+    if match is None:
+        return "\nObservation: Error: no action line; write Action: tool_name[arguments]\nThought:"
+    name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
+    errors = check_args(tools[name], args) if name in tools else []
+    if errors:
+        return f"\nObservation: Error: {name} was not run: {'; '.join(errors)}\nThought:"
+    return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"
+
+
+# Notebook 05: what one step of a run costs.
+def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
+    """Notebook 05: the prefix once, plus every earlier step's assistant text and observation."""
+    return P + (k - 1) * (A + O)
+
+
+# Notebook 06 (and bench notebook 06): repeat detection.
+def is_repeat(calls, name, args):
+    """True if the same tool already ran with the same arguments: an exact repeat."""
+    return (name, args) in calls
+
+
+# Notebook 06: the step limit's labelled answer.
+def best_effort(model, transcript):
+    """Ask once more for an answer from what the run found; return it labelled, or None."""
+    nudge = " I can take no more steps, so I answer now from the observations above.\nAnswer:"
+    text = model.complete(transcript + nudge, stop=STOP, max_tokens=128).text
+    first = text.strip().split("\n")[0].strip()
+    return f"[best effort] {first}" if first else None
+
+
+# Notebook 06 (edit of run_loop): refuse a repeated call; after the last step, a best effort.
+def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=STOP):
+    """Run the text-protocol loop with two guards; return (answer or None, transcript)."""
+    transcript = build_prompt(question, tools.values(), exemplars)
+    calls = []
+    for _ in range(max_steps):
+        # send the whole transcript; the stop sequence cuts the completion before an Observation
+        text = model.complete(transcript, stop=stop, max_tokens=128).text
+        transcript += text
+        if "Answer:" in text:  # stop on an answer: the rest of its line
+            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
+        match = ACTION_RE.search(text)
+        if match and is_repeat(calls, *match.groups()):  # guard: the same call again runs nothing
+            transcript += "\nObservation: Error: that call already ran (see above).\nThought:"
+        else:
+            transcript += observe(text, tools)  # the loop, not the model, writes the Observation
+        calls.append(match.groups() if match else None)
+    return best_effort(model, transcript), transcript  # guard: the step limit's labelled answer
+
+
+# Notebook 07 (edit of run_loop, mostly by deleting): native tool calls.
+def run_native(question, model, tools, exemplars=(), max_steps=6):
+    """Run the native tool-calling loop; return (answer or None, messages)."""
+    messages = first_messages(question, tools, exemplars=exemplars)  # exemplars as past messages
+    for _ in range(max_steps):
+        reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
+        calls, _, problem = reply_calls(reply, tools)  # a call written in the text is no answer
+        messages.append({**reply.message(), "tool_calls": calls} if calls else reply.message())
+        if problem:
+            messages.append({"role": "user", "content": f"Error: {problem}"})
+        elif not calls:
+            return reply.content, messages
+        for call in calls:
+            name, arguments = call["function"]["name"], call["function"]["arguments"]
+            messages.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": call_tool(tools, name, json.loads(arguments)).text})
+    return None, messages
+
+
+# Notebook 08: a retrieved exemplar.
+def pick_exemplar(question, pool):
+    """Return the pool's exemplar whose question shares the most words with ``question``."""
+    words = set(question.lower().split())
+    return max(pool, key=lambda exemplar: len(words & set(exemplar.question.lower().split())))
+
+
+# --------------------------------------------------------------------------- the bench's exercises
+
 def parse_action(text: str):
     """Bench notebook 01: the anchored action line as (tool, [args]), or None."""
-    match = _ACTION.search(text)
+    match = ACTION_RE.search(text)
     if match is None:
         return None
     return match.group(1), [a.strip() for a in match.group(2).split(",")]
@@ -77,16 +195,6 @@ def truncate_observation(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]} ...[truncated {len(text) - max_chars} characters]"
-
-
-def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
-    """Notebook 05: the prefix once, plus every earlier step's assistant text and observation."""
-    return P + (k - 1) * (A + O)
-
-
-def is_repeat(history: list, tool: str, args) -> bool:
-    """Bench notebook 06: an exact repeat is the same tool with the same arguments."""
-    return (tool, args) in history
 
 
 def normalise_amount(text: str):

@@ -1,0 +1,518 @@
+"""The learner's agent as a file they own: ``my_agent.py``, saved piece by piece, loaded fresh.
+
+Each piece a learner writes in the core path (``observe``, ``run_loop``, ...) is saved into
+one file beside the notebooks when its checker passes (:func:`save`; the checker calls it).
+A notebook starts from that file::
+
+    agent = load_agent(4)      # the pieces written before notebook 04, each checked
+    # ✓ observe: yours (my_agent.py)
+    # → run_loop: the reference stands in (yours fails rule 6 "stop as a parameter")
+    # ✓ is_forged: yours (my_agent.py)
+    agent.run_loop(question, model, tools)
+
+:func:`load_agent` reads the file afresh on every call (no stale module, no
+``importlib.reload``), checks each piece on the scripted model, and puts the reference
+solution in for a piece that is missing or fails, saying so in one line. The pieces live
+in one namespace and call each other by name, so a learner's ``run_loop`` calls *their*
+``observe`` when it passed, and the reference's when it did not.
+
+An edit exercise starts from the learner's own code: ``%agent run_loop`` replaces the
+cell with the current ``run_loop`` of ``my_agent.py`` (or the reference's, saying so), as
+IPython's ``%load -s`` does. :func:`download_link` offers the file for download: Binder
+keeps nothing between sessions.
+
+The file is ``my_agent.py`` in the kernel's working directory (the notebooks' folder);
+``REACT_LAB_AGENT_FILE`` names another path (the tests use it).
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import dis
+import importlib.util
+import inspect
+import io
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import types
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Callable, Iterable
+
+from . import solutions
+from .core_exercises import CORE, Exercise, pieces_before
+from .exercises import NOT_WRITTEN, failed_rule, run_cases, solutions_mode
+
+AGENT_FILE_ENV = "REACT_LAB_AGENT_FILE"
+FILE_NAME = "my_agent.py"
+
+#: The top of a new ``my_agent.py``: what it is, and the imports the pieces use.
+HEADER = '''"""My ReAct agent: the pieces I wrote in the react_lab notebooks.
+
+Each piece is saved here when its checker passes, and replaced when it passes again.
+The notebooks load this file with react_lab.lab.notebook.load_agent, which checks every
+piece and says which ones are mine. It also imports on its own: import my_agent.
+"""
+import json
+import re
+
+import jsonschema
+
+from react_lab.native import first_messages, reply_calls
+from react_lab.protocol import ACTION_RE, STOP, build_prompt
+from react_lab.tools import call_tool, tool_schemas
+'''
+
+#: Where :func:`save` looks for a name a piece uses that the file does not import yet.
+IMPORTABLE_FROM = ("react_lab.protocol", "react_lab.tools", "react_lab.native", "react_lab.cost",
+                   "react_lab.schema")
+
+#: For each piece, the exercise the last :func:`load_agent` checked it as, and why the
+#: reference stood in ("" when theirs passed): what ``%agent`` shows and says.
+_LAST: dict[str, str] = {}
+_LAST_REASON: dict[str, str] = {}
+
+
+def agent_path() -> Path:
+    """The learner's file: ``$REACT_LAB_AGENT_FILE``, else ``my_agent.py`` in the working folder."""
+    return Path(os.environ.get(AGENT_FILE_ENV) or FILE_NAME).absolute()
+
+
+# --------------------------------------------------------------------------- save
+
+def save(fn: Callable, name: str | None = None) -> Path | None:
+    """Write ``fn``'s source into ``my_agent.py`` as ``name`` (default: its own); print one line.
+
+    An earlier piece of that name is replaced where it stands; a new one is appended.
+    Imports the piece needs and the file lacks are added below the file's imports.
+    Returns the file's path, or None when nothing could be saved (a lambda, a file that
+    no longer parses), with the reason printed; never raises for those.
+    """
+    path, message = _save(fn, name or getattr(fn, "__name__", ""))
+    print(message)
+    return path
+
+
+def save_quietly(fn: Callable, name: str) -> str:
+    """Save ``fn`` as ``name``; return what happened ("saved to my_agent.py"); never raise."""
+    try:
+        return _save(fn, name)[1]
+    except Exception as exc:  # noqa: BLE001 -- a checker's ✓ line must not end in a traceback
+        return f"not saved: {type(exc).__name__}: {exc}"
+
+
+def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
+    path = agent_path()
+    source, problem = piece_source(fn, name)
+    if problem:
+        return None, f"not saved: {problem}"
+    text = path.read_text(encoding="utf-8") if path.exists() else HEADER
+    try:
+        text = _with_piece(text, name, source)
+        text, missing = _with_imports(text, fn, name)
+    except SyntaxError as exc:
+        return None, (f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
+                      "fix it there, or delete it to start it again")
+    _write(path, text)
+    note = (f"; it uses {', '.join(missing)}, which {path.name} does not define: save "
+            f"{'it' if len(missing) == 1 else 'them'} too") if missing else ""
+    return path, f"saved to {path.name}{note}"
+
+
+def piece_source(fn: Callable, name: str) -> tuple[str, str | None]:
+    """``fn``'s source as a top-level ``def name(...)``, and None; or ``""`` and why not.
+
+    ``inspect.getsource`` works for a function defined in a notebook cell (IPython keeps
+    each cell's text), not for a lambda or a function built at run time.
+    """
+    if not isinstance(fn, types.FunctionType):
+        return "", f"{fn!r:.40} is not a function written with def"
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return "", f"the source of {fn.__name__} cannot be found (define it with def in a cell)"
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return "", f"the source of {fn.__name__} cannot be read on its own"
+    defs = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    if len(tree.body) != 1 or not defs or defs[0].name != fn.__name__:
+        return "", f"{fn.__name__} is not a function written with def (a lambda cannot be saved)"
+    if fn.__name__ != name:
+        lines = source.splitlines(keepends=True)
+        at = defs[0].lineno - 1
+        own = rf"\bdef\s+{re.escape(fn.__name__)}\b"
+        lines[at] = re.sub(own, f"def {name}", lines[at], count=1)
+        source = "".join(lines)
+    return source.rstrip("\n") + "\n", None
+
+
+def _top_defs(tree: ast.Module) -> dict[str, tuple[int, int]]:
+    """Each top-level function's ``name -> (first line, last line)``, with decorators (1-based)."""
+    spans = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            spans[node.name] = (first, node.end_lineno)
+    return spans
+
+
+def _with_piece(text: str, name: str, source: str) -> str:
+    """``text`` with the function ``name`` replaced by ``source`` where it stands, or appended."""
+    spans = _top_defs(ast.parse(text))
+    lines = text.splitlines(keepends=True)
+    if name in spans:
+        first, last = spans[name]
+        return "".join(lines[:first - 1]) + source + "".join(lines[last:])
+    return text.rstrip("\n") + "\n\n\n" + source
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    """The global names ``code`` (and the code nested in it) reads, in order of first use."""
+    names: list[str] = []
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and instruction.argval not in names:
+            names.append(instruction.argval)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += [n for n in _global_names(const) if n not in names]
+    return names
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    """The names a module's top level binds: imports, functions, classes, assignments."""
+    bound: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bound |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return bound
+
+
+def _import_line(name: str, value) -> str | None:
+    """An import statement that binds ``name`` to ``value``, or None when none is known."""
+    if isinstance(value, types.ModuleType):
+        return f"import {value.__name__}" + (f" as {name}" if value.__name__ != name else "")
+    module, own = getattr(value, "__module__", None), getattr(value, "__name__", None)
+    if isinstance(module, str) and isinstance(own, str) and module != "__main__" \
+            and getattr(sys.modules.get(module), own, None) is value:
+        return f"from {module} import {own}" + (f" as {name}" if own != name else "")
+    for module in IMPORTABLE_FROM:
+        if getattr(sys.modules.get(module), name, None) is value:
+            return f"from {module} import {name}"
+    return None
+
+
+def _with_imports(text: str, fn: types.FunctionType, name: str) -> tuple[str, list[str]]:
+    """``text`` with the imports ``fn`` needs and it lacks; and the names no import can give.
+
+    The pieces are not imports: a name of another piece is the file's own.
+    """
+    tree = ast.parse(text)
+    bound = _bound_names(tree) | set(dir(builtins)) | {e.piece for e in CORE.values()} | {name}
+    wanted, missing = [], []
+    for used in _global_names(fn.__code__):
+        if used in bound or used not in fn.__globals__:
+            continue
+        line = _import_line(used, fn.__globals__[used])
+        (wanted if line else missing).append(line or used)
+    if not wanted:
+        return text, missing
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    lines = text.splitlines(keepends=True)
+    at = imports[-1].end_lineno if imports else 0
+    added = "".join(f"{line}\n" for line in wanted)
+    return "".join(lines[:at]) + added + "".join(lines[at:]), missing
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` in one step (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=".my_agent.", suffix=".py", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- load
+
+def exercises_for(pieces: int | str | Iterable[str]) -> list[Exercise]:
+    """The exercises to check: a notebook number (the agent before it) or exercise names.
+
+    Returns one exercise per piece (the latest named), with the pieces those call, ordered
+    so a piece is checked after the pieces it calls. Raises ``ValueError`` for an unknown name.
+    """
+    names = pieces_before(pieces) if isinstance(pieces, int) else \
+        [pieces] if isinstance(pieces, str) else list(pieces)
+    unknown = [n for n in names if n not in CORE]
+    if unknown:
+        raise ValueError(f"unknown exercise {unknown[0]!r}; the core path's are: {', '.join(CORE)}")
+    order = list(CORE)
+    latest = {}
+    for name in sorted(names, key=order.index):
+        latest[CORE[name].piece] = CORE[name]
+    wanted = [piece for e in list(latest.values()) for piece in _called(e)]
+    for piece in wanted:  # a piece the asked-for ones call: its first version, unless asked for
+        latest.setdefault(piece, next(e for e in CORE.values() if e.piece == piece))
+    return sorted(latest.values(), key=lambda e: (_depth(e), order.index(e.name)))
+
+
+def _called(exercise: Exercise) -> list[str]:
+    """The pieces ``exercise``'s piece calls, and (in their first version) the pieces those call."""
+    called = []
+    for piece in exercise.uses:
+        first = next(e for e in CORE.values() if e.piece == piece)
+        called += [piece] + _called(first)
+    return called
+
+
+def _depth(exercise: Exercise) -> int:
+    """How many pieces deep the calls of ``exercise``'s piece go (0: it calls none)."""
+    called = [e for e in CORE.values() if e.piece in exercise.uses]
+    return 1 + max(map(_depth, called)) if called else 0
+
+
+def reference(exercise: str) -> types.FunctionType:
+    """The reference solution of ``exercise`` (from :mod:`react_lab.lab.notebook.solutions`)."""
+    return getattr(solutions, exercise)
+
+
+def _reference_names() -> dict:
+    """The names the reference pieces use that are not pieces: their imports (json, ACTION_RE)."""
+    return {k: v for k, v in vars(solutions).items()
+            if not k.startswith("_") and k != "annotations"
+            and not (isinstance(v, types.FunctionType) and v.__module__ == solutions.__name__)}
+
+
+def _rebind(fn: types.FunctionType, space: dict, name: str) -> types.FunctionType:
+    """A copy of ``fn`` named ``name`` that finds its globals in ``space`` (the learner's agent)."""
+    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    copy = types.FunctionType(code, space, name, fn.__defaults__, fn.__closure__)
+    copy.__kwdefaults__, copy.__doc__ = fn.__kwdefaults__, fn.__doc__
+    copy.__qualname__, copy.__module__ = name, space.get("__name__", "my_agent")
+    copy.__annotations__ = dict(fn.__annotations__)
+    copy.reference = fn.__name__  # which exercise's reference stands in
+    return copy
+
+
+def _fresh_module(path: Path) -> tuple[types.ModuleType, str | None]:
+    """A new module run from the file at ``path``, and None; or an empty one and why it did not run.
+
+    The module starts with the names the reference pieces import, so a reference put in
+    later finds them. The file is compiled from its text each time (no ``.pyc``: two saves
+    within a second must not load the older one).
+    """
+    spec = importlib.util.spec_from_file_location("my_agent", path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(_reference_names())
+    if not path.exists():
+        return module, f"{path.name} not found"
+    try:
+        exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), module.__dict__)
+    except SyntaxError as exc:
+        why = f"{path.name} does not run: SyntaxError at line {exc.lineno}: {exc.msg}"
+    except Exception as exc:  # noqa: BLE001 -- the learner's file: report, never raise
+        line = next((f.lineno for f in reversed(_frames(exc)) if f.filename == str(path)), "?")
+        why = f"{path.name} does not run: {type(exc).__name__} at line {line}: {exc}"
+    else:
+        return module, None
+    fresh = importlib.util.module_from_spec(spec)
+    fresh.__dict__.update(_reference_names())
+    return fresh, why
+
+
+def _frames(exc: BaseException) -> list:
+    import traceback
+
+    return traceback.extract_tb(exc.__traceback__)
+
+
+def _own(module: types.ModuleType, piece: str, path: Path) -> types.FunctionType | None:
+    """The learner's function ``piece`` as the file defines it, or None."""
+    fn = module.__dict__.get(piece)
+    ok = isinstance(fn, types.FunctionType) and fn.__code__.co_filename == str(path)
+    return fn if ok else None
+
+
+def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
+    """Check ``fn`` as ``exercise`` or a later version of its piece: (passed, why not / which)."""
+    later = [e for e in CORE.values() if e.piece == exercise.piece
+             and list(CORE).index(e.name) > list(CORE).index(exercise.name)]
+    first_failure = None
+    for candidate in [exercise] + later:
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # the learner's prints
+            failure = run_cases(candidate.name, fn)[2]
+        if failure is None:
+            newer = "" if candidate is exercise else f", as of notebook {candidate.notebook:02d}"
+            return True, newer
+        first_failure = first_failure or failure
+    if first_failure == NOT_WRITTEN:
+        return False, "yours: not written yet"
+    rule = failed_rule(first_failure)
+    return False, f'yours fails rule {rule[0]} "{rule[1]}"' if rule else "yours fails its checker"
+
+
+def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
+    """Load the agent from ``my_agent.py``: each piece theirs if it passes, or the reference.
+
+    ``pieces`` is a notebook number (the pieces written before it: ``load_agent(4)``) or
+    exercise names (``["observe", "run_loop"]``; an edit exercise's name asks for that
+    version of its piece, ``"run_loop_stop"``). The file is read afresh; each piece is
+    checked by its exercise's checker on the scripted model. Prints one line per piece::
+
+        ✓ run_loop: yours (my_agent.py)
+        → observe: the reference stands in (yours fails rule 3 "run the tool")
+
+    Returns a module whose attributes are the pieces; they call each other through it.
+    In solutions mode (CI) every piece is the reference, checked (``AssertionError`` if one
+    fails) and so marked. Raises ``ValueError`` for an unknown exercise name; never for
+    anything in the learner's file.
+    """
+    chosen = exercises_for(pieces)
+    path = agent_path()
+    module, problem = _fresh_module(path)
+    if solutions_mode():
+        problem = "solutions mode"
+    said = {}
+    for exercise in chosen:  # a piece after the pieces it calls
+        piece = exercise.piece
+        mine = None if problem else _own(module, piece, path)
+        if mine is not None:
+            passed, why = _verdict(exercise, mine)
+            if passed:
+                said[piece] = f"✓ {piece}: yours ({path.name}{why})"
+                _LAST[piece], _LAST_REASON[piece] = exercise.name, ""
+                continue
+        else:
+            why = problem or "yours: not written yet"
+        module.__dict__[piece] = _rebind(reference(exercise.name), module.__dict__, piece)
+        if solutions_mode():
+            failure = run_cases(exercise.name, module.__dict__[piece])[2]
+            if failure is not None:
+                raise AssertionError(f"reference solution for {exercise.name} fails: {failure}")
+        said[piece] = f"→ {piece}: the reference stands in ({why})"
+        _LAST[piece], _LAST_REASON[piece] = exercise.name, why
+    first_seen = list(dict.fromkeys(e.piece for e in CORE.values()))
+    for piece in sorted(said, key=first_seen.index):  # in the order the notebooks teach them
+        print(said[piece])
+    return module
+
+
+# --------------------------------------------------------------------------- %agent
+
+def _file_source(path: Path, name: str) -> tuple[str | None, str]:
+    """The source of the top-level function ``name`` in the file at ``path``; or None and why."""
+    if not path.exists():
+        return None, f"{path.name} not found"
+    text = path.read_text(encoding="utf-8")
+    try:
+        spans = _top_defs(ast.parse(text))
+    except SyntaxError as exc:
+        return None, f"{path.name} does not parse (line {exc.lineno}: {exc.msg})"
+    if name not in spans:
+        return None, f"yours is not in {path.name} yet"
+    first, last = spans[name]
+    return "".join(text.splitlines(keepends=True)[first - 1:last]).rstrip("\n") + "\n", ""
+
+
+def reference_source(exercise: str) -> str:
+    """The reference piece of ``exercise`` as the learner's file holds it: named as the piece."""
+    source, _ = piece_source(reference(exercise), CORE[exercise].piece)
+    return source
+
+
+def agent_source(line: str) -> str:
+    """The cell ``%agent NAME`` (or ``%agent NAME as NEW``) writes: the piece's current source.
+
+    Theirs from ``my_agent.py`` when it is there, else the reference of the version the
+    last :func:`load_agent` chose (or the piece's first), with a first comment line that
+    says which. Raises ``ValueError`` for a line that names no piece.
+    """
+    words = line.split()
+    pieces = list(dict.fromkeys(e.piece for e in CORE.values()))
+    if not (len(words) == 1 or len(words) == 3 and words[1] == "as") or words[0] not in pieces:
+        raise ValueError("usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of "
+                         + ", ".join(pieces))
+    name, new = words[0], words[2] if len(words) == 3 else None
+    if new is not None and not new.isidentifier():
+        raise ValueError(f"{new!r} is not a Python name")
+    path = agent_path()
+    source, why = _file_source(path, name)
+    if source is not None:
+        failed = _LAST_REASON.get(name, "")
+        said = f"your {name} from {path.name}" + (f" ({failed}; the reference stood in)"
+                                                   if failed.startswith("yours fails") else "")
+    else:
+        exercise = _LAST.get(name) or next(e.name for e in CORE.values() if e.piece == name)
+        source = reference_source(exercise)
+        said = f"the reference {name} stands in ({why})"
+    if new:
+        own = rf"^(\s*def\s+){re.escape(name)}\b"
+        source = re.sub(own, rf"\g<1>{new}", source, count=1, flags=re.MULTILINE)
+    return f"# %agent {line.strip()}: {said}; edit it, then run this cell\n{source}"
+
+
+def agent_magic(line: str) -> None:
+    """The ``%agent`` line magic: the cell becomes :func:`agent_source` (as with ``%load -s``)."""
+    try:
+        text = agent_source(line)
+    except ValueError as exc:
+        print(exc)
+        return
+    from IPython import get_ipython
+
+    get_ipython().set_next_input(text, replace=True)
+
+
+def register_magic() -> bool:
+    """Register ``%agent`` in the running IPython, if there is one; True when registered.
+
+    Outside IPython (a script, the tests) nothing happens: IPython is not even imported.
+    """
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return False
+    shell.register_magic_function(agent_magic, magic_kind="line", magic_name="agent")
+    return True
+
+
+# --------------------------------------------------------------------------- download
+
+#: The one sentence beside the download link.
+DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: save your agent (right-click the "
+                     "link, Save Link As) and upload it beside the notebooks next time.")
+
+
+def download_link():
+    """A link to ``my_agent.py`` with :data:`DOWNLOAD_SENTENCE`; a line saying so if none is saved.
+
+    Returns an ``IPython.display.FileLink`` (its text form is the sentence and the path).
+    """
+    from IPython.display import FileLink
+
+    path = agent_path()
+    if not path.exists():
+        print(f"Nothing is saved yet: {path.name} appears when a checker passes.")
+        return None
+
+    class AgentLink(FileLink):
+        def __repr__(self):
+            return f"{DOWNLOAD_SENTENCE} {os.path.abspath(self.path)}"
+
+    try:
+        shown = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        shown = str(path)
+    return AgentLink(shown, result_html_prefix=DOWNLOAD_SENTENCE + " ")

@@ -1,0 +1,355 @@
+"""The core path's exercises: each reference passes; each planted mistake fails on its rule.
+
+A planted mistake is written as a learner would write it, in a notebook cell whose
+namespace holds the pieces of the notebooks before (the references). Every rule of every
+exercise is broken by at least one of them, so no rule's check is dead code.
+"""
+import ast
+import json
+import textwrap
+
+import pytest
+from notebook_cells import notebook_namespace, run_cell
+
+from react_lab.lab.notebook import solutions
+from react_lab.lab.notebook.core_exercises import (
+    _OTHERS,
+    CORE,
+    EXEMPLARS,
+    _pick_cases,
+    code_lines,
+    exercise_metadata,
+    lines_added,
+    pieces_before,
+    solution_lines,
+)
+from react_lab.lab.notebook.exercises import NOT_WRITTEN, check, failed_rule, run_cases
+
+OBSERVE = '''
+def observe(text, tools):
+    match = {regex}
+    if match is None:
+        return {none}
+    name, args = match.group(1), {args}
+    return {result}
+'''
+OBSERVE_OK = dict(regex="ACTION_RE.search(text)", none='"\\nObservation: no action\\nThought:"',
+                  args='[a.strip() for a in match.group(2).split(",")]',
+                  result='"\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"')
+
+
+def _observe(**changes):
+    return OBSERVE.format(**{**OBSERVE_OK, **changes})
+
+
+LOOP = '''
+def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
+    transcript = build_prompt(question, tools.values(), exemplars)
+    calls = []
+    for _ in range(max_steps):
+        text = model.complete(transcript, stop={stop}, max_tokens=128).text
+        transcript += text
+        if "Answer:" in text:
+            {answered}return text.split("Answer:", 1)[1].split("\\n", 1)[0].strip(), transcript
+        match = ACTION_RE.search(text)
+        if {repeat}:
+            transcript += "\\nObservation: Error: already ran\\nThought:"
+        else:
+            transcript += observe(text, tools)
+        calls.append(match.groups() if match else None)
+    return {end}, transcript
+'''
+GUARDED = dict(params=", stop=STOP", stop="stop", answered="", end="best_effort(model, transcript)",
+               repeat="match and is_repeat(calls, *match.groups())")
+
+
+def _loop(**changes):
+    return LOOP.format(**{**GUARDED, **changes})
+
+
+NATIVE = '''
+def run_native(question, model, tools, exemplars=(), max_steps=6):
+    messages = {start}
+    for _ in range({steps}):
+        reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128{stop})
+        calls, leaked, problem = {calls}
+        {append}
+        if problem:
+            messages.append({{"role": "user", "content": f"Error: {{problem}}"}})
+        elif not calls:
+            return reply.content, messages
+        for call in calls:
+            result = call_tool(tools, call["function"]["name"], {args})
+            messages.append({{"role": "tool", "tool_call_id": call["id"], "content": result.text}})
+    return None, messages
+'''
+NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars)", "steps": "max_steps",
+             "stop": "", "calls": "reply_calls(reply, tools)",
+             "append": 'messages.append({**reply.message(), "tool_calls": calls} if calls '
+                       "else reply.message())",
+             "args": 'json.loads(call["function"]["arguments"])'}
+
+
+def _native(**changes):
+    return NATIVE.format(**{**NATIVE_OK, **changes})
+
+
+EFFORT = '''
+def best_effort(model, transcript):
+    text = model.complete(transcript + {nudge}, {stop}max_tokens=128).text
+    first = {first}
+    return {result}
+'''
+EFFORT_OK = dict(nudge='" The steps ran out, so I answer now.\\nAnswer:"', stop="stop=STOP, ",
+                 first='text.strip().split("\\n")[0].strip()',
+                 result='f"[best effort] {first}" if first else None')
+
+
+def _effort(**changes):
+    return EFFORT.format(**{**EFFORT_OK, **changes})
+
+
+def cell(body: str) -> str:
+    """A learner's one-function cell, written indented in this file."""
+    return textwrap.dedent(body).lstrip("\n")
+
+
+OBSERVED = '"\\nObservation: " + {} + "\\nThought:"'.format
+RAN = "call_tool(tools, name, args).text"
+CHECKED = "check_args(tools.get(name, tools['search']), args)"
+
+#: (exercise, the learner's cell, the rule its first failure must name)
+PLANTED = [
+    ("observe", _observe(regex=r're.search(r"Action:\s*(\w+)\[(.*)\]", text)'), 1),
+    ("observe", _observe(args='match.group(2).split(",")'), 2),
+    ("observe", _observe(result=OBSERVED("json.dumps(call_tool(tools, name, args).value)")), 3),
+    ("observe", _observe(result=f'"Observation: " + {RAN}'), 4),
+    ("observe", _observe(none=OBSERVED('""')), 5),
+    ("observe", _observe(none=OBSERVED("match.group(0)")), 5),  # None has no group: it raises
+    ("run_loop_stop", _loop(params="", stop="STOP", end="None", repeat="False"), 6),
+    ("run_loop_stop", _loop(stop="STOP", end="None", repeat="False"), 6),
+    ("run_loop_stop", _loop(params=", stop=None", end="None", repeat="False"), 2),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return 'Observation' in text
+        """), 2),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return re.search(r'^Observation:', text, re.M) is not None
+        """), 1),
+    ("is_forged", cell("""
+        def is_forged(text):
+            return re.search(r'^Observation', text, re.M)
+        """), 3),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            validator = jsonschema.Draft202012Validator(tool.parameters)
+            return [e.message for e in validator.iter_errors(args)]
+        """), 1),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            named = dict(zip(reversed(list(tool.parameters['properties'])), args))
+            validator = jsonschema.Draft202012Validator(tool.parameters)
+            return [e.message for e in validator.iter_errors(named)]
+        """), 1),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            return []
+        """), 2),
+    ("check_args", cell("""
+        def check_args(tool, args):
+            named = dict(zip(tool.parameters['properties'], args))
+            return list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(named))
+        """), 3),
+    ("observe_args", _observe(), 6),
+    ("observe_args", _observe(result=OBSERVED(f"'; '.join(check_args(tools[name], args)) + {RAN}")),
+     3),
+    ("observe_args", _observe(result=OBSERVED(f"({RAN} if not {CHECKED} else 'not run')")), 6),
+    ("prompt_tokens_at_step", cell("""
+        def prompt_tokens_at_step(P, O, A, k):
+            return P + k * (A + O)
+        """), 1),
+    ("prompt_tokens_at_step", cell("""
+        def prompt_tokens_at_step(P, O, A, k):
+            return P + (k - 1) * A
+        """), 2),
+    ("is_repeat", cell("""
+        def is_repeat(calls, name, args):
+            return False
+        """), 1),
+    ("is_repeat", cell("""
+        def is_repeat(calls, name, args):
+            return any(a == args for _, a in calls)
+        """), 2),
+    ("best_effort", _effort(nudge='"\\nAnswer:"'), 1),
+    ("best_effort", _effort(nudge='" I answer."'), 1),
+    ("best_effort", _effort(stop=""), 2),
+    ("best_effort", _effort(result="first or None"), 3),
+    ("best_effort", _effort(first='text.split("\\n")[0].strip()'), 3),
+    ("best_effort", _effort(result='"[best effort] " + first'), 4),
+    ("run_loop_guards", _loop(end="None", repeat="False"), 7),
+    ("run_loop_guards", _loop(end="None"), 8),
+    ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
+    ("run_loop_guards", _loop(answered="best_effort(model, transcript)\n            "), 8),
+    ("run_native", _native(start='[{"role": "user", "content": question}]'), 1),
+    ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, '
+                                 'tools.values())}, {"role": "user", "content": question}]'), 1),
+    ("run_native", _native(stop=", stop=STOP"), 2),
+    ("run_native", _native(append="messages.append({'role': 'assistant', 'content': "
+                                  "reply.content})"), 3),
+    ("run_native", _native(args='call["function"]["arguments"]'), 4),
+    ("run_native", _native(calls="(reply.tool_calls, [], None)"), 5),
+    ("run_native", _native(steps="100"), 6),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            return pool[0]
+        """), 1),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            words = set(question.split())
+            return min(pool, key=lambda e: len(words & set(e.question.split())))
+        """), 1),
+    ("pick_exemplar", cell("""
+        def pick_exemplar(question, pool):
+            words = set(question.split())
+            return max(pool, key=lambda e: len(words & set(e.question.split()))).question
+        """), 2),
+]
+
+
+def _defined(source: str):
+    """The function a learner's cell defines, in a namespace holding the earlier references."""
+    space = notebook_namespace(observe=solutions.observe, check_args=solutions.check_args,
+                               is_repeat=solutions.is_repeat, best_effort=solutions.best_effort)
+    run_cell(textwrap.dedent(source), space)
+    return space[ast.parse(textwrap.dedent(source)).body[0].name]
+
+
+@pytest.mark.parametrize("name", list(CORE))
+def test_each_reference_passes_every_case(name):
+    passed, total, failure = run_cases(name, getattr(solutions, name))
+    assert failure is None and passed == total > 0
+
+
+@pytest.mark.parametrize("exercise, source, rule", PLANTED,
+                         ids=[f"{e}-rule{r}-{i}" for i, (e, _, r) in enumerate(PLANTED)])
+def test_a_planted_mistake_fails_on_its_rule(exercise, source, rule):
+    passed, total, failure = run_cases(exercise, _defined(source))
+    assert failure is not None and passed < total
+    assert failed_rule(failure) == (rule, CORE[exercise].rules[rule]), failure
+
+
+def test_every_new_rule_is_broken_by_a_planted_mistake():
+    """Each rule of an exercise (an edit's new ones) is named by a planted mistake: none is dead."""
+    from test_exercises import test_a_broken_rule_fails_and_is_named as loop_test
+
+    loop_rules = {rule for _, rule in loop_test.pytestmark[0].args[1]}
+    for name, exercise in CORE.items():
+        earlier = CORE[exercise.edits].rules if exercise.edits in CORE else {}
+        new = set(exercise.rules) - set(earlier)
+        hit = {rule for e, _, rule in PLANTED if e == name}
+        hit |= loop_rules if name == "run_loop" else set()
+        assert new <= hit, (name, new - hit)
+
+
+@pytest.mark.parametrize("name", [n for n, e in CORE.items() if not e.edits])
+def test_a_stub_is_not_written_yet(name, agent_file, capsys):
+    stub = _defined(CORE[name].stub)
+    assert run_cases(name, stub) == (0, len(CORE[name].cases()), NOT_WRITTEN)
+    assert check(name, stub) is False
+    assert capsys.readouterr().out.startswith(f"✎ {name}: not written yet")
+    assert not agent_file.exists()
+
+
+def test_an_edit_exercise_starts_from_the_agent_magic():
+    assert [e.stub for e in CORE.values() if e.edits] == [
+        "%agent run_loop\n", "%agent observe\n", "%agent run_loop\n",
+        "%agent run_loop as run_native\n"]
+
+
+def test_a_learner_error_is_reported_never_raised(agent_file, capsys):
+    def broken(text, tools):
+        return 1 / 0
+
+    assert check("observe", broken) is False
+    out = capsys.readouterr().out
+    assert out.startswith("✗ observe: 0/5 cases pass") and "raised ZeroDivisionError" in out
+
+
+def test_check_saves_a_passing_piece_and_says_so(agent_file, capsys):
+    mine = _defined(_observe())
+    assert check("observe", mine) is True
+    assert capsys.readouterr().out == "✓ observe: 5/5 cases pass — saved to my_agent.py\n"
+    assert "def observe(text, tools):" in agent_file.read_text()
+
+
+def test_an_edit_is_saved_under_its_piece_name(agent_file, capsys):
+    edited = _defined(_loop(end="None", repeat="False"))  # run_loop with stop as a parameter
+    assert check("run_loop_stop", edited) is True
+    text = agent_file.read_text()
+    assert "def run_loop(question, model, tools, exemplars=None, max_steps=6, stop=STOP):" in text
+    assert "run_loop_stop" not in text
+
+
+def test_solutions_mode_checks_the_reference_and_saves_nothing(agent_file, monkeypatch, capsys):
+    monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
+    assert check("run_native", None) is True
+    assert capsys.readouterr().out == "✓ run_native: 6/6 cases pass (reference solution)\n"
+    assert not agent_file.exists()
+    monkeypatch.setattr(solutions, "run_native", _defined(_native(stop=", stop=STOP")))
+    with pytest.raises(AssertionError, match="reference solution for run_native fails"):
+        check("run_native", None)
+
+
+def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
+    """Each case's exemplar shares strictly the most words, split on spaces or on \\w+."""
+    import re
+
+    splits = [lambda t: set(t.lower().split()), lambda t: set(re.findall(r"\w+", t.lower())),
+              lambda t: set(t.split())]
+    for case in _pick_cases():
+        question, pool = case.args
+        for split in splits:
+            scores = sorted((len(split(question) & split(e.question)), i)
+                            for i, e in enumerate(pool))
+            assert scores[-1][0] > scores[-2][0], (question, scores)
+            best = pool[scores[-1][1]]
+            assert case.expected(best) is None
+    assert set(map(id, EXEMPLARS + _OTHERS)) >= {id(c.args[1][0]) for c in _pick_cases()}
+
+
+def test_solution_lines_count_the_code_a_learner_types():
+    source = '''
+        def f(x):
+            """Doc
+            string."""
+            # a comment
+            y = [x,
+                 x]  # two lines, one statement
+
+            return y
+    '''
+    assert code_lines(source) == ["y = [x,", "x]", "return y"]
+    assert code_lines(source, with_def=True)[0] == "def f(x):"
+    assert solution_lines("is_forged") == 1 and solution_lines("run_loop") == 8
+
+
+@pytest.mark.parametrize("name", [n for n, e in CORE.items() if e.edits])
+def test_an_edit_counts_the_lines_its_reference_writes(name):
+    assert CORE[name].lines_written == lines_added(name) == solution_lines(name)
+
+
+def test_exercise_metadata_is_what_a_notebook_cell_carries():
+    meta = {name: exercise_metadata(name) for name in CORE}
+    assert all(m["exercise"] == n and m["solution_lines"] >= 1 for n, m in meta.items())
+    assert json.loads(json.dumps(meta)) == meta
+    with pytest.raises(KeyError):
+        exercise_metadata("parse_action")
+
+
+def test_the_pieces_before_a_notebook_are_the_latest_of_each():
+    assert pieces_before(1) == []
+    assert pieces_before(4) == ["observe", "run_loop_stop", "is_forged"]
+    assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged", "check_args",
+                                "prompt_tokens_at_step", "is_repeat", "best_effort", "run_native",
+                                "pick_exemplar"]
