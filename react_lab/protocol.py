@@ -15,11 +15,13 @@ that work:
 """
 from __future__ import annotations
 
+import json
 import numbers
 import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
@@ -76,33 +78,17 @@ class Exemplar:
         return "\n".join(lines)
 
 
-#: Worked exchanges over the shipped database. Their observations are real tool output,
-#: checked against the database by ``tests/test_protocol.py::test_exemplars_match_the_tools``.
-EXEMPLARS: tuple[Exemplar, ...] = (
+#: Worked exchanges over the shipped database. Their observations are real tool output
+#: (long JSON lines, so they live in ``react_lab/data/exemplars.json``), checked against the
+#: database by ``tests/test_protocol.py::test_exemplars_match_the_tools``.
+EXEMPLARS: tuple[Exemplar, ...] = tuple(
     Exemplar(
-        question="When was the latest invoice of cus_4417 issued?",
-        steps=(("I need the invoices of cus_4417, newest first.",
-                "list_invoices[cus_4417, 2026-07-01]",
-                '[{"invoice_id": "INV-2088", "issued": "2026-07-14", "due": "2026-07-14", "total": 4200.0, "status": "paid", "memo": "Enterprise plan, July 2026", "emailed_at": "2026-07-14T08:10:47", "charge_ids": ["ch_9nfKQD"]}]'),),
-        final_thought="The newest invoice is INV-2088, issued on 2026-07-14.",
-        answer="The latest invoice of cus_4417 is INV-2088, issued on 2026-07-14.",
-    ),
-    Exemplar(
-        question="Has supplier invoice INV-2323 been paid?",
-        steps=(("I should look at the invoice first.", "find_invoice[INV-2323]",
-                '{"invoice_id": "INV-2323", "kind": "supplier", "supplier_id": "sup_106", "supplier_name": "Bluequill Payroll Services", "issued": "2026-07-25", "due": "2026-08-09", "total": 720.0, "status": "approved", "memo": "Payroll service, July 2026"}'),
-               ("It is approved. Approved is not paid, so I check its payments.",
-                "get_payments[INV-2323]", '{"invoice_id": "INV-2323", "payments": [], "scheduled": []}')),
-        final_thought="There are no payments against INV-2323.",
-        answer="No. INV-2323 (720.00 dollars) is approved but unpaid.",
-    ),
-    Exemplar(
-        question="How long after a charge can a card payment be refunded?",
-        steps=(("The help articles should state the refund window.", "search[refund policy]",
-                '[{"article_id": "KB-01", "title": "Refund policy", "snippet": "Card payments can be refunded in full within 60 days of the charge. A refund returns the money to the original card in 5 to 10 business days and is recorded as a negative payment on the invoice."}, {"article_id": "KB-02", "title": "How to issue a refund", "snippet": "Find the succeeded charge for the invoice, check it was not already refunded, then refund that charge. Never refund an invoice that has no succeeded charge."}, {"article_id": "KB-03", "title": "Was a customer charged twice?", "snippet": "A real duplicate charge means two succeeded charges for the same invoice. Look up each charge id: failed charges and refunded charges did not take money. Refund only the second succeeded charge."}]'),),
-        final_thought="The refund policy article gives the window.",
-        answer="Card payments can be refunded in full within 60 days of the charge.",
-    ),
+        ex["question"],
+        tuple((s["thought"], s["action"], s["observation"]) for s in ex["steps"]),
+        ex["final_thought"],
+        ex["answer"],
+    )
+    for ex in json.loads((Path(__file__).parent / "data" / "exemplars.json").read_bytes())
 )
 
 
@@ -180,9 +166,21 @@ def unknown_tool_message(name: str, available: Iterable[str]) -> str:
     return f"unknown tool {shown(name, 120)}; available: {', '.join(names)}"
 
 
-def clip(text: str, limit: int = 80) -> str:
-    """``text`` cut to ``limit`` characters, ``...`` marking the cut: what the model reads stays short."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+#: Every character ``str.splitlines()`` ends a line at.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE_BREAK_RUN = re.compile(f"[{LINE_BREAKS}]+")
+
+
+def clip(text: str, limit: int = 80, *, one_line: bool = False) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut.
+
+    What the model reads stays short. With ``one_line``, each run of line breaks (:data:`LINE_BREAKS`) is first written as one
+    space, so a message (an error the model reads, a reason in a log) fits on one line.
+    The package's one text-shortening helper; :func:`shown` quotes a value with it.
+    """
+    if one_line:
+        text = _LINE_BREAK_RUN.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: Opening quote -> its closing quote, straight and typographic.
@@ -197,9 +195,9 @@ def unquoted(text: str) -> str:
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters, ``...`` before its last (closing) character."""
+    """``repr(value)`` clipped to ``limit`` characters, its last (closing) character kept."""
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 4] + "..." + text[-1]
+    return clip(text[:-1], limit - 1) + text[-1]
 
 
 # --------------------------------------------------------------------------- strict parser

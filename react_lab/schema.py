@@ -224,15 +224,14 @@ def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, lis
 
 # --------------------------------------------------------------------------- messages the model can act on
 
-_LINE_BREAK = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
 #: Call markup of other models' formats, leaked into a value (a tag, or a special token).
 _MARKUP = re.compile(r"</?(?:arg_key|arg_value|parameter|function|tool_call|invoke)\b[^>]{0,40}>"
                      r"|<\|[a-z_]{1,30}\|>", re.IGNORECASE)
 
 
-def _one_line(message: str, limit: int = 600) -> str:
-    """``message`` with every line break written as a space and cut to ``limit`` characters."""
-    return clip(_LINE_BREAK.sub(" ", message), limit)
+def _one_line(message: str) -> str:
+    """``message`` on one line (each run of line breaks a space), at most 600 characters."""
+    return clip(message, 600, one_line=True)
 
 
 def _not_json(tool: Tool, text: str, exc: Exception) -> str:

@@ -7,24 +7,21 @@ as an OpenAI function schema for native tool calling. :func:`call_tool` runs a t
 turns whatever happens, result or error, into an :class:`Observation`; it never raises.
 
 The shipped database (:data:`DB_PATH`) is opened read-only and never modified. The one
-side-effecting tool, ``schedule_payment``, writes to a :func:`working_copy` only.
+side-effecting tool, ``schedule_payment`` (:func:`payment_tool`), writes through the
+connection it is given: one to a copy of the database
+(:func:`react_lab.lab.sandbox.payment_tools` makes the copy and refuses the shipped file).
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
 """
 from __future__ import annotations
 
 import ast
-import atexit
 import functools
-import hashlib
 import inspect
 import json
 import operator
-import os
 import re
-import shutil
 import sqlite3
-import tempfile
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,23 +46,6 @@ def open_db(path: str | Path | None = None) -> sqlite3.Connection:
     return conn
 
 
-def working_copy(dest_dir: str | Path | None = None) -> Path:
-    """Copy the shipped database into dest_dir (default: a new temp dir, removed when the
-    Python process exits); return the copy's path."""
-    if dest_dir is None:
-        dest_dir = tempfile.mkdtemp(prefix="react_lab_")
-        atexit.register(shutil.rmtree, dest_dir, ignore_errors=True)
-    dest = Path(dest_dir) / DB_PATH.name
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(DB_PATH, dest)
-    return dest
-
-
-def db_checksum(path: str | Path = DB_PATH) -> str:
-    """Return the sha256 hex digest of the file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 @contextmanager
 def record_sql(conn: sqlite3.Connection) -> Iterator[list[str]]:
     """Yield a list collecting the SQL run on conn in the block (internal ``--`` lines skipped)."""
@@ -81,16 +61,12 @@ class ToolError(Exception):
     """A tool's own error whose message says what to change."""
 
 
-# --- how the data writes ids and months (the guards, the scorer and the questions read them) --
-
 #: Anything written like one of the billing data's ids, in any case and of any length:
 #: customers ``cus_4417``, invoices ``INV-2041``, charges ``ch_9nfKQD``, help articles
 #: ``KB-01``, suppliers ``sup_106``, payments ``pay_0001`` -- and ``inv-20411`` too, which a
-#: reader of free text must not take for a number. The one id pattern of the package.
+#: reader of free text must not take for a number. The one id pattern of the package (the
+#: compaction, the guards, the scorer and the questions read it).
 ID_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
 
 
 # --- argument schemas: one per tool, properties in the function's parameter order ------
@@ -375,37 +351,20 @@ def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
     return {tool.name: tool for tool in tools}
 
 
-def is_shipped(path: str | Path) -> bool:
-    """True for the installed database file and for the repository's own ``react_lab/data/`` copy.
+def payment_tool(conn: sqlite3.Connection) -> Tool:
+    """Return ``schedule_payment`` bound to ``conn``: the one tool with a side effect.
 
-    A non-editable install (as on Binder) puts ``DB_PATH`` in site-packages; the file in the
-    repository is just as shipped.
+    ``conn`` must be writable, and open on a copy of the database, never on :data:`DB_PATH`
+    (:func:`react_lab.lab.sandbox.payment_tools` opens one on a copy). ``side_effect=True``
+    is what the approval gate looks for.
     """
-    resolved = Path(path).resolve()
-    if resolved == DB_PATH or DB_PATH.exists() and os.path.samefile(path, DB_PATH):
-        return True
-    return resolved.name == DB_PATH.name and resolved.parent.parts[-2:] == ("react_lab", "data")
-
-
-def payment_tools(db_path: str | Path) -> dict[str, Tool]:
-    """Return {"schedule_payment": Tool} writing to the copy at db_path; ToolError for DB_PATH."""
-    db_path = Path(db_path)
-    if not db_path.is_file():
-        raise FileNotFoundError(f"no database at {db_path}; make one with working_copy()")
-    if is_shipped(db_path):
-        raise ToolError("refusing to write to the shipped database; pass working_copy() instead")
-    with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as probe:
-        try:
-            probe.execute("SELECT count(*) FROM scheduled_payments").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{db_path} is not a copy of the billing database ({exc}); "
-                             "make one with working_copy()") from None
-    conn = sqlite3.connect(db_path, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    tool = Tool("schedule_payment", functools.partial(schedule_payment, conn),
-                "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
-                SCHEDULE_PAYMENT, side_effect=True)
-    return {tool.name: tool}
+    return Tool(
+        "schedule_payment",
+        functools.partial(schedule_payment, conn),
+        "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
+        SCHEDULE_PAYMENT,
+        side_effect=True,
+    )
 
 
 def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
@@ -430,6 +389,14 @@ class Observation:
     timed_out: bool = False
     seconds: float = 0.0
 
+    @classmethod
+    def failure(cls, message: str, **fields) -> "Observation":
+        """The observation of a call that did not work: ``Error: message``, the message in ``error``.
+
+        The one builder of error observations; ``fields`` set the rest (``guard``, ``sql`` ...).
+        """
+        return cls(f"Error: {message}", error=message, **fields)
+
 
 def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
     """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
@@ -438,49 +405,49 @@ def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Obse
     except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
         if isinstance(e, KeyboardInterrupt):  # the learner stopping the run is not the tool's error
             raise
-        return _failed(f"{type(e).__name__}: {e}")
+        return Observation.failure(f"{type(e).__name__}: {e}")
 
 
 def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
     """Run one tool call; errors from the tool become error observations."""
     tool = tools.get(name)
     if tool is None:
-        return _failed(unknown_tool_message(name, tools))
+        return Observation.failure(unknown_tool_message(name, tools))
     args = [args] if isinstance(args, str) else args
     if not isinstance(args, (list, tuple, dict)):
-        return _failed(f"{tool.name} was not run: its arguments must be a list of values or an "
-                       f"object of named values, not {type(args).__name__}. Write {tool.usage}")
+        return Observation.failure(
+            f"{tool.name} was not run: its arguments must be a list of values or an "
+            f"object of named values, not {type(args).__name__}. Write {tool.usage}"
+        )
     args, errors = clean_arguments(tool, args)  # the argument rule: no tool sees "INV-2041\n"
     if errors:
-        return _failed(f"{tool.name} was not run: {'; '.join(errors)}")
+        return Observation.failure(f"{tool.name} was not run: {'; '.join(errors)}")
     positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
     try:
         inspect.signature(tool.fn).bind(*positional, **keywords)
     except TypeError:
         params = list(tool.parameters["properties"])
         got = f"got {', '.join(keywords) or 'none'}" if keywords else f"got {len(positional)}"
-        return _failed(f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
-                       f" ({', '.join(params)}); {got}. Write {tool.usage}")
+        return Observation.failure(
+            f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
+            f" ({', '.join(params)}); {got}. Write {tool.usage}"
+        )
     conn = connection(tool)
     with record_sql(conn) if conn is not None else nullcontext([]) as sql:
         try:
             value = tool.fn(*positional, **keywords)
         except ToolError as e:
-            return _failed(str(e), sql)
+            return Observation.failure(str(e), sql=list(sql))
         except sqlite3.Error as e:
-            return _failed(f"database error in {tool.name}: {e}; check the arguments", sql)
-        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() inside the tool
+            message = f"database error in {tool.name}: {e}; check the arguments"
+            return Observation.failure(message, sql=list(sql))
+        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() in the tool
             if isinstance(e, KeyboardInterrupt):
                 raise
-            return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
-                           f" check the arguments of {tool.usage}", sql)
+            message = f"{tool.name} failed with {type(e).__name__}: {e}; check the arguments of"
+            return Observation.failure(f"{message} {tool.usage}", sql=list(sql))
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return Observation(text, value=value, sql=sql)  # text (a page, an email) as it is: line breaks too
-
-
-def _failed(message: str, sql: list[str] | None = None) -> Observation:
-    """Return the error observation for message."""
-    return Observation(f"Error: {message}", error=message, sql=list(sql or []))
+    return Observation(text, value=value, sql=sql)  # text (a page, an email) as is: line breaks too
 
 
 def connection(tool: Tool | None) -> sqlite3.Connection | None:

@@ -8,7 +8,6 @@ the loop did with it; :class:`RunResult` a finished run of either loop.
 """
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,8 +19,6 @@ from .schema import validate_call
 OWNERS = ("prompt", "model", "loop")
 #: What a span of the loop's holds (``Transcript.kinds``).
 KINDS = ("observation", "error", "nudge", "summary")
-OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
-OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
 
 @dataclass
@@ -120,7 +117,6 @@ class Transcript:
     def text(self) -> str:
         return "".join(t for _, t in self.spans)
 
-
     def render_text(self, *, show_prompt: bool = False) -> str:
         """Plain text with an owner tag on every line, e.g. ``[model] Thought: ...``.
 
@@ -135,24 +131,6 @@ class Transcript:
                 continue
             lines += [f"[{owner:>6}] {ln}" for ln in t.strip("\n").splitlines()]
         return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return self.render_html()
-
-    def render_html(self, *, show_prompt: bool = False) -> str:
-        """HTML with each span coloured by owner and a legend; for notebooks."""
-        legend = " ".join(
-            f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]};padding:0 4px">'
-            f"{o}</span>" for o in OWNERS)
-        body = []
-        for owner, t in self.spans:
-            if owner == "prompt" and not show_prompt:
-                q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
-                t = f"… {len(t)} characters of prompt prefix …\n" + (q[-1] + "\n" if q else "")
-            body.append(f'<span title="written by the {owner}" style="background:{OWNER_BACKGROUNDS[owner]};'
-                        f'color:{OWNER_COLOURS[owner]}">{html.escape(t)}</span>')
-        return (f'<div style="font-size:90%">written by: {legend}</div>'
-                f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>')
 
 
 @dataclass

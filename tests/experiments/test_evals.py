@@ -22,7 +22,7 @@ from react_lab.lab.experiments.tasks import (
     score,
 )
 from react_lab.loop import ask
-from react_lab.lab.notebook.tables import html_table
+from react_lab.lab.notebook.tables import html_table, transcript_html
 from react_lab.tools import default_tools, open_db
 from react_lab.trace import EVENT_FIELDS, log_run, read_jsonl
 
@@ -399,7 +399,7 @@ def test_cached_records_keep_their_transcript(tmp_path):
                          progress=False)
     again = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
                            progress=False)
-    html = evals.transcript_of(again.records[0]).render_html()
+    html = transcript_html(evals.transcript_of(again.records[0]))
     assert "written by the model" in html and "written by the loop" in html
     assert evals.transcript_of(again.records[0]).text == evals.transcript_of(run.records[0]).text
 
@@ -437,7 +437,7 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     assert [r["task_id"] for r in run.records if not r["correct"]] == []
     assert run.metrics["tool_error_rate"] == 0.0
     assert run.metrics["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
-    assert "written by the loop" in evals.transcript_of(run.records[0]).render_html()
+    assert "written by the loop" in transcript_html(evals.transcript_of(run.records[0]))
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

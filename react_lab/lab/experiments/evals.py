@@ -337,7 +337,7 @@ def _run_options(loop_options: dict | None) -> dict | None:
 
 
 def transcript_of(record: dict) -> Transcript:
-    """Rebuild the owner-marked transcript of a record (``.render_html()`` to read it)."""
+    """Rebuild the owner-marked transcript of a record (``notebook.tables.transcript_html`` shows it)."""
     return Transcript([tuple(span) for span in record["transcript"]])
 
 
