@@ -1,4 +1,4 @@
-"""What the loop costs: count tokens offline, and the linear/quadratic model of a run's prompt tokens.
+"""What the loop costs: tokens counted offline, and a run's prompt tokens, linear and quadratic.
 
 Every step of the text loop sends the *whole* transcript again. Two kinds of text
 ride in it, and they grow differently:
@@ -12,7 +12,7 @@ The module follows the notebook ``05_cost.ipynb``: token counting with cl100k_ba
 network) and the cost model, with what prompt caching changes. Token counts are always
 integers of *tokens*; "the seed" is the article this lab is built from (P=1,000, O=600,
 A=100, N=10 gives 7,300 tokens at step 10 and 41,500 in total; a 1,400-token prefix over
-8 steps is 11,200). The lab holds real runs up against the model
+8 steps is 11,200). Real runs are held up against the model in the lab
 (:mod:`react_lab.lab.experiments.costs`).
 """
 
@@ -49,15 +49,23 @@ def encoding() -> tiktoken.Encoding:
 
 
 def count_tokens(text: str) -> int:
-    """Count ``text`` in cl100k_base tokens (special-token text such as ``<|endoftext|>`` counts as text)."""
+    """Count ``text`` in cl100k_base tokens.
+
+    Special-token text such as ``<|endoftext|>`` counts as text.
+    """
     return len(encoding().encode_ordinary(text))
 
 
 # --------------------------------------------------------------------------- the cost model
 
+
 def _check(P: int, O: int, A: int, N: int) -> None:
-    for name, value, low in (("prefix P", P, 0), ("observation O", O, 0),
-                             ("assistant A", A, 0), ("steps N", N, 1)):
+    for name, value, low in (
+        ("prefix P", P, 0),
+        ("observation O", O, 0),
+        ("assistant A", A, 0),
+        ("steps N", N, 1),
+    ):
         if int(value) != value or value < low:
             raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
 
@@ -116,9 +124,10 @@ def run_cost(P: int, O: int, A: int, N: int) -> dict:
     }
 
 
-def cached_cost(P: int, O: int, A: int, N: int, discount: float = 0.1,
-                scope: str = "transcript") -> dict:
-    """Billed prompt tokens when a provider charges cached prefix tokens at ``discount`` of the price.
+def cached_cost(
+    P: int, O: int, A: int, N: int, discount: float = 0.1, scope: str = "transcript"
+) -> dict:
+    """Billed prompt tokens when a provider charges a cached token ``discount`` of the price.
 
     ``scope="prefix"`` caches only the fixed prompt prefix (from step 2 on, ``P``
     tokens are cached); ``scope="transcript"`` caches everything the previous request
@@ -131,27 +140,40 @@ def cached_cost(P: int, O: int, A: int, N: int, discount: float = 0.1,
     if scope not in ("prefix", "transcript"):
         raise ValueError(f"scope must be 'prefix' or 'transcript', not {scope!r}")
     if not 0 <= discount <= 1:
-        raise ValueError(f"discount is the price of a cached token relative to a fresh one, "
-                         f"between 0 and 1; got {discount!r}")
+        raise ValueError(
+            f"discount is the price of a cached token relative to a fresh one, "
+            f"between 0 and 1; got {discount!r}"
+        )
     sent = per_step(P, O, A, N)
     cached = [0] + [P if scope == "prefix" else sent[k - 1] for k in range(1, N)]
     fresh = [s - c for s, c in zip(sent, cached)]
     billed = [f + discount * c for f, c in zip(fresh, cached)]
-    return {"fresh_per_step": fresh, "cached_per_step": cached, "billed_per_step": billed,
-            "billed_tokens": sum(billed), "total_tokens": sum(sent), "discount": discount,
-            "scope": scope}
+    return {
+        "fresh_per_step": fresh,
+        "cached_per_step": cached,
+        "billed_per_step": billed,
+        "billed_tokens": sum(billed),
+        "total_tokens": sum(sent),
+        "discount": discount,
+        "scope": scope,
+    }
 
 
 def describe_cost(cost: dict) -> str:
-    """One short paragraph naming the total, its two terms and the crossovers (for CLI and widget)."""
+    """A short paragraph naming the total, its two terms and the crossovers (CLI and widget)."""
     n = len(cost["per_step"])
-    lines = [f"{n} steps send {cost['total_tokens']:,} prompt tokens = "
-             f"{cost['prefix_tokens']:,} prefix (linear) + {cost['resent_tokens']:,} re-sent (quadratic); "
-             f"naive count {cost['naive_tokens']:,}"]
+    lines = [
+        f"{n} steps send {cost['total_tokens']:,} prompt tokens = "
+        f"{cost['prefix_tokens']:,} prefix (linear) + "
+        f"{cost['resent_tokens']:,} re-sent (quadratic); "
+        f"naive count {cost['naive_tokens']:,}"
+    ]
     k, m = cost["crossover_step"], cost["cumulative_crossover_step"]
     if k is None:
         lines.append("nothing is re-sent, so the prefix is the whole cost")
     else:
-        lines.append(f"re-sent tokens outweigh the prefix from step {k} on (per step) "
-                     f"and in any run of {m} or more steps (cumulative)")
+        lines.append(
+            f"re-sent tokens outweigh the prefix from step {k} on (per step) "
+            f"and in any run of {m} or more steps (cumulative)"
+        )
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, the seed's regex.
+"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, a regex.
 
 ReAct (Yao et al., 2022, "ReAct: Synergizing Reasoning and Acting in Language Models")
 has the model write ``Thought:`` and ``Action: tool[input]`` lines into its own text.
@@ -31,7 +31,8 @@ THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
 #: a new line with a step number ("Observation 2:").
 STOP = ["Observation:", "\nObservation"]
 
-#: Completion tokens per model call when the caller does not say (both loops, the backends, the CLI).
+#: Completion tokens per model call when the caller does not say (both loops, the backends,
+#: the CLI).
 MAX_TOKENS = 256
 
 #: The classic loop's action regex: ``^Action:`` anchored to a line start (MULTILINE),
@@ -73,7 +74,11 @@ class Exemplar:
         lines = [f"Question: {self.question}"]
         for thought, action, observation in self.steps:
             observation = mark(observation, action.split("[")[0]) if mark else observation
-            lines += [f"{THOUGHT}: {thought}", f"{ACTION}: {action}", f"{OBSERVATION}: {observation}"]
+            lines += [
+                f"{THOUGHT}: {thought}",
+                f"{ACTION}: {action}",
+                f"{OBSERVATION}: {observation}",
+            ]
         lines += [f"{THOUGHT}: {self.final_thought}", f"Answer: {self.answer}"]
         return "\n".join(lines)
 
@@ -93,7 +98,9 @@ EXEMPLARS: tuple[Exemplar, ...] = tuple(
 
 
 def describe_tools(tools: Iterable[Any]) -> str:
-    """One line per tool: ``  usage - description Example: call`` (``tools`` are :class:`react_lab.tools.Tool`).
+    """One line per tool: ``  usage - description Example: call``.
+
+    ``tools`` are :class:`react_lab.tools.Tool`.
 
     The example call comes from the schema's ``examples``; without it the smallest
     model copies parameter names (``get_payments[invoice_id]``) as arguments.
@@ -145,7 +152,7 @@ class ParseResult:
 
     @property
     def args(self) -> list[str] | dict:
-        """Arguments for dispatch: a dict as is, a string split on commas (as the classic loop does)."""
+        """Arguments to dispatch: a dict as is, text split on commas (as the classic loop does)."""
         if isinstance(self.input, dict):
             return self.input
         if self.input is None or str(self.input).strip() == "":
@@ -159,7 +166,10 @@ class ParseResult:
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """The one wording for a call to a tool that does not exist (a long name is cut: one short line)."""
+    """The one wording for a call to a tool that does not exist.
+
+    A long name is cut: the message stays one short line.
+    """
     names = list(available)
     if not names:
         return f"unknown tool {shown(name, 120)}; no tools are available"
@@ -174,8 +184,9 @@ _LINE_BREAK_RUN = re.compile(f"[{LINE_BREAKS}]+")
 def clip(text: str, limit: int = 80, *, one_line: bool = False) -> str:
     """``text`` cut to ``limit`` characters, ``...`` marking the cut.
 
-    What the model reads stays short. With ``one_line``, each run of line breaks (:data:`LINE_BREAKS`) is first written as one
-    space, so a message (an error the model reads, a reason in a log) fits on one line.
+    What the model reads stays short. With ``one_line``, each run of line breaks
+    (:data:`LINE_BREAKS`) is first written as one space, so a message (an error the model
+    reads, a reason in a log) fits on one line.
     The package's one text-shortening helper; :func:`shown` quotes a value with it.
     """
     if one_line:
@@ -188,7 +199,10 @@ QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u20
 
 
 def unquoted(text: str) -> str:
-    """``text`` trimmed, without one pair of quotes wrapping the whole of it (``'"a b"'`` is ``"a b"``)."""
+    """``text`` trimmed, without one pair of quotes wrapping the whole of it.
+
+    ``'"a b"'`` is ``"a b"``.
+    """
     text = text.strip()
     close = QUOTE_PAIRS.get(text[:1]) if len(text) >= 2 else None
     return text[1:-1].strip() if close and text[-1] == close and close not in text[1:-1] else text
@@ -266,7 +280,9 @@ def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, 
     characters) or ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
     """
     if question is not NotImplemented and not isinstance(question, str):
-        raise TypeError(f"question must be a string, got {type(question).__name__} {question!r:.60}")
+        raise TypeError(
+            f"question must be a string, got {type(question).__name__} {question!r:.60}"
+        )
     if isinstance(question, str) and not visible(question):
         raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
     if not callable(getattr(model, model_method, None)):

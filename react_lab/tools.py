@@ -13,6 +13,7 @@ connection it is given: one to a copy of the database
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
 """
+
 from __future__ import annotations
 
 import ast
@@ -36,11 +37,14 @@ DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
 # --- the database ---------------------------------------------------------------------
 
+
 def open_db(path: str | Path | None = None) -> sqlite3.Connection:
     """Open a billing database read-only (rows as sqlite3.Row); FileNotFoundError if missing."""
     path = Path(path or DB_PATH).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"no database at {path}; build it: python -m react_lab.lab.builders.build")
+        raise FileNotFoundError(
+            f"no database at {path}; build it: python -m react_lab.lab.builders.build"
+        )
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     return conn
@@ -71,27 +75,49 @@ ID_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
 
 # --- argument schemas: one per tool, properties in the function's parameter order ------
 
+
 def _schema(**properties: dict) -> dict:
     """Return an object schema requiring exactly these properties, in this order."""
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
-CUSTOMER_ID = {"type": "string", "pattern": r"^cus_[0-9]{4}$",
-               "description": "customer id, e.g. cus_8812", "examples": ["cus_0000"]}
-INVOICE_ID = {"type": "string", "pattern": r"^INV-[0-9]{4}$",
-              "description": "invoice id, e.g. INV-2041", "examples": ["INV-0000"]}
-CHARGE_ID = {"type": "string", "pattern": r"^ch_[A-Za-z0-9]+$",
-             "description": "card charge id, e.g. ch_1KZq8f", "examples": ["ch_0000"]}
+CUSTOMER_ID = {
+    "type": "string",
+    "pattern": r"^cus_[0-9]{4}$",
+    "description": "customer id, e.g. cus_8812",
+    "examples": ["cus_0000"],
+}
+INVOICE_ID = {
+    "type": "string",
+    "pattern": r"^INV-[0-9]{4}$",
+    "description": "invoice id, e.g. INV-2041",
+    "examples": ["INV-0000"],
+}
+CHARGE_ID = {
+    "type": "string",
+    "pattern": r"^ch_[A-Za-z0-9]+$",
+    "description": "card charge id, e.g. ch_1KZq8f",
+    "examples": ["ch_0000"],
+}
 
 
 # --- the read-only tools: plain functions, conn first (bound by default_tools) ----------
 
 LIST_INVOICES = _schema(
     customer_id=CUSTOMER_ID,
-    since={"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$",
-           "description": "earliest issue date to include, YYYY-MM-DD",
-           "examples": ["2026-01-01"]})
+    since={
+        "type": "string",
+        "format": "date",
+        "pattern": r"^\d{4}-\d{2}-\d{2}$",
+        "description": "earliest issue date to include, YYYY-MM-DD",
+        "examples": ["2026-01-01"],
+    },
+)
 
 
 def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> list[dict]:
@@ -109,7 +135,8 @@ def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> lis
         " FROM invoices i LEFT JOIN invoice_sends s ON s.invoice_id = i.id"
         " WHERE i.customer_id = ? AND i.issued >= ?"
         " ORDER BY i.issued DESC, i.id DESC, s.sent_at",
-        (customer_id, since))
+        (customer_id, since),
+    )
     return [dict(row, charge_ids=_split(row["charge_ids"])) for row in rows]
 
 
@@ -120,16 +147,27 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
     """Return one card charge (amount in cents); ToolError if there is no such charge."""
     row = conn.execute(
         "SELECT id AS charge_id, customer_id, invoice_id, amount, status, created, failure_reason"
-        " FROM charges WHERE id = ?", (charge_id,)).fetchone()
+        " FROM charges WHERE id = ?",
+        (charge_id,),
+    ).fetchone()
     if row is None:
-        raise ToolError(f"no charge {shown(charge_id)}; charge ids look like ch_1KZq8f"
-                        " -- get them from list_invoices or find_invoice")
+        raise ToolError(
+            f"no charge {shown(charge_id)}; charge ids look like ch_1KZq8f"
+            " -- get them from list_invoices or find_invoice"
+        )
     return dict(row)
 
 
-SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_WORD,
-                        "description": "a few keywords, e.g. duplicate charge refund",
-                        "examples": ["refund policy"]})
+SEARCH = _schema(
+    query={
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": HAS_WORD,
+        "description": "a few keywords, e.g. duplicate charge refund",
+        "examples": ["refund policy"],
+    }
+)
 
 
 def search(conn: sqlite3.Connection, query: str) -> list[dict]:
@@ -141,11 +179,15 @@ def search(conn: sqlite3.Connection, query: str) -> list[dict]:
     """
     words = re.findall(r"[^\W_]+", str(query))[:20]
     if not words:
-        raise ToolError(f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy")
+        raise ToolError(
+            f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy"
+        )
     match = " OR ".join(f'"{word}"' for word in words)
     rows = conn.execute(
         "SELECT article_id, title, snippet(help_articles, 2, '', '', '...', 64) AS snippet"
-        " FROM help_articles WHERE help_articles MATCH ? ORDER BY rank LIMIT 3", (match,))
+        " FROM help_articles WHERE help_articles MATCH ? ORDER BY rank LIMIT 3",
+        (match,),
+    )
     return [dict(row) for row in rows]
 
 
@@ -161,7 +203,8 @@ def find_invoice(conn: sqlite3.Connection, invoice_id: str) -> dict:
         " ORDER BY created)) AS charge_ids"
         " FROM invoices i LEFT JOIN customers c ON c.id = i.customer_id"
         " LEFT JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
-        (invoice_id,)).fetchone()
+        (invoice_id,),
+    ).fetchone()
     if row is None:
         raise ToolError(_no_invoice(invoice_id))
     invoice = {key: value for key, value in dict(row).items() if value is not None}
@@ -179,12 +222,19 @@ def get_payments(conn: sqlite3.Connection, invoice_id: str) -> dict:
         raise ToolError(_no_invoice(invoice_id))
     payments = conn.execute(
         "SELECT id AS payment_id, paid_on, amount, method, charge_id FROM payments"
-        " WHERE invoice_id = ? ORDER BY paid_on, id", (invoice_id,))
+        " WHERE invoice_id = ? ORDER BY paid_on, id",
+        (invoice_id,),
+    )
     scheduled = conn.execute(
         "SELECT id AS scheduled_id, amount, status FROM scheduled_payments"
-        " WHERE invoice_id = ? ORDER BY id", (invoice_id,))
-    return {"invoice_id": invoice_id, "payments": [dict(row) for row in payments],
-            "scheduled": [dict(row) for row in scheduled]}
+        " WHERE invoice_id = ? ORDER BY id",
+        (invoice_id,),
+    )
+    return {
+        "invoice_id": invoice_id,
+        "payments": [dict(row) for row in payments],
+        "scheduled": [dict(row) for row in scheduled],
+    }
 
 
 def _split(ids: str | None) -> list[str]:
@@ -194,21 +244,35 @@ def _split(ids: str | None) -> list[str]:
 
 def _no_invoice(invoice_id: str) -> str:
     """Return the not-found message for an invoice id."""
-    return (f"no invoice {shown(invoice_id)}; invoice ids look like INV-2041"
-            " -- get them from list_invoices")
+    return (
+        f"no invoice {shown(invoice_id)}; invoice ids look like INV-2041"
+        " -- get them from list_invoices"
+    )
 
 
 # --- calc: arithmetic through the ast, never eval() --------------------------------------
 
-CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_NUMBER,
-                           "description": "arithmetic with + - * / // % ** and parentheses,"
-                                          " e.g. (129.00 + 45.00) * 2",
-                           "examples": ["(129.00 + 45.00) * 2"]})
+CALC = _schema(
+    expression={
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": HAS_NUMBER,
+        "description": "arithmetic with + - * / // % ** and parentheses, e.g. (129.00 + 45.00) * 2",
+        "examples": ["(129.00 + 45.00) * 2"],
+    }
+)
 MAX_EXPONENT = 100
 MAX_MAGNITUDE = 1e100
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
@@ -232,11 +296,14 @@ def _evaluate(node: ast.AST) -> int | float:
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
     if not (isinstance(node, ast.BinOp) and type(node.op) in _BINARY):
-        raise ToolError(f"calc only does arithmetic on numbers; {ast.unparse(node)!r}"
-                        " is not allowed")
+        raise ToolError(
+            f"calc only does arithmetic on numbers; {ast.unparse(node)!r} is not allowed"
+        )
     left, right = _evaluate(node.left), _evaluate(node.right)
     if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-        raise ToolError(f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}")
+        raise ToolError(
+            f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}"
+        )
     try:
         value = _BINARY[type(node.op)](left, right)
     except ZeroDivisionError:
@@ -259,8 +326,13 @@ def _checked(value: int | float) -> int | float:
 
 SCHEDULE_PAYMENT = _schema(
     invoice_id={**INVOICE_ID, "description": "supplier invoice id, e.g. INV-2291"},
-    amount={"type": "number", "exclusiveMinimum": 0,
-            "description": "amount to pay in dollars, e.g. 48200 or 129.00", "examples": [100]})
+    amount={
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "amount to pay in dollars, e.g. 48200 or 129.00",
+        "examples": [100],
+    },
+)
 
 
 def _dollars(amount: Any) -> float:
@@ -270,11 +342,17 @@ def _dollars(amount: Any) -> float:
     other scripts (``"١٠٠"``, full-width ``"１００"``) raise ToolError: money is never
     guessed from a near miss.
     """
-    text = str(amount).strip() if isinstance(amount, (str, int, float)) and not isinstance(amount, bool) else None
+    text = (
+        str(amount).strip()
+        if isinstance(amount, (str, int, float)) and not isinstance(amount, bool)
+        else None
+    )
     # ASCII digits only: Python's \d and float() also read other scripts' digits ("١٠٠", "１００").
     if text is None or not re.fullmatch(r"[0-9]+(?:\.[0-9]{1,2})?|[0-9]*\.[0-9]{1,2}", text):
-        raise ToolError(f"amount must be a number of dollars with at most 2 decimals, like 48200 "
-                        f"or 129.00, not {amount!r}")
+        raise ToolError(
+            f"amount must be a number of dollars with at most 2 decimals, like 48200 "
+            f"or 129.00, not {amount!r}"
+        )
     return float(text)
 
 
@@ -285,7 +363,9 @@ def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | 
         "SELECT kind, total, status,"
         " total - (SELECT coalesce(sum(amount), 0) FROM payments WHERE invoice_id = i.id)"
         " - (SELECT coalesce(sum(amount), 0) FROM scheduled_payments WHERE invoice_id = i.id)"
-        " AS unpaid FROM invoices i WHERE id = ?", (invoice_id,)).fetchone()
+        " AS unpaid FROM invoices i WHERE id = ?",
+        (invoice_id,),
+    ).fetchone()
     if row is None:
         raise ToolError(_no_invoice(invoice_id))
     if row["kind"] != "supplier":
@@ -293,20 +373,30 @@ def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | 
     if row["status"] != "approved":
         raise ToolError(f"{invoice_id} is {row['status']}; only approved invoices can be paid")
     if not 0 < amount <= round(row["unpaid"], 2):
-        raise ToolError(f"amount must be more than 0 and at most the unpaid"
-                        f" {row['unpaid']:.2f} dollars of {invoice_id}")
+        raise ToolError(
+            f"amount must be more than 0 and at most the unpaid"
+            f" {row['unpaid']:.2f} dollars of {invoice_id}"
+        )
     with conn:
-        cursor = conn.execute("INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
-                              (invoice_id, amount))
-    return {"scheduled_id": cursor.lastrowid, "invoice_id": invoice_id, "amount": amount,
-            "status": "scheduled"}
+        cursor = conn.execute(
+            "INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
+            (invoice_id, amount),
+        )
+    return {
+        "scheduled_id": cursor.lastrowid,
+        "invoice_id": invoice_id,
+        "amount": amount,
+        "status": "scheduled",
+    }
 
 
 # --- Tool, the tool sets, and calling a tool ---------------------------------------------
 
+
 @dataclass(frozen=True)
 class Tool:
     """A callable tool: function, one-line description, JSON Schema of its arguments."""
+
     name: str
     fn: Callable[..., Any]
     description: str
@@ -320,32 +410,60 @@ class Tool:
 
     @property
     def example(self) -> str:
-        """Return a text-protocol call built from the schema's examples, e.g. 'get_charge[ch_0000]'."""
+        """Return a text-protocol call built from the schema's examples.
+
+        For example ``get_charge[ch_0000]``.
+        """
         props = self.parameters["properties"].values()
         return f"{self.name}[{', '.join(str(p.get('examples', ['...'])[0]) for p in props)}]"
 
     def openai_schema(self) -> dict:
         """Return the OpenAI function-calling form of this tool."""
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
 def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
     """Return the six read-only tools by name, bound to conn (default: open_db())."""
     conn = open_db() if conn is None else conn
     tools = [
-        Tool("list_invoices", functools.partial(list_invoices, conn),
-             "List a customer's invoices issued on or after a date (YYYY-MM-DD), newest first;"
-             " totals in dollars.", LIST_INVOICES),
-        Tool("get_charge", functools.partial(get_charge, conn),
-             "Get one card charge by id; its amount is in cents.", GET_CHARGE),
-        Tool("search", functools.partial(search, conn),
-             "Search the billing help articles; returns the top 3 passages.", SEARCH),
-        Tool("find_invoice", functools.partial(find_invoice, conn),
-             "Get one customer or supplier invoice by id; total in dollars.", FIND_INVOICE),
-        Tool("get_payments", functools.partial(get_payments, conn),
-             "List the payments made on an invoice, in dollars (refunds are negative).",
-             GET_PAYMENTS),
+        Tool(
+            "list_invoices",
+            functools.partial(list_invoices, conn),
+            "List a customer's invoices issued on or after a date (YYYY-MM-DD), newest first;"
+            " totals in dollars.",
+            LIST_INVOICES,
+        ),
+        Tool(
+            "get_charge",
+            functools.partial(get_charge, conn),
+            "Get one card charge by id; its amount is in cents.",
+            GET_CHARGE,
+        ),
+        Tool(
+            "search",
+            functools.partial(search, conn),
+            "Search the billing help articles; returns the top 3 passages.",
+            SEARCH,
+        ),
+        Tool(
+            "find_invoice",
+            functools.partial(find_invoice, conn),
+            "Get one customer or supplier invoice by id; total in dollars.",
+            FIND_INVOICE,
+        ),
+        Tool(
+            "get_payments",
+            functools.partial(get_payments, conn),
+            "List the payments made on an invoice, in dollars (refunds are negative).",
+            GET_PAYMENTS,
+        ),
         Tool("calc", calc, "Evaluate an arithmetic expression such as 129.00 * 2.", CALC),
     ]
     return {tool.name: tool for tool in tools}
@@ -381,9 +499,10 @@ class Observation:
     was cut off at the guards' ``tool_timeout``; ``seconds`` is the call's wall-clock
     time, guards included.
     """
-    text: str                  # what follows "Observation:" -- JSON, or "Error: ..."
+
+    text: str  # what follows "Observation:" -- JSON, or "Error: ..."
     error: str | None = None
-    value: Any = None          # the raw return value when the call succeeded
+    value: Any = None  # the raw return value when the call succeeded
     sql: list[str] = field(default_factory=list)
     guard: str | None = None
     timed_out: bool = False
@@ -391,7 +510,7 @@ class Observation:
 
     @classmethod
     def failure(cls, message: str, **fields) -> "Observation":
-        """The observation of a call that did not work: ``Error: message``, the message in ``error``.
+        """The observation of a call that did not work: ``Error: message``, message in ``error``.
 
         The one builder of error observations; ``fields`` set the rest (``guard``, ``sql`` ...).
         """
@@ -399,7 +518,10 @@ class Observation:
 
 
 def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
-    """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
+    """Run tools[name] with args (list: positional, dict: keywords); never raises.
+
+    The observation is the result as JSON, or a text result as it is.
+    """
     try:
         return _call(tools, name, args)
     except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
@@ -451,6 +573,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
 
 
 def connection(tool: Tool | None) -> sqlite3.Connection | None:
-    """Return the sqlite3 connection a tool's function is bound to (``partial(fn, conn)``), if any."""
+    """Return the sqlite3 connection a tool's function is bound to (``partial(fn, conn)``).
+
+    None when it is bound to none.
+    """
     bound = getattr(getattr(tool, "fn", None), "args", ())
     return bound[0] if bound and isinstance(bound[0], sqlite3.Connection) else None

@@ -11,12 +11,11 @@ import tiktoken_ext.openai_public
 from tiktoken.load import load_tiktoken_bpe
 
 from react_lab import cost
-from react_lab.lab.backends.scripted import ForcedModel, ScriptedModel
+from react_lab.lab.backends.scripted import ForcedModel
 from react_lab.lab.cli import main
 from react_lab.loop import ask
-from react_lab.lab.notebook.plots import plot_cost, plot_run
+from react_lab.lab.notebook.plots import plot_cost
 from react_lab.lab.notebook.widgets import make_cost_widget
-from react_lab.protocol import build_prompt
 from react_lab.tools import default_tools
 
 # ---- counting tokens offline ------------------------------------------------------------

@@ -2,7 +2,6 @@
 import inspect
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker

@@ -1,4 +1,4 @@
-"""react_lab.lab.experiments.costs: prompts of production size, and real runs against the cost model."""
+"""react_lab.lab.experiments.costs: prompts of production size, real runs against the model."""
 
 import pytest
 
@@ -31,7 +31,8 @@ def test_lab_exemplars_take_the_protocols_exemplars_in_order():
     assert costs.lab_exemplars(1) == [EXEMPLARS[0]]
     six = costs.lab_exemplars(6)
     assert six[:3] == list(EXEMPLARS) and [ex.question for ex in six[3:]] == [
-        question for question, *_ in EXTRA_EXEMPLARS]
+        question for question, *_ in EXTRA_EXEMPLARS
+    ]
     with pytest.raises(ValueError, match="only 6 exemplars"):
         costs.lab_exemplars(7)
 
@@ -46,22 +47,28 @@ def test_production_prompt_has_eight_tools_and_three_exemplars():
 
 def test_measure_run_predicts_a_scripted_run_exactly():
     # The prompt ends in "Thought:", so each completion starts with the space after it.
-    script = [" list them.\nAction: list_invoices[cus_8812, 2026-07-01]",
-              " check the charge.\nAction: get_charge[ch_1KZq8f]",
-              " done.\nAnswer: charged once"]
+    script = [
+        " list them.\nAction: list_invoices[cus_8812, 2026-07-01]",
+        " check the charge.\nAction: get_charge[ch_1KZq8f]",
+        " done.\nAnswer: charged once",
+    ]
     result = ask("Was cus_8812 charged twice?", ScriptedModel(script), default_tools())
     # ScriptedModel counts whitespace-separated words; count the spans the same way.
     measured = costs.measure_run(result, lambda text: len(text.split()))
     assert measured["steps"] == [1, 2, 3]
-    assert measured["O"][0] > 50 and measured["O"][2] == 0  # invoice rows; no observation after the answer
+    assert (
+        measured["O"][0] > 50 and measured["O"][2] == 0
+    )  # invoice rows; no observation after the answer
     assert measured["predicted"] == measured["reported"]
     assert measured["error"] == [0, 0, 0]
     # the mean-size line meets the real one at the last step (means over re-sent steps only)
     assert abs(measured["predicted_mean"][-1] - measured["reported"][-1]) <= 2
     # the stacked parts add up to the prediction; the first request re-sends nothing
     assert measured["resent_A"][0] == measured["resent_O"][0] == 0
-    assert all(p == measured["P"] + a + o for p, a, o in
-               zip(measured["predicted"], measured["resent_A"], measured["resent_O"]))
+    assert all(
+        p == measured["P"] + a + o
+        for p, a, o in zip(measured["predicted"], measured["resent_A"], measured["resent_O"])
+    )
     assert measured["resent_O"][2] == measured["O"][0] + measured["O"][1]
     fig = plot_run(measured, unit="words")
     assert len(fig.axes) == 2

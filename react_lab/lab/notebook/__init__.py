@@ -1,4 +1,4 @@
-"""What the notebooks use around the agent: widgets, exercises, claims, the cell clock, plots and tables.
+"""What the notebooks use around the agent: widgets, exercises, claims, plots and tables.
 
 :func:`warm_up` pays every one-off cost before a learner's first step.
 """
