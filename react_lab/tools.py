@@ -566,8 +566,9 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observat
         except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() in the tool
             if isinstance(e, KeyboardInterrupt):
                 raise
-            message = f"{tool.name} failed with {type(e).__name__}: {e}; check the arguments of"
-            return Observation.failure(f"{message} {tool.usage}", sql=list(sql))
+            failed = f"{tool.name} failed with {type(e).__name__}: {e}"
+            message = f"{failed}; check the arguments of {tool.usage}"
+            return Observation.failure(message, sql=list(sql))
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     return Observation(text, value=value, sql=sql)  # text (a page, an email) as is: line breaks too
 

@@ -486,7 +486,8 @@ def tool_value(session: MCPSession, name: str, arguments: dict) -> Any:
         raise ToolError(str(exc)) from None
     text = "\n".join(_block_text(block) for block in result.content)
     if result.is_error:
-        raise ToolError(_collapsed(text) or f"{name} failed on the MCP server and said nothing more")
+        said = _collapsed(text)
+        raise ToolError(said or f"{name} failed on the MCP server and said nothing more")
     if result.structured_content is not None:
         return result.structured_content  # call_tool writes it as JSON, as for the lab's own tools
     return text

@@ -338,7 +338,7 @@ def _run_options(loop_options: dict | None) -> dict | None:
 
 
 def transcript_of(record: dict) -> Transcript:
-    """Rebuild the owner-marked transcript of a record (``notebook.tables.transcript_html`` shows it)."""
+    """Rebuild the owner-marked transcript of a record (``tables.transcript_html`` shows it)."""
     return Transcript([tuple(span) for span in record["transcript"]])
 
 

@@ -100,7 +100,8 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2}
     left.legend(**below)
 
-    cum_prefix, cum_resent = running(prefix), running([a + o for a, o in zip(model_text, observations)])
+    cum_prefix = running(prefix)
+    cum_resent = running([a + o for a, o in zip(model_text, observations)])
     right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#1d4ed8"],
                     labels=["prefix: N·P (linear)", "re-sent text (quadratic)"])
     if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
