@@ -1,4 +1,4 @@
-"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, the seed's regex.
+"""The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, a regex.
 
 ReAct (Yao et al., 2022, "ReAct: Synergizing Reasoning and Acting in Language Models")
 has the model write ``Thought:`` and ``Action: tool[input]`` lines into its own text.
@@ -15,11 +15,13 @@ that work:
 """
 from __future__ import annotations
 
+import json
 import numbers
 import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
@@ -29,7 +31,8 @@ THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
 #: a new line with a step number ("Observation 2:").
 STOP = ["Observation:", "\nObservation"]
 
-#: Completion tokens per model call when the caller does not say (both loops, the backends, the CLI).
+#: Completion tokens per model call when the caller does not say (both loops, the backends,
+#: the CLI).
 MAX_TOKENS = 256
 
 #: The classic loop's action regex: ``^Action:`` anchored to a line start (MULTILINE),
@@ -71,43 +74,33 @@ class Exemplar:
         lines = [f"Question: {self.question}"]
         for thought, action, observation in self.steps:
             observation = mark(observation, action.split("[")[0]) if mark else observation
-            lines += [f"{THOUGHT}: {thought}", f"{ACTION}: {action}", f"{OBSERVATION}: {observation}"]
+            lines += [
+                f"{THOUGHT}: {thought}",
+                f"{ACTION}: {action}",
+                f"{OBSERVATION}: {observation}",
+            ]
         lines += [f"{THOUGHT}: {self.final_thought}", f"Answer: {self.answer}"]
         return "\n".join(lines)
 
 
-#: Worked exchanges over the shipped database. Their observations are real tool output,
-#: checked against the database by ``tests/test_protocol.py::test_exemplars_match_the_tools``.
-EXEMPLARS: tuple[Exemplar, ...] = (
+#: Worked exchanges over the shipped database. Their observations are real tool output
+#: (long JSON lines, so they live in ``react_lab/data/exemplars.json``), checked against the
+#: database by ``tests/test_protocol.py::test_exemplars_match_the_tools``.
+EXEMPLARS: tuple[Exemplar, ...] = tuple(
     Exemplar(
-        question="When was the latest invoice of cus_4417 issued?",
-        steps=(("I need the invoices of cus_4417, newest first.",
-                "list_invoices[cus_4417, 2026-07-01]",
-                '[{"invoice_id": "INV-2088", "issued": "2026-07-14", "due": "2026-07-14", "total": 4200.0, "status": "paid", "memo": "Enterprise plan, July 2026", "emailed_at": "2026-07-14T08:10:47", "charge_ids": ["ch_9nfKQD"]}]'),),
-        final_thought="The newest invoice is INV-2088, issued on 2026-07-14.",
-        answer="The latest invoice of cus_4417 is INV-2088, issued on 2026-07-14.",
-    ),
-    Exemplar(
-        question="Has supplier invoice INV-2323 been paid?",
-        steps=(("I should look at the invoice first.", "find_invoice[INV-2323]",
-                '{"invoice_id": "INV-2323", "kind": "supplier", "supplier_id": "sup_106", "supplier_name": "Bluequill Payroll Services", "issued": "2026-07-25", "due": "2026-08-09", "total": 720.0, "status": "approved", "memo": "Payroll service, July 2026"}'),
-               ("It is approved. Approved is not paid, so I check its payments.",
-                "get_payments[INV-2323]", '{"invoice_id": "INV-2323", "payments": [], "scheduled": []}')),
-        final_thought="There are no payments against INV-2323.",
-        answer="No. INV-2323 (720.00 dollars) is approved but unpaid.",
-    ),
-    Exemplar(
-        question="How long after a charge can a card payment be refunded?",
-        steps=(("The help articles should state the refund window.", "search[refund policy]",
-                '[{"article_id": "KB-01", "title": "Refund policy", "snippet": "Card payments can be refunded in full within 60 days of the charge. A refund returns the money to the original card in 5 to 10 business days and is recorded as a negative payment on the invoice."}, {"article_id": "KB-02", "title": "How to issue a refund", "snippet": "Find the succeeded charge for the invoice, check it was not already refunded, then refund that charge. Never refund an invoice that has no succeeded charge."}, {"article_id": "KB-03", "title": "Was a customer charged twice?", "snippet": "A real duplicate charge means two succeeded charges for the same invoice. Look up each charge id: failed charges and refunded charges did not take money. Refund only the second succeeded charge."}]'),),
-        final_thought="The refund policy article gives the window.",
-        answer="Card payments can be refunded in full within 60 days of the charge.",
-    ),
+        ex["question"],
+        tuple((s["thought"], s["action"], s["observation"]) for s in ex["steps"]),
+        ex["final_thought"],
+        ex["answer"],
+    )
+    for ex in json.loads((Path(__file__).parent / "data" / "exemplars.json").read_bytes())
 )
 
 
 def describe_tools(tools: Iterable[Any]) -> str:
-    """One line per tool: ``  usage - description Example: call`` (``tools`` are :class:`react_lab.tools.Tool`).
+    """One line per tool: ``  usage - description Example: call``.
+
+    ``tools`` are :class:`react_lab.tools.Tool`.
 
     The example call comes from the schema's ``examples``; without it the smallest
     model copies parameter names (``get_payments[invoice_id]``) as arguments.
@@ -163,7 +156,7 @@ class ParseResult:
 
     @property
     def args(self) -> list[str] | dict:
-        """Arguments for dispatch: a dict as is, a string split on commas (as the classic loop does)."""
+        """Arguments to dispatch: a dict as is, text split on commas (as the classic loop does)."""
         if isinstance(self.input, dict):
             return self.input
         if self.input is None or str(self.input).strip() == "":
@@ -177,16 +170,32 @@ class ParseResult:
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
-    """The one wording for a call to a tool that does not exist (a long name is cut: one short line)."""
+    """The one wording for a call to a tool that does not exist.
+
+    A long name is cut: the message stays one short line.
+    """
     names = list(available)
     if not names:
         return f"unknown tool {shown(name, 120)}; no tools are available"
     return f"unknown tool {shown(name, 120)}; available: {', '.join(names)}"
 
 
-def clip(text: str, limit: int = 80) -> str:
-    """``text`` cut to ``limit`` characters, ``...`` marking the cut: what the model reads stays short."""
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+#: Every character ``str.splitlines()`` ends a line at.
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+_LINE_BREAK_RUN = re.compile(f"[{LINE_BREAKS}]+")
+
+
+def clip(text: str, limit: int = 80, *, one_line: bool = False) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` marking the cut.
+
+    What the model reads stays short. With ``one_line``, each run of line breaks
+    (:data:`LINE_BREAKS`) is first written as one space, so a message (an error the model
+    reads, a reason in a log) fits on one line.
+    The package's one text-shortening helper; :func:`shown` quotes a value with it.
+    """
+    if one_line:
+        text = _LINE_BREAK_RUN.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: Opening quote -> its closing quote, straight and typographic.
@@ -194,16 +203,19 @@ QUOTE_PAIRS = {'"': '"', "'": "'", "`": "`", "\u201c": "\u201d", "\u2018": "\u20
 
 
 def unquoted(text: str) -> str:
-    """``text`` trimmed, without one pair of quotes wrapping the whole of it (``'"a b"'`` is ``"a b"``)."""
+    """``text`` trimmed, without one pair of quotes wrapping the whole of it.
+
+    ``'"a b"'`` is ``"a b"``.
+    """
     text = text.strip()
     close = QUOTE_PAIRS.get(text[:1]) if len(text) >= 2 else None
     return text[1:-1].strip() if close and text[-1] == close and close not in text[1:-1] else text
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters, ``...`` before its last (closing) character."""
+    """``repr(value)`` clipped to ``limit`` characters, its last (closing) character kept."""
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 4] + "..." + text[-1]
+    return clip(text[:-1], limit - 1) + text[-1]
 
 
 # --------------------------------------------------------------------------- strict parser
@@ -272,7 +284,9 @@ def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, 
     characters) or ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
     """
     if question is not NotImplemented and not isinstance(question, str):
-        raise TypeError(f"question must be a string, got {type(question).__name__} {question!r:.60}")
+        raise TypeError(
+            f"question must be a string, got {type(question).__name__} {question!r:.60}"
+        )
     if isinstance(question, str) and not visible(question):
         raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
     if not callable(getattr(model, model_method, None)):

@@ -1,7 +1,7 @@
-"""The schema check: a tool call's arguments against the tool's JSON Schema, errors that name the field.
+"""The schema check: a call's arguments against the tool's JSON Schema, errors naming the field.
 
 Native tool calling checks every call before it runs (:func:`react_lab.native.execute_call`);
-the step logs say whether each call's arguments were valid (:func:`react_lab.trace.step_event`);
+the lab's step logs say whether each call's arguments were valid;
 notebook 04 holds the same check up against the classic regex. ``jsonschema``'s Draft
 2020-12 validator does the checking, with its ``FormatChecker`` (so ``format: date`` counts).
 
@@ -17,6 +17,7 @@ it holds as if written ``\\A...\\Z``. A free-text argument must hold something t
 is about and fits on one line; a decoding error says what happened (cut off, markup, extra
 text) and shows the arguments the tool expects.
 """
+
 from __future__ import annotations
 
 import copy
@@ -25,6 +26,7 @@ import math
 import re
 from typing import Any
 
+from ._parsing.messages import describe_errors
 from .protocol import clip, shown
 
 #: A :class:`react_lab.tools.Tool` (not imported: tools.py imports this module).
@@ -43,10 +45,12 @@ CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 #: anything", so it means the same to JSON Schema (which matches anywhere, ``re.search``) and
 #: to a provider's grammar engine (which matches the whole value); it runs in linear time.
 #: :data:`NEEDS` words each one for a refusal.
-HAS_WORD = r"^[\W_]*[^\W_][\s\S]*$"    # a letter or digit, any script: what search() looks for
-HAS_NUMBER = r"^[^0-9]*[0-9][\s\S]*$"    # calc computes nothing without a number
-NEEDS = {HAS_WORD: "has no letter or digit, so there is nothing to search for",
-         HAS_NUMBER: "has no number, so there is nothing to compute"}
+HAS_WORD = r"^[\W_]*[^\W_][\s\S]*$"  # a letter or digit, any script: what search() looks for
+HAS_NUMBER = r"^[^0-9]*[0-9][\s\S]*$"  # calc computes nothing without a number
+NEEDS = {
+    HAS_WORD: "has no letter or digit, so there is nothing to search for",
+    HAS_NUMBER: "has no number, so there is nothing to compute",
+}
 
 
 def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[str]]:
@@ -65,23 +69,40 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
     items = args.items() if isinstance(args, dict) else enumerate(args)
     cleaned, errors = {}, []
     for key, value in items:
-        field = key if isinstance(args, dict) else (names[key] if key < len(names) else f"argument {key + 1}")
-        declared = properties.get(field, {}).get("type") if isinstance(properties.get(field), dict) else None
+        field = (
+            key
+            if isinstance(args, dict)
+            else (names[key] if key < len(names) else f"argument {key + 1}")
+        )
+        declared = (
+            properties.get(field, {}).get("type")
+            if isinstance(properties.get(field), dict)
+            else None
+        )
         declared = {declared} if isinstance(declared, str) else set(declared or ())
-        if isinstance(value, (list, tuple, dict)) and declared and not declared & {"array", "object"}:
+        if (
+            isinstance(value, (list, tuple, dict))
+            and declared
+            and not declared & {"array", "object"}
+        ):
             kind = "an object" if isinstance(value, dict) else "a list"
-            errors.append(f"{field}: {shown(value)} is {kind}; give one {'/'.join(sorted(declared))} value")
+            errors.append(
+                f"{field}: {shown(value)} is {kind}; give one {'/'.join(sorted(declared))} value"
+            )
         elif isinstance(value, str):
             value = value.strip()
             bad = CONTROL.search(value)
             if bad:
-                errors.append(f"{field}: {shown(value)} holds the control character {bad.group()!r}; "
-                              "write the value on one line, without control characters")
+                errors.append(
+                    f"{field}: {shown(value)} holds the control character {bad.group()!r}; "
+                    "write the value on one line, without control characters"
+                )
         cleaned[key] = value
     return (cleaned if isinstance(args, dict) else list(cleaned.values())), errors
 
 
 # --------------------------------------------------------------------------- the schema check
+
 
 def validate_call(tool: Tool, args: Any) -> list[str]:
     """Check ``args`` against ``tool.parameters``; return one message per error, [] if valid.
@@ -89,22 +110,17 @@ def validate_call(tool: Tool, args: Any) -> list[str]:
     The argument rule comes first (:func:`clean_arguments`). Each message starts with the
     field it is about (``since: 'July 1st' is not a 'date' ...``; a missing or undeclared
     argument is named too) and is one line. Uses ``jsonschema``'s Draft 2020-12 validator
-    with its ``FormatChecker``, so ``format: date`` is enforced too. Never raises:
-    anything unexpected becomes a message.
+    with its ``FormatChecker``, so ``format: date`` is enforced too; the messages are worded
+    by :func:`react_lab._parsing.messages.describe_errors`. Never raises: anything
+    unexpected becomes a message.
     """
     try:
         if not isinstance(args, dict):
             return [_not_an_object(tool, args)]
         args, own = clean_arguments(tool, args)
-        own = _after_own(_leaked_markup(args), own)  # leaked markup explains a line break too
-        validator = schema_validator(tool.parameters)
-        declared = list(tool.parameters.get("properties", {}))
-        messages = []
-        for error in validator.iter_errors(args):
-            messages += _describe(error, declared)
-        messages = _after_own(own, messages)
-        messages = sorted(set(messages), key=lambda m: (_field_rank(m, declared), m))
-        return [_one_line(m) for m in _with_hints(messages, tool.parameters.get("properties", {}))]
+        errors = schema_validator(tool.parameters).iter_errors(args)
+        messages = describe_errors(errors, args, own, tool.parameters, NEEDS)
+        return [_one_line(m) for m in messages]
     except Exception as exc:  # noqa: BLE001 -- a checker must never take the loop down
         return [_one_line(f"could not validate the arguments ({type(exc).__name__}: {exc})")]
 
@@ -114,11 +130,12 @@ _VALIDATORS: dict[str, Any] = {}
 
 
 def schema_validator(schema: dict):
-    """The Draft 2020-12 validator, with its ``FormatChecker``, for ``schema``; built once per schema.
+    """The Draft 2020-12 validator, with its ``FormatChecker``, for ``schema``; built once each.
 
     The first call in a process imports ``jsonschema``, which takes about 1.3 s where
     Jupyter is installed (``jupyter-events`` pulls in ``rfc3987-syntax``, which builds a
-    parser at import); :func:`react_lab.lab.notebook.warm_up` pays that before a learner's first step.
+    parser at import); :func:`react_lab.lab.notebook.warm_up` pays that before a learner's
+    first step.
     """
     key = json.dumps(schema, sort_keys=True, default=repr)
     if key not in _VALIDATORS:
@@ -127,54 +144,27 @@ def schema_validator(schema: dict):
         if len(_VALIDATORS) >= 256:  # generated schemas (tests, fuzzing) must not pile up
             _VALIDATORS.clear()
         _VALIDATORS[key] = jsonschema.Draft202012Validator(
-            copy.deepcopy(schema), format_checker=jsonschema.FormatChecker())
+            copy.deepcopy(schema), format_checker=jsonschema.FormatChecker()
+        )
     return _VALIDATORS[key]
 
 
-def _describe(error, declared: list[str]) -> list[str]:
-    """Turn one jsonschema error into messages that start with a field name."""
-    if error.validator == "required" and not error.path:
-        missing = [p for p in error.validator_value if p not in error.instance]
-        return [f"{name}: required argument is missing" for name in missing]
-    if error.validator == "additionalProperties" and not error.path:
-        extra = [k for k in error.instance if k not in declared]
-        return [_undeclared(k, error.instance[k], declared) for k in extra]
-    if error.validator == "minLength" and error.instance == "" and \
-            isinstance(error.schema, dict) and error.schema.get("pattern") in NEEDS:
-        return []  # the pattern's message says it better: "'' has no letter or digit ..."
-    where = "/".join(str(p) for p in error.absolute_path) or "arguments"
-    better = _plainer(error, where)
-    return [better] if better is not None else [f"{where}: {clip(error.message, 200)}"]
-
-
-def _with_hints(messages: list[str], properties: dict) -> list[str]:
-    """Append the field's description to the last message about it (what to write instead)."""
-    out, hinted = list(messages), set()
-    for i in reversed(range(len(out))):
-        name = out[i].split(":", 1)[0]
-        spec = properties.get(name)
-        if name not in hinted and isinstance(spec, dict) and spec.get("description"):
-            out[i] += f" (expected {spec['description']})"
-        hinted.add(name)
-    return out
-
-
-def _field_rank(message: str, declared: list[str]) -> int:
-    """Sort key: declared fields in schema order first, then the rest."""
-    name = message.split(":", 1)[0]
-    return declared.index(name) if name in declared else len(declared)
-
-
 def example_args(tool: Tool) -> str:
-    """The tool's arguments built from its schema's ``examples``, as JSON text: the shape messages show."""
+    """The tool's arguments built from its schema's ``examples``, as JSON text.
+
+    The shape the messages show.
+    """
     props = tool.parameters.get("properties", {})
     return json.dumps({k: p.get("examples", ["..."])[0] for k, p in props.items()})
 
 
 # --------------------------------------------------------------------------- decoding
 
+
 def decode_arguments(arguments: Any) -> Any:
-    """A call's ``arguments`` decoded from JSON text (as providers send them); the raw value when not JSON.
+    """A call's ``arguments`` decoded from JSON text (as providers send them).
+
+    The raw value when it is not JSON.
 
     The same decoding :func:`check_arguments` applies; for a guard or a log that needs the
     value whether or not it is valid. Never raises.
@@ -188,7 +178,10 @@ def _no_constant(name: str) -> float:
 
 
 def _finite(text: str) -> float:
-    """Read a JSON number with a fraction or exponent; refuse one too large for a float (``1e400``)."""
+    """Read a JSON number with a fraction or exponent; refuse one too large for a float.
+
+    ``1e400`` is refused.
+    """
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text} is too large to be a number")
@@ -196,7 +189,7 @@ def _finite(text: str) -> float:
 
 
 def _decode(arguments: Any) -> tuple[Any, Exception | None]:
-    """``(decoded value, None)``, or ``(arguments, the decoder's error)`` for text that is not JSON."""
+    """``(decoded value, None)``; ``(arguments, the decoder's error)`` for text that is not JSON."""
     if not isinstance(arguments, str):
         return arguments, None
     try:
@@ -222,17 +215,12 @@ def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, lis
     return clean_arguments(tool, decoded)[0], errors
 
 
-# --------------------------------------------------------------------------- messages the model can act on
-
-_LINE_BREAK = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
-#: Call markup of other models' formats, leaked into a value (a tag, or a special token).
-_MARKUP = re.compile(r"</?(?:arg_key|arg_value|parameter|function|tool_call|invoke)\b[^>]{0,40}>"
-                     r"|<\|[a-z_]{1,30}\|>", re.IGNORECASE)
+# ---------------------------------------------------------------- messages the model can act on
 
 
-def _one_line(message: str, limit: int = 600) -> str:
-    """``message`` with every line break written as a space and cut to ``limit`` characters."""
-    return clip(_LINE_BREAK.sub(" ", message), limit)
+def _one_line(message: str) -> str:
+    """``message`` on one line (each run of line breaks a space), at most 600 characters."""
+    return clip(message, 600, one_line=True)
 
 
 def _not_json(tool: Tool, text: str, exc: Exception) -> str:
@@ -317,48 +305,3 @@ def _not_an_object(tool: Tool, args: Any) -> str:
         return _one_line(f"arguments must be a JSON object like {example}, not {shown(args, 40)}")
     value = "" if kind in ("null", "true", "false") else f" ({clip(json.dumps(args, ensure_ascii=False), 60)})"
     return _one_line(f"arguments must be a JSON object like {example}, not {kind}{value}")
-
-
-def _leaked_markup(args: dict) -> list[str]:
-    """One message per value that holds another model format's call markup (``</arg_value><arg_key>``)."""
-    out = []
-    for key, value in args.items():
-        tag = _MARKUP.search(value) if isinstance(value, str) else None
-        if tag:
-            out.append(f"{key}: {shown(value, 90)} holds call markup ({tag.group()!r}): another "
-                       "argument leaked into this value; send each argument under its own key")
-    return out
-
-
-def _after_own(own: list[str], messages: list[str]) -> list[str]:
-    """``own`` messages, then ``messages`` -- except those about a field ``own`` already names."""
-    named = {m.split(":", 1)[0] for m in own}
-    return own + [m for m in messages if m.split(":", 1)[0] not in named]
-
-
-def _undeclared(key: str, value: Any, declared: list[str]) -> str:
-    """The message for an undeclared argument; a wrapper around the real ones is named as such.
-
-    A name that is empty, blank at either end or holds a control character is shown quoted
-    with its escapes (``'\\r'``), so two such names never read the same on one line."""
-    plain = isinstance(key, str) and key and key.strip() == key and key.isprintable()
-    shown = key if plain else repr(key)
-    if isinstance(value, dict) and set(value) & set(declared):
-        inner = json.dumps({k: v for k, v in value.items() if k in declared}, ensure_ascii=False)
-        return (f"{shown}: not a declared argument; the arguments are wrapped in {key!r}: send them "
-                f"at the top level, such as {clip(inner, 120)}")
-    return f"{shown}: not a declared argument (declared: {', '.join(declared)})"
-
-
-def _plainer(error, where: str) -> str | None:
-    """A plainer message than jsonschema's for the errors a model makes most; None to keep its own."""
-    value = error.instance
-    if error.validator == "type" and isinstance(value, str) and error.validator_value in ("number", "integer"):
-        try:
-            float(value)
-        except ValueError:
-            return None
-        return f"{where}: {shown(value)} is a string, not a number; write it without quotes: {clip(value.strip(), 30)}"
-    if error.validator == "pattern" and error.validator_value in NEEDS:
-        return f"{where}: {shown(value)} {NEEDS[error.validator_value]}"
-    return None

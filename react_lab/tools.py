@@ -7,24 +7,22 @@ as an OpenAI function schema for native tool calling. :func:`call_tool` runs a t
 turns whatever happens, result or error, into an :class:`Observation`; it never raises.
 
 The shipped database (:data:`DB_PATH`) is opened read-only and never modified. The one
-side-effecting tool, ``schedule_payment``, writes to a :func:`working_copy` only.
+side-effecting tool, ``schedule_payment`` (:func:`payment_tool`), writes through the
+connection it is given: one to a copy of the database
+(:func:`react_lab.lab.sandbox.payment_tools` makes the copy and refuses the shipped file).
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
 """
+
 from __future__ import annotations
 
 import ast
-import atexit
 import functools
-import hashlib
 import inspect
 import json
 import operator
-import os
 import re
-import shutil
 import sqlite3
-import tempfile
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,31 +37,17 @@ DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
 # --- the database ---------------------------------------------------------------------
 
+
 def open_db(path: str | Path | None = None) -> sqlite3.Connection:
     """Open a billing database read-only (rows as sqlite3.Row); FileNotFoundError if missing."""
     path = Path(path or DB_PATH).resolve()
     if not path.is_file():
-        raise FileNotFoundError(f"no database at {path}; build it: python -m react_lab.lab.builders.build")
+        raise FileNotFoundError(
+            f"no database at {path}; build it: python -m react_lab.lab.builders.build"
+        )
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     return conn
-
-
-def working_copy(dest_dir: str | Path | None = None) -> Path:
-    """Copy the shipped database into dest_dir (default: a new temp dir, removed when the
-    Python process exits); return the copy's path."""
-    if dest_dir is None:
-        dest_dir = tempfile.mkdtemp(prefix="react_lab_")
-        atexit.register(shutil.rmtree, dest_dir, ignore_errors=True)
-    dest = Path(dest_dir) / DB_PATH.name
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(DB_PATH, dest)
-    return dest
-
-
-def db_checksum(path: str | Path = DB_PATH) -> str:
-    """Return the sha256 hex digest of the file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 @contextmanager
@@ -81,41 +65,59 @@ class ToolError(Exception):
     """A tool's own error whose message says what to change."""
 
 
-# --- how the data writes ids and months (the guards, the scorer and the questions read them) --
-
 #: Anything written like one of the billing data's ids, in any case and of any length:
 #: customers ``cus_4417``, invoices ``INV-2041``, charges ``ch_9nfKQD``, help articles
 #: ``KB-01``, suppliers ``sup_106``, payments ``pay_0001`` -- and ``inv-20411`` too, which a
-#: reader of free text must not take for a number. The one id pattern of the package.
+#: reader of free text must not take for a number. The one id pattern of the package (the
+#: compaction, the guards, the scorer and the questions read it).
 ID_RE = re.compile(r"\b(?:INV|KB)-\d+|\b(?:cus|sup|ch|pay)_[A-Za-z0-9]+", re.I)
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
 
 
 # --- argument schemas: one per tool, properties in the function's parameter order ------
 
+
 def _schema(**properties: dict) -> dict:
     """Return an object schema requiring exactly these properties, in this order."""
-    return {"type": "object", "properties": properties, "required": list(properties),
-            "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
-CUSTOMER_ID = {"type": "string", "pattern": r"^cus_[0-9]{4}$",
-               "description": "customer id, e.g. cus_8812", "examples": ["cus_0000"]}
-INVOICE_ID = {"type": "string", "pattern": r"^INV-[0-9]{4}$",
-              "description": "invoice id, e.g. INV-2041", "examples": ["INV-0000"]}
-CHARGE_ID = {"type": "string", "pattern": r"^ch_[A-Za-z0-9]+$",
-             "description": "card charge id, e.g. ch_1KZq8f", "examples": ["ch_0000"]}
+CUSTOMER_ID = {
+    "type": "string",
+    "pattern": r"^cus_[0-9]{4}$",
+    "description": "customer id, e.g. cus_8812",
+    "examples": ["cus_0000"],
+}
+INVOICE_ID = {
+    "type": "string",
+    "pattern": r"^INV-[0-9]{4}$",
+    "description": "invoice id, e.g. INV-2041",
+    "examples": ["INV-0000"],
+}
+CHARGE_ID = {
+    "type": "string",
+    "pattern": r"^ch_[A-Za-z0-9]+$",
+    "description": "card charge id, e.g. ch_1KZq8f",
+    "examples": ["ch_0000"],
+}
 
 
 # --- the read-only tools: plain functions, conn first (bound by default_tools) ----------
 
 LIST_INVOICES = _schema(
     customer_id=CUSTOMER_ID,
-    since={"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$",
-           "description": "earliest issue date to include, YYYY-MM-DD",
-           "examples": ["2026-01-01"]})
+    since={
+        "type": "string",
+        "format": "date",
+        "pattern": r"^\d{4}-\d{2}-\d{2}$",
+        "description": "earliest issue date to include, YYYY-MM-DD",
+        "examples": ["2026-01-01"],
+    },
+)
 
 
 def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> list[dict]:
@@ -133,7 +135,8 @@ def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> lis
         " FROM invoices i LEFT JOIN invoice_sends s ON s.invoice_id = i.id"
         " WHERE i.customer_id = ? AND i.issued >= ?"
         " ORDER BY i.issued DESC, i.id DESC, s.sent_at",
-        (customer_id, since))
+        (customer_id, since),
+    )
     return [dict(row, charge_ids=_split(row["charge_ids"])) for row in rows]
 
 
@@ -144,16 +147,27 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
     """Return one card charge (amount in cents); ToolError if there is no such charge."""
     row = conn.execute(
         "SELECT id AS charge_id, customer_id, invoice_id, amount, status, created, failure_reason"
-        " FROM charges WHERE id = ?", (charge_id,)).fetchone()
+        " FROM charges WHERE id = ?",
+        (charge_id,),
+    ).fetchone()
     if row is None:
-        raise ToolError(f"no charge {shown(charge_id)}; charge ids look like ch_1KZq8f"
-                        " -- get them from list_invoices or find_invoice")
+        raise ToolError(
+            f"no charge {shown(charge_id)}; charge ids look like ch_1KZq8f"
+            " -- get them from list_invoices or find_invoice"
+        )
     return dict(row)
 
 
-SEARCH = _schema(query={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_WORD,
-                        "description": "a few keywords, e.g. duplicate charge refund",
-                        "examples": ["refund policy"]})
+SEARCH = _schema(
+    query={
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": HAS_WORD,
+        "description": "a few keywords, e.g. duplicate charge refund",
+        "examples": ["refund policy"],
+    }
+)
 
 
 def search(conn: sqlite3.Connection, query: str) -> list[dict]:
@@ -165,11 +179,15 @@ def search(conn: sqlite3.Connection, query: str) -> list[dict]:
     """
     words = re.findall(r"[^\W_]+", str(query))[:20]
     if not words:
-        raise ToolError(f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy")
+        raise ToolError(
+            f"query {shown(query)} {NEEDS[HAS_WORD]}; write a few keywords, e.g. refund policy"
+        )
     match = " OR ".join(f'"{word}"' for word in words)
     rows = conn.execute(
         "SELECT article_id, title, snippet(help_articles, 2, '', '', '...', 64) AS snippet"
-        " FROM help_articles WHERE help_articles MATCH ? ORDER BY rank LIMIT 3", (match,))
+        " FROM help_articles WHERE help_articles MATCH ? ORDER BY rank LIMIT 3",
+        (match,),
+    )
     return [dict(row) for row in rows]
 
 
@@ -185,7 +203,8 @@ def find_invoice(conn: sqlite3.Connection, invoice_id: str) -> dict:
         " ORDER BY created)) AS charge_ids"
         " FROM invoices i LEFT JOIN customers c ON c.id = i.customer_id"
         " LEFT JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
-        (invoice_id,)).fetchone()
+        (invoice_id,),
+    ).fetchone()
     if row is None:
         raise ToolError(_no_invoice(invoice_id))
     invoice = {key: value for key, value in dict(row).items() if value is not None}
@@ -203,12 +222,19 @@ def get_payments(conn: sqlite3.Connection, invoice_id: str) -> dict:
         raise ToolError(_no_invoice(invoice_id))
     payments = conn.execute(
         "SELECT id AS payment_id, paid_on, amount, method, charge_id FROM payments"
-        " WHERE invoice_id = ? ORDER BY paid_on, id", (invoice_id,))
+        " WHERE invoice_id = ? ORDER BY paid_on, id",
+        (invoice_id,),
+    )
     scheduled = conn.execute(
         "SELECT id AS scheduled_id, amount, status FROM scheduled_payments"
-        " WHERE invoice_id = ? ORDER BY id", (invoice_id,))
-    return {"invoice_id": invoice_id, "payments": [dict(row) for row in payments],
-            "scheduled": [dict(row) for row in scheduled]}
+        " WHERE invoice_id = ? ORDER BY id",
+        (invoice_id,),
+    )
+    return {
+        "invoice_id": invoice_id,
+        "payments": [dict(row) for row in payments],
+        "scheduled": [dict(row) for row in scheduled],
+    }
 
 
 def _split(ids: str | None) -> list[str]:
@@ -218,21 +244,35 @@ def _split(ids: str | None) -> list[str]:
 
 def _no_invoice(invoice_id: str) -> str:
     """Return the not-found message for an invoice id."""
-    return (f"no invoice {shown(invoice_id)}; invoice ids look like INV-2041"
-            " -- get them from list_invoices")
+    return (
+        f"no invoice {shown(invoice_id)}; invoice ids look like INV-2041"
+        " -- get them from list_invoices"
+    )
 
 
 # --- calc: arithmetic through the ast, never eval() --------------------------------------
 
-CALC = _schema(expression={"type": "string", "minLength": 1, "maxLength": 200, "pattern": HAS_NUMBER,
-                           "description": "arithmetic with + - * / // % ** and parentheses,"
-                                          " e.g. (129.00 + 45.00) * 2",
-                           "examples": ["(129.00 + 45.00) * 2"]})
+CALC = _schema(
+    expression={
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 200,
+        "pattern": HAS_NUMBER,
+        "description": "arithmetic with + - * / // % ** and parentheses, e.g. (129.00 + 45.00) * 2",
+        "examples": ["(129.00 + 45.00) * 2"],
+    }
+)
 MAX_EXPONENT = 100
 MAX_MAGNITUDE = 1e100
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
+_BINARY = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
@@ -256,11 +296,14 @@ def _evaluate(node: ast.AST) -> int | float:
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_evaluate(node.operand))
     if not (isinstance(node, ast.BinOp) and type(node.op) in _BINARY):
-        raise ToolError(f"calc only does arithmetic on numbers; {ast.unparse(node)!r}"
-                        " is not allowed")
+        raise ToolError(
+            f"calc only does arithmetic on numbers; {ast.unparse(node)!r} is not allowed"
+        )
     left, right = _evaluate(node.left), _evaluate(node.right)
     if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-        raise ToolError(f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}")
+        raise ToolError(
+            f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}"
+        )
     try:
         value = _BINARY[type(node.op)](left, right)
     except ZeroDivisionError:
@@ -283,8 +326,13 @@ def _checked(value: int | float) -> int | float:
 
 SCHEDULE_PAYMENT = _schema(
     invoice_id={**INVOICE_ID, "description": "supplier invoice id, e.g. INV-2291"},
-    amount={"type": "number", "exclusiveMinimum": 0,
-            "description": "amount to pay in dollars, e.g. 48200 or 129.00", "examples": [100]})
+    amount={
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "description": "amount to pay in dollars, e.g. 48200 or 129.00",
+        "examples": [100],
+    },
+)
 
 
 def _dollars(amount: Any) -> float:
@@ -294,11 +342,17 @@ def _dollars(amount: Any) -> float:
     other scripts (``"١٠٠"``, full-width ``"１００"``) raise ToolError: money is never
     guessed from a near miss.
     """
-    text = str(amount).strip() if isinstance(amount, (str, int, float)) and not isinstance(amount, bool) else None
+    text = (
+        str(amount).strip()
+        if isinstance(amount, (str, int, float)) and not isinstance(amount, bool)
+        else None
+    )
     # ASCII digits only: Python's \d and float() also read other scripts' digits ("١٠٠", "１００").
     if text is None or not re.fullmatch(r"[0-9]+(?:\.[0-9]{1,2})?|[0-9]*\.[0-9]{1,2}", text):
-        raise ToolError(f"amount must be a number of dollars with at most 2 decimals, like 48200 "
-                        f"or 129.00, not {amount!r}")
+        raise ToolError(
+            f"amount must be a number of dollars with at most 2 decimals, like 48200 "
+            f"or 129.00, not {amount!r}"
+        )
     return float(text)
 
 
@@ -309,7 +363,9 @@ def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | 
         "SELECT kind, total, status,"
         " total - (SELECT coalesce(sum(amount), 0) FROM payments WHERE invoice_id = i.id)"
         " - (SELECT coalesce(sum(amount), 0) FROM scheduled_payments WHERE invoice_id = i.id)"
-        " AS unpaid FROM invoices i WHERE id = ?", (invoice_id,)).fetchone()
+        " AS unpaid FROM invoices i WHERE id = ?",
+        (invoice_id,),
+    ).fetchone()
     if row is None:
         raise ToolError(_no_invoice(invoice_id))
     if row["kind"] != "supplier":
@@ -317,20 +373,30 @@ def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | 
     if row["status"] != "approved":
         raise ToolError(f"{invoice_id} is {row['status']}; only approved invoices can be paid")
     if not 0 < amount <= round(row["unpaid"], 2):
-        raise ToolError(f"amount must be more than 0 and at most the unpaid"
-                        f" {row['unpaid']:.2f} dollars of {invoice_id}")
+        raise ToolError(
+            f"amount must be more than 0 and at most the unpaid"
+            f" {row['unpaid']:.2f} dollars of {invoice_id}"
+        )
     with conn:
-        cursor = conn.execute("INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
-                              (invoice_id, amount))
-    return {"scheduled_id": cursor.lastrowid, "invoice_id": invoice_id, "amount": amount,
-            "status": "scheduled"}
+        cursor = conn.execute(
+            "INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
+            (invoice_id, amount),
+        )
+    return {
+        "scheduled_id": cursor.lastrowid,
+        "invoice_id": invoice_id,
+        "amount": amount,
+        "status": "scheduled",
+    }
 
 
 # --- Tool, the tool sets, and calling a tool ---------------------------------------------
 
+
 @dataclass(frozen=True)
 class Tool:
     """A callable tool: function, one-line description, JSON Schema of its arguments."""
+
     name: str
     fn: Callable[..., Any]
     description: str
@@ -344,68 +410,79 @@ class Tool:
 
     @property
     def example(self) -> str:
-        """Return a text-protocol call built from the schema's examples, e.g. 'get_charge[ch_0000]'."""
+        """Return a text-protocol call built from the schema's examples.
+
+        For example ``get_charge[ch_0000]``.
+        """
         props = self.parameters["properties"].values()
         return f"{self.name}[{', '.join(str(p.get('examples', ['...'])[0]) for p in props)}]"
 
     def openai_schema(self) -> dict:
         """Return the OpenAI function-calling form of this tool."""
-        return {"type": "function", "function": {
-            "name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
 
 
 def default_tools(conn: sqlite3.Connection | None = None) -> dict[str, Tool]:
     """Return the six read-only tools by name, bound to conn (default: open_db())."""
     conn = open_db() if conn is None else conn
     tools = [
-        Tool("list_invoices", functools.partial(list_invoices, conn),
-             "List a customer's invoices issued on or after a date (YYYY-MM-DD), newest first;"
-             " totals in dollars.", LIST_INVOICES),
-        Tool("get_charge", functools.partial(get_charge, conn),
-             "Get one card charge by id; its amount is in cents.", GET_CHARGE),
-        Tool("search", functools.partial(search, conn),
-             "Search the billing help articles; returns the top 3 passages.", SEARCH),
-        Tool("find_invoice", functools.partial(find_invoice, conn),
-             "Get one customer or supplier invoice by id; total in dollars.", FIND_INVOICE),
-        Tool("get_payments", functools.partial(get_payments, conn),
-             "List the payments made on an invoice, in dollars (refunds are negative).",
-             GET_PAYMENTS),
+        Tool(
+            "list_invoices",
+            functools.partial(list_invoices, conn),
+            "List a customer's invoices issued on or after a date (YYYY-MM-DD), newest first;"
+            " totals in dollars.",
+            LIST_INVOICES,
+        ),
+        Tool(
+            "get_charge",
+            functools.partial(get_charge, conn),
+            "Get one card charge by id; its amount is in cents.",
+            GET_CHARGE,
+        ),
+        Tool(
+            "search",
+            functools.partial(search, conn),
+            "Search the billing help articles; returns the top 3 passages.",
+            SEARCH,
+        ),
+        Tool(
+            "find_invoice",
+            functools.partial(find_invoice, conn),
+            "Get one customer or supplier invoice by id; total in dollars.",
+            FIND_INVOICE,
+        ),
+        Tool(
+            "get_payments",
+            functools.partial(get_payments, conn),
+            "List the payments made on an invoice, in dollars (refunds are negative).",
+            GET_PAYMENTS,
+        ),
         Tool("calc", calc, "Evaluate an arithmetic expression such as 129.00 * 2.", CALC),
     ]
     return {tool.name: tool for tool in tools}
 
 
-def is_shipped(path: str | Path) -> bool:
-    """True for the installed database file and for the repository's own ``react_lab/data/`` copy.
+def payment_tool(conn: sqlite3.Connection) -> Tool:
+    """Return ``schedule_payment`` bound to ``conn``: the one tool with a side effect.
 
-    A non-editable install (as on Binder) puts ``DB_PATH`` in site-packages; the file in the
-    repository is just as shipped.
+    ``conn`` must be writable, and open on a copy of the database, never on :data:`DB_PATH`
+    (:func:`react_lab.lab.sandbox.payment_tools` opens one on a copy). ``side_effect=True``
+    is what the approval gate looks for.
     """
-    resolved = Path(path).resolve()
-    if resolved == DB_PATH or DB_PATH.exists() and os.path.samefile(path, DB_PATH):
-        return True
-    return resolved.name == DB_PATH.name and resolved.parent.parts[-2:] == ("react_lab", "data")
-
-
-def payment_tools(db_path: str | Path) -> dict[str, Tool]:
-    """Return {"schedule_payment": Tool} writing to the copy at db_path; ToolError for DB_PATH."""
-    db_path = Path(db_path)
-    if not db_path.is_file():
-        raise FileNotFoundError(f"no database at {db_path}; make one with working_copy()")
-    if is_shipped(db_path):
-        raise ToolError("refusing to write to the shipped database; pass working_copy() instead")
-    with sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True) as probe:
-        try:
-            probe.execute("SELECT count(*) FROM scheduled_payments").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{db_path} is not a copy of the billing database ({exc}); "
-                             "make one with working_copy()") from None
-    conn = sqlite3.connect(db_path, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    tool = Tool("schedule_payment", functools.partial(schedule_payment, conn),
-                "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
-                SCHEDULE_PAYMENT, side_effect=True)
-    return {tool.name: tool}
+    return Tool(
+        "schedule_payment",
+        functools.partial(schedule_payment, conn),
+        "Schedule a payment of an approved supplier invoice, in dollars. Moves real money.",
+        SCHEDULE_PAYMENT,
+        side_effect=True,
+    )
 
 
 def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
@@ -422,68 +499,84 @@ class Observation:
     was cut off at the guards' ``tool_timeout``; ``seconds`` is the call's wall-clock
     time, guards included.
     """
-    text: str                  # what follows "Observation:" -- JSON, or "Error: ..."
+
+    text: str  # what follows "Observation:" -- JSON, or "Error: ..."
     error: str | None = None
-    value: Any = None          # the raw return value when the call succeeded
+    value: Any = None  # the raw return value when the call succeeded
     sql: list[str] = field(default_factory=list)
     guard: str | None = None
     timed_out: bool = False
     seconds: float = 0.0
 
+    @classmethod
+    def failure(cls, message: str, **fields) -> "Observation":
+        """The observation of a call that did not work: ``Error: message``, message in ``error``.
+
+        The one builder of error observations; ``fields`` set the rest (``guard``, ``sql`` ...).
+        """
+        return cls(f"Error: {message}", error=message, **fields)
+
 
 def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
-    """Run tools[name] with args (list: positional, dict: keywords); never raises; JSON, or text as is."""
+    """Run tools[name] with args (list: positional, dict: keywords); never raises.
+
+    The observation is the result as JSON, or a text result as it is.
+    """
     try:
         return _call(tools, name, args)
     except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
         if isinstance(e, KeyboardInterrupt):  # the learner stopping the run is not the tool's error
             raise
-        return _failed(f"{type(e).__name__}: {e}")
+        return Observation.failure(f"{type(e).__name__}: {e}")
 
 
 def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
     """Run one tool call; errors from the tool become error observations."""
     tool = tools.get(name)
     if tool is None:
-        return _failed(unknown_tool_message(name, tools))
+        return Observation.failure(unknown_tool_message(name, tools))
     args = [args] if isinstance(args, str) else args
     if not isinstance(args, (list, tuple, dict)):
-        return _failed(f"{tool.name} was not run: its arguments must be a list of values or an "
-                       f"object of named values, not {type(args).__name__}. Write {tool.usage}")
+        return Observation.failure(
+            f"{tool.name} was not run: its arguments must be a list of values or an "
+            f"object of named values, not {type(args).__name__}. Write {tool.usage}"
+        )
     args, errors = clean_arguments(tool, args)  # the argument rule: no tool sees "INV-2041\n"
     if errors:
-        return _failed(f"{tool.name} was not run: {'; '.join(errors)}")
+        return Observation.failure(f"{tool.name} was not run: {'; '.join(errors)}")
     positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
     try:
         inspect.signature(tool.fn).bind(*positional, **keywords)
     except TypeError:
         params = list(tool.parameters["properties"])
         got = f"got {', '.join(keywords) or 'none'}" if keywords else f"got {len(positional)}"
-        return _failed(f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
-                       f" ({', '.join(params)}); {got}. Write {tool.usage}")
+        return Observation.failure(
+            f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"
+            f" ({', '.join(params)}); {got}. Write {tool.usage}"
+        )
     conn = connection(tool)
     with record_sql(conn) if conn is not None else nullcontext([]) as sql:
         try:
             value = tool.fn(*positional, **keywords)
         except ToolError as e:
-            return _failed(str(e), sql)
+            return Observation.failure(str(e), sql=list(sql))
         except sqlite3.Error as e:
-            return _failed(f"database error in {tool.name}: {e}; check the arguments", sql)
-        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() inside the tool
+            message = f"database error in {tool.name}: {e}; check the arguments"
+            return Observation.failure(message, sql=list(sql))
+        except BaseException as e:  # noqa: BLE001 -- TypeError, ..., and sys.exit() in the tool
             if isinstance(e, KeyboardInterrupt):
                 raise
-            return _failed(f"{tool.name} failed with {type(e).__name__}: {e};"
-                           f" check the arguments of {tool.usage}", sql)
+            failed = f"{tool.name} failed with {type(e).__name__}: {e}"
+            message = f"{failed}; check the arguments of {tool.usage}"
+            return Observation.failure(message, sql=list(sql))
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return Observation(text, value=value, sql=sql)  # text (a page, an email) as it is: line breaks too
-
-
-def _failed(message: str, sql: list[str] | None = None) -> Observation:
-    """Return the error observation for message."""
-    return Observation(f"Error: {message}", error=message, sql=list(sql or []))
+    return Observation(text, value=value, sql=sql)  # text (a page, an email) as is: line breaks too
 
 
 def connection(tool: Tool | None) -> sqlite3.Connection | None:
-    """Return the sqlite3 connection a tool's function is bound to (``partial(fn, conn)``), if any."""
+    """Return the sqlite3 connection a tool's function is bound to (``partial(fn, conn)``).
+
+    None when it is bound to none.
+    """
     bound = getattr(getattr(tool, "fn", None), "args", ())
     return bound[0] if bound and isinstance(bound[0], sqlite3.Connection) else None

@@ -1,27 +1,22 @@
-"""What a run leaves behind: its steps, its transcript by owner, the result, JSONL step logs.
+"""What a run leaves behind: its steps, its transcript by owner, the result.
 
 A text-protocol transcript is one growing string, but three parties write it: the
 *prompt* (instructions, tools, exemplars, the question), the *model* (thoughts and
 actions) and the *loop* (every observation). :class:`Transcript` keeps the owner of
 each span so a learner can see who wrote what. :class:`Step` is one model call and what
-the loop did with it; :class:`RunResult` a finished run of either loop.
+the loop did with it; :class:`RunResult` a finished run of either loop. The lab logs steps
+as JSON lines (:mod:`react_lab.lab.experiments.steplogs`).
 """
+
 from __future__ import annotations
 
-import html
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
-from .cost import count_tokens as cl100k_tokens
-from .schema import validate_call
 
 OWNERS = ("prompt", "model", "loop")
 #: What a span of the loop's holds (``Transcript.kinds``).
 KINDS = ("observation", "error", "nudge", "summary")
-OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
-OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
 
 @dataclass
@@ -67,19 +62,30 @@ class Step:
 
     @classmethod
     def of(cls, number: int, reply, **fields) -> "Step":
-        """A step whose model-call fields come from ``reply``: a
-        :class:`react_lab.lab.backends.base.Completion` or a :class:`react_lab.lab.backends.chat.ChatReply`
-        (its text, finish reason, token counts and seconds); ``fields`` set the rest."""
-        return cls(number, completion=reply.text, finish_reason=reply.finish_reason,
-                   prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens,
-                   evaluated_tokens=reply.evaluated_tokens, model_seconds=reply.seconds,
-                   stop_mode=getattr(reply, "stop_mode", None),
-                   forged_tokens=getattr(reply, "forged_tokens", 0), **fields)
+        """A step whose model-call fields come from ``reply``; ``fields`` set the rest.
+
+        ``reply`` is a backend's reply (a ``Completion`` or a ``ChatReply`` of
+        :mod:`react_lab.lab.backends`): its text, finish reason, token counts and seconds.
+        """
+        return cls(
+            number,
+            completion=reply.text,
+            finish_reason=reply.finish_reason,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            evaluated_tokens=reply.evaluated_tokens,
+            model_seconds=reply.seconds,
+            stop_mode=getattr(reply, "stop_mode", None),
+            forged_tokens=getattr(reply, "forged_tokens", 0),
+            **fields,
+        )
 
     def record(self, observation) -> None:
         """Write ``observation`` (a :class:`react_lab.tools.Observation`) into this step:
         its text, error, the guard that acted and the seconds it took."""
-        self.observation, self.error, self.guard = observation.text, observation.error, observation.guard
+        self.observation = observation.text
+        self.error = observation.error
+        self.guard = observation.guard
         self.tool_seconds = observation.seconds
 
     def to_dict(self) -> dict:
@@ -105,7 +111,7 @@ class Transcript:
         self.kinds = [*self.kinds, *[None] * (len(self.spans) - len(self.kinds))]
 
     def add(self, owner: str, text: str, kind: str | None = None) -> None:
-        """Append ``text`` written by ``owner`` (one of :data:`OWNERS`); ``kind``: see :data:`KINDS`."""
+        """Append ``text`` written by ``owner`` (one of :data:`OWNERS`); ``kind``: :data:`KINDS`."""
         if owner not in OWNERS:
             raise ValueError(f"owner must be one of {OWNERS}, not {owner!r}")
         if kind is not None and kind not in KINDS:
@@ -117,13 +123,15 @@ class Transcript:
     def written(self, owner: str, kinds: Iterable[str]) -> list[str]:
         """The texts of ``owner``'s spans of these ``kinds``, in order."""
         kinds = set(kinds)
-        return [text for (who, text), kind in zip(self.spans, self.kinds)
-                if who == owner and kind in kinds]
+        return [
+            text
+            for (who, text), kind in zip(self.spans, self.kinds)
+            if who == owner and kind in kinds
+        ]
 
     @property
     def text(self) -> str:
         return "".join(t for _, t in self.spans)
-
 
     def render_text(self, *, show_prompt: bool = False) -> str:
         """Plain text with an owner tag on every line, e.g. ``[model] Thought: ...``.
@@ -139,24 +147,6 @@ class Transcript:
                 continue
             lines += [f"[{owner:>6}] {ln}" for ln in t.strip("\n").splitlines()]
         return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        return self.render_html()
-
-    def render_html(self, *, show_prompt: bool = False) -> str:
-        """HTML with each span coloured by owner and a legend; for notebooks."""
-        legend = " ".join(
-            f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]};padding:0 4px">'
-            f"{o}</span>" for o in OWNERS)
-        body = []
-        for owner, t in self.spans:
-            if owner == "prompt" and not show_prompt:
-                q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
-                t = f"… {len(t)} characters of prompt prefix …\n" + (q[-1] + "\n" if q else "")
-            body.append(f'<span title="written by the {owner}" style="background:{OWNER_BACKGROUNDS[owner]};'
-                        f'color:{OWNER_COLOURS[owner]}">{html.escape(t)}</span>')
-        return (f'<div style="font-size:90%">written by: {legend}</div>'
-                f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>')
 
 
 @dataclass
@@ -177,86 +167,38 @@ class RunResult:
     best_effort: bool = False
 
     @classmethod
-    def from_steps(cls, question: str, steps: list[Step], transcript: Transcript, *,
-                   stopped_by: str | None = None) -> "RunResult":
+    def from_steps(
+        cls,
+        question: str,
+        steps: list[Step],
+        transcript: Transcript,
+        *,
+        stopped_by: str | None = None,
+    ) -> "RunResult":
         """Collect a run from its steps (either loop's). ``stopped_by`` is for a caller that
         ended the run itself (the evaluation's ``"timeout"``): the run then has no answer."""
         last = steps[-1] if steps else Step(0, guard="max_steps")
         answer = last.answer if stopped_by is None else None
-        # An accepted answer ends its step with no guard; a best-effort one carries the limit's name.
-        stopped_by = stopped_by or ("answer" if answer is not None and last.guard is None
-                                    else last.guard or "max_steps")
-        return cls(question, answer, stopped_by, steps, transcript,
-                   best_effort=answer is not None and stopped_by != "answer")
+        # An accepted answer ends its step with no guard; a best-effort one carries the limit's
+        # name.
+        stopped_by = stopped_by or (
+            "answer" if answer is not None and last.guard is None else last.guard or "max_steps"
+        )
+        return cls(
+            question,
+            answer,
+            stopped_by,
+            steps,
+            transcript,
+            best_effort=answer is not None and stopped_by != "answer",
+        )
 
     def to_dict(self) -> dict:
-        """The CLI's JSON shape: answer, stopped_by, best_effort, steps (each a :class:`Step` dict)."""
-        return {"question": self.question, "answer": self.answer, "stopped_by": self.stopped_by,
-                "best_effort": self.best_effort, "steps": [s.to_dict() for s in self.steps]}
-
-
-def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:
-    """Append one JSON object per line to ``path``; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
-    return path
-
-
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Read a JSONL file back into a list of dicts (blank lines skipped)."""
-    with Path(path).open(encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-# --------------------------------------------------------------------------- step logs
-
-#: The columns of one step's log record, in the order :func:`html_table` shows them.
-EVENT_FIELDS = ("run_id", "task_id", "step", "thought", "tool", "args", "args_valid",
-                "observation_tokens", "observation_chars", "seconds", "prompt_tokens",
-                "completion_tokens", "error", "guard", "answer", "stop_mode", "forged_tokens",
-                "leaked")
-
-
-def step_event(step: Step, *, run_id: str, task_id: str | None = None, tools=None,
-               count_tokens=None) -> dict:
-    """Flatten one :class:`Step` into a log record with the fields of :data:`EVENT_FIELDS`.
-
-    ``args`` are the arguments as dispatched, named by the tool's schema when ``tools``
-    (name -> :class:`react_lab.tools.Tool`) is given; ``args_valid`` says whether they
-    pass that JSON Schema (:func:`react_lab.schema.validate_call`; None without ``tools``
-    or without a call). Observation size
-    is in characters and in tokens of ``count_tokens`` (default: cl100k_base through
-    :func:`react_lab.cost.count_tokens`, the same count for every backend). ``seconds``
-    is the step's wall-clock time.
-    """
-    count_tokens = count_tokens or cl100k_tokens
-    tool = step.action["tool"] if step.action else None
-    args, valid = (step.action or {}).get("args"), None
-    spec = (tools or {}).get(tool)
-    if spec is not None:
-        names = list(spec.parameters["properties"])
-        if isinstance(args, (list, tuple)) and len(args) <= len(names):
-            args = dict(zip(names, args))
-        valid = isinstance(args, dict) and not validate_call(spec, args)
-    observation = step.observation or ""
-    return {"run_id": run_id, "task_id": task_id, "step": step.number, "thought": step.thought,
-            "tool": tool, "args": args, "args_valid": valid,
-            "observation_tokens": count_tokens(observation) if observation else 0,
-            "observation_chars": len(observation), "seconds": round(step.seconds, 4),
-            "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
-            "error": step.error, "guard": step.guard, "answer": step.answer,
-            "stop_mode": step.stop_mode, "forged_tokens": step.forged_tokens,
-            "leaked": step.leaked}
-
-
-def log_run(result, path: str | Path, run_id: str, *, task_id: str | None = None,
-            tools=None) -> Path:
-    """Append one JSON line per step of ``result`` (a :class:`RunResult`) to ``path``.
-
-    Each line is a :func:`step_event`; read them back with :func:`read_jsonl`.
-    """
-    return write_jsonl(path, (step_event(s, run_id=run_id, task_id=task_id, tools=tools)
-                              for s in result.steps))
+        """The CLI's JSON shape: answer, stopped_by, best_effort, steps (:class:`Step` dicts)."""
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "stopped_by": self.stopped_by,
+            "best_effort": self.best_effort,
+            "steps": [s.to_dict() for s in self.steps],
+        }

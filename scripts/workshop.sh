@@ -3,7 +3,8 @@
 # Extra arguments go to `jupyter lab`, e.g. `bash scripts/workshop.sh --port 8899 --no-browser`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup-env.sh
+# The notebooks need JupyterLab and its widgets, MCP (07) and the OpenAI client (03).
+bash scripts/setup-env.sh notebooks,mcp,openai
 # Trust the shipped notebooks, so their stored widgets and figures render before anything
 # runs (an untrusted notebook shows a widget as a line of text). tests/browser starts
 # JupyterLab the same way.

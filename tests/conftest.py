@@ -3,13 +3,8 @@ import sqlite3
 
 import pytest
 
-from react_lab.tools import (
-    connection,
-    db_checksum,
-    default_tools,
-    payment_tools,
-    working_copy,
-)
+from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
+from react_lab.tools import connection, default_tools
 
 #: The shipped database's sha256 when the test session started.
 SHIPPED_SUM = db_checksum()

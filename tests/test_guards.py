@@ -23,7 +23,8 @@ from react_lab.context import COMPACTED, compact, keep_ids_summary, naive_summar
 from react_lab.guards import DATA_NOTE, GUARD_NAMES, Guards, invented_question, is_placeholder
 from react_lab.loop import ask, run
 from react_lab.native import ask_native, run_native
-from react_lab.tools import ID_RE, Tool, ToolError, _schema, db_checksum, default_tools
+from react_lab.lab.sandbox import db_checksum
+from react_lab.tools import ID_RE, Tool, ToolError, _schema, default_tools
 from react_lab.trace import Transcript
 
 

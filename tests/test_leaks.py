@@ -155,7 +155,7 @@ def test_leaked_calls_with_bad_arguments_run_nothing():
 
 
 def test_a_leaked_step_is_marked_in_the_log():
-    from react_lab.trace import step_event
+    from react_lab.lab.experiments.steplogs import step_event
 
     result, _ = run_with_replies([{"content": SHAPES["tool_call block"]}, {"content": "No."}])
     events = [step_event(s, run_id="r") for s in result.steps]

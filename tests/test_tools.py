@@ -2,22 +2,15 @@
 import inspect
 import json
 import sqlite3
-from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from react_lab import tools as T
 from react_lab.lab.builders import build as B
+from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 
-SHIPPED_SUM = T.db_checksum()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def shipped_db_untouched():
-    """Fail the module if anything in it changed the shipped database file."""
-    yield
-    assert T.db_checksum() == SHIPPED_SUM
+# conftest.py's shipped_db_untouched checks the shipped database after this module too.
 
 
 @pytest.fixture(scope="module")
@@ -149,14 +142,6 @@ def test_build_is_deterministic_and_matches_shipped_file(tmp_path):
     assert first.stat().st_size < 1_000_000
 
 
-def test_working_copy_is_a_writable_copy(tmp_path):
-    copy = T.working_copy(tmp_path)
-    assert copy != T.DB_PATH and T.db_checksum(copy) == SHIPPED_SUM
-    with sqlite3.connect(copy) as connection:
-        connection.execute("DELETE FROM help_articles")
-    assert T.db_checksum(copy) != SHIPPED_SUM
-
-
 def test_record_sql_collects_statements_and_stops(conn):
     with T.record_sql(conn) as sql:
         T.get_charge(conn, "ch_1KZq8f")
@@ -267,14 +252,9 @@ def test_call_tool_reports_sql_errors_as_observations():
 
 # --- schedule_payment ------------------------------------------------------------------------
 
-def test_payment_tools_refuse_the_shipped_db():
-    with pytest.raises(T.ToolError, match="shipped"):
-        T.payment_tools(T.DB_PATH)
-
-
-def test_schedule_payment_writes_only_to_the_copy(tmp_path):
-    copy = T.working_copy(tmp_path)
-    pay = T.payment_tools(copy)
+def test_schedule_payment_writes_only_to_the_copy(tmp_path, shipped_sum):
+    copy = working_copy(tmp_path)
+    pay = payment_tools(copy)
     assert pay["schedule_payment"].side_effect
     obs = T.call_tool(pay, "schedule_payment", ["INV-2291", "48200"])
     assert obs.error is None and obs.value["amount"] == 48200.0
@@ -285,11 +265,29 @@ def test_schedule_payment_writes_only_to_the_copy(tmp_path):
     assert "number of dollars" in T.call_tool(pay, "schedule_payment", ["INV-2291", "lots"]).error
     scheduled = T.default_tools(T.open_db(copy))["get_payments"].fn("INV-2291")["scheduled"]
     assert [s["amount"] for s in scheduled] == [48200.0]
-    assert T.db_checksum() == SHIPPED_SUM and T.db_checksum(copy) != SHIPPED_SUM
+    assert db_checksum() == shipped_sum and db_checksum(copy) != shipped_sum
+
+
+def test_payment_tool_binds_schedule_payment_to_the_connection_it_is_given(tmp_path):
+    conn = sqlite3.connect(working_copy(tmp_path), check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    tool = T.payment_tool(conn)
+    assert (tool.name, tool.parameters) == ("schedule_payment", T.SCHEDULE_PAYMENT)
+    assert tool.side_effect
+    assert tool.description.endswith("Moves real money.") and T.connection(tool) is conn
+    assert T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"]).value["amount"] == 10.0
+    conn.close()
+
+
+def test_error_observations_have_one_builder():
+    obs = T.Observation.failure("no such thing", guard="repeat", timed_out=True)
+    assert (obs.text, obs.error) == ("Error: no such thing", "no such thing")
+    assert obs.guard == "repeat" and obs.timed_out
+    assert obs.value is None and obs.sql == []
 
 
 def test_schedule_payment_refuses_unapproved_invoices(tmp_path, conn):
-    pay = T.payment_tools(T.working_copy(tmp_path))
+    pay = payment_tools(working_copy(tmp_path))
     paid = conn.execute("SELECT id FROM invoices WHERE kind = 'supplier' AND status = 'paid'"
                         " LIMIT 1").fetchone()[0]
     assert "only approved" in T.call_tool(pay, "schedule_payment", [paid, "10"]).error
@@ -298,7 +296,8 @@ def test_schedule_payment_refuses_unapproved_invoices(tmp_path, conn):
 # --- schemas ---------------------------------------------------------------------------------
 
 def all_tools(tmp_path_factory, conn):
-    return {**T.default_tools(conn), **T.payment_tools(T.working_copy(tmp_path_factory.mktemp("w")))}
+    copy = working_copy(tmp_path_factory.mktemp("w"))
+    return {**T.default_tools(conn), **payment_tools(copy)}
 
 
 def test_schema_properties_follow_the_signature(tmp_path_factory, conn):
@@ -366,11 +365,11 @@ def test_schemas_reject_bad_arguments(tmp_path_factory, conn, name, args):
     assert list(validator(tool).iter_errors(args)), (name, args)
 
 
-def test_shipped_db_unchanged_after_using_every_tool(tools):
+def test_shipped_db_unchanged_after_using_every_tool(tools, shipped_sum):
     for name, args in GOOD.items():
         if name in tools:
             T.call_tool(tools, name, args)
-    assert T.db_checksum() == SHIPPED_SUM
+    assert db_checksum() == shipped_sum
 
 
 # --- what a tester found -------------------------------------------------------------------------
@@ -379,37 +378,21 @@ def test_shipped_db_unchanged_after_using_every_tool(tools):
                                     None, [100], " ", "inf", "100.0.0", "\u0661\u0660\u0660",
                                     "\uff11\uff10\uff10", "\u0967\u0966\u0966", float("inf")])
 def test_schedule_payment_refuses_amounts_that_are_not_plain_dollars(tmp_path, amount):
-    from react_lab.tools import ToolError, payment_tools, schedule_payment, working_copy
+    from react_lab.tools import ToolError, schedule_payment
 
     copy = working_copy(tmp_path)
     tool = payment_tools(copy)["schedule_payment"]
     with pytest.raises(ToolError, match="at most 2 decimals"):
         schedule_payment(tool.fn.args[0], "INV-2291", amount)
     tool.fn.args[0].close()
-    assert T.db_checksum(copy) == T.db_checksum()
+    assert db_checksum(copy) == db_checksum()
 
 
 @pytest.mark.parametrize("amount", [100, 100.5, "100", "100.25", 100.0])
 def test_schedule_payment_takes_plain_amounts(tmp_path, amount):
-    from react_lab.tools import payment_tools, working_copy
-
     tool = payment_tools(working_copy(tmp_path))["schedule_payment"]
     assert tool.fn("INV-2291", amount)["status"] == "scheduled"
     tool.fn.args[0].close()
-
-
-def test_payment_tools_refuse_the_repository_copy_and_non_databases(tmp_path):
-    from react_lab.tools import ToolError, payment_tools
-
-    repo_copy = tmp_path / "react_lab" / "data" / "billing.sqlite"
-    repo_copy.parent.mkdir(parents=True)
-    repo_copy.write_bytes(T.DB_PATH.read_bytes())
-    with pytest.raises(ToolError, match="shipped database"):
-        payment_tools(repo_copy)
-    text = tmp_path / "notes.txt"
-    text.write_text("not a database")
-    with pytest.raises(ValueError, match="not a copy of the billing database"):
-        payment_tools(text)
 
 
 def test_a_tool_that_returns_text_is_observed_as_written():
@@ -451,18 +434,6 @@ def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
     step = ask("What is INV-2041's total?", model, T.default_tools(), max_steps=2).steps[0]
     assert step.action["tool"] == "find_invoice"
     assert "invoice_id" in step.error and "control character '\\x00'" in step.error
-
-
-def test_a_working_copy_in_its_own_temp_dir_is_removed_when_the_process_exits(tmp_path):
-    import subprocess
-    import sys
-
-    code = "from react_lab.tools import working_copy; p = working_copy(); print(p); assert p.is_file()"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    copy = Path(out.stdout.strip())
-    assert copy.name == "billing.sqlite" and not copy.parent.exists()
-    kept = T.working_copy(tmp_path)  # a folder the caller chose is the caller's to keep
-    assert kept.parent == tmp_path and kept.is_file()
 
 
 @pytest.mark.parametrize("name", ["find_invoice", "get_charge", "get_payments"])

@@ -7,7 +7,7 @@ This module is both sides, on the official ``mcp`` SDK (2.x):
 * ``python -m react_lab.lab.mcp`` serves the six read-only tools of
   :func:`react_lab.tools.default_tools` over stdio, each with the lab's own JSON Schema and
   ``readOnlyHint``; with ``--payments`` (or ``REACT_LAB_MCP_PAYMENTS=1``) also
-  ``schedule_payment``, marked ``destructiveHint``, on a :func:`react_lab.tools.working_copy`
+  ``schedule_payment``, marked ``destructiveHint``, on a :func:`react_lab.lab.sandbox.working_copy`
   -- never the shipped database. Off by default: a server offers what a client needs.
   Arguments are checked with the lab's own check before a tool runs; a tool error comes
   back as an error result (``isError``) holding the lab's one-line message.
@@ -53,7 +53,8 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from ..native import execute_call
 from ..protocol import clip
 from ..schema import schema_validator
-from ..tools import Tool, ToolError, default_tools, is_shipped, open_db, payment_tools, working_copy
+from ..tools import Tool, ToolError, default_tools, open_db
+from .sandbox import is_shipped, payment_tools, working_copy
 
 #: The environment variable that serves ``schedule_payment`` (on a working copy): 1/0.
 PAYMENTS_ENV = "REACT_LAB_MCP_PAYMENTS"
@@ -71,7 +72,7 @@ CLOSE_TIMEOUT = 10.0
 
 def served_tools(db: str | Path | None = None) -> dict[str, Tool]:
     """The tools ``python -m react_lab.lab.mcp`` serves: the six read-only ones, and with ``db``
-    (a working copy; :func:`react_lab.tools.payment_tools` refuses the shipped file)
+    (a working copy; :func:`react_lab.lab.sandbox.payment_tools` refuses the shipped file)
     ``schedule_payment`` writing to it."""
     return {**default_tools(), **(payment_tools(db) if db is not None else {})}
 
@@ -291,7 +292,7 @@ class MCPSession:
                 raise MCPServerError(f"the MCP server {self.label!r} has gone away (connection "
                                      f"closed){self._stderr_tail()}") from None
             raise MCPServerError(f"the MCP server {self.label!r} refused {name}: "
-                                 f"{_one_line(exc.message)}") from None
+                                 f"{_collapsed(exc.message)}") from None
         except Exception as exc:  # noqa: BLE001 -- a reply the SDK could not read, a dead loop
             raise MCPServerError(f"calling {name} on {self.label!r} failed: {_reason(exc)}") from None
 
@@ -328,13 +329,15 @@ def _reason(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
-        return _one_line(exc.message)
+        return _collapsed(exc.message)
     if isinstance(exc, FileNotFoundError):
         return f"no such command {exc.filename or ''}".strip()
-    return _one_line(f"{type(exc).__name__}: {exc}")
+    return _collapsed(f"{type(exc).__name__}: {exc}")
 
 
-def _one_line(text: str, limit: int = 600) -> str:
+def _collapsed(text: str, limit: int = 600) -> str:
+    """A server's text on one line: each run of whitespace (line breaks, a docstring's
+    indentation) as one space, the ends stripped, then clipped to ``limit``."""
     return clip(" ".join(str(text).split()), limit)
 
 
@@ -441,7 +444,7 @@ def remote_tool(session: MCPSession, listed: types.Tool, side_effect: bool) -> T
     """A :class:`Tool` whose function calls ``listed`` through ``session``."""
     schema = listed.input_schema if isinstance(listed.input_schema, dict) else {}
     parameters = {"type": "object", "properties": {}, **schema}  # a tool may declare none
-    description = _one_line(listed.description or listed.title or listed.name, 1000)
+    description = _collapsed(listed.description or listed.title or listed.name, 1000)
     return Tool(listed.name, _remote_function(session, listed.name, parameters), description,
                 parameters, side_effect=side_effect)
 
@@ -483,7 +486,8 @@ def tool_value(session: MCPSession, name: str, arguments: dict) -> Any:
         raise ToolError(str(exc)) from None
     text = "\n".join(_block_text(block) for block in result.content)
     if result.is_error:
-        raise ToolError(_one_line(text) or f"{name} failed on the MCP server and said nothing more")
+        said = _collapsed(text)
+        raise ToolError(said or f"{name} failed on the MCP server and said nothing more")
     if result.structured_content is not None:
         return result.structured_content  # call_tool writes it as JSON, as for the lab's own tools
     return text

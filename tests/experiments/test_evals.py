@@ -22,9 +22,9 @@ from react_lab.lab.experiments.tasks import (
     score,
 )
 from react_lab.loop import ask
-from react_lab.lab.notebook.tables import html_table
+from react_lab.lab.notebook.tables import transcript_html
 from react_lab.tools import default_tools, open_db
-from react_lab.trace import EVENT_FIELDS, log_run, read_jsonl
+from react_lab.lab.experiments.steplogs import read_jsonl
 
 TASKS = load_tasks()
 
@@ -388,36 +388,12 @@ def test_percentile_nearest_rank(values, q, expected):
     assert percentile(values, q) == expected
 
 
-# --------------------------------------------------------------------------- step-event logs
-
-def test_step_events_jsonl_round_trip(tmp_path):
-    model = ScriptedModel([" Look it up.\nAction: find_invoice[INV-2041]\n",
-                           " Try again.\nAction: list_invoices[cus_8812]\n",
-                           " Done.\nAnswer: 129.00"])
-    tools = default_tools()
-    result = ask("What is the total of INV-2041?", model, tools)
-    path = log_run(result, tmp_path / "run.jsonl", "run-1", task_id="t1", tools=tools)
-    log_run(result, path, "run-2", task_id="t1", tools=tools)      # appends
-    events = read_jsonl(path)
-    assert len(events) == 6 and [e["run_id"] for e in events] == ["run-1"] * 3 + ["run-2"] * 3
-    first, second, last = events[:3]
-    assert set(first) == set(EVENT_FIELDS)
-    assert first["tool"] == "find_invoice" and first["args"] == {"invoice_id": "INV-2041"}
-    assert first["args_valid"] is True and first["error"] is None
-    assert first["observation_chars"] == len(result.steps[0].observation)
-    assert 0 < first["observation_tokens"] < first["observation_chars"]
-    assert second["args"] == {"customer_id": "cus_8812"} and second["args_valid"] is False
-    assert second["error"] and last["answer"] == "129.00" and last["tool"] is None
-    table = html_table(events, ["step", "tool", "args", "error"], max_chars=20)
-    assert table.count("<tr>") == 7 and "&quot;" in table and "…" in table
-
-
 def test_cached_records_keep_their_transcript(tmp_path):
     run = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
                          progress=False)
     again = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
                            progress=False)
-    html = evals.transcript_of(again.records[0]).render_html()
+    html = transcript_html(evals.transcript_of(again.records[0]))
     assert "written by the model" in html and "written by the loop" in html
     assert evals.transcript_of(again.records[0]).text == evals.transcript_of(run.records[0]).text
 
@@ -455,7 +431,7 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     assert [r["task_id"] for r in run.records if not r["correct"]] == []
     assert run.metrics["tool_error_rate"] == 0.0
     assert run.metrics["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
-    assert "written by the loop" in evals.transcript_of(run.records[0]).render_html()
+    assert "written by the loop" in transcript_html(evals.transcript_of(run.records[0]))
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -17,7 +17,8 @@ from react_lab.lab.notebook.migration import (
     step_problems,
     text_agent,
 )
-from react_lab.tools import db_checksum, default_tools, payment_tools, working_copy
+from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
+from react_lab.tools import default_tools
 from react_lab.trace import Step
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"

@@ -49,7 +49,8 @@ from ...tools import (
     SEARCH,
     default_tools,
 )
-from ...trace import RunResult, Transcript, step_event, write_jsonl
+from ...trace import RunResult, Transcript
+from .steplogs import step_event, write_jsonl
 from . import results
 from .results import Inputs, cache_dir
 from .tasks import Task, score
@@ -250,7 +251,7 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     timed-out run's (it says more about the machine's load than about the model).
     Answers are re-scored on every call, so a scorer change needs no re-run. Every step
     of every task is logged to ``<cache_dir>/logs/<run_id>.steps.jsonl``, rewritten
-    each call (:func:`react_lab.trace.read_jsonl` reads it). ``timeout`` is per task, in
+    each call (:func:`.steplogs.read_jsonl` reads it). ``timeout`` is per task, in
     wall-clock seconds (:func:`run_task`); ``exemplars`` (text only) and ``loop_options``
     go to the loop.
 
@@ -337,7 +338,7 @@ def _run_options(loop_options: dict | None) -> dict | None:
 
 
 def transcript_of(record: dict) -> Transcript:
-    """Rebuild the owner-marked transcript of a record (``.render_html()`` to read it)."""
+    """Rebuild the owner-marked transcript of a record (``tables.transcript_html`` shows it)."""
     return Transcript([tuple(span) for span in record["transcript"]])
 
 

@@ -14,7 +14,8 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
-from ...tools import MONTHS, open_db
+from ...tools import open_db
+from .tasks import MONTHS
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,23 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ...tools import ID_RE, MONTHS
+from ...tools import ID_RE
+
+#: The month names, as the questions and the scorer write and read them.
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 TASKS_PATH = DATA_DIR / "tasks.json"

@@ -1,4 +1,4 @@
-"""What the notebooks use around the agent: widgets, exercises, claims, the clock, plots, tables.
+"""What the notebooks use around the agent: widgets, exercises, claims, plots and tables.
 
 :func:`warm_up` pays every one-off cost before a learner's first step. The learner's own
 agent, ``my_agent.py``, is saved by the checkers and loaded by :func:`load_agent`

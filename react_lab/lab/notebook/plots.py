@@ -6,7 +6,8 @@ module costs nothing.
 """
 from __future__ import annotations
 
-from ...cost import _running, run_cost
+from ...cost import run_cost
+from ..experiments.costs import running
 from ..experiments.forge import ARMS, SEED_CLAIM
 
 
@@ -75,7 +76,8 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     dots and the cost model with the run's mean A and O as a dashed line. Right: the
     cumulative prompt tokens, prefix and re-sent stacked, and the tokens the backend
     actually evaluated (its KV cache reused the rest) where it reports them. Both y axes start at 0; ``unit``
-    names the tokenizer in their labels. ``measured`` is :func:`measure_run`'s dict.
+    names the tokenizer in their labels. ``measured`` is the dict of
+    :func:`react_lab.lab.experiments.costs.measure_run`.
     Returns a ``matplotlib.figure.Figure``.
     """
     from matplotlib.figure import Figure  # heavy, optional: only plots need it
@@ -98,11 +100,12 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     below = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.14), "ncol": 2}
     left.legend(**below)
 
-    cum_prefix, cum_resent = _running(prefix), _running([a + o for a, o in zip(model_text, observations)])
+    cum_prefix = running(prefix)
+    cum_resent = running([a + o for a, o in zip(model_text, observations)])
     right.stackplot(steps, cum_prefix, cum_resent, colors=["#9ca3af", "#1d4ed8"],
                     labels=["prefix: N·P (linear)", "re-sent text (quadratic)"])
     if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
-        right.plot(steps, _running(measured["evaluated"]), "s-", color="#059669",
+        right.plot(steps, running(measured["evaluated"]), "s-", color="#059669",
                    label="evaluated (the rest came from the KV cache)")
     right.set(xlabel="steps so far", ylabel=f"cumulative prompt tokens ({unit})",
               title=f"The run: {sum(measured['reported']):,} prompt tokens in {len(steps)} steps")

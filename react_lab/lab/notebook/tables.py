@@ -10,7 +10,11 @@ from typing import Iterable
 
 from ..experiments.abuses import Outcome
 from ...parser import find_forged
-from ...trace import OWNER_BACKGROUNDS, OWNER_COLOURS
+from ...trace import OWNERS, Transcript
+
+#: Each owner's text colour and background in a transcript (:data:`react_lab.trace.OWNERS`).
+OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
+OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
 OUTCOME_COLOURS = {"wrong_call": "#fecaca", "type_error": "#fed7aa", "rejected": "#bbf7d0",
             "impossible": "#bfdbfe", "ok": "#e5e7eb"}
@@ -102,7 +106,7 @@ def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
 def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
     """Render texts side by side: ``{title: [(owner, text), ...]}`` as HTML columns.
 
-    Each span is coloured by its owner (:data:`OWNERS`), as :meth:`Transcript.render_html`
+    Each span is coloured by its owner (:data:`OWNERS`), as :func:`transcript_html`
     colours a transcript; text is escaped. For comparing two prompts and their completions.
     """
     cells = []
@@ -112,3 +116,29 @@ def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
         cells.append(f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
                      f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>")
     return f"<table style='width:100%'><tr>{''.join(cells)}</tr></table>"
+
+
+def transcript_html(transcript: Transcript, *, show_prompt: bool = False) -> str:
+    """A transcript as HTML, each span coloured by its owner, with a legend; for notebooks.
+
+    The prompt prefix is shown as one summary line (and its question) unless ``show_prompt``;
+    text is escaped. :meth:`react_lab.trace.Transcript.render_text` is the plain-text view.
+    """
+    legend = " ".join(
+        f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]};padding:0 4px">'
+        f"{o}</span>"
+        for o in OWNERS
+    )
+    body = []
+    for owner, t in transcript.spans:
+        if owner == "prompt" and not show_prompt:
+            q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
+            t = f"… {len(t)} characters of prompt prefix …\n" + (q[-1] + "\n" if q else "")
+        body.append(
+            f'<span title="written by the {owner}" style="background:{OWNER_BACKGROUNDS[owner]};'
+            f'color:{OWNER_COLOURS[owner]}">{html.escape(t)}</span>'
+        )
+    return (
+        f'<div style="font-size:90%">written by: {legend}</div>'
+        f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>'
+    )

@@ -17,7 +17,7 @@ from ...protocol import STOP, build_prompt
 from ...tools import default_tools
 from ...trace import Transcript
 from .plots import plot_cost
-from .tables import highlight_forged
+from .tables import highlight_forged, transcript_html
 
 
 def make_stepper_widget(question: str, model, tools, **run_kwargs):
@@ -38,7 +38,7 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     button = w.Button(description="Next step", icon="step-forward", button_style="primary")
     hint = "Press the button: the model writes, then the loop writes."
     status = w.HTML(f"<i>{hint}</i>")
-    view = w.HTML(transcript.render_html())
+    view = w.HTML(transcript_html(transcript))
     box = w.VBox([w.HBox([button, status]), view])
     box.add_class("react-lab-stepper")
     box.next_button, box.status, box.status_text, box.view = button, status, hint, view
@@ -55,7 +55,7 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
             box.status_text = describe_step(step)
             status.value = html.escape(box.status_text)
             box.done = step.answer is not None
-        view.value = transcript.render_html()
+        view.value = transcript_html(transcript)
         if box.done:
             button.disabled = True
             button.description = "Finished"
