@@ -89,6 +89,12 @@ class RecordingModel:
     def calls(self) -> int:
         return self.inner.calls
 
+    def __getattr__(self, name):
+        if name == "chat":
+            raise AttributeError("this is a text-completion model: it has complete(prompt, "
+                                 "stop=..., max_tokens=...), not chat(...)")
+        raise AttributeError(name)
+
     def complete(self, prompt, *, stop=None, max_tokens=None):
         if self.calls >= MAX_CALLS:
             raise TooManyCalls(f"made more than {MAX_CALLS} model calls")
@@ -112,6 +118,12 @@ class RecordingChatModel:
         from ..backends.chat import ScriptedChatModel
 
         self.inner, self.requests, self.replies = ScriptedChatModel(replies), [], []
+
+    def __getattr__(self, name):
+        if name == "complete":
+            raise AttributeError("this is a chat model: it has chat(messages, tools=...), not "
+                                 "complete(...); send the messages, not a transcript")
+        raise AttributeError(name)
 
     def chat(self, messages, tools=None, **kwargs):
         if len(self.requests) >= MAX_CALLS:

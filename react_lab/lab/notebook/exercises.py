@@ -169,12 +169,23 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
 
 def _raised(name: str, case: Case, exc: Exception) -> str:
     """What a case says when the learner's function raised: the rule it breaks, the exception."""
-    rule = case.rule
-    if isinstance(exc, TooManyCalls) and name in CORE:  # a loop that ignores its step limit
-        limit = [n for n, r in CORE[name].rules.items() if r == "step limit"]
+    rule, hint = case.rule, ""
+    rules = CORE[name].rules if name in CORE else {}
+    if isinstance(exc, TooManyCalls):  # a loop that ignores its step limit
+        limit = [n for n, r in rules.items() if r == "step limit"]
         rule = f"rule {limit[0]} (step limit)" if limit else rule
+    missing = getattr(exc, "name", None) if isinstance(exc, NameError) else None
+    if missing in PIECE_RULES:  # a piece this one calls, not defined where it runs
+        number = PIECE_RULES[missing]
+        rule = f"rule {number} ({rules[number]})" if number in rules else rule
+        hint = (f" ({missing} is another piece of your agent: run the cell that loads it, "
+                f"{missing} = agent.{missing}, or define it above)")
     broke = f"breaks {rule}: " if rule else ""
-    return f"{broke}raised {type(exc).__name__}: {exc}"
+    return f"{broke}raised {type(exc).__name__}: {exc}{hint}"
+
+
+#: The rule of a calling exercise that names the piece it calls (observe is rule 4 of the loop).
+PIECE_RULES = {"observe": 4, "check_args": 6, "is_repeat": 7, "best_effort": 8}
 
 
 def is_reference(fn) -> bool:

@@ -89,7 +89,7 @@ def observe_args(text, tools):
 
 # Notebook 05: what one step of a run costs.
 def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
-    """Notebook 05: the prefix once, plus every earlier step's assistant text and observation."""
+    """The prefix once, plus every earlier step's assistant text and observation."""
     return P + (k - 1) * (A + O)
 
 

@@ -353,3 +353,16 @@ def test_the_pieces_before_a_notebook_are_the_latest_of_each():
     assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged", "check_args",
                                 "prompt_tokens_at_step", "is_repeat", "best_effort", "run_native",
                                 "pick_exemplar"]
+
+
+def test_a_piece_not_loaded_and_the_wrong_model_method_say_what_to_do():
+    space = notebook_namespace()  # no observe: the cell that loads the agent did not run
+    run_cell(_loop(params="", stop="STOP", end="None", repeat="False"), space)
+    failure = run_cases("run_loop", space["run_loop"])[2]
+    assert failed_rule(failure) == (4, "observe")
+    assert "observe is another piece of your agent: run the cell that loads it" in failure
+    text_loop = _defined(_loop(params="", stop="STOP", end="None", repeat="False"))
+    failure = run_cases("run_native", text_loop)[2]
+    assert "this is a chat model: it has chat(messages, tools=...), not complete(...)" in failure
+    native = _defined(_native())
+    assert "this is a text-completion model" in run_cases("run_loop", native)[2]

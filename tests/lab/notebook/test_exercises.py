@@ -42,7 +42,7 @@ def test_reference_solution_passes(name, monkeypatch, capsys):
 
 
 def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_path):
-    """Handing the checker the reference (imported, or standing in from load_agent) saves nothing."""
+    """The checker given the reference (imported, or standing in from load_agent) saves nothing."""
     from react_lab.lab.notebook.agent_file import load_agent
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
