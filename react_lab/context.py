@@ -5,6 +5,8 @@ Truncation (:class:`react_lab.guards.Guards`' ``observation_chars``) keeps one o
 small; compaction, here, keeps the whole run small: once the transcript passes
 ``guards.compact_at`` tokens, all but the last ``guards.keep_last`` steps become one
 summary the loop writes. The prompt (instructions, tools, question) is never touched.
+The settings are the run's :class:`react_lab.guards.Guards`; the loops call
+:func:`compact_transcript` (text) and :func:`compact_messages` (native) after each step.
 
 How a step is summarised decides what the model can still use: :func:`keep_ids_summary`
 keeps error text and every id, :func:`naive_summary` keeps the first characters and
@@ -16,11 +18,14 @@ import re
 from typing import Callable
 
 from .cost import count_tokens
-from .guards import MARKERS
 from .tools import ID_RE
 
 #: How a compacted tool message starts (native loop).
 COMPACTED = "(compacted by the loop)"
+
+#: A data marker, opening or closing, around tool output (the lab's ``mark_data``,
+#: :mod:`react_lab.lab.guards`): not part of what a summary keeps.
+MARKERS = re.compile(r"<</?data[^<>]*>>")
 
 
 def compact_transcript(transcript, guards) -> bool:
