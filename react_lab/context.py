@@ -5,8 +5,6 @@ Truncation (:class:`react_lab.guards.Guards`' ``observation_chars``) keeps one o
 small; compaction, here, keeps the whole run small: once the transcript passes
 ``guards.compact_at`` tokens, all but the last ``guards.keep_last`` steps become one
 summary the loop writes. The prompt (instructions, tools, question) is never touched.
-The settings are the run's :class:`react_lab.guards.Guards`; the loops call
-:func:`compact_transcript` (text) and :func:`compact_messages` (native) after each step.
 
 How a step is summarised decides what the model can still use: :func:`keep_ids_summary`
 keeps error text and every id, :func:`naive_summary` keeps the first characters and

@@ -123,7 +123,7 @@ class Watch:
 
     guards: Guards
     question: str = ""
-    exemplars: Any = ()  # the prompt's exemplars (None: its default), for checks that read them
+    exemplars: Any = ()  # the prompt's (None: its default), for the lab's checks that read them
     tokens: int = 0
     dollars: float = 0.0
     started: float = field(default_factory=time.perf_counter)

@@ -116,7 +116,7 @@ def ask_best_effort(model, transcript: Transcript, watch: Watch, guard: str, num
     watch.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
     answer = watch.best_effort_answer(completion.text, loop_said=loop_said)
-    # An answer the model did not write is a guard's, in the loop's place (the lab's "I don't know").
+    # An answer the model did not write is a guard's (the lab's "I don't know"): the loop's.
     owner = "model" if answer is None or answer in completion.text else "loop"
     transcript.add(owner, f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
     return best_effort_step(number, completion, guard, answer, t0)

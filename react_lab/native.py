@@ -81,7 +81,7 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
 
 def run_calls(watch: Watch, tools: dict[str, Tool], calls: Sequence[dict], *,
               together: bool = True) -> list[Observation]:
-    """Run one reply's calls through the run's guards (``watch``); return their observations in order.
+    """Run one reply's calls through the run's ``watch``; return their observations in call order.
 
     Consecutive read-only calls start together, each in a thread of its own on a database
     connection of its own (:func:`concurrent_tool`); a side-effecting call
@@ -121,10 +121,10 @@ def concurrent_tool(tools: dict[str, Tool], call: dict) -> Tool | None:
 
     Read-only tools only (a call the guards answer themselves, as the lab's ``more``, may
     start too: its result is dropped). A tool bound to a sqlite3 connection gets a
-    read-only connection of its own to the same file: one
-    connection must not serve two threads at once (their statements, and the SQL record
-    :func:`react_lab.tools.call_tool` keeps with a trace callback on the connection, would
-    mix). A database with no file (``:memory:``) cannot be opened twice: None.
+    read-only connection of its own to the same file: one connection must not serve two
+    threads at once (their statements, and the SQL record :func:`react_lab.tools.call_tool`
+    keeps with a trace callback on the connection, would mix). A database with no file
+    (``:memory:``) cannot be opened twice: None.
     """
     name = call.get("function", {}).get("name")
     tool = tools.get(name) if isinstance(name, str) else None

@@ -17,7 +17,7 @@ from react_lab.tools import Tool, _schema
 
 
 class TextLoop:
-    """The text protocol: a step is ``Thought ... Action: tool[a, b]``; the model sees one prompt."""
+    """The text protocol: a step is ``Thought ... Action: tool[a, b]``; the model reads a prompt."""
 
     name = "text"
 
@@ -31,7 +31,7 @@ class TextLoop:
         return f" Done.\nAnswer: {text}"
 
     def best_effort(self, text):
-        """What the model writes after the loop's ``Answer:`` label, when asked for a best effort."""
+        """What the model writes after the loop's ``Answer:`` label, asked for a best effort."""
         return f" {text}"
 
     def model(self, script):
@@ -59,7 +59,7 @@ class TextLoop:
 
 
 class NativeLoop(TextLoop):
-    """Native tool calling: a reply is ``{"thought", "tool_calls": [...]}`` or ``{"thought", "answer"}``."""
+    """Native tool calling: a reply is ``{"thought", "tool_calls": [...]}`` or an answer."""
 
     name = "native"
 
@@ -95,14 +95,19 @@ class NativeLoop(TextLoop):
 
 
 def loops(guards):
-    """The ``loop`` fixture's params: each scenario runs once per loop, with ``guards()`` by default."""
+    """The ``loop`` fixture's params: each scenario once per loop, ``guards()`` by default."""
     return [TextLoop(guards), NativeLoop(guards)]
 
 
 def calls_run(result, tool):
     """How many steps really ran ``tool`` (a refused call has a guard and no data)."""
-    return sum(1 for s in result.steps if s.action and s.action["tool"] == tool
-               and s.guard not in ("repeat", "near_repeat", "retry_cap", "approval"))
+    return sum(
+        1
+        for s in result.steps
+        if s.action
+        and s.action["tool"] == tool
+        and s.guard not in ("repeat", "near_repeat", "retry_cap", "approval")
+    )
 
 
 def spent(steps):
@@ -111,17 +116,21 @@ def spent(steps):
 
 def walk(loop):
     """Three lookups of INV-2291, then the answer."""
-    return [loop.call("find_invoice", invoice_id="INV-2291"),
-            loop.call("get_payments", invoice_id="INV-2291"),
-            loop.call("search", query="supplier payments"),
-            loop.answer("INV-2291 is approved and has no payments, so it is unpaid.")]
+    return [
+        loop.call("find_invoice", invoice_id="INV-2291"),
+        loop.call("get_payments", invoice_id="INV-2291"),
+        loop.call("search", query="supplier payments"),
+        loop.answer("INV-2291 is approved and has no payments, so it is unpaid."),
+    ]
 
 
 def sleepy_tools(tools):
     """``tools`` and ``nap``, which sleeps for the seconds it is given."""
+
     def nap(seconds: str) -> dict:
         time.sleep(float(seconds))
         return {"slept": float(seconds)}
+
     schema = _schema(seconds={"type": "string", "description": "seconds to sleep"})
     return {**tools, "nap": Tool("nap", nap, "Sleep, then answer.", schema)}
 
@@ -132,6 +141,8 @@ def bad_charges(loop, n=6):
 
 def injected(loop):
     """A search whose help article says to pay; the model obeys; then it answers."""
-    return [loop.call("search", query="late payment reminders"),
-            loop.call("schedule_payment", invoice_id="INV-2291", amount=48200),
-            loop.answer("Reminders go out 7, 14 and 30 days after the due date.")]
+    return [
+        loop.call("search", query="late payment reminders"),
+        loop.call("schedule_payment", invoice_id="INV-2291", amount=48200),
+        loop.answer("Reminders go out 7, 14 and 30 days after the due date."),
+    ]

@@ -25,7 +25,8 @@ from typing import Iterable
 from ..protocol import EXEMPLARS
 from ..tools import ID_RE
 
-#: What a run that found nothing to settle a yes/no question answers (``LadderGuards.unsure_best_effort``).
+#: What a run that found nothing to settle a yes/no question answers
+#: (``LadderGuards.unsure_best_effort``).
 UNSURE = "I don't know: no tool result in this run settles it."
 
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")

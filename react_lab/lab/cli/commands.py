@@ -126,7 +126,7 @@ def _ask_config(args) -> int:
 
 
 def _guards(args):
-    """The run's :class:`react_lab.lab.guards.LabGuards` from the ``ask`` options (0: a limit off)."""
+    """The run's :class:`react_lab.lab.guards.LabGuards` from the ``ask`` options (0: off)."""
     return LabGuards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
                   tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
                   price_in=args.price_in, price_out=args.price_out)

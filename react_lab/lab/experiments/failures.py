@@ -48,7 +48,7 @@ FAILURE_MODES = {
     "over_time_budget": "the run took longer than its wall-clock budget",
 }
 
-#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or the loop's part that stops each mode.
+#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each mode.
 GUARDS = {
     "forged_observation": "stop sequence, then the parser drops the forged span",
     "repeated_action": "repeats: an identical call is refused",
