@@ -58,9 +58,9 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         watch.spend(completion)  # guard: token and money budgets
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
-        parsed = parse(completion.text, tools=watch.tool_names(tools),  # guard: names a guard adds
+        parsed = parse(completion.text, tools=watch.tool_names(tools),  # guard: names a guard adds (more)
                        finish_reason=getattr(completion, "finish_reason", None), max_tokens=max_tokens)
-        parsed, drifted = watch.check_question(parsed)  # guard: what the model wrote, checked
+        parsed, drifted = watch.check_question(parsed)  # guard: a Question line of the model's own
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.
         step = Step.of(number, completion, thought=parsed.thought, guard=drifted,
