@@ -11,6 +11,7 @@ import argparse
 import time
 
 from react_lab.lab.backends.local import local_model
+from react_lab.lab.guards import LabGuards
 from react_lab.loop import run
 from react_lab.tools import default_tools
 
@@ -29,7 +30,8 @@ def main() -> None:
     model.complete("warm up", max_tokens=1)  # load the weights outside the measurement
     rows, t_start = [], time.perf_counter()
     for question in QUESTIONS:
-        for step in run(question, model, tools, max_steps=args.steps, max_tokens=128):
+        for step in run(question, model, tools, max_steps=args.steps, max_tokens=128,
+                        guards=LabGuards()):
             rows.append((question[:38], step.number, step.model_seconds, step.seconds))
     wall = time.perf_counter() - t_start
     print(f"{'question':40} {'step':>4} {'model s':>8} {'step s':>8} {'overhead':>9}")

@@ -16,11 +16,14 @@ import re
 from typing import Callable
 
 from .cost import count_tokens
-from .guards import MARKERS
 from .tools import ID_RE
 
 #: How a compacted tool message starts (native loop).
 COMPACTED = "(compacted by the loop)"
+
+#: A data marker, opening or closing, around tool output (the lab's ``mark_data``,
+#: :mod:`react_lab.lab.guards`): not part of what a summary keeps.
+MARKERS = re.compile(r"<</?data[^<>]*>>")
 
 
 def compact_transcript(transcript, guards) -> bool:

@@ -4,20 +4,20 @@ One step: send the whole transcript, append what the model wrote, stop if it gav
 answer, otherwise parse its action, run the tool, and write the ``Observation:`` line
 *ourselves*. Repeat until an answer or the step limit. That is all a text ReAct agent
 is. The guards (:mod:`react_lab.guards`) are called from the step, one line each,
-marked ``# guard:``.
+marked ``# guard:``: the run's :class:`react_lab.guards.Watch` keeps what it has done.
+Called directly, the loop uses the lesson's :class:`react_lab.guards.Guards`; the lab passes
+its own (:class:`react_lab.lab.guards.LabGuards`, with a progress bar in
+:mod:`react_lab.lab.loops`).
 """
 from __future__ import annotations
 
 import time
 from typing import Iterator
 
-from tqdm.auto import tqdm
-
-from .protocol import check_run_arguments
 from .context import compact_transcript
-from .guards import BEST_EFFORT_AFTER, UNSURE, Guards
+from .guards import BUDGETS, Guards, Watch
 from .parser import parse, read_reply
-from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
+from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt, check_run_arguments
 from .tools import Tool
 from .trace import RunResult, Step, Transcript
 
@@ -39,13 +39,14 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     ``stop=False`` sends no stop sequence (to see forgeries). ``guards``: the run's limits
     and checks (default :class:`Guards`, every limit on; :meth:`Guards.off` for none); a
     step's ``guard`` names the one that acted, on the last step the one that ended the run.
-    When a limit ends the run without an answer, ``guards.best_effort`` asks once more:
-    one extra step, its answer labelled ``[best effort]``. Raises ``TypeError`` /
-    ``ValueError`` for unusable arguments (:func:`react_lab.protocol.check_run_arguments`).
+    When the step limit or ignored refusals end the run without an answer,
+    ``guards.best_effort`` asks once more: one extra step, its answer labelled
+    ``[best effort]``. Raises ``TypeError`` / ``ValueError`` for unusable arguments
+    (:func:`react_lab.protocol.check_run_arguments`).
     """
     check_run_arguments("complete", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
     guards = guards if guards is not None else Guards()
-    guards.start(question, exemplars)  # guard: the exemplars it shows, to tell copied values
+    watch = guards.start(question, exemplars)  # guard: this run's counters and clock start
     transcript = transcript if transcript is not None else Transcript()
     if not transcript.spans:  # the prompt prefix: instructions, tools, exemplars, the question
         transcript.add("prompt", build_prompt(question, tools.values(), exemplars,
@@ -54,18 +55,18 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
         t0 = time.perf_counter()  # the step's wall-clock seconds start here
         # 1. Send the whole transcript; the stop sequence ends the completion before an Observation.
         completion = model.complete(transcript.text, stop=STOP if stop else None, max_tokens=max_tokens)
-        guards.spend(completion)  # guard: token and money budgets
+        watch.spend(completion)  # guard: token and money budgets
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
-        parsed = parse(completion.text, tools=guards.tool_names(tools),  # guard: more[page] while a page waits
+        parsed = parse(completion.text, tools=watch.tool_names(tools),  # guard: names a guard adds (more)
                        finish_reason=getattr(completion, "finish_reason", None), max_tokens=max_tokens)
-        parsed, drifted = guards.check_question(parsed)  # guard: a Question line the model wrote itself
+        parsed, drifted = watch.check_question(parsed)  # guard: a Question line of the model's own
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.
         step = Step.of(number, completion, thought=parsed.thought, guard=drifted, reasoning=parsed.reasoning,
                        forged=parsed.forged or getattr(completion, "forged_tokens", 0) > 0)
         if parsed.kind == "final":  # 3. Stop on an answer...
-            rejected = guards.check_answer(parsed.answer)  # guard: grounding, placeholders, citations
+            rejected = watch.check_answer(parsed.answer)  # guard: answer checks (grounding)
             if rejected is None:
                 step.answer = parsed.answer
             else:  # ...unless a guard sends it back as the observation.
@@ -74,34 +75,34 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
             step.error = step.observation = parsed.reason
         else:  # 5. Run the tool the action names, through the guards.
             step.action = {"tool": parsed.tool, "args": parsed.args}
-            step.record(guards.run_tool(tools, parsed.tool, parsed.args))  # guard: refusals, timeout, size
+            step.record(watch.run_tool(tools, parsed.tool, parsed.args))  # guard: refusals, size
         if step.observation is not None:  # 6. The loop writes the observation, then the next label.
             transcript.add("loop", f"{OBSERVATION}: {step.observation}\n{THOUGHT}:",
                            kind="error" if step.error else "observation")
             if compact_transcript(transcript, guards):  # guard: context size
                 step.guard = "compacted"
         # "answer", the name of the guard that ends the run, or None to go on:
-        ended = end_step(step, guards, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
+        ended = end_step(step, watch, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
         yield step
         if ended:
-            if guards.best_effort and ended in BEST_EFFORT_AFTER:  # guard: step limit, best effort
-                yield ask_best_effort(model, transcript, guards, ended, number + 1, max_tokens, tools)
+            if ended not in ("answer", *BUDGETS) and guards.best_effort:  # guard: best effort
+                yield ask_best_effort(model, transcript, watch, ended, number + 1, max_tokens, tools)
             return
 
 
-def end_step(step: Step, guards: Guards, last: bool, started: float) -> str | None:
+def end_step(step: Step, watch: Watch, last: bool, started: float) -> str | None:
     """Close a step of either loop: ``"answer"``, the guard that ends the run (it becomes the
     step's ``guard``: a budget, ignored refusals, ``"max_steps"`` on the ``last`` step), or
     None to go on. Sets the step's ``seconds`` since ``started``."""
     ended = "answer" if step.answer is not None else (
-        guards.stop_reason() or ("max_steps" if last else None))
+        watch.stop_reason() or ("max_steps" if last else None))
     if ended not in (None, "answer"):
         step.guard = ended
     step.seconds = time.perf_counter() - started
     return ended
 
 
-def ask_best_effort(model, transcript: Transcript, guards: Guards, guard: str, number: int,
+def ask_best_effort(model, transcript: Transcript, watch: Watch, guard: str, number: int,
                     max_tokens: int, tools: dict[str, Tool] | None = None) -> Step:
     """Ask the model once for an answer from what it has; label it ``[best effort]``.
 
@@ -114,11 +115,12 @@ def ask_best_effort(model, transcript: Transcript, guards: Guards, guard: str, n
     t0 = time.perf_counter()
     transcript.add("loop", BEST_EFFORT_NUDGE.format(guard=guard), kind="nudge")
     completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)
-    guards.spend(completion)
+    watch.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
     text = read_reply(completion.text, list(tools) if tools is not None else None)
-    answer = guards.best_effort_answer(text.answer, loop_said=loop_said) if text.answer else None
-    owner = "loop" if answer == UNSURE else "model"  # guard: "I don't know" is the loop's, not the model's
+    answer = watch.best_effort_answer(text.answer, loop_said=loop_said) if text.answer else None
+    # An answer the model did not write is a guard's (the lab's "I don't know"): the loop's.
+    owner = "model" if answer is None or answer in completion.text else "loop"
     transcript.add(owner, f" {answer}\n" if answer else completion.text.rstrip("\n") + "\n")
     return best_effort_step(number, completion, guard, answer, t0, saw=text.saw, reasoning=text.reasoning)
 
@@ -132,13 +134,8 @@ def best_effort_step(number: int, reply, guard: str, answer: str | None, started
                    error=error, seconds=time.perf_counter() - started, **fields)
 
 
-def ask(question: str, model, tools: dict[str, Tool], *, progress: bool = False,
-        **kwargs) -> RunResult:
-    """Run :func:`run` to the end and collect a :class:`RunResult` (same keyword arguments).
-
-    ``progress=True`` shows a tqdm progress bar over the steps (for a slow model).
-    """
+def ask(question: str, model, tools: dict[str, Tool], **kwargs) -> RunResult:
+    """Run :func:`run` to the end and collect a :class:`RunResult` (same keyword arguments)."""
     transcript = Transcript()
-    steps = run(question, model, tools, transcript=transcript, **kwargs)
-    steps = tqdm(steps, desc="steps", unit="step", leave=False) if progress else steps
-    return RunResult.from_steps(question, list(steps), transcript)
+    steps = list(run(question, model, tools, transcript=transcript, **kwargs))
+    return RunResult.from_steps(question, steps, transcript)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from .lab.backends.base import TOOL_CHOICES, assistant_json, check_tool_choice
 from .context import compact_messages
-from .guards import BEST_EFFORT_AFTER, MORE, Guards
+from .guards import BUDGETS, Guards, Watch
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .parser import parse, read_reply
 from .protocol import ACTION, MAX_TOKENS, Exemplar, check_run_arguments, unknown_tool_message
@@ -62,7 +62,7 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
 
     Invalid arguments are refused *before* the tool runs, with
     :func:`react_lab.schema.check_arguments`' messages. No approval is asked here: the
-    loop calls this through :meth:`react_lab.guards.Guards.run_tool`, which holds the
+    loop calls this through :meth:`react_lab.guards.Watch.run_tool`, which holds the
     approval gate for side-effecting tools (as the text loop's ``call_tool`` does).
     """
     name = call.get("function", {}).get("name")
@@ -78,24 +78,24 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
     return call_tool(tools, name, args)
 
 
-def run_calls(guards: Guards, tools: dict[str, Tool], calls: Sequence[dict], *,
+def run_calls(watch: Watch, tools: dict[str, Tool], calls: Sequence[dict], *,
               together: bool = True) -> list[Observation]:
-    """Run one reply's calls through the guards; return their observations in call order.
+    """Run one reply's calls through the run's ``watch``; return their observations in call order.
 
     Consecutive read-only calls start together, each in a thread of its own on a database
     connection of its own (:func:`concurrent_tool`); a side-effecting call
-    (``Tool.side_effect``), the ``more`` pseudo-tool and a call that cannot have a
-    connection of its own run alone, in their turn, so a read written after a write sees
-    it. The guards then take the calls one by one in call order, whatever finished first,
-    so their counters, refusals and pages are exactly a one-at-a-time run's (``together=False``
-    is that run). A read-only call the guards refuse (a repeat) may already have run: it
-    changed nothing, and its result is dropped. Each side-effecting call passes the
-    approval gate before it runs.
+    (``Tool.side_effect``) and a call that cannot have a connection of its own run alone,
+    in their turn, so a read written after a write sees it. The guards then take the calls
+    one by one in call order, whatever finished first, so their counters, refusals and
+    pages are exactly a one-at-a-time run's (``together=False`` is that run). A read-only
+    call the guards refuse (a repeat), or answer themselves (the lab's ``more``), may
+    already have run: it changed nothing, and its result is dropped. Each side-effecting
+    call passes the approval gate before it runs.
     """
     observations: list[Observation] = []
     for group in call_groups(tools, calls) if together else [[(c, None)] for c in calls]:
         started = [start_call(tool, call) if len(group) > 1 else None for call, tool in group]
-        observations += [_run_guarded(guards, tools, call, future)
+        observations += [_run_guarded(watch, tools, call, future)
                          for (call, _), future in zip(group, started)]
     return observations
 
@@ -118,15 +118,16 @@ def call_groups(tools: dict[str, Tool], calls: Sequence[dict]) -> list[list[tupl
 def concurrent_tool(tools: dict[str, Tool], call: dict) -> Tool | None:
     """The tool ``call`` names, able to run beside others; None if it must run alone.
 
-    Read-only tools only (not ``more``, whose pages the guards keep). A tool bound to a
-    sqlite3 connection gets a read-only connection of its own to the same file: one
-    connection must not serve two threads at once (their statements, and the SQL record
-    :func:`react_lab.tools.call_tool` keeps with a trace callback on the connection, would
-    mix). A database with no file (``:memory:``) cannot be opened twice: None.
+    Read-only tools only (a call the guards answer themselves, as the lab's ``more``, may
+    start too: its result is dropped). A tool bound to a sqlite3 connection gets a
+    read-only connection of its own to the same file: one connection must not serve two
+    threads at once (their statements, and the SQL record :func:`react_lab.tools.call_tool`
+    keeps with a trace callback on the connection, would mix). A database with no file
+    (``:memory:``) cannot be opened twice: None.
     """
     name = call.get("function", {}).get("name")
     tool = tools.get(name) if isinstance(name, str) else None
-    if tool is None or tool.side_effect or name == MORE:
+    if tool is None or tool.side_effect:
         return None
     conn = connection(tool)
     if conn is None:
@@ -161,7 +162,7 @@ def start_call(tool: Tool, call: dict) -> Future:
     return future
 
 
-def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict,
+def _run_guarded(watch: Watch, tools: dict[str, Tool], call: dict,
                  started: Future | None = None) -> Observation:
     """Run one OpenAI-shaped call through the guards; the schema check runs inside them.
 
@@ -171,10 +172,8 @@ def _run_guarded(guards: Guards, tools: dict[str, Tool], call: dict,
     """
     name = str(call.get("function", {}).get("name"))
     args = decode_arguments(call.get("function", {}).get("arguments", "{}"))
-    if name == MORE:
-        return guards.run_tool(tools, name, args if isinstance(args, dict) else {"page": args})
     run = (lambda t, n, a: started.result()) if started else (lambda t, n, a: execute_call(t, call))
-    return guards.run_tool(tools, name, args, call=run)
+    return watch.run_tool(tools, name, args, call=run)
 
 
 # --------------------------------------------------------------------------- exemplars
@@ -215,16 +214,6 @@ def first_messages(question: str, tools: dict[str, Tool], *, system: str = SYSTE
             *exemplar_messages(exemplars, tools), {"role": "user", "content": question}]
 
 
-def offered_tools(tools: dict[str, Tool], guards: Guards) -> dict[str, Tool]:
-    """The tools a native run offers: ``tools``, plus ``more`` whenever long observations are paged.
-
-    ``more`` is offered from the first step, so the tool list (written into the system
-    turn) never changes and the model's cached prompt prefix stays valid; called with no
-    page waiting, it returns an error.
-    """
-    return {**tools, MORE: guards.more_tool()} if guards.observation_chars else tools
-
-
 # --------------------------------------------------------------------------- the native loop
 
 def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int = MAX_STEPS,
@@ -251,16 +240,17 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     ``reasoning`` and never runs or answers; Harmony's final channel is the answer; text that
     holds call markup or special tokens but no call is never the answer: the model is told
     what it wrote.
-    ``approve``, when given, replaces ``guards.approve``. When the step limit or a refusal
-    guard ends the run and ``guards.best_effort`` is on, one more request with
-    ``tool_choice="none"`` asks for an answer, labelled ``[best effort]``.
+    ``approve``, when given, replaces ``guards.approve`` for this run (the caller's guards
+    are not changed). When the step limit or a refusal guard ends the run and
+    ``guards.best_effort`` is on, one more request with ``tool_choice="none"`` asks for an
+    answer, labelled ``[best effort]``.
     """
     check_run_arguments("chat", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
     guards = guards if guards is not None else Guards()
     if approve is not None:
-        guards.approve = approve
-    guards.start(question)
-    offered = offered_tools(tools, guards)  # guard: more[page], offered from the first step
+        guards = replace(guards, approve=approve)
+    watch = guards.start(question)  # guard: this run's counters and clock start
+    offered = guards.offered_tools(tools)  # guard: tools a guard adds, offered from the first step
     schemas = tool_schemas(offered)
     check_tool_choice(tool_choice, schemas)
     messages = messages if messages is not None else []
@@ -271,14 +261,14 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
         reply = model.chat(messages, tools=schemas, max_tokens=max_tokens, tool_choice=tool_choice)
-        guards.spend(reply)  # guard: token and money budgets
+        watch.spend(reply)  # guard: token and money budgets
         calls, leaked, problem = reply_calls(reply, offered)  # calls written in the text are never the answer
         messages.append({**reply.message(), **({"tool_calls": calls} if calls else {})})
         text = read_reply(reply.content, declared(offered)) if not reply.tool_calls else None
         step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked),
                        reasoning=text.reasoning if text else None)
         if calls:  # read-only calls together, the others one at a time, each through the guards
-            observations = run_calls(guards, offered, calls)  # guard: refusals, approval, timeout, size
+            observations = run_calls(watch, offered, calls)  # guard: refusals, approval, size
             messages += [{"role": "tool", "tool_call_id": c["id"], "content": o.text}
                          for c, o in zip(calls, observations)]
             record_calls(step, calls, observations)
@@ -288,7 +278,7 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
             step.error = not_an_answer_message(text.saw)
             step.observation = f"Error: {step.error}"
         elif reply.content is not None and not leaked:
-            rejected = guards.check_answer(text.answer)  # guard: grounding, placeholders, citations
+            rejected = watch.check_answer(text.answer)  # guard: answer checks (grounding)
             if rejected is None:
                 step.answer = text.answer
             else:
@@ -301,11 +291,11 @@ def run_native(question: str, model, tools: dict[str, Tool], *, max_steps: int =
             loop_said.append(step.observation)
         if step.answer is None and compact_messages(messages, guards):  # guard: context size
             step.guard = step.guard or "compacted"
-        ended = end_step(step, guards, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
+        ended = end_step(step, watch, number == max_steps, t0)  # guard: budgets, ignored refusals, step limit
         yield step
         if ended:
-            if guards.best_effort and ended in BEST_EFFORT_AFTER:  # guard: step limit, best effort
-                yield ask_best_effort_native(model, messages, guards, ended, number + 1, max_tokens,
+            if ended not in ("answer", *BUDGETS) and guards.best_effort:  # guard: best effort
+                yield ask_best_effort_native(model, messages, watch, ended, number + 1, max_tokens,
                                              loop_said, tools=schemas)
             return
 
@@ -389,7 +379,7 @@ def malformed_reply_message(reply: "ChatReply", max_tokens: int) -> str:
             '{"thought": "...", "answer": "..."}')
 
 
-def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: str, number: int,
+def ask_best_effort_native(model, messages: list[dict], watch: Watch, guard: str, number: int,
                            max_tokens: int, loop_said: Sequence[str] = (), *,
                            tools: Sequence[dict] = ()) -> Step:
     """Ask once, with tool calls not allowed (``tool_choice="none"``), for an answer from what the run found.
@@ -409,12 +399,12 @@ def ask_best_effort_native(model, messages: list[dict], guards: Guards, guard: s
     request = BEST_EFFORT_REQUEST.format(guard=guard)
     messages.append({"role": "user", "content": request})
     reply = model.chat(messages, tools=list(tools), max_tokens=max_tokens, tool_choice="none")
-    guards.spend(reply)
+    watch.spend(reply)
     messages.append(reply.message())
     names = {t["function"]["name"]: list(t["function"].get("parameters", {}).get("properties", {}))
              for t in tools if isinstance(t, dict) and "function" in t}  # each tool's parameters, as declared()
     text = read_reply(reply.content, names) if reply.content and not reply.tool_calls else None
-    answer = (guards.best_effort_answer(text.answer, loop_said=[*loop_said, request])
+    answer = (watch.best_effort_answer(text.answer, loop_said=[*loop_said, request])
               if text is not None and text.answer else None)
     saw = "tool calls, which are not allowed now" if reply.tool_calls else text.saw if text else None
     return best_effort_step(number, reply, guard, answer, t0, thought=reply.thought, saw=saw,

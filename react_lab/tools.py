@@ -495,7 +495,7 @@ class Observation:
     """What a tool call produced, as the loop will show it to the model.
 
     ``guard`` names the guard that acted on the call (one of
-    :data:`react_lab.guards.GUARD_NAMES`, or None); ``timed_out`` is True when the call
+    :data:`react_lab.lab.guards.GUARD_NAMES`, or None); ``timed_out`` is True when the call
     was cut off at the guards' ``tool_timeout``; ``seconds`` is the call's wall-clock
     time, guards included.
     """

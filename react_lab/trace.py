@@ -155,7 +155,7 @@ class RunResult:
 
     ``stopped_by`` is ``"answer"`` or the name of the guard that ended the run
     (``"max_steps"``, ``"token_budget"``, ``"repeat"``, ... see
-    :data:`react_lab.guards.GUARD_NAMES`). ``best_effort`` is True when the answer was
+    :data:`react_lab.lab.guards.GUARD_NAMES`). ``best_effort`` is True when the answer was
     asked for after a limit tripped; such an answer starts with ``"[best effort] "``.
     """
 

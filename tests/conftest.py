@@ -2,7 +2,9 @@
 import sqlite3
 
 import pytest
+from two_loops import loops
 
+from react_lab.guards import Guards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 from react_lab.tools import connection, default_tools
 
@@ -53,3 +55,13 @@ def scheduled():
         with sqlite3.connect(path) as conn:
             return conn.execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
     return count
+
+
+@pytest.fixture(params=loops(Guards), ids=lambda loop: loop.name)
+def loop(request):
+    """Each guard scenario runs once per loop (text, native), with the lesson's guards by default.
+
+    The adapters are ``tests/two_loops.py``'s; ``tests/lab/conftest.py`` gives the lab's tests
+    the same fixture with the lab's guards.
+    """
+    return request.param

@@ -25,7 +25,7 @@ from react_lab.lab.backends.grammar import (
     reply_schema,
 )
 from react_lab.lab.cli import main
-from react_lab.guards import Guards
+from react_lab.lab.guards import LabGuards
 from react_lab.native import (
     SYSTEM,
     ask_native,
@@ -161,7 +161,8 @@ def test_parse_reply_shapes_openai_tool_calls():
 
 def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     model = ScriptedChatModel(CALL_THEN_ANSWER)
-    result = ask_native("How many invoices did cus_8812 receive in July 2026?", model, TOOLS)
+    result = ask_native("How many invoices did cus_8812 receive in July 2026?", model, TOOLS,
+                        guards=LabGuards())
     assert result.stopped_by == "answer" and result.answer.startswith("Two invoices")
     first, second = result.steps
     assert first.action == {"tool": "list_invoices", "args": JULY}
@@ -174,6 +175,9 @@ def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     owners = [o for o, _ in result.transcript.spans]
     assert owners == ["prompt", "model", "loop", "model"]
     assert "Question: How many invoices" in result.transcript.render_text()
+    lesson = ScriptedChatModel(CALL_THEN_ANSWER)  # the lesson's guards page nothing: no `more`
+    ask_native("How many invoices did cus_8812 receive in July 2026?", lesson, TOOLS)
+    assert lesson.requests[1][1] == tool_schemas(TOOLS)
 
 
 def test_invalid_arguments_are_refused_before_the_tool_runs():
@@ -285,11 +289,11 @@ def test_read_only_calls_of_one_reply_run_together_and_come_back_in_call_order()
     log = []
     tools = _timed_tools(log, threading.Barrier(2, timeout=2))
     calls = [_call("a", x="1"), _call("b", x="2")]
-    observations = run_calls(Guards(), tools, calls)
+    observations = run_calls(LabGuards().start(), tools, calls)
     assert [json.loads(o.text)["tool"] for o in observations] == ["a", "b"]  # call order
     assert [o.error for o in observations] == [None, None]  # the barrier passed: both ran at once
     assert [name for name, _, _ in log] == ["b", "a"]  # yet a finished last
-    serial = run_calls(Guards(), _timed_tools([], threading.Barrier(2, timeout=0.3)), calls,
+    serial = run_calls(LabGuards().start(), _timed_tools([], threading.Barrier(2, timeout=0.3)), calls,
                        together=False)
     assert all("BrokenBarrierError" in o.text for o in serial)  # the barrier can fail
 
@@ -299,8 +303,8 @@ def test_side_effecting_calls_run_one_at_a_time_each_through_the_approval_gate()
     tools = {**_timed_tools(log, side_effect=True, names=("pay", "refund")),
              **_timed_tools(log, names=("look",))}
     calls = [_call("pay", x="1"), _call("refund", x="2"), _call("look", x="3")]
-    guards = Guards(approve=lambda name, args: asked.append(name) or name == "pay")
-    observations = run_calls(guards, tools, calls)
+    guards = LabGuards(approve=lambda name, args: asked.append(name) or name == "pay")
+    observations = run_calls(guards.start(), tools, calls)
     assert asked == ["pay", "refund"]  # one approval per side-effecting call, in call order
     assert [n for n, _, _ in log] == ["pay", "look"]  # the refused one never ran
     assert observations[1].guard == "approval" and "not approved" in observations[1].text
@@ -319,10 +323,9 @@ def test_the_guards_count_as_in_a_one_at_a_time_run():
              _call("search", query="refund policy"), _call("more", page="p1")]
 
     def run(together):
-        guards = Guards(observation_chars=300, retry_cap=2, near_repeats=None)
-        guards.start("q")
-        texts = [o.text for o in run_calls(guards, TOOLS, calls, together=together)]
-        return texts, guards.calls, guards.errors, guards.pages, guards.seen, guards.refusals
+        watch = LabGuards(observation_chars=300, retry_cap=2, near_repeats=None).start("q")
+        texts = [o.text for o in run_calls(watch, TOOLS, calls, together=together)]
+        return texts, watch.calls, watch.errors, watch.pages, watch.seen, watch.refusals
 
     serial = run(False)
     assert "already run" in serial[0][1] and "failed 2 times" in serial[0][4] and "p1" in serial[3]

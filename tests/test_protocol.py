@@ -64,14 +64,16 @@ def test_prompt_has_labels_tools_exemplar_and_question():
 
 
 def test_the_guards_add_to_the_prompt_through_build_prompt_only():
-    from react_lab.guards import CITATION_NOTE, DATA_NOTE, Guards
+    from react_lab.guards import Guards
+    from react_lab.lab.guards import CITATION_NOTE, DATA_NOTE, LabGuards
     from react_lab.protocol import EXEMPLARS, INSTRUCTIONS, build_prompt
     from react_lab.tools import default_tools
 
     tools = default_tools()
     plain = build_prompt("q", tools.values())
-    guards = Guards(mark_data=True, require_citation=True)
+    guards = LabGuards(mark_data=True, require_citation=True)
     marked = build_prompt("q", tools.values(), notes=guards.notes(), mark=guards.mark)
     assert marked.startswith(f"{INSTRUCTIONS}\n{DATA_NOTE}\n{CITATION_NOTE}\n")
     assert EXEMPLARS[0].question in marked and "Observation: <<data from list_invoices>> [" in marked
     assert build_prompt("q", tools.values(), notes=Guards().notes(), mark=Guards().mark) == plain
+    assert build_prompt("q", tools.values(), notes=LabGuards().notes(), mark=LabGuards().mark) == plain

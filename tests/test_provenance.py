@@ -2,7 +2,8 @@
 import pytest
 
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.guards import GUARD_NAMES, Guards
+from react_lab.lab.experiments.configs import LadderGuards
+from react_lab.lab.guards import GUARD_NAMES
 from react_lab.loop import ask
 from react_lab.protocol import EXEMPLARS, Exemplar
 from react_lab.lab.provenance import UNSURE, copied_values, is_guess, values_in
@@ -34,7 +35,7 @@ def test_copied_values_are_the_exemplars_that_no_source_of_the_run_shows(answer,
 
 def _run(script, question, exemplars, **guards):
     return ask(question, ScriptedModel(script, repeat_last=False), _tools(), exemplars=exemplars,
-               guards=Guards(**guards), max_steps=4)
+               guards=LadderGuards(**guards), max_steps=4)
 
 
 def _tools():

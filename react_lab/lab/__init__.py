@@ -1,7 +1,9 @@
 """The bench: the machinery that runs and measures the lesson's agent.
 
-``backends`` (the models the loops talk to), ``experiments`` (the measurements),
-``notebook`` (widgets, exercises, quizzes, plots and tables the notebooks use), ``cli``
+``guards`` (the lab's guards: the lesson's and the rest the experiments use), ``loops``
+(the lesson's loops run with them), ``backends`` (the models the loops talk to),
+``experiments`` (the measurements), ``notebook`` (widgets, exercises, quizzes, plots and
+tables the notebooks use), ``cli``
 (the react-lab command), ``mcp`` (the billing tools over MCP), ``provenance`` (where an
 answer's values came from, for the ladder's answer checks) and ``builders`` (the scripts
 that build the shipped database and task sets). The lab imports the lesson (the modules

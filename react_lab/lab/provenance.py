@@ -2,8 +2,8 @@
 
 A small model copies the worked example it is shown. Asked for a sum, it writes the
 exemplar's "58.00 dollars"; asked about a 3-day rule, the exemplar's "30 days". Those
-answers look like facts, so the guard that catches them (``Guards.exemplar_values``,
-:mod:`react_lab.guards`) asks where each value of the answer came from:
+answers look like facts, so the guard that catches them (``LadderGuards.exemplar_values``,
+:mod:`react_lab.lab.experiments.configs`) asks where each value of the answer came from:
 
 * :func:`values_in` reads the values a text states -- ISO dates, ids (case and separator
   normalised: ``inv-2041`` is ``INV-2041``) and amounts (numbers with a decimal part or
@@ -13,7 +13,7 @@ answers look like facts, so the guard that catches them (``Guards.exemplar_value
   no source of this run does (the question, the observations), in the answer's order.
   An amount read in another unit is the same amount: 12900 (cents) states 129.00 (dollars).
 
-The best-effort rule (``Guards.unsure_best_effort``) reads the same values: a yes or no
+The best-effort rule (``LadderGuards.unsure_best_effort``) reads the same values: a yes or no
 asked for after a limit ended the run, citing no value a tool returned, is a guess
 (:func:`is_guess`), and the run says :data:`UNSURE` instead.
 """
@@ -25,7 +25,8 @@ from typing import Iterable
 from ..protocol import EXEMPLARS
 from ..tools import ID_RE
 
-#: What a run that found nothing to settle a yes/no question answers (``Guards.unsure_best_effort``).
+#: What a run that found nothing to settle a yes/no question answers
+#: (``LadderGuards.unsure_best_effort``).
 UNSURE = "I don't know: no tool result in this run settles it."
 
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")

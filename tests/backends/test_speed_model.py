@@ -21,7 +21,7 @@ from react_lab.lab.backends.llama_state import (
 )
 from react_lab.lab.backends.local import local_model
 from react_lab.lab.experiments import forge
-from react_lab.guards import MORE, Guards
+from react_lab.lab.guards import LabGuards
 from react_lab.native import SYSTEM
 from react_lab.lab.notebook.warm import native_prompts, text_prompts
 from react_lab.parser import find_forged
@@ -86,7 +86,7 @@ def test_the_grammar_check_on_one_token_gives_the_stock_tokens(model):
     from llama_cpp import LlamaGrammar
 
     chat = LocalChatModel(model)
-    schemas = tool_schemas({**default_tools(), MORE: Guards().more_tool()})
+    schemas = tool_schemas(LabGuards().offered_tools(default_tools()))
     llm = model.llm
     for question, choice in [("Has invoice INV-2130 been paid?", "auto"),
                              ("Was cus_8812 charged twice for INV-2041 in July?", "required"),

@@ -12,7 +12,7 @@ from react_lab.lab.experiments.failures import (
     failure_modes,
     live_pass,
 )
-from react_lab.guards import Guards
+from react_lab.lab.guards import LabGuards
 from react_lab.loop import ask
 from react_lab.tools import Tool
 
@@ -23,7 +23,7 @@ CLEAN = [" The invoice first.\nAction: find_invoice[INV-2291]",
 
 
 def modes(completions, tools, question=Q, **kw):
-    result = ask(question, ScriptedModel(completions), tools, guards=Guards.off(), max_steps=6)
+    result = ask(question, ScriptedModel(completions), tools, guards=LabGuards.off(), max_steps=6)
     return failure_modes(result, tools=tools, **kw)
 
 
@@ -99,13 +99,13 @@ class Continuing:
 
 def test_stop_probe_reports_an_observation_the_stop_sequence_cut(tools):
     probe = StopProbe(Continuing("\nObservation: {\"paid\": true}"), tokens=6)
-    run = live_pass([Q], probe, tools, max_steps=1, progress=False, guards=lambda i: Guards(best_effort=False))[0]
+    run = live_pass([Q], probe, tools, max_steps=1, progress=False, guards=lambda i: LabGuards(best_effort=False))[0]
     assert run.result.steps[0].forged and run.result.steps[0].forged_tokens == 6
     assert "forged_observation" in failure_modes(run.result, tools=tools)
     assert probe.probes == ["\nObservation: {\"paid\": true}"]
     assert "paid" not in "".join(t for o, t in run.result.transcript.spans if o == "model")  # never entered
     honest = StopProbe(Continuing("\nThought: more"), tokens=6)
-    run = live_pass([Q], honest, tools, max_steps=1, progress=False, guards=lambda i: Guards(best_effort=False))[0]
+    run = live_pass([Q], honest, tools, max_steps=1, progress=False, guards=lambda i: LabGuards(best_effort=False))[0]
     assert not run.result.steps[0].forged
 
 

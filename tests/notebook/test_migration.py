@@ -3,8 +3,7 @@ import pytest
 
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.guards import Guards
-from react_lab.native import offered_tools
+from react_lab.lab.guards import LabGuards
 from react_lab.lab.notebook import migration_runs
 from react_lab.lab.notebook.migration import (
     PARTS,
@@ -23,7 +22,7 @@ from react_lab.trace import Step
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 TOOLS = default_tools()
-OFFERED = offered_tools(TOOLS, Guards())
+OFFERED = LabGuards().offered_tools(TOOLS)
 
 
 def call(name, **arguments):

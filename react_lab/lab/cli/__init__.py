@@ -23,7 +23,7 @@ from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
-from ...guards import Guards
+from ..guards import LabGuards
 from ...loop import MAX_STEPS
 from ...protocol import EXEMPLARS, MAX_TOKENS
 from . import commands
@@ -105,8 +105,8 @@ def tool_names(text: str) -> list[str]:
 
 
 def _add_guard_options(parser: argparse.ArgumentParser) -> None:
-    """The guard limits of ``ask``; defaults are :class:`react_lab.guards.Guards`'s."""
-    d = Guards()
+    """The guard limits of ``ask``; defaults are :class:`react_lab.lab.guards.LabGuards`'s."""
+    d = LabGuards()
     limit = non_negative(zero_is_off=True)
     g = parser.add_argument_group("guards (0 switches a limit off)")
     g.add_argument("--token-budget", type=whole_number(0, zero_is_off=True), default=d.token_budget,

@@ -38,7 +38,7 @@ from ..experiments.ladder import (
 from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
-from ...guards import Guards
+from ..guards import LabGuards
 from ...loop import ask
 from ...native import ask_native
 from ..notebook.plots import plot_cost
@@ -154,8 +154,8 @@ def _ask_config(args) -> int:
 
 
 def _guards(args):
-    """The run's :class:`react_lab.guards.Guards` from the ``ask`` options (0 switches a limit off)."""
-    return Guards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
+    """The run's :class:`react_lab.lab.guards.LabGuards` from the ``ask`` options (0: off)."""
+    return LabGuards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
                   tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
                   price_in=args.price_in, price_out=args.price_out)
 

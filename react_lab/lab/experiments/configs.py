@@ -14,15 +14,17 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ...protocol import check_count
 from ..backends import text_grammar
 from ..backends.base import Completion
 from ..backends.local import LocalModel, local_model
-from ...guards import MORE, Guards
+from ...guards import rejection
 from ...protocol import EXEMPLARS, build_prompt
-from ...tools import ID_RE, Tool, tool_schemas
+from ...tools import ID_RE, Observation, Tool, tool_schemas
+from ..guards import MORE, LabGuards, LabWatch
+from ..provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
 from .exemplars import get_pool, select
 from .tasks import Task
@@ -203,9 +205,50 @@ def exemplars_for(cfg: Config, task: Task) -> list:
     raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default, pool or runs")
 
 
-def guards_for(cfg: Config) -> Guards:
-    """The run's guards: the loop's defaults, with the config's answer checks switched on."""
-    return Guards(exemplar_values=cfg.exemplar_values, unsure_best_effort=cfg.unsure)
+# --------------------------------------------------------------------------- the guards
+
+
+@dataclass(frozen=True)
+class LadderGuards(LabGuards):
+    """The lab's guards and the ladder's two answer checks (:mod:`react_lab.lab.provenance`).
+
+    * ``exemplar_values``: reject an answer with a value only the prompt's exemplars show.
+    * ``unsure_best_effort``: a best-effort answer to a yes/no question that cites no fetched
+      value becomes :data:`react_lab.lab.provenance.UNSURE` ("I don't know").
+    """
+
+    unsure_best_effort: bool = False
+    exemplar_values: bool = False
+
+    def start(self, question: str = "", exemplars=()) -> LadderWatch:
+        """Start a run of ``question``: a new :class:`LadderWatch` (``exemplars``: the prompt's)."""
+        return LadderWatch(self, question, exemplars)
+
+
+@dataclass
+class LadderWatch(LabWatch):
+    """A run under :class:`LadderGuards`: the lab's checks, then the ladder's."""
+
+    def check_answer(self, answer: str) -> Observation | None:
+        """The lab's answer checks, then ``exemplar_values``: a value only the exemplars show."""
+        rejected = super().check_answer(answer)
+        if rejected is not None or not self.guards.exemplar_values:
+            return rejected
+        seen = [self.question, *self.seen]
+        reason = copied_reason(answer, exemplar_text(self.exemplars), seen)
+        return rejection(reason, "exemplar_value") if reason else None
+
+    def best_effort_answer(self, text: str, loop_said: Iterable[str] = ()) -> str | None:
+        """The lab's best effort; with ``unsure_best_effort``, a guess is :data:`UNSURE`."""
+        answer = super().best_effort_answer(text, loop_said)
+        if answer is not None and self.guards.unsure_best_effort and is_guess(answer, self.seen):
+            return UNSURE
+        return answer
+
+
+def guards_for(cfg: Config) -> LadderGuards:
+    """The run's guards: the lab's defaults, with the config's answer checks switched on."""
+    return LadderGuards(exemplar_values=cfg.exemplar_values, unsure_best_effort=cfg.unsure)
 
 
 def first_prompt(cfg: Config, task: Task) -> str:
@@ -213,9 +256,9 @@ def first_prompt(cfg: Config, task: Task) -> str:
     guards = guards_for(cfg)
     if cfg.protocol == "native":  # what the embedded model reads: system turn with schemas, exemplars, question
         from ..backends.chat import render_messages
-        from ...native import first_messages, offered_tools
+        from ...native import first_messages
 
-        offered = offered_tools(tools_for(cfg), guards)
+        offered = guards.offered_tools(tools_for(cfg))
         return render_messages(first_messages(task.question, offered, notes=guards.notes(),
                                               exemplars=exemplars_for(cfg, task)), tool_schemas(offered))
     return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),

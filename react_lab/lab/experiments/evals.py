@@ -18,7 +18,6 @@ Before any real model is judged, two scripted models prove the harness:
 """
 from __future__ import annotations
 
-import copy
 import dataclasses
 import hashlib
 import json
@@ -36,7 +35,6 @@ from ...protocol import check_count
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
-from ...guards import Guards
 from ...loop import run
 from ...native import SYSTEM, conversation, run_native
 from ...protocol import build_prompt
@@ -50,6 +48,7 @@ from ...tools import (
     default_tools,
 )
 from ...trace import RunResult, Transcript
+from ..guards import LabGuards
 from .steplogs import step_event, write_jsonl
 from . import results
 from .results import Inputs, cache_dir
@@ -134,7 +133,7 @@ def config_of(protocol: str, tools: dict, *, max_steps: int, max_tokens: int,
 
     For the text protocol that is the prompt prefix (instructions, tool descriptions,
     exemplars); for native calls, the system message and the tool schemas. Plus the
-    step and token limits and any extra loop options (e.g. ``{"guards": Guards.off()}``).
+    step and token limits and any extra loop options (e.g. ``{"guards": LabGuards.off()}``).
     Changes to the code itself are not detected: delete the cache to start over.
     """
     if protocol == "text":
@@ -199,7 +198,8 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     """Run one task; return its :class:`react_lab.trace.RunResult` (``progress``: a tqdm bar over the steps).
 
     Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
-    (``loop_options`` are passed on as keyword arguments). ``timeout`` is wall-clock
+    (``loop_options`` are passed on as keyword arguments; without ``guards``, the run gets
+    :class:`react_lab.lab.guards.LabGuards`, the lab's defaults). ``timeout`` is wall-clock
     seconds, checked after every step that did not answer (a step in progress
     finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
     answer. A prompt that outgrows the model's context window
@@ -209,7 +209,7 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     ``stopped_by`` is ``"answer"``, or the guard named by the last step.
     """
     t0 = time.perf_counter()
-    options = dict(loop_options or {})
+    options = {"guards": LabGuards(), **(loop_options or {})}
     messages: list[dict] = []
     transcript = Transcript()
     if protocol == "native":
@@ -257,10 +257,10 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
 
     ``concurrency`` keeps up to that many runs in flight (threads) for a backend that
     serves requests in parallel (an endpoint; the embedded model gains nothing), each
-    with its own database connection and copy of the guards; records come back in task
-    order, as a serial run's when the answer depends on the request alone (a llama.cpp
-    server reusing the previous request's KV cache may differ). Raises ValueError for an
-    unknown protocol or a ``concurrency`` below 1.
+    with its own database connection (the guards keep each run's state apart); records
+    come back in task order, as a serial run's when the answer depends on the request
+    alone (a llama.cpp server reusing the previous request's KV cache may differ). Raises
+    ValueError for an unknown protocol or a ``concurrency`` below 1.
     """
     check_count("concurrency", concurrency)
     shared_tools = tools
@@ -276,14 +276,13 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     cached = _read_cache(cache_path) if use_cache else {}
     log_path.unlink(missing_ok=True)
 
-    def compute(task: Task, key: str) -> dict:  # runs in flight: own connection, own guards
+    def compute(task: Task, key: str) -> dict:  # runs in flight: own connection each
         own_tools = default_tools() if shared_tools is None and concurrency > 1 else tools
-        options = _run_options(loop_options) if concurrency > 1 else loop_options
         t1 = time.perf_counter()
         result = run_task(
             task, model(task) if per_task else model, own_tools, protocol=protocol,
             max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
-            loop_options=options)
+            loop_options=loop_options)
         return _record(result, run_id=run_id, key=key, task=task, model=name, protocol=protocol,
                        tools=tools, seconds=time.perf_counter() - t1)
 
@@ -328,13 +327,6 @@ def _scored(record: dict, task: Task, *, cached: bool) -> dict:
     """``record`` with its task's category, question and gold, scored now (``correct``)."""
     return dict(record, category=task.category, question=task.question, gold=task.gold,
                 correct=score(record["answer"], task), cached=cached)
-
-
-def _run_options(loop_options: dict | None) -> dict | None:
-    """``loop_options`` for one of several runs in flight: a copy of each Guards (per-run state)."""
-    if not loop_options:
-        return loop_options
-    return {k: copy.copy(v) if isinstance(v, Guards) else v for k, v in loop_options.items()}
 
 
 def transcript_of(record: dict) -> Transcript:

@@ -25,20 +25,13 @@ from dataclasses import dataclass, replace
 
 from tqdm.auto import tqdm
 
-from ...guards import (
-    EMPTY_RESULTS,
-    MARKERS,
-    MORE,
-    Guards,
-    call_key,
-    call_words,
-    invented_question,
-    one_word_apart,
-)
+from ...context import MARKERS
+from ...guards import EMPTY_RESULTS, Guards, call_key, call_words
 from ...loop import run
 from ...parser import find_forged, parse
 from ...protocol import ParseResult, strict_parse
 from ...trace import RunResult, Step, Transcript
+from ..guards import MORE, LabGuards, invented_question, one_word_apart
 
 #: Every failure mode, in the order notebook 06 takes them, with what its detector looks for.
 FAILURE_MODES = {
@@ -55,7 +48,7 @@ FAILURE_MODES = {
     "over_time_budget": "the run took longer than its wall-clock budget",
 }
 
-#: The guard of :class:`react_lab.guards.Guards` (or the loop) that stops each mode.
+#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each mode.
 GUARDS = {
     "forged_observation": "stop sequence, then the parser drops the forged span",
     "repeated_action": "repeats: an identical call is refused",
@@ -264,11 +257,12 @@ class LiveRun:
 
 
 def live_pass(questions: Sequence[str], model, tools: dict, *,
-              guards: Callable[[int], Guards] = lambda i: Guards(), progress: bool = True,
+              guards: Callable[[int], Guards] = lambda i: LabGuards(), progress: bool = True,
               **options) -> list[LiveRun]:
     """Run the text loop once per question, in order; never stops at a failing run.
 
-    ``guards(i)`` builds the :class:`Guards` of question ``i``; ``options`` go to
+    ``guards(i)`` builds the guards of question ``i`` (default: the lab's,
+    :class:`react_lab.lab.guards.LabGuards`); ``options`` go to
     :func:`react_lab.loop.run` (``max_steps``, ``max_tokens``, ...). A run that raises
     (llama.cpp refuses a prompt past its window with ``ValueError``) keeps the steps it made
     and the error's text. ``progress`` shows a tqdm bar over the questions.

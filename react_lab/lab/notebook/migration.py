@@ -25,18 +25,59 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
-from ...guards import Guards
 from ..._parsing.leaks import leaked_calls
 from ...loop import end_step
-from ...native import conversation, first_messages, malformed_reply_message, offered_tools, record_calls
+from ...native import conversation, first_messages, malformed_reply_message, record_calls
 from ...parser import parse
 from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
 from ...schema import check_arguments
 from ...tools import Observation, Tool, tool_schemas
 from ...trace import RunResult, Step, Transcript
+from ..guards import LabGuards, LabWatch, offered_tools
 
 #: Model calls per run and completion tokens per call: the evaluation's limits (``react-lab eval``).
 MAX_STEPS, MAX_TOKENS = 4, 128
+
+
+class Guards:
+    """The guards as the two agents hold them: the lab's settings and the run in progress.
+
+    The agents keep the spelling their code was written in, one object whose ``start`` begins a
+    run, because the shipped migration results fingerprint their code lines
+    (:func:`react_lab.lab.notebook.migration_runs.fingerprint_inputs`). ``Guards(**limits)``
+    holds a :class:`react_lab.lab.guards.LabGuards` with those limits (:meth:`off`: every guard
+    off); :meth:`start` begins a run's :class:`react_lab.lab.guards.LabWatch`, and the checks
+    the agents call (``spend``, ``run_tool``, ``stop_reason``) are that run's.
+    """
+
+    def __init__(self, settings: LabGuards | None = None, **limits):
+        self.settings = settings if settings is not None else LabGuards(**limits)
+        self.watch: LabWatch = self.settings.start()
+
+    @classmethod
+    def off(cls, **overrides) -> "Guards":
+        """Every guard switched off (:meth:`react_lab.guards.Guards.off`)."""
+        return cls(LabGuards.off(**overrides))
+
+    def start(self, question: str = "", exemplars=()) -> None:
+        """Begin a run of ``question``: its counters, clock and pages start empty."""
+        self.watch = self.settings.start(question, exemplars)
+
+    def offered_tools(self, tools: dict[str, Tool]) -> dict[str, Tool]:
+        """The tools the agents offer (``more`` with them while observations are paged)."""
+        return self.settings.offered_tools(tools)
+
+    def spend(self, completion) -> None:
+        """The run's :meth:`react_lab.guards.Watch.spend`."""
+        self.watch.spend(completion)
+
+    def run_tool(self, tools: dict[str, Tool], name: str, args, **options) -> Observation:
+        """The run's :meth:`react_lab.guards.Watch.run_tool`."""
+        return self.watch.run_tool(tools, name, args, **options)
+
+    def stop_reason(self) -> str | None:
+        """The run's :meth:`react_lab.guards.Watch.stop_reason`."""
+        return self.watch.stop_reason()
 
 
 # --------------------------------------------------------------------------- the two agents
@@ -304,7 +345,7 @@ def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str
 
     Returns ``{"unreadable": 0|1, "invalid": refused calls, "undone": 0|1, "calls": calls
     attempted}``. ``tools`` are the tools the agent offered (with ``more``:
-    :func:`react_lab.native.offered_tools`). The text step is read again by
+    :meth:`react_lab.lab.guards.LabGuards.offered_tools`). The text step is read again by
     :func:`react_lab.parser.parse`, as the agent read it. Raises ValueError for another protocol.
     """
     if protocol == "native":

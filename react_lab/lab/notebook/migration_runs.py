@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...guards import Guards
-from ...native import first_messages, offered_tools
+from ...native import first_messages
 from ...protocol import build_prompt
 from ...tools import Tool, default_tools, tool_schemas
 from ...trace import RunResult
+from ..guards import LabGuards
 from .migration import (
     MAX_STEPS,
     MAX_TOKENS,
@@ -93,7 +93,7 @@ def run_one(arm: Arm, task, *, model, chat, tools: dict[str, Tool]) -> dict:
         result = agent(task.question, backend, tools, exemplars=exemplars_of(arm, task))
     except ContextWindowExceeded:
         result = RunResult(task.question, None, "context_window")
-    offered = offered_tools(tools, Guards())
+    offered = LabGuards().offered_tools(tools)
     steps = [{"tool": (s.action or {}).get("tool"), "args": (s.action or {}).get("args"),
               "error": (s.error or "")[:200] or None, "guard": s.guard, "answer": s.answer,
               "finish_reason": s.finish_reason, "completion": s.completion[:300],
@@ -192,7 +192,7 @@ def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
     """What the model reads first in ``arm`` for ``task``: the text prompt, or the rendered chat turns."""
     from ..backends.chat import render_messages
 
-    offered = offered_tools(tools, Guards())
+    offered = LabGuards().offered_tools(tools)
     if arm.protocol == "text":
         return build_prompt(task.question, offered.values(), exemplars_of(arm, task))
     return render_messages(first_messages(task.question, offered, exemplars=exemplars_of(arm, task)),
@@ -215,7 +215,7 @@ def fingerprint_inputs(config: dict):
     prompt = {"agents": {fn.__name__: _code(fn) for fn in (text_agent, native_agent, act, call_problem,
                                                             named_args)},
               "first_prompts": {a: [first_prompt(ARMS[a], t, tools) for t in tasks] for a in config["arms"]},
-              "schemas": tool_schemas(offered_tools(tools, Guards()))}
+              "schemas": tool_schemas(LabGuards().offered_tools(tools))}
     return Inputs(model="local", prompt=prompt, tasks=[dataclasses.asdict(t) for t in tasks],
                   code=CODE_VERSION)
 

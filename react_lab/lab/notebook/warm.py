@@ -27,11 +27,11 @@ def _seconds(work: Callable[[], object]) -> float:
 
 def warm_schema_check() -> None:
     """Import jsonschema and build the validator of every tool schema the lab ships."""
-    from ...guards import Guards
     from ...schema import schema_validator
     from ...tools import default_tools
+    from ..guards import more_tool
 
-    for tool in [*default_tools().values(), Guards().more_tool()]:
+    for tool in [*default_tools().values(), more_tool()]:
         schema_validator(tool.parameters)
     schema_validator({"type": "string", "format": "date"}).is_valid("2026-07-01")  # format checker
 
@@ -48,11 +48,11 @@ def text_prompts(model) -> list[str]:
 def native_prompts(model) -> list[str]:
     """The native loop's first prompt (system turn with the tool schemas) for two questions."""
     from ..backends.chat import LocalChatModel
-    from ...guards import MORE, Guards
     from ...native import SYSTEM
     from ...tools import default_tools, tool_schemas
+    from ..guards import LabGuards
 
-    schemas = tool_schemas({**default_tools(), MORE: Guards().more_tool()})  # as run_native offers them
+    schemas = tool_schemas(LabGuards().offered_tools(default_tools()))  # as run_native offers them
     chat = LocalChatModel(model)
     return [chat.render([{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}], schemas)
             for q in _PROBES]

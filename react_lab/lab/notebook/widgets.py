@@ -16,6 +16,7 @@ from ...parser import find_forged
 from ...protocol import STOP, build_prompt
 from ...tools import default_tools
 from ...trace import Transcript
+from ..guards import LabGuards
 from .plots import plot_cost
 from .tables import highlight_forged, transcript_html
 
@@ -28,12 +29,14 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     the last step's action, observation or answer (:func:`describe_step`),
     ``transcript`` (:class:`react_lab.trace.Transcript`), ``steps`` (list of
     :class:`react_lab.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
-    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``). The box carries
+    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``, ``guards``: the
+    lab's, :class:`react_lab.lab.guards.LabGuards`, unless given). The box carries
     the CSS class ``react-lab-stepper`` (the browser test finds it by that).
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     transcript = Transcript()
+    run_kwargs.setdefault("guards", LabGuards())
     steps = run(question, model, tools, transcript=transcript, **run_kwargs)
     button = w.Button(description="Next step", icon="step-forward", button_style="primary")
     hint = "Press the button: the model writes, then the loop writes."
@@ -127,7 +130,7 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
 def make_approval_widget():
     """Return a VBox that holds side-effecting tool calls for a human's approve/deny.
 
-    Pass ``box.approve`` as ``Guards(approve=box.approve)``. A loop cannot wait for a
+    Pass ``box.approve`` as ``LabGuards(approve=box.approve)``. A loop cannot wait for a
     click while its cell runs, so the gate answers at once: a call approved beforehand
     (each approval is used once) runs; any other call is refused and shown as
     ``pending`` until a human presses ``approve_button`` (the next identical call may

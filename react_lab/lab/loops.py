@@ -1,0 +1,40 @@
+"""The lesson's loops as the lab runs them: with the lab's guards, and a progress bar if asked.
+
+:func:`ask` and :func:`ask_native` are :func:`react_lab.loop.ask` and
+:func:`react_lab.native.ask_native` with one difference: when no ``guards`` are given, a run
+gets :class:`react_lab.lab.guards.LabGuards` (near repeats, paging with ``more``, tool
+timeouts, ...: what every experiment and bench notebook runs with), not the lesson's smaller
+set. ``progress=True`` shows a tqdm bar over the steps, for a slow model.
+"""
+
+from __future__ import annotations
+
+from tqdm.auto import tqdm
+
+from ..loop import run
+from ..native import conversation, run_native
+from ..tools import Tool
+from ..trace import RunResult, Transcript
+from .guards import LabGuards
+
+
+def ask(
+    question: str, model, tools: dict[str, Tool], *, progress=False, guards=None, **kwargs
+) -> RunResult:
+    """:func:`react_lab.loop.ask` with the lab's guards by default (same keyword arguments)."""
+    transcript = Transcript()
+    guards = guards if guards is not None else LabGuards()
+    steps = run(question, model, tools, transcript=transcript, guards=guards, **kwargs)
+    steps = tqdm(steps, desc="steps", unit="step", leave=False) if progress else steps
+    return RunResult.from_steps(question, list(steps), transcript)
+
+
+def ask_native(
+    question: str, model, tools: dict[str, Tool], *, progress=False, guards=None, **kwargs
+) -> RunResult:
+    """:func:`react_lab.native.ask_native` with the lab's guards by default (same arguments)."""
+    messages: list[dict] = []
+    guards = guards if guards is not None else LabGuards()
+    steps = run_native(question, model, tools, messages=messages, guards=guards, **kwargs)
+    steps = tqdm(steps, desc="steps", unit="step", leave=False) if progress else steps
+    return RunResult.from_steps(question, list(steps), conversation(messages))
