@@ -55,7 +55,7 @@ EXTRAS_LIBRARIES = {
 #: The modules that still load one today, each with the change that takes it out (strict:
 #: the mark fails once the module is clean, so it is removed then).
 LOADS_TQDM = {
-    "react_lab.native": "native.py imports lab.backends.base, which loads the lab (issue 33)",
+
 }
 LOADS_THE_LAB = {
     "react_lab.native": "native.py imports lab.backends.base (issue 33's native work)",
