@@ -106,3 +106,13 @@ def test_a_figure_drawn_by_the_lab_must_be_stored_as_an_image():
     found = store.problems(stored([drawn, shown]))
     assert found == ["cell 0: draws a figure (plot_...) but stores no image: end the cell with the "
                      "call, or call plt.show()"]
+
+
+def test_a_checker_tagged_to_check_its_output_is_re_tagged_to_ignore_it():
+    """The tag form of the same rule: a checker's stored output is the learner's message."""
+    checker = new_code_cell('check("is_repeat", is_repeat)', metadata={"tags": ["nbval-check-output"]})
+    other = new_code_cell("print(1)", metadata={"tags": ["nbval-check-output"]})
+    nb = new_notebook(cells=[checker, other])
+    notes = store.prepare(nb)
+    assert checker.metadata["tags"] == ["nbval-ignore-output"] and len(notes) == 1
+    assert other.metadata["tags"] == ["nbval-check-output"]   # not a checker: left as it is
