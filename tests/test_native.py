@@ -39,7 +39,8 @@ from react_lab.native import (
 )
 from react_lab.protocol import EXEMPLARS
 from react_lab.schema import check_arguments, clean_arguments, validate_call
-from react_lab.tools import Tool, _schema, connection, default_tools, tool_schemas
+from react_lab.billing import _schema
+from react_lab.tools import Tool, connection, default_tools, tool_schemas
 
 TOOLS = default_tools()
 LIST = TOOLS["list_invoices"]

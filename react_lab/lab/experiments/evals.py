@@ -38,15 +38,8 @@ from ..backends.scripted import ScriptedModel
 from ...loop import run
 from ...native import SYSTEM, conversation, run_native
 from ...protocol import build_prompt
-from ...tools import (
-    CALC,
-    FIND_INVOICE,
-    GET_CHARGE,
-    GET_PAYMENTS,
-    LIST_INVOICES,
-    SEARCH,
-    default_tools,
-)
+from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
+from ...tools import default_tools
 from ...trace import RunResult, Transcript
 from ..guards import LabGuards
 from .steplogs import step_event, write_jsonl
