@@ -25,6 +25,7 @@ LESSON = [
             "parser",
             "loop",
             "tools",
+            "billing",
             "schema",
             "guards",
             "context",
