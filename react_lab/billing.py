@@ -1,12 +1,13 @@
-"""The billing tools: six read-only functions over the SQLite billing database and ``calc``,
-each with the JSON Schema of its arguments, and ``schedule_payment``, the one that writes.
+"""The billing tools: five read-only functions over the SQLite billing database, ``calc``, and
+``schedule_payment``, the one that writes; each with the JSON Schema of its arguments.
 
-Each tool is a plain function, its connection first (:func:`react_lab.tools.default_tools`
-binds it); it returns JSON-ready data or raises :class:`ToolError` with a message that says
-what to change, which :func:`react_lab.tools.call_tool` shows the model as it is. Each schema
-lists its properties in the function's parameter order. ``calc`` reads arithmetic through
-Python's ``ast``, never ``eval()``. ``schedule_payment`` writes through the connection it is
-given: one to a copy of the database (:func:`react_lab.tools.payment_tool`).
+Each is a plain function, all but ``calc`` with the database connection first
+(:func:`react_lab.tools.default_tools` and :func:`react_lab.tools.payment_tool` bind it); it
+returns JSON-ready data or raises :class:`ToolError` with a message that says what to change.
+Each schema lists its properties in the function's parameter order. ``calc`` reads arithmetic
+through Python's ``ast``, never ``eval()``. ``schedule_payment`` writes through the connection
+it is given: one to a copy of the database (:func:`react_lab.lab.sandbox.payment_tools` makes
+the copy).
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
 """
@@ -25,7 +26,10 @@ from .schema import HAS_NUMBER, HAS_WORD, NEEDS
 
 
 class ToolError(Exception):
-    """A tool's own error whose message says what to change."""
+    """A tool's own error whose message says what to change.
+
+    :func:`react_lab.tools.call_tool` shows the model its message as it is; any tool may raise it.
+    """
 
 
 # --- argument schemas: one per tool, properties in the function's parameter order ------

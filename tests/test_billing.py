@@ -1,4 +1,5 @@
 """Tests for react_lab.billing: the billing tools, their schemas and the shipped data they read."""
+
 import inspect
 
 import pytest
@@ -20,6 +21,7 @@ def run(tools, name, *args):
 
 # --- planted scenarios --------------------------------------------------------------------
 
+
 def test_inv_2041_listed_twice_for_july(tools):
     rows = run(tools, "list_invoices", "cus_8812", "2026-07-01")
     ids = [row["invoice_id"] for row in rows]
@@ -34,9 +36,15 @@ def test_inv_2041_listed_twice_for_july(tools):
 
 def test_inv_2041_has_exactly_one_succeeded_charge(conn, tools):
     charge = run(tools, "get_charge", "ch_1KZq8f")
-    assert charge == {"charge_id": "ch_1KZq8f", "customer_id": "cus_8812",
-                      "invoice_id": "INV-2041", "amount": 12900, "status": "succeeded",
-                      "created": charge["created"], "failure_reason": None}
+    assert charge == {
+        "charge_id": "ch_1KZq8f",
+        "customer_id": "cus_8812",
+        "invoice_id": "INV-2041",
+        "amount": 12900,
+        "status": "succeeded",
+        "created": charge["created"],
+        "failure_reason": None,
+    }
     statuses = conn.execute("SELECT status FROM charges WHERE invoice_id = 'INV-2041'").fetchall()
     assert [s[0] for s in statuses] == ["succeeded"]
     assert run(tools, "find_invoice", "INV-2041")["charge_ids"] == ["ch_1KZq8f"]
@@ -54,22 +62,37 @@ def test_inv_2088_is_latest_for_cus_4417(tools):
     rows = run(tools, "list_invoices", "cus_4417", "2026-01-01")
     assert len({row["invoice_id"] for row in rows}) >= 2
     latest = rows[0]
-    assert (latest["invoice_id"], latest["issued"], latest["total"]) == ("INV-2088", "2026-07-14", 4200.0)
+    assert (latest["invoice_id"], latest["issued"], latest["total"]) == (
+        "INV-2088",
+        "2026-07-14",
+        4200.0,
+    )
 
 
 def test_inv_2291_is_an_unpaid_approved_supplier_invoice(tools):
     invoice = run(tools, "find_invoice", "INV-2291")
     assert invoice["kind"] == "supplier" and "customer_id" not in invoice
-    assert (invoice["total"], invoice["status"], invoice["due"]) == (48200.0, "approved", "2026-09-30")
+    assert (invoice["total"], invoice["status"], invoice["due"]) == (
+        48200.0,
+        "approved",
+        "2026-09-30",
+    )
     assert run(tools, "get_payments", "INV-2291") == {
-        "invoice_id": "INV-2291", "payments": [], "scheduled": []}
+        "invoice_id": "INV-2291",
+        "payments": [],
+        "scheduled": [],
+    }
 
 
 def test_data_has_the_variety_the_questions_need(conn):
     one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
-    doubles = [row[0] for row in conn.execute(
-        "SELECT i.customer_id FROM charges c JOIN invoices i ON i.id = c.invoice_id"
-        " WHERE c.status = 'succeeded' GROUP BY c.invoice_id HAVING count(*) >= 2")]
+    doubles = [
+        row[0]
+        for row in conn.execute(
+            "SELECT i.customer_id FROM charges c JOIN invoices i ON i.id = c.invoice_id"
+            " WHERE c.status = 'succeeded' GROUP BY c.invoice_id HAVING count(*) >= 2"
+        )
+    ]
     assert len(doubles) >= 2 and "cus_5170" in doubles
     assert one("SELECT count(*) FROM charges WHERE status = 'failed'") >= 5
     assert one("SELECT count(*) FROM charges WHERE status = 'refunded'") >= 2
@@ -82,7 +105,8 @@ def test_data_has_the_variety_the_questions_need(conn):
 def test_statuses_agree_with_payments(conn):
     rows = conn.execute(
         "SELECT i.id, i.kind, i.total, i.status, coalesce(sum(p.amount), 0) AS paid"
-        " FROM invoices i LEFT JOIN payments p ON p.invoice_id = i.id GROUP BY i.id").fetchall()
+        " FROM invoices i LEFT JOIN payments p ON p.invoice_id = i.id GROUP BY i.id"
+    ).fetchall()
     for invoice_id, kind, total, status, paid in rows:
         if status == "paid":
             assert round(paid, 2) >= total, invoice_id
@@ -90,8 +114,9 @@ def test_statuses_agree_with_payments(conn):
             assert 0 < round(paid, 2) < total, invoice_id
         else:
             assert round(paid, 2) == 0, invoice_id
-    cents = conn.execute("SELECT c.amount, i.total FROM charges c"
-                         " JOIN invoices i ON i.id = c.invoice_id").fetchall()
+    cents = conn.execute(
+        "SELECT c.amount, i.total FROM charges c JOIN invoices i ON i.id = c.invoice_id"
+    ).fetchall()
     assert all(amount == round(total * 100) for amount, total in cents)
 
 
@@ -103,20 +128,52 @@ def test_injection_article_is_found_by_search(tools):
 
 # --- calc ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("expression, expected", [
-    ("129.00 * 2", 258.0), ("12900 / 100", 129.0), ("2 ** 10", 1024), ("-(3 - 5) * 4", 8),
-    ("7 // 2", 3), ("7 % 4", 3), ("0.1 + 0.2", 0.3), ("48200 - 129.00 * 3", 47813.0),
-    ("-2 ** 2", -4), (" (1 + 2) * (3 + 4) ", 21),
-])
+
+@pytest.mark.parametrize(
+    "expression, expected",
+    [
+        ("129.00 * 2", 258.0),
+        ("12900 / 100", 129.0),
+        ("2 ** 10", 1024),
+        ("-(3 - 5) * 4", 8),
+        ("7 // 2", 3),
+        ("7 % 4", 3),
+        ("0.1 + 0.2", 0.3),
+        ("48200 - 129.00 * 3", 47813.0),
+        ("-2 ** 2", -4),
+        (" (1 + 2) * (3 + 4) ", 21),
+    ],
+)
 def test_calc_computes(expression, expected):
     assert billing.calc(expression) == expected
 
 
-@pytest.mark.parametrize("expression", [
-    "__import__('os')", "__import__('os').system('true')", "x + 1", "(1).real", "abs(-1)",
-    "2 ** 1000", "9 ** 9 ** 9", "10.0 ** 400", "1e400", "1 / 0", "5 % 0", "(-8) ** 0.5",
-    "", "1 +", "lambda: 1", "[1, 2]", "'a' * 3", "True + 1", "1 < 2", "12,900", "9" * 300,
-])
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "__import__('os')",
+        "__import__('os').system('true')",
+        "x + 1",
+        "(1).real",
+        "abs(-1)",
+        "2 ** 1000",
+        "9 ** 9 ** 9",
+        "10.0 ** 400",
+        "1e400",
+        "1 / 0",
+        "5 % 0",
+        "(-8) ** 0.5",
+        "",
+        "1 +",
+        "lambda: 1",
+        "[1, 2]",
+        "'a' * 3",
+        "True + 1",
+        "1 < 2",
+        "12,900",
+        "9" * 300,
+    ],
+)
 def test_calc_rejects(expression):
     with pytest.raises(billing.ToolError):
         billing.calc(expression)
@@ -130,7 +187,8 @@ def test_calc_says_which_exponents_it_takes_whatever_the_sign():
 
 # --- search --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query", ["AND OR", "NEAR(", "title:refund", "refund\" OR", "é ü", "NOT"])
+
+@pytest.mark.parametrize("query", ["AND OR", "NEAR(", "title:refund", 'refund" OR', "é ü", "NOT"])
 def test_search_never_raises(tools, query):
     obs = T.call_tool(tools, "search", [query])
     assert obs.error is None and isinstance(obs.value, list)
@@ -140,7 +198,11 @@ def test_search_never_raises(tools, query):
 def test_a_query_without_a_word_is_refused_naming_the_field(tools, query):
     # It used to return [] -- which the model reads as "no such article" (issue 17).
     obs = T.call_tool(tools, "search", [query])
-    assert obs.value is None and obs.error.startswith("query ") and "nothing to search for" in obs.error
+    assert (
+        obs.value is None
+        and obs.error.startswith("query ")
+        and "nothing to search for" in obs.error
+    )
 
 
 def test_search_finds_relevant_articles(tools):
@@ -150,6 +212,7 @@ def test_search_finds_relevant_articles(tools):
 
 
 # --- what a tool says when it finds nothing -------------------------------------------
+
 
 def test_call_tool_not_found_says_what_to_change(tools):
     obs = T.call_tool(tools, "get_charge", ["ch_nope"])
@@ -165,6 +228,7 @@ def test_silently_wrong_call_returns_empty_list(tools):
 
 
 # --- schedule_payment ------------------------------------------------------------------------
+
 
 def test_schedule_payment_writes_only_to_the_copy(tmp_path, shipped_sum):
     copy = working_copy(tmp_path)
@@ -184,12 +248,14 @@ def test_schedule_payment_writes_only_to_the_copy(tmp_path, shipped_sum):
 
 def test_schedule_payment_refuses_unapproved_invoices(tmp_path, conn):
     pay = payment_tools(working_copy(tmp_path))
-    paid = conn.execute("SELECT id FROM invoices WHERE kind = 'supplier' AND status = 'paid'"
-                        " LIMIT 1").fetchone()[0]
+    paid = conn.execute(
+        "SELECT id FROM invoices WHERE kind = 'supplier' AND status = 'paid' LIMIT 1"
+    ).fetchone()[0]
     assert "only approved" in T.call_tool(pay, "schedule_payment", [paid, "10"]).error
 
 
 # --- schemas ---------------------------------------------------------------------------------
+
 
 def all_tools(tmp_path_factory, conn):
     copy = working_copy(tmp_path_factory.mktemp("w"))
@@ -216,11 +282,11 @@ GOOD = {
     "schedule_payment": {"invoice_id": "INV-2291", "amount": 48200},
 }
 BAD = [
-    ("list_invoices", {"customer_id": "cus_8812"}),                              # missing
+    ("list_invoices", {"customer_id": "cus_8812"}),  # missing
     ("list_invoices", {"customer_id": "cus_8812", "since": "2026-07-01", "x": 1}),  # extra
-    ("list_invoices", {"customer_id": "8812", "since": "2026-07-01"}),           # pattern
-    ("list_invoices", {"customer_id": "cus_8812", "since": "July 1st"}),         # pattern
-    ("list_invoices", {"customer_id": "cus_8812", "since": "2026-13-45"}),       # format
+    ("list_invoices", {"customer_id": "8812", "since": "2026-07-01"}),  # pattern
+    ("list_invoices", {"customer_id": "cus_8812", "since": "July 1st"}),  # pattern
+    ("list_invoices", {"customer_id": "cus_8812", "since": "2026-13-45"}),  # format
     ("get_charge", {"charge_id": "1KZq8f"}),
     ("get_charge", {"charge_id": "ch_1KZ q8f"}),
     ("find_invoice", {"invoice_id": "inv-2041"}),
@@ -259,9 +325,28 @@ def test_shipped_db_unchanged_after_using_every_tool(tools, shipped_sum):
 
 # --- what a tester found -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("amount", [True, "1e-9", "0.001", "1_000", float("nan"), 1e-9, "12,000",
-                                    None, [100], " ", "inf", "100.0.0", "\u0661\u0660\u0660",
-                                    "\uff11\uff10\uff10", "\u0967\u0966\u0966", float("inf")])
+
+@pytest.mark.parametrize(
+    "amount",
+    [
+        True,
+        "1e-9",
+        "0.001",
+        "1_000",
+        float("nan"),
+        1e-9,
+        "12,000",
+        None,
+        [100],
+        " ",
+        "inf",
+        "100.0.0",
+        "\u0661\u0660\u0660",
+        "\uff11\uff10\uff10",
+        "\u0967\u0966\u0966",
+        float("inf"),
+    ],
+)
 def test_schedule_payment_refuses_amounts_that_are_not_plain_dollars(tmp_path, amount):
     from react_lab.billing import ToolError, schedule_payment
 
