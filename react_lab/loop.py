@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
+from .checks import check_run_arguments
 from .context import compact_transcript
 from .guards import BUDGETS, Guards, Watch
 from .parser import parse, read_reply
-from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt, check_run_arguments
+from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
 from .tools import Tool
 from .trace import RunResult, Step, Transcript
 
@@ -42,9 +43,9 @@ def run(question: str, model, tools: dict[str, Tool], *, transcript: Transcript 
     When the step limit or ignored refusals end the run without an answer,
     ``guards.best_effort`` asks once more: one extra step, its answer labelled
     ``[best effort]``. Raises ``TypeError`` / ``ValueError`` for unusable arguments
-    (:func:`react_lab.protocol.check_run_arguments`).
+    (:func:`react_lab.checks.check_run_arguments`).
     """
-    check_run_arguments("complete", model, tools, max_steps, max_tokens, question=question, tool_type=Tool)
+    check_run_arguments("complete", model, tools, max_steps, max_tokens, question=question)
     guards = guards if guards is not None else Guards()
     watch = guards.start(question, exemplars)  # guard: this run's counters and clock start
     transcript = transcript if transcript is not None else Transcript()

@@ -1,26 +1,24 @@
 """The ReAct text protocol: three labels, a prompt with exemplars, a stop sequence, a regex.
 
-ReAct (Yao et al., 2022, "ReAct: Synergizing Reasoning and Acting in Language Models")
-has the model write ``Thought:`` and ``Action: tool[input]`` lines into its own text.
-The program, not the model, writes each ``Observation:`` line. Three pieces make
-that work:
+ReAct (Yao et al., 2022, "ReAct: Synergizing Reasoning and Acting in Language Models") has
+the model write ``Thought:`` and ``Action: tool[input]`` lines into its own text. The program,
+not the model, writes each ``Observation:`` line. Three pieces make that work:
 
 * the prompt, which teaches the format by example (the *exemplar*): :func:`build_prompt`;
-* :data:`STOP`, the stop sequence that cuts the completion before the model can
-  write an observation of its own;
-* the parser, which decides which characters are a tool call. Here is the classic
-  loop's: :data:`ACTION_RE` with :func:`strict_parse`, kept exactly as a teaching
-  artifact. The tolerant parser the loop uses on real model text is
-  :func:`react_lab.parser.parse`; both return a :class:`ParseResult`.
+* :data:`STOP`, the stop sequence that cuts the completion before the model can write an
+  observation of its own;
+* the parser, which decides which characters are a tool call. Here is the classic loop's:
+  :data:`ACTION_RE` with :func:`strict_parse`, kept exactly as a teaching artifact. The
+  tolerant parser the loop uses on real model text is :func:`react_lab.parser.parse`; both
+  return a :class:`ParseResult`.
 """
+
 from __future__ import annotations
 
 import json
-import numbers
 import re
 import unicodedata
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -97,30 +95,29 @@ EXEMPLARS: tuple[Exemplar, ...] = tuple(
 )
 
 
-def describe_tools(tools: Iterable[Any]) -> str:
-    """One line per tool: ``  usage - description Example: call``.
-
-    ``tools`` are :class:`react_lab.tools.Tool`.
-
-    The example call comes from the schema's ``examples``; without it the smallest
-    model copies parameter names (``get_payments[invoice_id]``) as arguments.
-    """
-    return "\n".join(f"  {t.usage} - {t.description} Example: {t.example}" for t in tools)
-
-
-def build_prompt(question: str, tools: Iterable[Any], exemplars: Iterable[Exemplar] | None = None,
-                 instructions: str = INSTRUCTIONS, *, notes: Sequence[str] = (),
-                 mark: Callable[[str, str], str] | None = None) -> str:
+def build_prompt(
+    question: str,
+    tools: Iterable[Any],
+    exemplars: Iterable[Exemplar] | None = None,
+    instructions: str = INSTRUCTIONS,
+    *,
+    notes: Sequence[str] = (),
+    mark: Callable[[str, str], str] | None = None,
+) -> str:
     """Build the text-protocol prompt: instructions, tools in English, exemplars, the question.
 
     Returns a string ending in ``"Question: ...\\nThought:"``: the model continues the
     thought. (The paper's prompts end the same way, with the label of the next thought.)
     ``exemplars`` defaults to the first of :data:`EXEMPLARS`. ``notes`` are lines added
     after the instructions and ``mark`` rewrites the exemplars' observations (see
-    :meth:`Exemplar.render`): the loop fills both from its guards.
+    :meth:`Exemplar.render`): the loop fills both from its guards. ``tools`` are
+    :class:`react_lab.tools.Tool` objects.
     """
     exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
-    parts = ["\n".join([instructions, *notes]), "", "Available tools:", describe_tools(tools)]
+    # One line per tool with an example call from its schema's ``examples``: without it the
+    # smallest model copies parameter names (``get_payments[invoice_id]``) as arguments.
+    described = "\n".join(f"  {t.usage} - {t.description} Example: {t.example}" for t in tools)
+    parts = ["\n".join([instructions, *notes]), "", "Available tools:", described]
     for i, ex in enumerate(exemplars, 1):
         parts += ["", "Example:" if len(exemplars) == 1 else f"Example {i}:", ex.render(mark)]
     parts += ["", f"Question: {question}", f"{THOUGHT}:"]
@@ -129,18 +126,18 @@ def build_prompt(question: str, tools: Iterable[Any], exemplars: Iterable[Exempl
 
 # --------------------------------------------------------------------------- results
 
+
 @dataclass(frozen=True)
 class ParseResult:
     """What the parser made of one completion.
 
-    ``kind`` is ``"action"`` (``tool`` and ``input`` set), ``"final"`` (``answer`` set)
-    or ``"error"`` (``reason`` set, written so the model can act on it). ``input`` is
-    a string, or a dict when the model wrote a JSON / Python-literal object.
-    ``forged`` is True when the model wrote its own ``Observation`` line (dropped).
-    ``kept`` is the part of the completion that belongs in the transcript.
-    ``reasoning`` is what the completion held in reasoning blocks (``<think>...</think>``,
-    Harmony's analysis channel), set aside before the labels were read: never run, never
-    the answer (None when there were none).
+    ``kind`` is ``"action"`` (``tool`` and ``input`` set), ``"final"`` (``answer`` set) or
+    ``"error"`` (``reason`` set, written so the model can act on it). ``input`` is a string,
+    or a dict when the model wrote a JSON / Python-literal object. ``forged`` is True when the
+    model wrote its own ``Observation`` line (dropped). ``kept`` is the part of the completion
+    that belongs in the transcript. ``reasoning`` is what the completion held in reasoning
+    blocks (``<think>...</think>``, Harmony's analysis channel), set aside before the labels
+    were read: never run, never the answer (None when there were none).
     """
 
     kind: str
@@ -163,11 +160,6 @@ class ParseResult:
             return []
         return [unquoted(a) for a in str(self.input).split(",")]  # ["cus_8812", "2026-01-01"]
 
-    def to_dict(self) -> dict:
-        """The CLI's shape: ``{"kind", "tool", "input", "answer", "reason", "forged"}``."""
-        d = asdict(self)
-        return {k: d[k] for k in ("kind", "tool", "input", "answer", "reason", "forged")}
-
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:
     """The one wording for a call to a tool that does not exist.
@@ -189,9 +181,9 @@ def clip(text: str, limit: int = 80, *, one_line: bool = False) -> str:
     """``text`` cut to ``limit`` characters, ``...`` marking the cut.
 
     What the model reads stays short. With ``one_line``, each run of line breaks
-    (:data:`LINE_BREAKS`) is first written as one space, so a message (an error the model
-    reads, a reason in a log) fits on one line.
-    The package's one text-shortening helper; :func:`shown` quotes a value with it.
+    (:data:`LINE_BREAKS`) is first written as one space, so a message (an error the model reads, a
+    reason in a log) fits on one line. The package's one text-shortening helper; :func:`shown`
+    quotes a value with it.
     """
     if one_line:
         text = _LINE_BREAK_RUN.sub(" ", text)
@@ -220,6 +212,7 @@ def shown(value: Any, limit: int = 60) -> str:
 
 # --------------------------------------------------------------------------- strict parser
 
+
 def strict_parse(text: str) -> ParseResult:
     """Parse as the classic loop does: ``"Answer:" in text`` first, then :data:`ACTION_RE`.
 
@@ -235,9 +228,7 @@ def strict_parse(text: str) -> ParseResult:
     return ParseResult("action", tool=match.group(1), input=match.group(2), dialect="strict")
 
 
-# --------------------------------------------------------------------------- a run's limits
-# Shared by both loops and every backend: a bad argument is refused before anything runs,
-# with a message that says what to pass.
+# --------------------------------------------------------------------------- blank text
 
 #: Unicode categories that draw nothing: controls, format characters (zero-width space and
 #: joiners, BOM, bidi marks), separators, unassigned, and combining marks with no base.
@@ -253,56 +244,7 @@ def visible(text: str) -> bool:
     characters, lone combining marks and blank glyphs (:data:`_BLANK_GLYPHS`) do not.
     Linear; stops at the first visible character.
     """
-    return any(ch not in _BLANK_GLYPHS and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
-               for ch in text)
-
-
-def check_count(name: str, value: Any) -> int:
-    """Return ``value`` if it is a whole number >= 1, else raise ``ValueError`` naming ``name``.
-
-    For counts such as ``max_tokens`` and ``max_steps``: ``0`` or ``-1`` would mean
-    "unlimited" to llama.cpp and nothing useful to the loop, and ``"3"`` or ``2.5`` is a
-    slip, so all of them are refused here rather than misread later. ``True`` is refused
-    too (Python counts it as the integer 1).
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
-    return int(value)
-
-
-def check_run_arguments(model_method: str, model, tools, max_steps, max_tokens, *,
-                        question: Any = NotImplemented, tool_type: type | None = None) -> None:
-    """Refuse arguments a loop cannot run with, before it does anything.
-
-    ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
-    text loop (:func:`run`), ``"chat"`` for the native one; ``tool_type`` the class every
-    value of ``tools`` must be (the loops pass :class:`react_lab.tools.Tool`, which this
-    module cannot import); ``question`` is checked when given. Raises ``TypeError``
-    when ``model`` has no such method,
-    ``tools`` is not a dict of name -> Tool or ``question`` is not a string, and
-    ``ValueError`` when ``question`` is blank (empty, or only whitespace and invisible
-    characters) or ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
-    """
-    if question is not NotImplemented and not isinstance(question, str):
-        raise TypeError(
-            f"question must be a string, got {type(question).__name__} {question!r:.60}"
-        )
-    if isinstance(question, str) and not visible(question):
-        raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
-    if not callable(getattr(model, model_method, None)):
-        hint = (" (build one from a spec with react_lab.lab.backends.load_model(...))"
-                if isinstance(model, str) else "")
-        raise TypeError(f"model must be a backend with a {model_method}(...) method, "
-                        f"got {type(model).__name__} {model!r:.60}{hint}")
-    if not isinstance(tools, Mapping):
-        raise TypeError("tools must be a dict of tool name -> Tool, such as "
-                        f"react_lab.tools.default_tools(); got {type(tools).__name__}"
-                        + (" (from a list: {t.name: t for t in tools})"
-                           if isinstance(tools, (list, tuple)) else ""))
-    for name, tool in tools.items() if tool_type is not None else ():
-        if not isinstance(tool, tool_type):
-            raise TypeError(f"tools[{name!r}] must be a react_lab.tools.Tool, got "
-                            f"{type(tool).__name__} {tool!r:.60}; build one with Tool(name, fn, "
-                            "description, parameters)")
-    check_count("max_steps", max_steps)
-    check_count("max_tokens", max_tokens)
+    return any(
+        ch not in _BLANK_GLYPHS and unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+        for ch in text
+    )

@@ -26,6 +26,7 @@ import math
 import re
 from typing import Any
 
+from ._parsing.json_errors import not_an_object, not_json
 from ._parsing.messages import describe_errors
 from .protocol import clip, shown
 
@@ -111,18 +112,19 @@ def validate_call(tool: Tool, args: Any) -> list[str]:
     field it is about (``since: 'July 1st' is not a 'date' ...``; a missing or undeclared
     argument is named too) and is one line. Uses ``jsonschema``'s Draft 2020-12 validator
     with its ``FormatChecker``, so ``format: date`` is enforced too; the messages are worded
-    by :func:`react_lab._parsing.messages.describe_errors`. Never raises: anything
-    unexpected becomes a message.
+    by :func:`react_lab._parsing.messages.describe_errors`, and each is cut to 600 characters.
+    Never raises: anything unexpected becomes a message.
     """
     try:
         if not isinstance(args, dict):
-            return [_not_an_object(tool, args)]
-        args, own = clean_arguments(tool, args)
-        errors = schema_validator(tool.parameters).iter_errors(args)
-        messages = describe_errors(errors, args, own, tool.parameters, NEEDS)
-        return [_one_line(m) for m in messages]
+            messages = [not_an_object(args, example_args(tool))]
+        else:
+            args, own = clean_arguments(tool, args)
+            errors = schema_validator(tool.parameters).iter_errors(args)
+            messages = describe_errors(errors, args, own, tool.parameters, NEEDS)
     except Exception as exc:  # noqa: BLE001 -- a checker must never take the loop down
-        return [_one_line(f"could not validate the arguments ({type(exc).__name__}: {exc})")]
+        messages = [f"could not validate the arguments ({type(exc).__name__}: {exc})"]
+    return [clip(m, 600, one_line=True) for m in messages]
 
 
 #: Validators built so far, by the schema's canonical JSON (a lab has a handful of schemas).
@@ -208,100 +210,9 @@ def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, lis
     """
     decoded, exc = _decode(arguments)
     if exc is not None:
-        return None, [_not_json(tool, arguments, exc)]
+        message = not_json(tool.name, arguments, exc, example_args(tool))
+        return None, [clip(message, 600, one_line=True)]
     errors = validate_call(tool, decoded)
     if not isinstance(decoded, dict):
         return None, errors
     return clean_arguments(tool, decoded)[0], errors
-
-
-# ---------------------------------------------------------------- messages the model can act on
-
-
-def _one_line(message: str) -> str:
-    """``message`` on one line (each run of line breaks a space), at most 600 characters."""
-    return clip(message, 600, one_line=True)
-
-
-def _not_json(tool: Tool, text: str, exc: Exception) -> str:
-    """Say what is wrong with an ``arguments`` string that does not decode, and show the expected object."""
-    body, at = text.strip(), getattr(exc, "pos", None)  # json.JSONDecodeError knows where it stopped
-    msg = getattr(exc, "msg", str(exc))
-    if not body:
-        what = "arguments are empty, not a JSON object"
-    elif body.startswith("```"):
-        what = "arguments are wrapped in a ``` code fence; send the JSON object alone"
-    elif body.startswith("<"):
-        what = f"arguments are XML-like markup ({shown(body.split(chr(10))[0], 40)}), not a JSON object"
-    elif isinstance(exc, RecursionError):
-        what = "arguments are nested too deeply to be a JSON object of arguments"
-    elif msg == "Extra data" and at is not None:
-        what = (f"arguments have extra text after the JSON object ({shown(text[at:at + 20], 30)} "
-                f"at character {at}); send the object alone")
-    elif msg.startswith("Unterminated string") or (at is not None and at >= len(text.rstrip())):
-        what = "arguments are cut off: the JSON object is never closed"
-    elif body.startswith("{'") or msg.startswith("Expecting property name enclosed in double quotes"):
-        what = "arguments are not valid JSON: names and strings need double quotes"
-    elif at is not None:
-        what = f"arguments are not valid JSON: {_broke_at(text, at, msg)} (after {text[max(0, at - 20):at]!r})"
-    else:
-        what = f"arguments are not valid JSON: {msg}"
-    return _one_line(f"{what}; {tool.name} expects one JSON object such as {example_args(tool)}")
-
-
-#: What the decoder wanted where it stopped, in words (json's messages, by their first words).
-_EXPECTED = {"Expecting ',' delimiter": "a ',' or the closing bracket was expected",
-             "Expecting ':' delimiter": "a ':' after the key was expected",
-             "Expecting value": "a value was expected (a string, a number, an object, an array, true, false or null)",
-             "Invalid control character": "a string holds a raw control character; write it as an escape such as \\n",
-             "Invalid \\escape": "a backslash starts no JSON escape; write \\\\ for a backslash"}
-_CLOSER = {"[": "]", "{": "}"}
-
-
-def _broke_at(text: str, at: int, msg: str) -> str:
-    """Where a JSON text broke and what was expected there, in words: ``at character 16 ('}') ...``.
-
-    A bracket closed by the other kind (``[`` ... ``}``) is named with where it opened.
-    """
-    ch = text[at] if at < len(text) else None
-    opened = _open_bracket(text, at)
-    if opened is not None and ch in ("]", "}") and ch != _CLOSER[opened[0]]:
-        return (f"the {opened[0]!r} at character {opened[1]} is closed by {ch!r} at character {at}; "
-                f"a ',' or {_CLOSER[opened[0]]!r} was expected there")
-    expected = next((v for k, v in _EXPECTED.items() if msg.startswith(k)), msg)
-    if expected.startswith("a ',' or the closing") and opened is not None:
-        expected = f"a ',' or {_CLOSER[opened[0]]!r} (closing the {opened[0]!r} at character {opened[1]}) was expected"
-    return f"at character {at} ({shown(ch) if ch is not None else 'the end'}) {expected}"
-
-
-def _open_bracket(text: str, at: int) -> tuple[str, int] | None:
-    """The innermost ``[`` or ``{`` still open before ``text[at]`` (strings skipped), and where; None if none."""
-    stack, quoted, escaped = [], False, False
-    for i, ch in enumerate(text[:at]):
-        if quoted:
-            escaped, quoted = (False, True) if escaped else (ch == "\\", ch != '"')
-        elif ch == '"':
-            quoted = True
-        elif ch in "[{":
-            stack.append((ch, i))
-        elif ch in "]}" and stack:
-            stack.pop()
-    return stack[-1] if stack else None
-
-
-#: JSON's name for each kind of value a decoder returns: what the model wrote, in its words.
-_JSON_KINDS = ((type(None), "null"), (list, "an array"), (str, "a string"), ((int, float), "a number"))
-
-
-def _not_an_object(tool: Tool, args: Any) -> str:
-    """The message for arguments that decode to something other than an object: named as JSON names it."""
-    example = example_args(tool)
-    if isinstance(args, str) and args.strip().startswith("{"):
-        return _one_line(f"arguments are a JSON string holding an object (encoded twice); send the "
-                         f"object itself, such as {example}")
-    kind = json.dumps(args) if isinstance(args, bool) else next(
-        (name for types, name in _JSON_KINDS if isinstance(args, types)), None)
-    if kind is None:  # not a value JSON has (a Python object handed over directly)
-        return _one_line(f"arguments must be a JSON object like {example}, not {shown(args, 40)}")
-    value = "" if kind in ("null", "true", "false") else f" ({clip(json.dumps(args, ensure_ascii=False), 60)})"
-    return _one_line(f"arguments must be a JSON object like {example}, not {kind}{value}")

@@ -6,7 +6,7 @@ from two_loops import loops
 
 from react_lab.guards import Guards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
-from react_lab.tools import connection, default_tools
+from react_lab.tools import connection, default_tools, open_db
 
 #: The shipped database's sha256 when the test session started.
 SHIPPED_SUM = db_checksum()
@@ -31,6 +31,14 @@ def shipped_db_unchanged(shipped_sum):
     assert db_checksum() == shipped_sum
     yield
     assert db_checksum() == shipped_sum, "this test changed the shipped database"
+
+
+@pytest.fixture(scope="module")
+def conn():
+    """The shipped database, opened read-only."""
+    connection = open_db()
+    yield connection
+    connection.close()
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """A test MCP server that lies in its annotations: run as ``python tests/mcp_liar_server.py``.
 
 It serves a payment tool under the lab's own name and schema (``schedule_payment``,
-:data:`react_lab.tools.SCHEDULE_PAYMENT`) annotated ``readOnlyHint=True`` and
+:data:`react_lab.billing.SCHEDULE_PAYMENT`) annotated ``readOnlyHint=True`` and
 ``destructiveHint=False``; ``find_invoice`` with a looser schema than the lab's; ``calc``
 with the lab's schema but ``destructiveHint=True``; ``get_payments`` with the lab's schema,
 honestly read-only; and three tools for failure paths: ``slow`` (sleeps), ``fail`` (an
@@ -19,7 +19,7 @@ import mcp.types as types
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from react_lab.tools import CALC, GET_PAYMENTS, SCHEDULE_PAYMENT
+from react_lab.billing import CALC, GET_PAYMENTS, SCHEDULE_PAYMENT
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 

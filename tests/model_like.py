@@ -18,7 +18,8 @@ import jsonschema
 
 from react_lab.parser import find_forged, parse
 from react_lab.schema import check_arguments
-from react_lab.tools import SCHEDULE_PAYMENT, Tool, default_tools
+from react_lab.billing import SCHEDULE_PAYMENT
+from react_lab.tools import Tool, default_tools
 
 LABELS = ["Thought:", "Action:", "Action Input:", "Observation:", "Answer:", "Final Answer:",
           "Question:", "Action 2:", "Action 2 Input:", "action:", "answer:", "Action\uff1a",

@@ -18,7 +18,8 @@ from react_lab.guards import Guards
 from react_lab.native import execute_call
 from react_lab.parser import parse
 from react_lab.schema import NEEDS, check_arguments, example_args, validate_call
-from react_lab.tools import SCHEDULE_PAYMENT, Tool, call_tool, default_tools
+from react_lab.billing import SCHEDULE_PAYMENT
+from react_lab.tools import Tool, call_tool, default_tools
 
 TOOLS = {**default_tools(),
          "schedule_payment": Tool("schedule_payment", lambda invoice_id, amount: {}, "test double",

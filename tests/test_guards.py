@@ -24,7 +24,8 @@ from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask
 from react_lab.native import ask_native, run_native
-from react_lab.tools import Tool, ToolError, _schema, default_tools
+from react_lab.billing import ToolError, _schema
+from react_lab.tools import Tool, default_tools
 
 
 # --------------------------------------------------------------- what a run is allowed, what it did

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from react_lab import loop
-from react_lab.protocol import check_run_arguments
+from react_lab.checks import check_run_arguments
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main

@@ -23,7 +23,8 @@ from react_lab.lab.mcp import MCPServerError, call_result, mcp_tools, needs_appr
 from react_lab.loop import ask
 from react_lab.native import ask_native, execute_call
 from react_lab.lab.sandbox import db_checksum, working_copy
-from react_lab.tools import DB_PATH, SCHEDULE_PAYMENT, call_tool, default_tools
+from react_lab.billing import SCHEDULE_PAYMENT
+from react_lab.tools import DB_PATH, call_tool, default_tools
 
 LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]
 LIAR = [sys.executable, str(Path(__file__).with_name("mcp_liar_server.py"))]

@@ -1,9 +1,5 @@
 """Native tool calling: the schema check, the reply grammar, the native loop, the backends."""
-import functools
 import json
-import sqlite3
-import threading
-import time
 from types import SimpleNamespace
 
 import jsonschema
@@ -26,20 +22,11 @@ from react_lab.lab.backends.grammar import (
 )
 from react_lab.lab.cli import main
 from react_lab.lab.guards import LabGuards
-from react_lab.native import (
-    SYSTEM,
-    ask_native,
-    call_groups,
-    check_tool_choice,
-    concurrent_tool,
-    exemplar_messages,
-    run_calls,
-    run_native,
-    start_call,
-)
+from react_lab.native import ask_native, run_native
 from react_lab.protocol import EXEMPLARS
+from react_lab.tool_calls import SYSTEM
 from react_lab.schema import check_arguments, clean_arguments, validate_call
-from react_lab.tools import Tool, _schema, connection, default_tools, tool_schemas
+from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()
 LIST = TOOLS["list_invoices"]
@@ -264,95 +251,6 @@ def test_the_reply_grammar_refuses_a_missing_argument_character_by_character():
     assert not check.accepted and check.char == "}"
 
 
-# ---- several calls in one reply: read-only together, side effects one at a time -----------------
-
-def _call(name, **arguments):
-    return {"id": f"call_{name}_{len(arguments)}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}
-
-
-def _timed_tools(log, barrier=None, side_effect=False, names=("a", "b")):
-    """Tools that record (name, start, end) and, with a barrier, wait for each other."""
-    def make(name):
-        def fn(x: str) -> dict:
-            start = time.perf_counter()
-            if barrier is not None:
-                barrier.wait()  # passes only when every party is running at the same time
-            time.sleep(0.05 if name == names[0] else 0.0)  # the first call finishes last
-            log.append((name, start, time.perf_counter()))
-            return {"tool": name, "x": x}
-        return Tool(name, fn, f"{name}.", _schema(x={"type": "string"}), side_effect=side_effect)
-    return {n: make(n) for n in names}
-
-
-def test_read_only_calls_of_one_reply_run_together_and_come_back_in_call_order():
-    log = []
-    tools = _timed_tools(log, threading.Barrier(2, timeout=2))
-    calls = [_call("a", x="1"), _call("b", x="2")]
-    observations = run_calls(LabGuards().start(), tools, calls)
-    assert [json.loads(o.text)["tool"] for o in observations] == ["a", "b"]  # call order
-    assert [o.error for o in observations] == [None, None]  # the barrier passed: both ran at once
-    assert [name for name, _, _ in log] == ["b", "a"]  # yet a finished last
-    serial = run_calls(LabGuards().start(), _timed_tools([], threading.Barrier(2, timeout=0.3)), calls,
-                       together=False)
-    assert all("BrokenBarrierError" in o.text for o in serial)  # the barrier can fail
-
-
-def test_side_effecting_calls_run_one_at_a_time_each_through_the_approval_gate():
-    log, asked = [], []
-    tools = {**_timed_tools(log, side_effect=True, names=("pay", "refund")),
-             **_timed_tools(log, names=("look",))}
-    calls = [_call("pay", x="1"), _call("refund", x="2"), _call("look", x="3")]
-    guards = LabGuards(approve=lambda name, args: asked.append(name) or name == "pay")
-    observations = run_calls(guards.start(), tools, calls)
-    assert asked == ["pay", "refund"]  # one approval per side-effecting call, in call order
-    assert [n for n, _, _ in log] == ["pay", "look"]  # the refused one never ran
-    assert observations[1].guard == "approval" and "not approved" in observations[1].text
-    (_, _, pay_end), (_, look_start, _) = log
-    assert pay_end <= look_start  # a read after a write starts once the write is done
-    groups = call_groups(tools, calls + [_call("look", x="4")])
-    assert [[c["function"]["name"] for c, _ in g] for g in groups] == [["pay"], ["refund"], ["look", "look"]]
-
-
-def test_the_guards_count_as_in_a_one_at_a_time_run():
-    """Repeats, retry caps, pages and the order of everything the guards keep: as if serial."""
-    calls = [_call("find_invoice", invoice_id="INV-2291"), _call("find_invoice", invoice_id="INV-2291"),
-             _call("get_charge", charge_id="ch_0000"), _call("get_charge", charge_id="ch_0001"),
-             _call("get_charge", charge_id="ch_0002"),
-             _call("list_invoices", customer_id="cus_2234", since="2026-01-01"),
-             _call("search", query="refund policy"), _call("more", page="p1")]
-
-    def run(together):
-        watch = LabGuards(observation_chars=300, retry_cap=2, near_repeats=None).start("q")
-        texts = [o.text for o in run_calls(watch, TOOLS, calls, together=together)]
-        return texts, watch.calls, watch.errors, watch.pages, watch.seen, watch.refusals
-
-    serial = run(False)
-    assert "already run" in serial[0][1] and "failed 2 times" in serial[0][4] and "p1" in serial[3]
-    for _ in range(5):  # whichever thread finishes first
-        assert run(True) == serial
-
-
-def test_each_concurrent_database_call_has_a_connection_and_a_sql_record_of_its_own():
-    shared = connection(TOOLS["find_invoice"])
-    calls = [_call("find_invoice", invoice_id="INV-2291"), _call("get_payments", invoice_id="INV-2041"),
-             _call("get_charge", charge_id="ch_1KZq8f")]
-    tools = [concurrent_tool(TOOLS, c) for c in calls]
-    assert all(connection(t) is not shared for t in tools)
-    observations = [f.result(timeout=5) for f in [start_call(t, c) for t, c in zip(tools, calls)]]
-    ids = ("INV-2291", "INV-2041", "ch_1KZq8f")
-    for obs, own in zip(observations, ids):  # each record holds its own statements, no other's
-        assert obs.error is None and obs.sql and all(own in sql for sql in obs.sql), obs.sql
-        assert not any(other in sql for sql in obs.sql for other in ids if other != own)
-    with pytest.raises(sqlite3.ProgrammingError):  # each own connection is closed after its call
-        connection(tools[0]).execute("select 1")
-    assert shared.execute("select 1").fetchone()[0] == 1  # the shared one is untouched
-    memory = sqlite3.connect(":memory:", check_same_thread=False)
-    in_memory = Tool("q", functools.partial(lambda conn, x: x, memory), "q.", _schema(x={"type": "string"}))
-    assert concurrent_tool({"q": in_memory}, _call("q", x="1")) is None  # cannot be opened twice
-    assert concurrent_tool(TOOLS, _call("calc", expression="1+1")) is TOOLS["calc"]  # no database
-
-
 def test_a_native_run_with_several_calls_in_a_reply_keys_each_result_to_its_call():
     model = ScriptedChatModel([{"thought": "both", "tool_calls": [
         {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
@@ -366,22 +264,9 @@ def test_a_native_run_with_several_calls_in_a_reply_keys_each_result_to_its_call
     assert result.answer == "approved, unpaid"
 
 
-# ---- tool_choice --------------------------------------------------------------------------------
+# ---- tool_choice (check_tool_choice: tests/test_tool_calls.py) ----------------------------------
 
 NAMED = {"type": "function", "function": {"name": "find_invoice"}}
-
-
-def test_check_tool_choice_takes_the_openai_values_and_names_what_is_wrong():
-    schemas = tool_schemas(TOOLS)
-    assert [check_tool_choice(c, schemas) for c in ("auto", "required", "none")] == [None] * 3
-    assert check_tool_choice(NAMED, schemas) == "find_invoice"
-    for bad, words in [("any", "must be"), ({"function": {"name": "find_invoice"}}, "must be"),
-                       ({"type": "function", "function": {"name": "serch"}}, "'serch', which is not"),
-                       ({"type": "function", "function": {}}, "must be")]:
-        with pytest.raises(ValueError, match=words):
-            check_tool_choice(bad, schemas)
-    with pytest.raises(ValueError, match="needs at least one tool"):
-        check_tool_choice("required", [])
 
 
 def test_the_reply_schema_follows_tool_choice():
@@ -427,23 +312,7 @@ def test_run_native_sends_tool_choice_until_a_call_has_run():
         list(run_native("q", model, TOOLS, tool_choice={"type": "function", "function": {"name": "serch"}}))
 
 
-# ---- the native exemplar ------------------------------------------------------------------------
-
-def test_the_exemplar_becomes_a_past_call_its_result_and_an_answer():
-    ex = EXEMPLARS[0]
-    messages = exemplar_messages([ex], TOOLS)
-    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
-    call = messages[1]["tool_calls"][0]
-    assert call["function"]["name"] == "list_invoices" and json.loads(call["function"]["arguments"]) == {
-        "customer_id": "cus_4417", "since": "2026-07-01"}
-    assert messages[2]["tool_call_id"] == call["id"] == "example_1_1"
-    assert json.loads(messages[2]["content"]) == TOOLS["list_invoices"].fn("cus_4417", "2026-07-01")
-    assert messages[3]["content"] == ex.answer
-    two = exemplar_messages(EXEMPLARS[1:2], TOOLS)
-    assert [m.get("tool_call_id") for m in two if m["role"] == "tool"] == ["example_1_1", "example_1_2"]
-    with pytest.raises(ValueError, match="exemplar 1, step 1"):
-        exemplar_messages([ex], {"calc": TOOLS["calc"]})
-
+# ---- the native exemplar (exemplar_messages: tests/test_tool_calls.py) ----------------------------
 
 def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
     model = ScriptedChatModel(CALL_THEN_ANSWER)

@@ -4,7 +4,9 @@
 :func:`react_lab.native.ask_native` with one difference: when no ``guards`` are given, a run
 gets :class:`react_lab.lab.guards.LabGuards` (near repeats, paging with ``more``, tool
 timeouts, ...: what every experiment and bench notebook runs with), not the lesson's smaller
-set. ``progress=True`` shows a tqdm bar over the steps, for a slow model.
+set. A native run starts a reply's read-only calls side by side
+(:func:`react_lab.lab.parallel_calls.run_parallel_calls`) unless ``run_calls`` says otherwise.
+``progress=True`` shows a tqdm bar over the steps, for a slow model.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 from tqdm.auto import tqdm
 
 from ..loop import run
-from ..native import conversation, run_native
+from ..native import run_native
+from ..tool_calls import conversation
 from ..tools import Tool
 from ..trace import RunResult, Transcript
 from .guards import LabGuards
+from .parallel_calls import run_parallel_calls
 
 
 def ask(
@@ -35,6 +39,7 @@ def ask_native(
     """:func:`react_lab.native.ask_native` with the lab's guards by default (same arguments)."""
     messages: list[dict] = []
     guards = guards if guards is not None else LabGuards()
+    kwargs.setdefault("run_calls", run_parallel_calls)
     steps = run_native(question, model, tools, messages=messages, guards=guards, **kwargs)
     steps = tqdm(steps, desc="steps", unit="step", leave=False) if progress else steps
     return RunResult.from_steps(question, list(steps), conversation(messages))

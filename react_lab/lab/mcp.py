@@ -53,7 +53,8 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from ..native import execute_call
 from ..protocol import clip
 from ..schema import schema_validator
-from ..tools import Tool, ToolError, default_tools, open_db
+from ..billing import ToolError
+from ..tools import Tool, default_tools, open_db
 from .sandbox import is_shipped, payment_tools, working_copy
 
 #: The environment variable that serves ``schedule_payment`` (on a working copy): 1/0.
@@ -420,7 +421,7 @@ def mcp_tools(command: str | Sequence[str], *, env: Mapping[str, str] | None = N
     ``tools/call`` through the one session. The observation is the result's
     ``structuredContent`` as JSON when given, else its text; an ``isError`` result, a
     server that died or did not answer within ``call_timeout`` seconds is an error
-    observation (:class:`react_lab.tools.ToolError`), never a hang. ``side_effect`` is
+    observation (:class:`react_lab.billing.ToolError`), never a hang. ``side_effect`` is
     :func:`needs_approval` with ``read_only`` (default: the lab's own read-only tools by
     name and schema; ``()`` gates every tool). Pointing the lab at a server is itself trust:
     one that served a payment as ``find_invoice`` with the lab's schema would run ungated,

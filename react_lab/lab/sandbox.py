@@ -17,7 +17,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from ..tools import DB_PATH, Tool, ToolError, payment_tool
+from ..billing import ToolError
+from ..tools import DB_PATH, Tool, payment_tool
 
 
 def working_copy(dest_dir: str | Path | None = None) -> Path:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from react_lab import tools
+from react_lab import billing, tools
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
 from react_lab.lab.experiments import forge
@@ -58,31 +58,31 @@ def test_questions_are_grounded_in_what_the_tools_return():
     for q in question_set(140):
         ids = re.findall(r"cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]+", q.text)
         if q.kind == "latest_invoice":
-            assert tools.list_invoices(conn, ids[0], "0000-00-00")[0]["issued"] == q.answer
+            assert billing.list_invoices(conn, ids[0], "0000-00-00")[0]["issued"] == q.answer
         elif q.kind == "total_since":
             since = re.search(r"\d{4}-\d{2}-\d{2}", q.text).group()
-            rows = {r["invoice_id"]: r["total"] for r in tools.list_invoices(conn, ids[0], since)}
+            rows = {r["invoice_id"]: r["total"] for r in billing.list_invoices(conn, ids[0], since)}
             assert f"{sum(rows.values()):.2f} dollars" == q.answer
         elif q.kind == "invoice_paid":
-            invoice = tools.find_invoice(conn, ids[0])
+            invoice = billing.find_invoice(conn, ids[0])
             assert invoice["status"] == q.answer
             assert ("supplier" in q.text) == (invoice["kind"] == "supplier")
         elif q.kind == "charge_status":
-            charge = tools.get_charge(conn, ids[0])
+            charge = billing.get_charge(conn, ids[0])
             assert q.answer.startswith(charge["status"])
         elif q.kind == "duplicate_charge":
             customer, invoice = ids
-            charge_ids = tools.find_invoice(conn, invoice)["charge_ids"]
-            ok = [c for c in charge_ids if tools.get_charge(conn, c)["status"] == "succeeded"]
-            assert tools.find_invoice(conn, invoice)["customer_id"] == customer
+            charge_ids = billing.find_invoice(conn, invoice)["charge_ids"]
+            ok = [c for c in charge_ids if billing.get_charge(conn, c)["status"] == "succeeded"]
+            assert billing.find_invoice(conn, invoice)["customer_id"] == customer
             assert q.answer == f"{'yes' if len(ok) >= 2 else 'no'}: {len(ok)} succeeded of {len(charge_ids)} charges"
         elif q.kind == "listed_twice":
             invoice, customer = ids
-            rows = [r for r in tools.list_invoices(conn, customer, "0000-00-00") if r["invoice_id"] == invoice]
+            rows = [r for r in billing.list_invoices(conn, customer, "0000-00-00") if r["invoice_id"] == invoice]
             assert len(rows) >= 2 and q.answer.startswith(f"emailed {len(rows)} times")
         elif q.kind == "help":
             title = re.search(r'"(.+)"', q.text).group(1)
-            assert q.answer in [hit["article_id"] for hit in tools.search(conn, title)]
+            assert q.answer in [hit["article_id"] for hit in billing.search(conn, title)]
         else:  # pragma: no cover
             pytest.fail(f"untested kind {q.kind}")
 

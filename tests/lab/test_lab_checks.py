@@ -20,7 +20,8 @@ from react_lab.lab.guards import (
 )
 from react_lab.loop import ask
 from react_lab.lab.sandbox import db_checksum
-from react_lab.tools import Tool, _schema, default_tools
+from react_lab.billing import _schema
+from react_lab.tools import Tool, default_tools
 
 
 # --------------------------------------------------------------------------- answer checks

@@ -35,7 +35,8 @@ from react_lab.lab.loops import ask as lab_ask
 from react_lab.loop import ask
 from react_lab.native import ask_native
 from react_lab.lab.sandbox import db_checksum
-from react_lab.tools import Tool, _schema, default_tools
+from react_lab.billing import _schema
+from react_lab.tools import Tool, default_tools
 
 
 # --------------------------------------------------------------------------- the lab's defaults

@@ -25,11 +25,14 @@ LESSON = [
             "parser",
             "loop",
             "tools",
+            "billing",
             "schema",
             "guards",
             "context",
             "trace",
             "native",
+            "tool_calls",
+            "checks",
             "cost",
         )
     ),
@@ -57,9 +60,7 @@ EXTRAS_LIBRARIES = {
 LOADS_TQDM = {
 
 }
-LOADS_THE_LAB = {
-    "react_lab.native": "native.py imports lab.backends.base (issue 33's native work)",
-}
+LOADS_THE_LAB: dict[str, str] = {}
 
 
 @functools.cache

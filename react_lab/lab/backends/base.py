@@ -9,11 +9,9 @@ needs nothing more: a string in, a string out, and a stop sequence. The backends
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ...schema import decode_arguments
 
 
 @dataclass
@@ -86,44 +84,3 @@ def render_chat(prompt: str, template: str = "chatml") -> str:
     head, tail = (prompt[:end], prompt[end + 1:]) if end >= 0 else (prompt, "")
     return (f"<|im_start|>user\n{head.strip()}<|im_end|>\n"
             f"<|im_start|>assistant\n{tail}")
-
-
-#: The ``tool_choice`` strings (the OpenAI parameter's); a dict names one tool.
-TOOL_CHOICES = ("auto", "required", "none")
-
-
-# --------------------------------------------------------------------------- tool_choice
-
-def check_tool_choice(tool_choice: str | dict, tools: Sequence[dict]) -> str | None:
-    """Check an OpenAI ``tool_choice`` against the offered tool schemas; return the tool it forces.
-
-    ``"auto"`` (call or answer), ``"required"`` (a call), ``"none"`` (an answer) give None;
-    ``{"type": "function", "function": {"name": NAME}}`` gives ``NAME`` (a call to that
-    tool). Raises ValueError for anything else, for a name no offered tool has, and for
-    ``"required"`` or a named tool with no tools offered (the OpenAI API refuses those too).
-    """
-    if tool_choice in TOOL_CHOICES:
-        if tool_choice == "required" and not tools:
-            raise ValueError('tool_choice "required" needs at least one tool')
-        return None
-    name = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
-    if not isinstance(name, str) or tool_choice.get("type") != "function":
-        raise ValueError('tool_choice must be "auto", "required", "none" or {"type": "function", '
-                         f'"function": {{"name": "<a tool>"}}}}, not {tool_choice!r:.80}')
-    names = [t["function"]["name"] for t in tools]
-    if name not in names:
-        raise ValueError(f"tool_choice names {name!r}, which is not among the tools offered: "
-                         f"{', '.join(names) or 'none'}")
-    return name
-
-
-def assistant_json(msg: dict) -> str:
-    """Render an assistant message back into the JSON reply form the grammar produces."""
-    calls = msg.get("tool_calls") or []
-    if not calls:
-        return json.dumps({"thought": msg.get("thought") or "", "answer": msg.get("content") or ""},
-                          ensure_ascii=False)
-    items = [{"name": c["function"]["name"], "arguments": decode_arguments(c["function"]["arguments"])}
-             for c in calls]
-    return json.dumps({"thought": msg.get("content") or "", "tool_calls": items},
-                      ensure_ascii=False)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...protocol import MAX_TOKENS
-from .base import assistant_json, check_tool_choice
+from ...tool_calls import assistant_json, check_tool_choice
 from .endpoints import EndpointBackend
 from .grammar import decodable, reply_grammar
 from .local import local_model
@@ -104,7 +104,7 @@ class LocalChatModel:
         choice (the tools stay in the system turn), so the cached prefix is reused. A
         reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
         and ``finish_reason="length"``. Raises ValueError for a bad ``tool_choice``
-        (:func:`react_lab.lab.backends.base.check_tool_choice`) or a grammar that cannot be built.
+        (:func:`react_lab.tool_calls.check_tool_choice`) or a grammar that cannot be built.
         """
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
@@ -224,7 +224,7 @@ class OpenAIChatModel(EndpointBackend):
         schemas go through :func:`react_lab.lab.backends.grammar.decodable`: llama-cpp-python's
         server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
         drops, the loop's schema check still checks.
-        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.lab.backends.base.check_tool_choice`),
+        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.tool_calls.check_tool_choice`),
         :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
         """
         import openai

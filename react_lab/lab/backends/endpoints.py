@@ -18,7 +18,7 @@ import os
 import time
 from typing import Any, Sequence
 
-from ...protocol import check_count
+from ...checks import check_count
 from ...protocol import MAX_TOKENS
 from .base import CHAT_TEMPLATE_ENV, CHAT_TEMPLATES, Completion, render_chat
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .base import check_tool_choice
+from ...tool_calls import check_tool_choice
 from ...schema import NEEDS
 from .decode import GrammarSampler
 from .local import local_model
@@ -33,7 +33,7 @@ def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str 
     ``tool_choice`` follows the OpenAI parameter: ``"auto"`` (either form), ``"required"``
     (a call), ``"none"`` (an answer) or ``{"type": "function", "function": {"name": NAME}}``
     (calls to that tool only). Raises ValueError for anything else
-    (:func:`react_lab.lab.backends.base.check_tool_choice`).
+    (:func:`react_lab.tool_calls.check_tool_choice`).
     """
     forced = check_tool_choice(tool_choice, tools)
     calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],

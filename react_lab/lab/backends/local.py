@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...protocol import check_count
+from ...checks import check_count
 from ...protocol import MAX_TOKENS
 from .base import Completion, render_chat
 from .decode import GrammarSampler, greedy_decode, greedy_decode_batch

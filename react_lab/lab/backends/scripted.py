@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ...protocol import check_count
+from ...checks import check_count
 from ...protocol import MAX_TOKENS
 from .base import Completion, apply_stop
 

@@ -39,6 +39,7 @@ from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
 from ..guards import LabGuards
+from ..parallel_calls import run_parallel_calls
 from ...loop import ask
 from ...native import ask_native
 from ..notebook.plots import plot_cost
@@ -88,7 +89,8 @@ def cmd_ask(args) -> int:
             print(_exemplar_note(exemplars, args.no_exemplar))
         result = ask_native(args.question, load_chat_model(args.model), tools,
                             max_steps=args.max_steps, max_tokens=args.max_tokens,
-                            guards=_guards(args), exemplars=exemplars)
+                            guards=_guards(args), exemplars=exemplars,
+                            run_calls=run_parallel_calls)
     else:
         model = load_model(args.model)
         result = ask(args.question, model, tools, stop=not args.no_stop,
@@ -161,10 +163,15 @@ def _guards(args):
 
 
 
+#: What ``react-lab parse`` prints of a :class:`react_lab.protocol.ParseResult`.
+PARSE_KEYS = ("kind", "tool", "input", "answer", "reason", "forged")
+
+
 def cmd_parse(args) -> int:
     """``react-lab parse``: read model text on stdin with the tolerant parser; print its JSON."""
     text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    _print_json(parse(text, tools=args.tools).to_dict())  # --tools: a checked list, or None
+    parsed = parse(text, tools=args.tools)  # --tools: a checked list, or None
+    _print_json({key: getattr(parsed, key) for key in PARSE_KEYS})
     return 0
 
 

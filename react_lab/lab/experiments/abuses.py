@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..backends.grammar import grammar_check, reply_grammar
-from ...native import SYSTEM
+from ...tool_calls import SYSTEM
 from ...protocol import strict_parse
 from ...schema import check_arguments
 from ...tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas

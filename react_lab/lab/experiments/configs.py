@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ...protocol import check_count
+from ...checks import check_count
 from ..backends import text_grammar
 from ..backends.base import Completion
 from ..backends.local import LocalModel, local_model
@@ -256,7 +256,7 @@ def first_prompt(cfg: Config, task: Task) -> str:
     guards = guards_for(cfg)
     if cfg.protocol == "native":  # what the embedded model reads: system turn with schemas, exemplars, question
         from ..backends.chat import render_messages
-        from ...native import first_messages
+        from ...tool_calls import first_messages
 
         offered = guards.offered_tools(tools_for(cfg))
         return render_messages(first_messages(task.question, offered, notes=guards.notes(),

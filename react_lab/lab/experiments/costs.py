@@ -14,7 +14,8 @@ from typing import Callable, Sequence
 
 from ... import protocol
 from ...cost import per_step
-from ...tools import CHARGE_ID, Tool, ToolError, call_tool, default_tools, open_db, payment_tool
+from ...billing import CHARGE_ID, ToolError
+from ...tools import Tool, call_tool, default_tools, open_db, payment_tool
 
 # --------------------------------------------------------------------------- prompts to count
 

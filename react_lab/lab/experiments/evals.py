@@ -31,24 +31,19 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from ...protocol import check_count
+from ...checks import check_count
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
 from ...loop import run
-from ...native import SYSTEM, conversation, run_native
+from ...native import run_native
+from ...tool_calls import SYSTEM, conversation
 from ...protocol import build_prompt
-from ...tools import (
-    CALC,
-    FIND_INVOICE,
-    GET_CHARGE,
-    GET_PAYMENTS,
-    LIST_INVOICES,
-    SEARCH,
-    default_tools,
-)
+from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
+from ...tools import default_tools
 from ...trace import RunResult, Transcript
 from ..guards import LabGuards
+from ..parallel_calls import run_parallel_calls
 from .steplogs import step_event, write_jsonl
 from . import results
 from .results import Inputs, cache_dir
@@ -212,7 +207,8 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     options = {"guards": LabGuards(), **(loop_options or {})}
     messages: list[dict] = []
     transcript = Transcript()
-    if protocol == "native":
+    if protocol == "native":  # a reply's read-only calls side by side, unless loop_options say
+        options = {"run_calls": run_parallel_calls, **options}
         steps_iter = run_native(task.question, model, tools, max_steps=max_steps,
                                 max_tokens=max_tokens, messages=messages, **options)
     else:

@@ -32,7 +32,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from ... import protocol
-from ...protocol import check_count
+from ...checks import check_count
 from ..backends.local import LocalModel, local_model
 from ...parser import find_forged, truncate_forged
 from ...tools import default_tools

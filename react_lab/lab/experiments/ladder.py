@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ...protocol import check_count
+from ...checks import check_count
 from ..backends.local import LocalModel
 from ...cost import count_tokens
 from ...tools import ID_RE

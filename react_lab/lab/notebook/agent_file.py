@@ -61,14 +61,14 @@ import re
 
 import jsonschema
 
-from react_lab.native import first_messages, reply_calls
+from react_lab.tool_calls import first_messages, reply_calls
 from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool, tool_schemas
 '''
 
 #: Where :func:`save` looks for a name a piece uses that the file does not import yet.
-IMPORTABLE_FROM = ("react_lab.protocol", "react_lab.tools", "react_lab.native", "react_lab.cost",
-                   "react_lab.schema")
+IMPORTABLE_FROM = ("react_lab.protocol", "react_lab.tools", "react_lab.tool_calls",
+                   "react_lab.native", "react_lab.cost", "react_lab.schema")
 
 #: For each piece, the exercise the last :func:`load_agent` checked it as, and why the
 #: reference stood in ("" when theirs passed): what ``%agent`` shows and says.

@@ -598,7 +598,7 @@ def _native_case(rule: int, replies: list[dict], *, answer: Any, requests: int, 
 
 def _native_start_wrong(model, tools, exemplars) -> str | None:
     """Rule 1: the first request is the system turn, the exemplars as messages, the question."""
-    from ...native import exemplar_messages, first_messages
+    from ...tool_calls import exemplar_messages, first_messages
 
     r = NATIVE_RULES
     if not model.requests:
@@ -646,7 +646,7 @@ def _native_turns_wrong(model, tools, final: list) -> str | None:
     """Rules 3 and 4 after each reply: the reply appended, then a tool message per call."""
     r = NATIVE_RULES
     nexts = [m for m, _, _ in model.requests[1:]] + [final]
-    from ...native import reply_calls
+    from ...tool_calls import reply_calls
 
     for (sent, _, _), reply, after in zip(model.requests, model.replies, nexts):
         calls = reply_calls(reply, tools)[0]

@@ -27,7 +27,7 @@ from typing import Callable
 
 from ..._parsing.leaks import leaked_calls
 from ...loop import end_step
-from ...native import conversation, first_messages, malformed_reply_message, record_calls
+from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...parser import parse
 from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
 from ...schema import check_arguments

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...native import first_messages
+from ...tool_calls import first_messages
 from ...protocol import build_prompt
 from ...tools import Tool, default_tools, tool_schemas
 from ...trace import RunResult

@@ -17,7 +17,7 @@ import re
 
 import jsonschema
 
-from ...native import first_messages, reply_calls
+from ...tool_calls import first_messages, reply_calls
 from ...protocol import ACTION_RE, STOP, build_prompt
 from ...tools import call_tool, tool_schemas
 

@@ -17,7 +17,7 @@ def notebook_namespace(**names) -> dict:
     """A notebook's namespace after its imports: what the core notebooks import, plus ``names``."""
     space: dict = {"__name__": "__main__"}
     run_cell("import json, re\nimport jsonschema\n"
-             "from react_lab.native import first_messages, reply_calls\n"
+             "from react_lab.tool_calls import first_messages, reply_calls\n"
              "from react_lab.protocol import ACTION_RE, STOP, build_prompt\n"
              "from react_lab.tools import call_tool, tool_schemas\n", space)
     space.update(names)

@@ -1,0 +1,141 @@
+"""What is wrong with a call's arguments when they are not a JSON object, in JSON's words.
+
+:func:`react_lab.schema.check_arguments` decodes a call's ``arguments`` string and
+:func:`react_lab.schema.validate_call` wants an object; when either fails, :func:`not_json`
+says what happened (cut off, markup, a code fence, extra text, single quotes, where the text
+broke and what was expected there) and :func:`not_an_object` names what came instead (null, an
+array, a string, a number, true or false). Each message ends with the object the tool expects;
+the schema check puts it on one line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..protocol import clip, shown
+
+
+def not_json(name: str, text: str, exc: Exception, example: str) -> str:
+    """Say what is wrong with an ``arguments`` string that does not decode, and show ``example``.
+
+    ``name`` is the tool's; ``exc`` the decoder's error (a ``json.JSONDecodeError`` knows where
+    the text broke).
+    """
+    body, msg = text.strip(), getattr(exc, "msg", str(exc))
+    at = getattr(exc, "pos", None)  # json.JSONDecodeError knows where it stopped
+    if not body:
+        what = "arguments are empty, not a JSON object"
+    elif body.startswith("```"):
+        what = "arguments are wrapped in a ``` code fence; send the JSON object alone"
+    elif body.startswith("<"):
+        first_line = shown(body.split(chr(10))[0], 40)
+        what = f"arguments are XML-like markup ({first_line}), not a JSON object"
+    elif isinstance(exc, RecursionError):
+        what = "arguments are nested too deeply to be a JSON object of arguments"
+    elif msg == "Extra data" and at is not None:
+        what = (
+            f"arguments have extra text after the JSON object ({shown(text[at : at + 20], 30)} "
+            f"at character {at}); send the object alone"
+        )
+    elif msg.startswith("Unterminated string") or (at is not None and at >= len(text.rstrip())):
+        what = "arguments are cut off: the JSON object is never closed"
+    elif body.startswith("{'") or msg.startswith(
+        "Expecting property name enclosed in double quotes"
+    ):
+        what = "arguments are not valid JSON: names and strings need double quotes"
+    elif at is not None:
+        before = text[max(0, at - 20) : at]
+        what = f"arguments are not valid JSON: {_broke_at(text, at, msg)} (after {before!r})"
+    else:
+        what = f"arguments are not valid JSON: {msg}"
+    return f"{what}; {name} expects one JSON object such as {example}"
+
+
+#: What the decoder wanted where it stopped, in words (json's messages, by their first words).
+_EXPECTED = {
+    "Expecting ',' delimiter": "a ',' or the closing bracket was expected",
+    "Expecting ':' delimiter": "a ':' after the key was expected",
+    "Expecting value": (
+        "a value was expected (a string, a number, an object, an array, true, false or null)"
+    ),
+    "Invalid control character": (
+        "a string holds a raw control character; write it as an escape such as \\n"
+    ),
+    "Invalid \\escape": "a backslash starts no JSON escape; write \\\\ for a backslash",
+}
+_CLOSER = {"[": "]", "{": "}"}
+
+
+def _broke_at(text: str, at: int, msg: str) -> str:
+    """Where a JSON text broke and what was expected there, in words: ``at character 16 ('}') ...``.
+
+    A bracket closed by the other kind (``[`` ... ``}``) is named with where it opened.
+    """
+    ch = text[at] if at < len(text) else None
+    opened = _open_bracket(text, at)
+    if opened is not None and ch in ("]", "}") and ch != _CLOSER[opened[0]]:
+        return (
+            f"the {opened[0]!r} at character {opened[1]} is closed by {ch!r} at character {at}; "
+            f"a ',' or {_CLOSER[opened[0]]!r} was expected there"
+        )
+    expected = next((v for k, v in _EXPECTED.items() if msg.startswith(k)), msg)
+    if expected.startswith("a ',' or the closing") and opened is not None:
+        bracket, where = opened
+        expected = (
+            f"a ',' or {_CLOSER[bracket]!r} (closing the {bracket!r} at character {where}) "
+            "was expected"
+        )
+    return f"at character {at} ({shown(ch) if ch is not None else 'the end'}) {expected}"
+
+
+def _open_bracket(text: str, at: int) -> tuple[str, int] | None:
+    """The innermost ``[`` or ``{`` still open before ``text[at]``, and where; None if none.
+
+    Brackets inside strings do not count.
+    """
+    stack, quoted, escaped = [], False, False
+    for i, ch in enumerate(text[:at]):
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            quoted = True
+        elif ch in "[{":
+            stack.append((ch, i))
+        elif ch in "]}" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+#: JSON's name for each kind of value a decoder returns: what the model wrote, in its words.
+_JSON_KINDS = (
+    (type(None), "null"),
+    (list, "an array"),
+    (str, "a string"),
+    ((int, float), "a number"),
+)
+
+
+def not_an_object(args: Any, example: str) -> str:
+    """The message for arguments that decode to something other than an object, in JSON's names.
+
+    ``example`` is the object the tool expects, as JSON text.
+    """
+    if isinstance(args, str) and args.strip().startswith("{"):
+        return (
+            f"arguments are a JSON string holding an object (encoded twice); send the "
+            f"object itself, such as {example}"
+        )
+    kind = (
+        json.dumps(args)
+        if isinstance(args, bool)
+        else next((name for types, name in _JSON_KINDS if isinstance(args, types)), None)
+    )
+    if kind is None:  # not a value JSON has (a Python object handed over directly)
+        return f"arguments must be a JSON object like {example}, not {shown(args, 40)}"
+    value = (
+        ""
+        if kind in ("null", "true", "false")
+        else f" ({clip(json.dumps(args, ensure_ascii=False), 60)})"
+    )
+    return f"arguments must be a JSON object like {example}, not {kind}{value}"

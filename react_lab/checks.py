@@ -1,0 +1,74 @@
+"""A run's arguments, refused before anything runs, with a message that says what to pass.
+
+Both loops call :func:`check_run_arguments` first (:func:`react_lab.loop.run`,
+:func:`react_lab.native.run_native`); the backends check their counts with
+:func:`check_count`. What counts as a blank question is :func:`react_lab.protocol.visible`'s.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+from .protocol import visible
+from .tools import Tool
+
+
+def check_count(name: str, value: Any) -> int:
+    """Return ``value`` if it is a whole number >= 1, else raise ``ValueError`` naming ``name``.
+
+    For counts such as ``max_tokens`` and ``max_steps``: ``0`` or ``-1`` would mean
+    "unlimited" to llama.cpp and nothing useful to the loop, and ``"3"`` or ``2.5`` is a
+    slip, so all of them are refused here rather than misread later. ``True`` is refused
+    too (Python counts it as the integer 1).
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+def check_run_arguments(
+    model_method: str, model, tools, max_steps, max_tokens, *, question: Any = NotImplemented
+) -> None:
+    """Refuse arguments a loop cannot run with, before it does anything.
+
+    ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
+    text loop, ``"chat"`` for the native one; ``question`` is checked when given. Raises
+    ``TypeError`` when ``model`` has no such method, ``tools`` is not a dict of name ->
+    :class:`react_lab.tools.Tool` or ``question`` is not a string, and ``ValueError`` when
+    ``question`` is blank (empty, or only whitespace and invisible characters) or
+    ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
+    """
+    if question is not NotImplemented and not isinstance(question, str):
+        raise TypeError(
+            f"question must be a string, got {type(question).__name__} {question!r:.60}"
+        )
+    if isinstance(question, str) and not visible(question):
+        raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
+    if not callable(getattr(model, model_method, None)):
+        hint = (
+            " (build one from a spec with react_lab.lab.backends.load_model(...))"
+            if isinstance(model, str)
+            else ""
+        )
+        raise TypeError(
+            f"model must be a backend with a {model_method}(...) method, "
+            f"got {type(model).__name__} {model!r:.60}{hint}"
+        )
+    if not isinstance(tools, Mapping):
+        from_list = " (from a list: {t.name: t for t in tools})"
+        raise TypeError(
+            "tools must be a dict of tool name -> Tool, such as "
+            f"react_lab.tools.default_tools(); got {type(tools).__name__}"
+            + (from_list if isinstance(tools, (list, tuple)) else "")
+        )
+    for name, tool in tools.items():
+        if not isinstance(tool, Tool):
+            raise TypeError(
+                f"tools[{name!r}] must be a react_lab.tools.Tool, got "
+                f"{type(tool).__name__} {tool!r:.60}; build one with Tool(name, fn, "
+                "description, parameters)"
+            )
+    check_count("max_steps", max_steps)
+    check_count("max_tokens", max_tokens)

@@ -1,0 +1,119 @@
+"""react_lab.tool_calls: tool_choice, the exemplar as past messages, what a run makes of a reply."""
+
+import json
+
+import pytest
+
+from react_lab.lab.backends.chat import ChatReply
+from react_lab.protocol import EXEMPLARS
+from react_lab.tool_calls import (
+    assistant_json,
+    check_tool_choice,
+    conversation,
+    exemplar_messages,
+    first_messages,
+    reply_calls,
+)
+from react_lab.tools import default_tools, tool_schemas
+
+TOOLS = default_tools()
+NAMED = {"type": "function", "function": {"name": "find_invoice"}}
+
+
+# ---- tool_choice -----------------------------------------------------------------------------
+
+
+def test_check_tool_choice_takes_the_openai_values_and_names_what_is_wrong():
+    schemas = tool_schemas(TOOLS)
+    assert [check_tool_choice(c, schemas) for c in ("auto", "required", "none")] == [None] * 3
+    assert check_tool_choice(NAMED, schemas) == "find_invoice"
+    for bad, words in [
+        ("any", "must be"),
+        ({"function": {"name": "find_invoice"}}, "must be"),
+        ({"type": "function", "function": {"name": "serch"}}, "'serch', which is not"),
+        ({"type": "function", "function": {}}, "must be"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            check_tool_choice(bad, schemas)
+    with pytest.raises(ValueError, match="needs at least one tool"):
+        check_tool_choice("required", [])
+
+
+# ---- the native exemplar ---------------------------------------------------------------------
+
+
+def test_the_exemplar_becomes_a_past_call_its_result_and_an_answer():
+    ex = EXEMPLARS[0]
+    messages = exemplar_messages([ex], TOOLS)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    call = messages[1]["tool_calls"][0]
+    assert call["function"]["name"] == "list_invoices" and json.loads(
+        call["function"]["arguments"]
+    ) == {"customer_id": "cus_4417", "since": "2026-07-01"}
+    assert messages[2]["tool_call_id"] == call["id"] == "example_1_1"
+    assert json.loads(messages[2]["content"]) == TOOLS["list_invoices"].fn("cus_4417", "2026-07-01")
+    assert messages[3]["content"] == ex.answer
+    two = exemplar_messages(EXEMPLARS[1:2], TOOLS)
+    assert [m.get("tool_call_id") for m in two if m["role"] == "tool"] == [
+        "example_1_1",
+        "example_1_2",
+    ]
+    with pytest.raises(ValueError, match="exemplar 1, step 1"):
+        exemplar_messages([ex], {"calc": TOOLS["calc"]})
+
+
+def test_first_messages_are_the_system_turn_the_exemplars_and_the_question():
+    messages = first_messages("q?", TOOLS, notes=["note one"], exemplars=EXEMPLARS[:1])
+    assert messages[0] == {"role": "system", "content": messages[0]["content"]}
+    assert messages[0]["content"].endswith("\nnote one")
+    assert messages[1:-1] == exemplar_messages(EXEMPLARS[:1], TOOLS)
+    assert messages[-1] == {"role": "user", "content": "q?"}
+
+
+# ---- a reply ---------------------------------------------------------------------------------
+
+
+def test_reply_calls_runs_the_field_s_calls_and_a_leaked_call_only_when_it_can_run():
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "find_invoice", "arguments": '{"invoice_id": "INV-2291"}'},
+    }
+    assert reply_calls(ChatReply(None, [call]), TOOLS) == ([call], [], None)
+    good = (
+        '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'
+    )
+    calls, leaked, problem = reply_calls(ChatReply(good), TOOLS)
+    assert calls == leaked and [c["function"]["name"] for c in calls] == ["find_invoice"]
+    assert problem is None
+    bad = '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "2291"}}</tool_call>'
+    calls, leaked, problem = reply_calls(ChatReply(bad), TOOLS)
+    assert calls == [] and len(leaked) == 1
+    assert problem.startswith("the reply wrote a tool call (find_invoice) in its text")
+    assert "invoice_id: " in problem and problem.endswith(
+        "with a declared tool and valid arguments"
+    )
+    assert reply_calls(ChatReply("INV-2291 is unpaid."), TOOLS) == ([], [], None)
+
+
+def test_the_conversation_is_shown_by_owner_with_replies_in_the_grammar_s_json():
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "find_invoice", "arguments": '{"invoice_id": "INV-2291"}'},
+    }
+    messages = [
+        *first_messages("Paid?", TOOLS),
+        {"role": "assistant", "content": "Look.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "{}"},
+        {"role": "user", "content": "Error: a note"},
+        {"role": "assistant", "content": "No.", "thought": "Done."},
+    ]
+    transcript = conversation(messages)
+    assert [owner for owner, _ in transcript.spans] == ["prompt", "model", "loop", "loop", "model"]
+    assert transcript.spans[0][1].endswith("Question: Paid?\n")
+    assert json.loads(assistant_json(messages[2])) == {
+        "thought": "Look.",
+        "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}],
+    }
+    assert transcript.spans[-1][1] == 'assistant: {"thought": "Done.", "answer": "No."}\n'
