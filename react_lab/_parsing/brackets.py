@@ -37,7 +37,9 @@ def find_brackets(
     pair: str = "{}",
     quotes: bool = True,
 ) -> list[tuple[int, int | None]]:
-    """The first ``limit`` bracketed spans at or after ``start``, as ``(open, end)`` in order of opening.
+    """The first ``limit`` bracketed spans at or after ``start``, as ``(open, end)``.
+
+    In order of opening.
 
     ``pair`` is the opening and the closing bracket (``"{}"``, ``"()"``, ``"[]"``); the
     reading stops at ``end`` (default: the end of the text). ``end`` of a span is just past

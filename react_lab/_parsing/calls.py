@@ -1,4 +1,4 @@
-"""Tool calls written outside the paper's brackets: JSON objects and call syntax, read from model text.
+"""Tool calls written outside the paper's brackets: JSON objects and call syntax in model text.
 
 :func:`react_lab.parser.parse` reads the labels; when the text after them is not
 ``tool[input]`` it hands over to this module. Models write a call as a JSON object
@@ -117,7 +117,10 @@ def is_tool_name(name: str) -> bool:
 
 
 def norm_key(key: Any) -> str:
-    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`: lower case, letters and digits only."""
+    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`.
+
+    Lower case, letters and digits only: ``toolName`` and ``tool-name`` are ``toolname``.
+    """
     return re.sub(r"[\W_]+", "", key.lower()) if isinstance(key, str) else ""
 
 
@@ -130,7 +133,11 @@ def _keys_shown(keys: list) -> str:
 
 
 def _json_call(obj: dict) -> ParseResult | None:
-    """Read one decoded JSON object as a call; an error if it looks like one written with unknown keys; else None."""
+    """Read one decoded JSON object as a call; else None.
+
+    An object that looks like a call written with keys the parser does not read is an error
+    naming them.
+    """
     keys: dict[str, Any] = {}
     for k in obj:
         keys.setdefault(norm_key(k), k)
@@ -146,8 +153,9 @@ def _json_call(obj: dict) -> ParseResult | None:
                 "error",
                 dialect="json",
                 reason=(
-                    f"the tool name under {shown(str(bad[0]), 30)} is {shown(obj[bad[0]], 40)}, not a "
-                    'string; write {"action": "tool_name", "action_input": {...}}'
+                    f"the tool name under {shown(str(bad[0]), 30)} is "
+                    f"{shown(obj[bad[0]], 40)}, not a string; "
+                    'write {"action": "tool_name", "action_input": {...}}'
                 ),
             )
         unknown = [
@@ -160,8 +168,9 @@ def _json_call(obj: dict) -> ParseResult | None:
                 "error",
                 dialect="json",
                 reason=(
-                    f"the JSON object looks like a tool call, but the parser does not read its keys "
-                    f"{_keys_shown(unknown)}; put the tool name under one of {', '.join(NAME_KEYS)}: "
+                    "the JSON object looks like a tool call, but the parser does not read its "
+                    f"keys {_keys_shown(unknown)}; put the tool name under one of "
+                    f"{', '.join(NAME_KEYS)}: "
                     '{"action": "tool_name", "action_input": {...}}'
                 ),
             )
@@ -171,22 +180,21 @@ def _json_call(obj: dict) -> ParseResult | None:
     if input_key is None:
         others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
         if others:
+            shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
             return ParseResult(
                 "error",
                 tool=name,
                 dialect="json",
                 reason=(
-                    f"the JSON call names tool {shown(name, 60)} but puts its input under {_keys_shown(others)}, "
-                    f"which the parser does not read; put the input under one key: "
-                    f'{{"action": {json.dumps(name) if is_tool_name(name) else "tool_name"}, "action_input": {{...}}}}'
+                    f"the JSON call names tool {shown(name, 60)} but puts its input under "
+                    f"{_keys_shown(others)}, which the parser does not read; put the input under "
+                    f'one key: {{"action": {shown_name}, "action_input": {{...}}}}'
                 ),
             )
         value: Any = ""
     else:
         value = obj[input_key]
-    if not isinstance(
-        value, (str, dict)
-    ):  # a list, a number, null: the input is a string or a dict
+    if not isinstance(value, (str, dict)):  # a list, a number: its JSON text; null: no input
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
         loaded = load_object(value)
@@ -196,7 +204,8 @@ def _json_call(obj: dict) -> ParseResult | None:
     return ParseResult("action", tool=name, input=value, dialect="json")
 
 
-#: Keys a finish call puts its answer under (compared as :func:`_norm_key` does): ``finish(answer="...")``.
+#: Keys a finish call puts its answer under (compared as :func:`norm_key` does):
+#: ``finish(answer="...")``.
 ANSWER_KEYS = {
     "answer",
     "finalanswer",
@@ -266,7 +275,9 @@ def call_as_answer(text: str, start: int):
 
 
 def names_a_call(obj: Any) -> bool:
-    """True if a decoded object is unmistakably a call: it has an input key, or a name key other than ``name``.
+    """True if a decoded object is unmistakably a call.
+
+    It has an input key, or a name key other than ``name``.
 
     ``{"name": "Acme", "total": 4200}`` is data that happens to be JSON, not a call.
     """
@@ -292,7 +303,10 @@ def object_without_call(text: str, brace: int) -> ParseResult:
 
 
 def cut_off_call(text: str) -> ParseResult | None:
-    """The error for the first JSON call in ``text`` that names its tool but is never closed; None if none is."""
+    """The error for the first JSON call in ``text`` that names its tool but is never closed.
+
+    None if there is none.
+    """
     for j, end in find_brackets(text, 0, limit=16):
         named = _NAME_IN_JSON.search(text, j, j + 2000) if end is None else None
         if named is not None:
@@ -307,7 +321,8 @@ def cut_off(name: str | None, what: str) -> ParseResult:
         "error",
         tool=name,
         reason=(
-            f"{what} is cut off: its '{{' is never closed; write the whole call again, e.g. '{call}'"
+            f"{what} is cut off: its '{{' is never closed; "
+            f"write the whole call again, e.g. '{call}'"
         ),
     )
 
@@ -316,7 +331,9 @@ def cut_off(name: str | None, what: str) -> ParseResult:
 
 
 def paren_call(text: str, start: int, line_end: int):
-    """``name(arguments)`` at ``start`` (call syntax on the Action line) as ``(start, end, result)``; or None.
+    """``name(arguments)`` at ``start`` (call syntax on the Action line); or None.
+
+    Returned as ``(start, end, result)``.
 
     A JSON object inside may span lines; other arguments end at the matching ``)`` on the
     line (quotes respected), or at the end of the line when the model was cut off.
@@ -390,7 +407,9 @@ _JSON_WORDS = {"true": True, "false": False, "null": None}
 
 
 def literal(node: ast.AST, depth: int = 0) -> Any:
-    """The value of a literal expression node: Python literals and JSON's ``true``/``false``/``null``.
+    """The value of a literal expression node.
+
+    Python literals, and JSON's ``true``/``false``/``null``.
 
     Tuples become lists (the JSON shape). Raises ``ValueError`` for anything else (a name,
     a call, an operator), or nesting deeper than 32: the value is read, never evaluated.
@@ -403,7 +422,8 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
         if any(k is None for k in node.keys):
             raise ValueError("** inside a dict")
         return {
-            literal(k, depth + 1): literal(v, depth + 1) for k, v in zip(node.keys, node.values)
+            literal(k, depth + 1): literal(v, depth + 1)
+            for k, v in zip(node.keys, node.values, strict=True)
         }
     if isinstance(node, (ast.List, ast.Tuple)):
         return [literal(e, depth + 1) for e in node.elts]
@@ -411,7 +431,7 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
 
 
 def unwrap(args: Any) -> Any:
-    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around an object of the real arguments."""
+    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around the real arguments."""
     if isinstance(args, dict) and len(args) == 1:
         ((key, inner),) = args.items()
         if isinstance(key, str) and key.lower() in WRAPPERS and isinstance(inner, dict) and inner:
@@ -488,7 +508,10 @@ def python_calls(source: str) -> list[tuple[str, Any]] | None:
 
 
 def _dotted(func: ast.AST) -> str | None:
-    """``a.b.c`` for a name or attribute chain (prefixes ``default_api.``/``functions.`` and suffix ``.call`` dropped)."""
+    """``a.b.c`` for a name or attribute chain.
+
+    The prefixes ``default_api.`` and ``functions.`` and the suffix ``.call`` are dropped.
+    """
     parts = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)

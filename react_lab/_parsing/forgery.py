@@ -1,4 +1,4 @@
-"""What a model-written ``Observation`` line looks like: the rule :func:`react_lab.parser.find_forged` applies.
+"""What a model-written ``Observation`` line looks like: the rule of the parser's ``find_forged``.
 
 The loop writes every observation; a line the model wrote that opens with an ``Observation``
 label is forged, and the parser drops it and everything after it. The rule, line by line
@@ -60,7 +60,9 @@ _OPENING, _CLOSING = "[({", "])}"
 
 
 def is_observation_label(line: str, finished: bool = False) -> bool:
-    """True if ``line`` (one line of :data:`LABEL_VIEW`, no newline) opens with an ``Observation`` label.
+    """True if ``line`` opens with an ``Observation`` label.
+
+    ``line`` is one line of :data:`LABEL_VIEW`, without its line break.
 
     ``finished``: a line break follows ``line``, so a line that is the label alone counts.
     """
@@ -96,7 +98,7 @@ def inline_observation(line: str) -> int | None:
 
 
 def settled(text: str, at: int | None) -> int | None:
-    """``at`` (the first forged line of ``text``) once nothing written next can change it; else None.
+    """``at``, the first forged line of ``text``, once no later text can change it; else None.
 
     A line is settled when it is finished, or when its label is complete (``:``/``：``, or a
     dash already followed by a character) with no ``<`` a later ``>`` could make a tag.

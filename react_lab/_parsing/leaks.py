@@ -37,7 +37,7 @@ MAX_CALLS = 8
 
 @dataclass(frozen=True)
 class Leak:
-    """One leaked call: OpenAI-shaped ``call``, the ``format`` it was written in, its span in the text."""
+    """One leaked call: OpenAI-shaped ``call``, the ``format`` it was written in, its span."""
 
     call: dict
     format: str
@@ -79,12 +79,14 @@ def find_leaks(text: str | None, tools=None) -> list[Leak]:
 
     Markup that names a tool counts even when its arguments cannot be read (they are then
     passed on as written, so the argument check refuses them with a reason). A bare JSON
-    object counts only when it is unmistakably a call (:func:`react_lab._parsing.calls.names_a_call`:
-    an input key such as ``arguments``/``tool_input``, or a name key other than ``name``),
+    object counts only when it is unmistakably a call
+    (:func:`react_lab._parsing.calls.names_a_call`: an input key such as
+    ``arguments``/``tool_input``, or a name key other than ``name``),
     so ``{"name": "Acme Corp"}`` in an answer is not one. Text whose spaces are still
     tokenizer markers (``▁``) is decoded first. ``tools`` (the declared names, or each name
     mapped to its parameters) splits a GLM name run into its first key where a declared tool
-    ends (:func:`react_lab._parsing.formats.split_glued`); a name no tool splits stays whole, refused.
+    ends (:func:`react_lab._parsing.formats.split_glued`); a name no tool splits stays whole,
+    refused.
     """
     if not text or not isinstance(text, str):
         return []
@@ -113,7 +115,10 @@ def _openai_call(number: int, name: str, arguments: str) -> dict:
 
 
 def _bare_json_calls(text: str, taken: list[tuple[int, int]]) -> list[tuple]:
-    """JSON calls outside the markup spans ``taken``, as ``(start, end, "JSON", name, input, None)``."""
+    """JSON calls outside the markup spans ``taken``.
+
+    Each as ``(start, end, "JSON", name, input, None)``.
+    """
     found: list[tuple] = []
     pos = 0
     while len(found) + len(taken) < MAX_CALLS:

@@ -141,7 +141,7 @@ def _action_input(text: str, line_end: int, name: str) -> Found | None:
 
 
 def _input_value(text: str, start: int):
-    """The value after ``Action Input:``: a JSON/dict value by balance, else the rest of the line."""
+    """The value after ``Action Input:``: an object read by balance, else the rest of the line."""
     line_end = end_of_line(text, start)
     rest = text[start:line_end].strip()
     if not rest or rest.startswith(("{", "```")):

@@ -42,7 +42,10 @@ _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
 
 
 def answer_reason(answer: str | None) -> str | None:
-    """Why ``answer`` is not an answer: empty (only invisible characters), or holding markup; else None."""
+    """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
+
+    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty.
+    """
     if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
         return NO_ANSWER
     piece = markup_piece(answer)

@@ -1,4 +1,4 @@
-"""A reply's text read as the text parser reads a completion: what :func:`react_lab.parser.read_reply` does.
+"""A reply's text read as the text parser reads a completion: the parser's ``read_reply``.
 
 A native reply's ``content`` (or a best-effort completion) is an answer only when it holds
 no call and no call markup. This module holds that reading; the parser's own

@@ -58,7 +58,7 @@ _HEX = re.compile(r"[0-9A-Fa-f]{2}")
 
 
 def markup_piece(text: str) -> str | None:
-    """The first piece of call markup or special token in ``text`` (:data:`MARKUP_PIECE`), or None."""
+    """The first piece of call markup or special token in ``text`` (:data:`MARKUP_PIECE`)."""
     m = MARKUP_PIECE.search(text) if isinstance(text, str) else None
     return m.group() if m else None
 
@@ -78,7 +78,7 @@ def without_end_tokens(answer: str) -> str:
 
 
 def _byte_alphabet() -> dict[str, int]:
-    """GPT-2's byte-level alphabet: the character each byte is written as, mapped back to the byte."""
+    """GPT-2's byte-level alphabet: each byte's character, mapped back to the byte."""
     keep = [*range(33, 127), *range(161, 173), *range(174, 256)]
     moved = [b for b in range(256) if b not in keep]
     return {**{chr(b): b for b in keep}, **{chr(256 + i): b for i, b in enumerate(moved)}}
