@@ -66,6 +66,7 @@ def parse(
 
 
 def _parse(text, tools, finish_reason, max_tokens) -> ParseResult:
+    """:func:`parse` on a string: the five steps of this module's docstring, in order."""
     tools = list(tools) if tools is not None else None
     text = labels.one_newline(text.replace("\r\n", "\n"))  # every line break a "\n"
     text = decode_markers(text)[0]  # "Action:▁search[x]": tokens joined without decoding
@@ -162,12 +163,8 @@ def _find_answer(text: str):
     if not visible(final):  # nothing, or only zero-width and other invisible characters
         empty = ParseResult("error", dialect="answer", reason=reasons.NO_ANSWER)
         return (m.start(), m.end(), empty, None)
-    return (
-        m.start(),
-        begin + len(answer),
-        ParseResult("final", answer=final, dialect="answer"),
-        None,
-    )
+    answered = ParseResult("final", answer=final, dialect="answer")
+    return (m.start(), begin + len(answer), answered, None)
 
 
 def _thought(text: str, upto: int) -> str | None:
@@ -221,7 +218,8 @@ def _checked(result, text, start, end, tools, forged, thought=None) -> ParseResu
             "ask for a listed tool or an 'Answer:'/'Final Answer:' line"
         )
         return ParseResult("error", tool=name, reason=reason, **same)
-    if name in tools if tools is not None else is_tool_name(name):
+    known = name in tools if tools is not None else is_tool_name(name)  # without tools: a name
+    if known:
         return ParseResult("action", tool=name, input=result.input, **same)
     reason = reasons.name_reason(name, tools, result.reason)  # the markup it was written in
     return ParseResult("error", tool=name, input=result.input, reason=reason, **same)

@@ -1,7 +1,8 @@
 """Tool calls written outside the paper's brackets: JSON objects and call syntax in model text.
 
 :func:`react_lab.parser.parse` reads the labels; when the text after them is not
-``tool[input]`` it hands over to this module. Models write a call as a JSON object
+``tool[input]`` it hands over to :func:`react_lab._parsing.read_other`, which reads the call
+with this module's readers. Models write a call as a JSON object
 (``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
 (``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:

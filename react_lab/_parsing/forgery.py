@@ -24,18 +24,15 @@ from __future__ import annotations
 import re
 
 from ..protocol import OBSERVATION
-from .labels import ACTION_LINE, LINE_BREAKS
+from .labels import ACTION_LINE, NEWLINES
 
 #: The text as labels are read: every line break a ``"\n"`` and full-width letters folded to
 #: ASCII (``"\uff2f\uff42\uff53"`` is ``"Obs"``), one character for one.
-LABEL_VIEW = {
-    **str.maketrans(dict.fromkeys(LINE_BREAKS[1:], "\n")),
-    **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)},
-}
+LABEL_VIEW = {**NEWLINES, **{c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}}
 #: A short HTML tag (``<b>``, ``</span>``) or a special token (``<|im_end|>``) on a label's line:
 #: left out before the label is read. Its token part is narrower than
-#: :data:`react_lab._parsing.tokens.SPECIAL_TOKEN` (40 characters, no bar inside): a token it
-#: does not leave out hides the label after it, as it always did.
+#: :data:`react_lab._parsing.tokens.SPECIAL_TOKEN` (40 characters, no bar inside), and stays
+#: so: with the wider one, ``<|a|b|>Observation:`` would become a forged line.
 HTML_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,40}>|<[|\uff5c][^<>\n|\uff5c]{0,40}[|\uff5c]>")
 #: A line opening with an ``<observation>`` tag.
 _OBS_TAG = re.compile(r"[^\w<]*<observations?(?:[ \t][^<>\n]{0,40})?>", re.IGNORECASE)

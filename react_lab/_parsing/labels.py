@@ -21,7 +21,8 @@ import re
 
 #: Every character ``str.splitlines()`` ends a line at.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-_ONE_NEWLINE = str.maketrans(dict.fromkeys(LINE_BREAKS[1:], "\n"))
+#: A translation table writing each of them as ``"\n"``.
+NEWLINES = str.maketrans(dict.fromkeys(LINE_BREAKS, "\n"))
 
 #: What may stand before a label on its line: spaces, quote and markdown marks, and the
 #: invisible characters some tokenizers emit (a byte-order mark, zero-width spaces and joiners).
@@ -73,8 +74,6 @@ FENCE_LINE = re.compile("^[ \t]*" + FENCE + "$", re.MULTILINE)
 #: ``Observation`` as a word in a tool name (``Action: Observation: ...``).
 OBSERVATION_WORD = re.compile(r"(?<!\w)observations?\b", re.IGNORECASE)
 
-#: An answer label at the start of one line, as :func:`strip_answer_label` removes it.
-_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
 _LABEL_WORD = re.compile("(?i)(" + "|".join(w.lower() for w in LABEL_WORDS) + r")\b")
 
 
@@ -83,7 +82,7 @@ def one_newline(text: str) -> str:
 
     One character for one, so indices into the result are indices into ``text``.
     """
-    return text.translate(_ONE_NEWLINE)
+    return text.translate(NEWLINES)
 
 
 def end_of_line(text: str, pos: int) -> int:
@@ -93,8 +92,9 @@ def end_of_line(text: str, pos: int) -> int:
 
 
 def strip_answer_label(line: str) -> str:
-    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
-    return _ANSWER_PREFIX.sub("", line)
+    """``line`` without a leading answer label (:data:`ANSWER_LINE`, markdown around it too)."""
+    label = ANSWER_LINE.match(line)
+    return line[label.end() :] if label else line
 
 
 def starts_with_label(line: str) -> bool:
