@@ -2,7 +2,7 @@
 text, no loop's answer ever holds one of those fragments.
 
 The fragments are the pieces of every format the leak reader knows (react_lab/_parsing/formats.py,
-react_lab/_parsing/leaks.py: frames, their closing tags, their special tokens, in both bar spellings) and
+react_lab/_parsing/tokens.py: frames, their closing tags, their special tokens, in both bar spellings) and
 the reasoning tags; the text is labels, words, calls and JSON pieces. Each generated reply is the
 model's every reply in one run of each loop in :data:`LOOPS` (a best-effort request included),
 and the run's answer, and every step's, must hold no fragment.

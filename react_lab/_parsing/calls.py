@@ -1,7 +1,8 @@
-"""Tool calls written outside the paper's brackets: JSON objects and call syntax, read from model text.
+"""Tool calls written outside the paper's brackets: JSON objects and call syntax in model text.
 
 :func:`react_lab.parser.parse` reads the labels; when the text after them is not
-``tool[input]`` it hands over to this module. Models write a call as a JSON object
+``tool[input]`` it hands over to :func:`react_lab._parsing.read_other`, which reads the call
+with this module's readers. Models write a call as a JSON object
 (``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,
 fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
 (``search("refund policy")``, ``search(query="x")``, ``search({...})``, a list of such calls:
@@ -9,10 +10,12 @@ fenced, inside ``<tool_call>`` tags, or under an answer label) or as call syntax
 read as meant). A reader returns ``(start, end, ParseResult)`` (an action, a final answer:
 a ``finish`` call, or an error saying what to write instead), or None if there is no call.
 
-Underneath is one brace scanner (:func:`find_objects`): a single left-to-right pass, so
-every reader here stays linear in the length of the text, whatever the text. Objects are
-loaded as JSON, then as Python literals (``ast.literal_eval``, never ``eval``).
+Underneath is the one bracket reader (:func:`react_lab._parsing.brackets.find_brackets`): a
+single left-to-right pass, so every reader here stays linear in the length of the text,
+whatever the text. Objects are loaded as JSON, then as Python literals
+(``ast.literal_eval``, never ``eval``).
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,6 +25,8 @@ import warnings
 from typing import Any
 
 from ..protocol import QUOTE_PAIRS, ParseResult, clip, shown, unquoted
+from .brackets import find_brackets, object_at
+from .labels import FENCE, NAME
 
 #: Tool names that mean "finish with this answer" in the paper's bracket form.
 FINISH_NAMES = {"finish", "final_answer", "final answer"}
@@ -37,90 +42,24 @@ NAME_KEYS = (*_CALL_PREFIXES, *(f"{p}_name" for p in _CALL_PREFIXES), "name")
 INPUT_KEYS = (*(f"{p}_{w}" for p in _CALL_PREFIXES for w in _INPUT_WORDS), *_INPUT_WORDS)
 _META_KEYS = {"id", "type", "index", "thought", "reasoning"}  # a call object may carry these too
 _CALLISH = re.compile(r"tool|func|action|call|command|cmd|recipient|method")  # in a normalised key
-_NAME_IN_JSON = re.compile(r"[\"'](?:%s)[\"'][ \t]*:[ \t]*[\"']([^\"'\n]{1,80})[\"']" % "|".join(NAME_KEYS),
-                           re.IGNORECASE)
+_NAME_IN_JSON = re.compile(
+    r"[\"'](?:%s)[\"'][ \t]*:[ \t]*[\"']([^\"'\n]{1,80})[\"']" % "|".join(NAME_KEYS), re.IGNORECASE
+)
 
 #: A tool name: an identifier, or words of identifier characters (``Google Search``), as
 #: frameworks name tools. Punctuation, brackets and quotes make a line, not a name.
 _TOOL_NAME = re.compile(r"[^\W\d][\w-]*(?:\.[\w-]+)*(?:[ \t]+[\w-]+(?:\.[\w-]+)*)*")
-_PAREN_CALL = re.compile(r"[ \t`*\"']*([^\W\d][\w.-]*)[ \t]*\(")  # "search(" or "`search (" ...
-_PAREN_OR_QUOTE = re.compile(r"[()\"']")
+#: ``search(`` or ```search (``: call syntax, its name.
+_PAREN_CALL = re.compile(r"[ \t`*\"']*(" + NAME + r")[ \t]*\(")
 _CLOSE_PAREN = re.compile(r"[ \t]*\)")
-_SPACES_THEN_BRACE = re.compile(r"[ \t]*\{")
-_ANSWER_CALL_HEAD = re.compile(r"[ \t\n]*(?:```[\w-]*[ \t]*\n[ \t\n]*)?(?:<tool_call>[ \t\n]*)?(?:\[[ \t\n]*)?\{")
+#: What may come between an answer label and a JSON call under it: a fence, ``<tool_call>``, ``[``.
+_ANSWER_CALL_HEAD = re.compile(
+    r"[ \t\n]*(?:" + FENCE + r"\n[ \t\n]*)?(?:<tool_call>[ \t\n]*)?(?:\[[ \t\n]*)?\{"
+)
 
 #: Past this many characters a ``{...}`` blob is read as JSON only: Python's own parser
 #: (``ast.literal_eval``) is slow on huge text, and models write long arguments as JSON.
 _LITERAL_MAX = 20_000
-
-_QUOTES = {'"': re.compile(r'[\\"\n]'), "'": re.compile(r"[\\'\n]")}  # what ends or escapes in a string
-_IN_OBJECT = re.compile(r"[{}\"'\\]")                                # what matters inside an object
-_OPEN_BRACE = re.compile(r"\{")                                      # what matters outside any object
-
-
-# --------------------------------------------------------------------------- the brace scanner
-
-def find_objects(text: str, start: int, limit: int = 16) -> list[tuple[int, int | None]]:
-    """The first ``limit`` ``{...}`` objects at or after ``start``, as ``(open, end)`` in order of opening.
-
-    ``end`` is just past the matching ``}``, or None if the object is never closed.
-    Nested objects count (``{"a": {...}}`` gives two); braces inside strings do not.
-    A string opens with ``"`` or ``'`` inside an object and ends at the same quote
-    (a backslash escapes the next character) or at the end of its line: JSON and
-    Python strings never hold a raw line break, prose quotes often run wild. An
-    apostrophe inside a word (``don't``) opens nothing.
-
-    One left-to-right pass with a stack, so linear in ``len(text)``; trying each ``{``
-    on its own, reading on to its end, would be quadratic on ``"{" * 100_000``.
-    """
-    spans: list[list] = []           # [open, end] per object found
-    stack: list[int | None] = []     # the open objects: an index into spans, None past the limit
-    unclosed = 0                     # objects in spans still waiting for their "}"
-    quote = None                     # the quote of the string being read
-    pos = start
-    while True:
-        if quote:
-            pattern = _QUOTES[quote]
-        else:
-            pattern = _IN_OBJECT if stack else _OPEN_BRACE
-        m = pattern.search(text, pos)
-        if m is None:
-            break
-        i, ch = m.start(), m.group()
-        pos = i + 1
-        if quote:
-            if ch == "\\":
-                pos += 1                 # the escaped character is skipped
-            else:
-                quote = None             # the closing quote, or the end of the line
-        elif ch == "{":
-            if len(spans) < limit:
-                stack.append(len(spans))
-                spans.append([i, None])
-                unclosed += 1
-            else:
-                stack.append(None)
-        elif ch == "}":
-            k = stack.pop()
-            if k is not None:
-                spans[k][1] = i + 1
-                unclosed -= 1
-                if unclosed == 0 and len(spans) == limit:
-                    break
-        elif ch == '"' or (ch == "'" and not text[i - 1].isalnum()):
-            quote = ch
-    return [(j, end) for j, end in spans]
-
-
-def object_at(text: str, pos: int) -> tuple[int, int | None] | None:
-    """The ``{...}`` that opens at ``pos`` after spaces or tabs, as ``(open, end)``; None if no ``{`` is there.
-
-    ``end`` is just past the matching ``}`` (strings respected), or None if it is never closed.
-    """
-    brace = _SPACES_THEN_BRACE.match(text, pos)
-    if brace is None:
-        return None
-    return find_objects(text, brace.end() - 1, limit=1)[0]
 
 
 def quiet_parse(source: str, mode: str = "eval") -> ast.AST:
@@ -163,7 +102,11 @@ def clean_input(value: str) -> Any:
     if (bare := unquoted(value)) != value:
         return bare
     close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
-    return value[1:].strip() if close and close not in value[1:] and value[0] not in value[1:] else value
+    return (
+        value[1:].strip()
+        if close and close not in value[1:] and value[0] not in value[1:]
+        else value
+    )
 
 
 def is_tool_name(name: str) -> bool:
@@ -173,13 +116,17 @@ def is_tool_name(name: str) -> bool:
 
 # --------------------------------------------------------------------------- JSON calls
 
-def _norm_key(key: Any) -> str:
-    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`: lower case, letters and digits only."""
+
+def norm_key(key: Any) -> str:
+    """A JSON key as compared with :data:`NAME_KEYS` / :data:`INPUT_KEYS`.
+
+    Lower case, letters and digits only: ``toolName`` and ``tool-name`` are ``toolname``.
+    """
     return re.sub(r"[\W_]+", "", key.lower()) if isinstance(key, str) else ""
 
 
-_NAME_NORMS = [_norm_key(k) for k in NAME_KEYS]
-_INPUT_NORMS = [_norm_key(k) for k in INPUT_KEYS]
+_NAME_NORMS = [norm_key(k) for k in NAME_KEYS]
+_INPUT_NORMS = [norm_key(k) for k in INPUT_KEYS]
 
 
 def _keys_shown(keys: list) -> str:
@@ -187,37 +134,68 @@ def _keys_shown(keys: list) -> str:
 
 
 def _json_call(obj: dict) -> ParseResult | None:
-    """Read one decoded JSON object as a call; an error if it looks like one written with unknown keys; else None."""
+    """Read one decoded JSON object as a call; else None.
+
+    An object that looks like a call written with keys the parser does not read is an error
+    naming them.
+    """
     keys: dict[str, Any] = {}
     for k in obj:
-        keys.setdefault(_norm_key(k), k)
-    name_key = next((keys[n] for n in _NAME_NORMS if n in keys and isinstance(obj[keys[n]], str)), None)
+        keys.setdefault(norm_key(k), k)
+    name_key = next(
+        (keys[n] for n in _NAME_NORMS if n in keys and isinstance(obj[keys[n]], str)), None
+    )
     if name_key is None:
-        bad = [k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))]
+        bad = [
+            k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))
+        ]
         if bad:
-            return ParseResult("error", dialect="json", reason=(
-                f"the tool name under {shown(str(bad[0]), 30)} is {shown(obj[bad[0]], 40)}, not a "
-                'string; write {"action": "tool_name", "action_input": {...}}'))
-        unknown = [k for n, k in keys.items() if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()]
+            return ParseResult(
+                "error",
+                dialect="json",
+                reason=(
+                    f"the tool name under {shown(str(bad[0]), 30)} is "
+                    f"{shown(obj[bad[0]], 40)}, not a string; "
+                    'write {"action": "tool_name", "action_input": {...}}'
+                ),
+            )
+        unknown = [
+            k
+            for n, k in keys.items()
+            if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()
+        ]
         if unknown:
-            return ParseResult("error", dialect="json", reason=(
-                f"the JSON object looks like a tool call, but the parser does not read its keys "
-                f"{_keys_shown(unknown)}; put the tool name under one of {', '.join(NAME_KEYS)}: "
-                '{"action": "tool_name", "action_input": {...}}'))
+            return ParseResult(
+                "error",
+                dialect="json",
+                reason=(
+                    "the JSON object looks like a tool call, but the parser does not read its "
+                    f"keys {_keys_shown(unknown)}; put the tool name under one of "
+                    f"{', '.join(NAME_KEYS)}: "
+                    '{"action": "tool_name", "action_input": {...}}'
+                ),
+            )
         return None
     name = obj[name_key]
     input_key = next((keys[n] for n in _INPUT_NORMS if n in keys), None)
     if input_key is None:
         others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
         if others:
-            return ParseResult("error", tool=name, dialect="json", reason=(
-                f"the JSON call names tool {shown(name, 60)} but puts its input under {_keys_shown(others)}, "
-                f"which the parser does not read; put the input under one key: "
-                f'{{"action": {json.dumps(name) if is_tool_name(name) else "tool_name"}, "action_input": {{...}}}}'))
+            shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
+            return ParseResult(
+                "error",
+                tool=name,
+                dialect="json",
+                reason=(
+                    f"the JSON call names tool {shown(name, 60)} but puts its input under "
+                    f"{_keys_shown(others)}, which the parser does not read; put the input under "
+                    f'one key: {{"action": {shown_name}, "action_input": {{...}}}}'
+                ),
+            )
         value: Any = ""
     else:
         value = obj[input_key]
-    if not isinstance(value, (str, dict)):  # a list, a number, null: the input is a string or a dict
+    if not isinstance(value, (str, dict)):  # a list, a number: its JSON text; null: no input
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
         loaded = load_object(value)
@@ -227,8 +205,19 @@ def _json_call(obj: dict) -> ParseResult | None:
     return ParseResult("action", tool=name, input=value, dialect="json")
 
 
-#: Keys a finish call puts its answer under (compared as :func:`_norm_key` does): ``finish(answer="...")``.
-ANSWER_KEYS = {"answer", "finalanswer", "response", "result", "text", "output", "content", "message", "reply"}
+#: Keys a finish call puts its answer under (compared as :func:`norm_key` does):
+#: ``finish(answer="...")``.
+ANSWER_KEYS = {
+    "answer",
+    "finalanswer",
+    "response",
+    "result",
+    "text",
+    "output",
+    "content",
+    "message",
+    "reply",
+}
 
 
 def answer_text(value: Any) -> str:
@@ -241,8 +230,8 @@ def answer_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and len(value) == 1:
-        (key, inner), = value.items()
-        if _norm_key(key) in ANSWER_KEYS:
+        ((key, inner),) = value.items()
+        if norm_key(key) in ANSWER_KEYS:
             return inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False)
 
@@ -256,7 +245,7 @@ def find_json_call(text: str, start: int):
     """
     unread = None  # the first call-like object with unknown keys, as (start, end, error)
     # Only the first few objects are tried: enough for any real completion.
-    for j, end in find_objects(text, start, limit=16):
+    for j, end in find_brackets(text, start, limit=16):
         if end is None:
             continue
         obj = load_object(text[j:end])
@@ -283,34 +272,43 @@ def call_as_answer(text: str, start: int):
     blob = find_json_call(text, m.end() - 1)
     if blob is None or blob[0] != m.end() - 1 or blob[2].kind == "error":
         return None
-    return blob if names_a_call(load_object(text[blob[0]:blob[1]])) else None
+    return blob if names_a_call(load_object(text[blob[0] : blob[1]])) else None
 
 
 def names_a_call(obj: Any) -> bool:
-    """True if a decoded object is unmistakably a call: it has an input key, or a name key other than ``name``.
+    """True if a decoded object is unmistakably a call.
+
+    It has an input key, or a name key other than ``name``.
 
     ``{"name": "Acme", "total": 4200}`` is data that happens to be JSON, not a call.
     """
-    norms = {_norm_key(k) for k in obj} if isinstance(obj, dict) else set()
+    norms = {norm_key(k) for k in obj} if isinstance(obj, dict) else set()
     return bool(norms & set(_INPUT_NORMS) or norms & (set(_NAME_NORMS) - {"name"}))
 
 
 def object_without_call(text: str, brace: int) -> ParseResult:
     """The error for ``Action: {...}`` that holds no call: cut off, or no tool-name key."""
-    end = find_objects(text, brace, limit=1)[0][1]
+    end = find_brackets(text, brace, limit=1)[0][1]
     if end is None:
         named = _NAME_IN_JSON.search(text, brace, brace + 2000)
         return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
     obj = load_object(text[brace:end])
     keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
-    return ParseResult("error", reason=(
-        f"the object after the Action label names no tool{keys}; write "
-        '{"action": "tool_name", "action_input": {...}} or \'Action: tool_name[arguments]\''))
+    return ParseResult(
+        "error",
+        reason=(
+            f"the object after the Action label names no tool{keys}; write "
+            '{"action": "tool_name", "action_input": {...}} or \'Action: tool_name[arguments]\''
+        ),
+    )
 
 
 def cut_off_call(text: str) -> ParseResult | None:
-    """The error for the first JSON call in ``text`` that names its tool but is never closed; None if none is."""
-    for j, end in find_objects(text, 0, limit=16):
+    """The error for the first JSON call in ``text`` that names its tool but is never closed.
+
+    None if there is none.
+    """
+    for j, end in find_brackets(text, 0, limit=16):
         named = _NAME_IN_JSON.search(text, j, j + 2000) if end is None else None
         if named is not None:
             return cut_off(named.group(1), "the JSON call")
@@ -320,14 +318,23 @@ def cut_off_call(text: str) -> ParseResult | None:
 def cut_off(name: str | None, what: str) -> ParseResult:
     """The error for a JSON object the model never closed (it was cut off, or lost a brace)."""
     call = f"Action: {clip(name, 40)}[arguments]" if name else "Action: tool_name[arguments]"
-    return ParseResult("error", tool=name, reason=(
-        f"{what} is cut off: its '{{' is never closed; write the whole call again, e.g. '{call}'"))
+    return ParseResult(
+        "error",
+        tool=name,
+        reason=(
+            f"{what} is cut off: its '{{' is never closed; "
+            f"write the whole call again, e.g. '{call}'"
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- call syntax
 
+
 def paren_call(text: str, start: int, line_end: int):
-    """``name(arguments)`` at ``start`` (call syntax on the Action line) as ``(start, end, result)``; or None.
+    """``name(arguments)`` at ``start`` (call syntax on the Action line); or None.
+
+    Returned as ``(start, end, result)``.
 
     A JSON object inside may span lines; other arguments end at the matching ``)`` on the
     line (quotes respected), or at the end of the line when the model was cut off.
@@ -342,31 +349,33 @@ def paren_call(text: str, start: int, line_end: int):
         if end is None:
             return (start, len(text), cut_off(name, "the JSON object in the call"))
         close = _CLOSE_PAREN.match(text, end)
-        return (start, close.end() if close else end,
-                ParseResult("action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"))
-    depth, quote, pos, close_at = 1, None, open_at, None
-    while close_at is None:
-        c = (_QUOTES[quote] if quote else _PAREN_OR_QUOTE).search(text, pos, line_end)
-        if c is None:
-            break
-        i, ch = c.start(), c.group()
-        pos = i + 1
-        if quote:
-            pos += ch == "\\"         # an escaped character is skipped
-            quote = quote if ch == "\\" else None
-        elif ch in "\"'":
-            quote = ch if ch == '"' or not text[i - 1].isalnum() else None
-        else:
-            depth += 1 if ch == "(" else -1
-            close_at = i if depth == 0 else None
-    inner = text[open_at:line_end if close_at is None else close_at]
+        return (
+            start,
+            close.end() if close else end,
+            ParseResult(
+                "action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"
+            ),
+        )
+    close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
+    close_at = None if close is None else close - 1
+    inner = text[open_at : line_end if close_at is None else close_at]
     end = line_end if close_at is None else close_at + 1
     value = _call_input(inner)
     if value is None:
         short = clip(name, 40)
-        return (start, end, ParseResult("error", tool=name, dialect="call", reason=(
-            f"the call mixes positional and keyword arguments; write either "
-            f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'")))
+        return (
+            start,
+            end,
+            ParseResult(
+                "error",
+                tool=name,
+                dialect="call",
+                reason=(
+                    f"the call mixes positional and keyword arguments; write either "
+                    f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'"
+                ),
+            ),
+        )
     return (start, end, ParseResult("action", tool=name, input=value, dialect="call"))
 
 
@@ -399,7 +408,9 @@ _JSON_WORDS = {"true": True, "false": False, "null": None}
 
 
 def literal(node: ast.AST, depth: int = 0) -> Any:
-    """The value of a literal expression node: Python literals and JSON's ``true``/``false``/``null``.
+    """The value of a literal expression node.
+
+    Python literals, and JSON's ``true``/``false``/``null``.
 
     Tuples become lists (the JSON shape). Raises ``ValueError`` for anything else (a name,
     a call, an operator), or nesting deeper than 32: the value is read, never evaluated.
@@ -411,16 +422,19 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("** inside a dict")
-        return {literal(k, depth + 1): literal(v, depth + 1) for k, v in zip(node.keys, node.values)}
+        return {
+            literal(k, depth + 1): literal(v, depth + 1)
+            for k, v in zip(node.keys, node.values, strict=True)
+        }
     if isinstance(node, (ast.List, ast.Tuple)):
         return [literal(e, depth + 1) for e in node.elts]
     return ast.literal_eval(node)
 
 
 def unwrap(args: Any) -> Any:
-    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around an object of the real arguments."""
+    """``args`` without a lone wrapper key (:data:`WRAPPERS`) around the real arguments."""
     if isinstance(args, dict) and len(args) == 1:
-        (key, inner), = args.items()
+        ((key, inner),) = args.items()
         if isinstance(key, str) and key.lower() in WRAPPERS and isinstance(inner, dict) and inner:
             return inner
     return args
@@ -477,8 +491,14 @@ def python_calls(source: str) -> list[tuple[str, Any]] | None:
         nodes += value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
     calls = []
     for node in nodes:
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
-                and len(node.args) == 1 and isinstance(node.args[0], ast.Call) and not node.keywords):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "print"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Call)
+            and not node.keywords
+        ):
             node = node.args[0]  # Gemma 3 and Gemini write print(default_api.tool(...))
         name = _dotted(node.func) if isinstance(node, ast.Call) else None
         value = call_arguments(node) if name else None
@@ -489,7 +509,10 @@ def python_calls(source: str) -> list[tuple[str, Any]] | None:
 
 
 def _dotted(func: ast.AST) -> str | None:
-    """``a.b.c`` for a name or attribute chain (prefixes ``default_api.``/``functions.`` and suffix ``.call`` dropped)."""
+    """``a.b.c`` for a name or attribute chain.
+
+    The prefixes ``default_api.`` and ``functions.`` and the suffix ``.call`` are dropped.
+    """
     parts = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)
@@ -502,17 +525,3 @@ def _dotted(func: ast.AST) -> str | None:
     if len(parts) > 1 and parts[-1] == "call":
         parts = parts[:-1]
     return ".".join(parts)
-
-
-_ANSWER_PREFIX = re.compile(r"^[*_#> \t]*(?:final[ \t]+)?answer[ \t]*\**[ \t]*:[ \t*]*", re.I)
-_LABEL_WORD = re.compile(r"(?i)(thought|action|observation|question)\b")
-
-
-def strip_answer_label(line: str) -> str:
-    """``line`` without a leading ``Answer:`` / ``Final Answer:`` label (markdown around it too)."""
-    return _ANSWER_PREFIX.sub("", line)
-
-
-def starts_with_label(line: str) -> bool:
-    """True if ``line`` begins with ``Thought``, ``Action``, ``Observation`` or ``Question``."""
-    return _LABEL_WORD.match(line) is not None

@@ -44,6 +44,7 @@ parsers and vLLM's ``tool_parsers``.
 
 :func:`find_calls` tries the first few frames only, each read forward once: linear, never raises.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from .calls import find_json_call, load_object, object_at, python_calls, unwrap
 from ..protocol import shown
+from .brackets import object_at
+from .calls import find_json_call, load_object, python_calls, unwrap
+from .labels import FENCE, NAME
 
 #: Frames tried per text: enough for any real completion, and a bound on the work.
 MAX_FRAMES = 16
@@ -79,14 +82,20 @@ class Call:
 
 
 def _token(words: str) -> str:
-    """A regex for the special token ``<|words|>`` in any spelling: ``|`` or ``｜``, words joined by ``_``, ``▁`` or `` ``."""
+    """A regex for the special token ``<|words|>`` in any spelling.
+
+    ``|`` or ``｜`` around it, its words joined by ``_``, ``▁`` or a space.
+    """
     return r"<[|｜]" + r"[_▁ ]".join(words.split()) + r"[|｜]>"
 
 
 _WS = re.compile(r"\s*")
-_FENCE = re.compile(r"\s*(?:```[\w-]*[ \t]*\n)?\s*")
-_NAME = re.compile(r"[ \t]*([^\W\d][\w.-]*)")
-_COMMA = re.compile(r"\s*,\s*")
+_FENCE = re.compile(r"\s*(?:" + FENCE + r"\n)?\s*")
+_NAME = re.compile(r"[ \t]*(" + NAME + ")")
+#: What may stand before an element's tag name: DeepSeek V3.2's ``｜DSML｜`` or a namespace
+#: (``steptml:``, ``minimax:``).
+_PREFIXES = r"[|｜]DSML[|｜]|[A-Za-z]\w*:"
+_PREFIX = "(?:" + _PREFIXES + ")"
 
 
 def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the position after what matches
@@ -94,7 +103,7 @@ def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the positio
 
 
 def _value(raw: str) -> Any:
-    """An element's value: JSON when it is JSON (a finite number, true, an object), else the text."""
+    """An element's value: JSON when it is JSON (a finite number, true, an object), else text."""
     text = raw.strip()
     try:
         value = json.loads(text)
@@ -104,7 +113,10 @@ def _value(raw: str) -> Any:
 
 
 def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start: int) -> Call:
-    """The call whose arguments are the JSON object at ``pos`` (after spaces and a fence), ending by ``end``."""
+    """The call whose arguments are the JSON object at ``pos``, ending by ``end``.
+
+    Spaces and a fence may come before the object.
+    """
     at = _skip(text, pos, _FENCE)
     span = object_at(text, at)
     if span is None:
@@ -113,11 +125,12 @@ def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start:
         return Call(start, end, fmt, name, rest, problem)
     j, close = span
     if close is None or close > end:  # never closed, or closed past the frame's own end token
-        return Call(start, len(text) if close is None else close, fmt, name, text[j:end],
-                    "is cut off before its arguments close")
+        problem = "is cut off before its arguments close"
+        return Call(start, len(text) if close is None else close, fmt, name, text[j:end], problem)
     value = load_object(text[j:close])
     if not isinstance(value, dict):
-        return Call(start, close, fmt, name, text[j:close], "has arguments that are not a JSON object")
+        problem = "has arguments that are not a JSON object"
+        return Call(start, close, fmt, name, text[j:close], problem)
     return Call(start, _after_fence(text, close), fmt, name, unwrap(value))
 
 
@@ -131,7 +144,10 @@ def _after_fence(text: str, pos: int) -> int:
 
 # --------------------------------------------------------------------------- JSON in a frame
 
-def _json_frame(text: str, start: int, pos: int, end: int, fmt: str, keyed: bool = False) -> list[Call]:
+
+def _json_frame(
+    text: str, start: int, pos: int, end: int, fmt: str, keyed: bool = False
+) -> list[Call]:
     """Every JSON call in ``text[pos:end]`` (a list of calls or one object), or one nameless Call.
 
     ``keyed``: Apertus' shape, where an object's only key is the tool and its value the arguments.
@@ -151,9 +167,9 @@ def _json_frame(text: str, start: int, pos: int, end: int, fmt: str, keyed: bool
     if calls or not keyed:
         return calls or [_nameless(text, start, pos, end, fmt)]
     span = object_at(body, _skip(body, pos, re.compile(r"[\s\[]*")))
-    obj = load_object(body[span[0]:span[1]]) if span and span[1] else None
+    obj = load_object(body[span[0] : span[1]]) if span and span[1] else None
     if isinstance(obj, dict) and len(obj) == 1:
-        (name, args), = obj.items()
+        ((name, args),) = obj.items()
         if isinstance(args, dict):
             return [Call(start, span[1], fmt, str(name), unwrap(args))]
     return [_nameless(text, start, pos, end, fmt)]
@@ -161,8 +177,8 @@ def _json_frame(text: str, start: int, pos: int, end: int, fmt: str, keyed: bool
 
 def _nameless(text: str, start: int, pos: int, end: int, fmt: str) -> Call:
     inside = text[pos:end].strip()
-    return Call(start, end, fmt, None, inside or None,
-                "that names no tool" if inside else "that is empty or cut off")
+    problem = "that names no tool" if inside else "that is empty or cut off"
+    return Call(start, end, fmt, None, inside or None, problem)
 
 
 # --------------------------------------------------------------------------- frames naming the tool
@@ -174,23 +190,30 @@ _H_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 
 
 def _harmony(text: str, m: re.Match) -> list[Call]:
-    """Harmony messages from ``m``: the first call (a recipient ``to=``) or final answer, its analysis before it."""
+    """Harmony messages from ``m``: the first call (a recipient ``to=``) or final answer.
+
+    The analysis messages before it are the call's thought.
+    """
     head, pos, thoughts = m.start(), m.start(), []
     for _ in range(MAX_FRAMES):
         msg = _H_MESSAGE.search(text, pos)
         if msg is None:
             break
-        header = text[head:msg.start()]
+        header = text[head : msg.start()]
         stop = _H_BODY_END.search(text, msg.end())
         body_end = stop.start() if stop else len(text)
-        body = text[msg.end():body_end].strip()
+        body = text[msg.end() : body_end].strip()
         to, channel = _H_TO.search(header), _H_CHANNEL.search(header)
         thought = "\n".join(thoughts) or None
         if to and to.group(1) != "assistant":
             name = to.group(1).removeprefix("functions.")
             end = stop.end() if stop and stop.group() == "<|call|>" else body_end
             if not body.startswith("{"):
-                problem = "has arguments that are not a JSON object" if body else "is cut off before its arguments"
+                problem = (
+                    "has arguments that are not a JSON object"
+                    if body
+                    else "is cut off before its arguments"
+                )
                 return [Call(m.start(), end, "Harmony", name, body, problem, thought=thought)]
             call = _json_args(text, msg.end(), body_end, "Harmony", name, m.start())
             return [replace(call, end=max(call.end, end), thought=thought)]
@@ -198,56 +221,70 @@ def _harmony(text: str, m: re.Match) -> list[Call]:
             return [Call(m.start(), body_end, "Harmony", answer=body, thought=thought)]
         thoughts.append(body)
         # <|end|> closes a message; <|start|> and <|channel|> already open the next header
-        head = pos = stop.end() if stop and stop.group() in ("<|end|>", "<|call|>", "<|return|>") else body_end
+        head = pos = (
+            stop.end()
+            if stop and stop.group() in ("<|end|>", "<|call|>", "<|return|>")
+            else body_end
+        )
         if stop is None:
             break
+    thought = "\n".join(thoughts) or None
     to = _H_TO.search(text, head, min(len(text), head + 400))
     if to and to.group(1) != "assistant":  # a recipient, then the text ends before <|message|>
-        return [Call(m.start(), len(text), "Harmony", to.group(1).removeprefix("functions."), None,
-                     "is cut off before its arguments", thought="\n".join(thoughts) or None)]
-    return [Call(m.start(), pos if pos > m.start() else len(text), "Harmony", None, None,
-                 "that holds only reasoning (the analysis channel), no call and no final message",
-                 thought="\n".join(thoughts) or None)]
+        name = to.group(1).removeprefix("functions.")
+        problem = "is cut off before its arguments"
+        return [Call(m.start(), len(text), "Harmony", name, None, problem, thought=thought)]
+    end = pos if pos > m.start() else len(text)
+    problem = "that holds only reasoning (the analysis channel), no call and no final message"
+    return [Call(m.start(), end, "Harmony", None, None, problem, thought=thought)]
 
 
 _DS_SEP = re.compile(f"{_token('tool sep')}|(?P<kimi>{_token('tool call argument begin')})")
-_DS_STOP = re.compile(f"(?P<end>{_token('tool call end')})|{_token('tool call begin')}|"
-                      f"{_token('tool calls end')}|{_token('tool calls section end')}")
-_INVOKE_AHEAD = re.compile(r"\s*<(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?invoke\b")
+_DS_STOP = re.compile(
+    f"(?P<end>{_token('tool call end')})|{_token('tool call begin')}|"
+    f"{_token('tool calls end')}|{_token('tool calls section end')}"
+)
+_INVOKE_AHEAD = re.compile(r"\s*<" + _PREFIX + r"?invoke\b")
 
 
 def _deepseek(text: str, m: re.Match) -> list[Call]:
-    """One ``tool call begin`` token frame: DeepSeek V3/R1/V3.1, Kimi K2 or Step-3, by what follows."""
+    """One ``tool call begin`` frame: DeepSeek V3/R1/V3.1, Kimi K2 or Step-3, by what follows."""
     stop = _DS_STOP.search(text, m.end())
     seg_end = stop.start() if stop else len(text)
     end = stop.end() if stop and stop.group("end") else seg_end
     sep = _DS_SEP.search(text, m.end(), seg_end)
     if sep is None:
         fmt = "DeepSeek" if "▁" in m.group() or "｜" in m.group() else "Kimi K2"
-        header = text[m.end():seg_end].strip()
+        header = text[m.end() : seg_end].strip()
         return [Call(m.start(), end, fmt, header or None, None, "is cut off before its arguments")]
-    header = text[m.end():sep.start()].strip()
+    header = text[m.end() : sep.start()].strip()
     if sep.group("kimi"):  # functions.get_weather:0
         name = header.split(":")[0].removeprefix("functions.")
-        return [replace(_json_args(text, sep.end(), seg_end, "Kimi K2", name, m.start()), end=end)]
+        call = _json_args(text, sep.end(), seg_end, "Kimi K2", name, m.start())
+        return [replace(call, end=end)]
     if header != "function":  # V3.1: the name, then the JSON object
-        return [replace(_json_args(text, sep.end(), seg_end, "DeepSeek", header, m.start()), end=end)]
+        call = _json_args(text, sep.end(), seg_end, "DeepSeek", header, m.start())
+        return [replace(call, end=end)]
     if _INVOKE_AHEAD.match(text, sep.end()):  # Step-3: <steptml:invoke name=...> inside the frame
         inner = _INVOKE.search(text, sep.end(), seg_end)
         calls = _elements(text, inner, "Step-3") if inner else []
-        return [replace(c, start=m.start(), end=max(end, c.end)) for c in calls] or \
-            [Call(m.start(), end, "Step-3", None, None, "that names no tool")]
+        calls = [replace(c, start=m.start(), end=max(end, c.end)) for c in calls]
+        return calls or [Call(m.start(), end, "Step-3", None, None, "that names no tool")]
     name = _NAME.match(text, sep.end())  # V3 and R1: the name on its own line, then fenced JSON
     if name is None:
         return [Call(m.start(), end, "DeepSeek", None, None, "that names no tool")]
-    return [replace(_json_args(text, name.end(), seg_end, "DeepSeek", name.group(1), m.start()), end=end)]
+    call = _json_args(text, name.end(), seg_end, "DeepSeek", name.group(1), m.start())
+    return [replace(call, end=end)]
 
 
 _MISTRAL_ARGS = re.compile(r"(?:\[CALL_ID\][\w-]*)?(?:\[ARGS\])?")
 
 
 def _mistral(text: str, m: re.Match) -> list[Call]:
-    """``[TOOL_CALLS]``: a JSON list (before v11), ``NAME{...}`` (v11+) or ``NAME[CALL_ID]id[ARGS]{...}``."""
+    """``[TOOL_CALLS]``: a JSON list (before v11), ``NAME{...}`` (v11+).
+
+    Or ``NAME[CALL_ID]id[ARGS]{...}``.
+    """
     pos = _skip(text, m.end())
     if text.startswith(("[", "{"), pos):
         nxt = text.find("[TOOL_CALLS]", pos)
@@ -264,34 +301,47 @@ def _functionary(text: str, m: re.Match) -> list[Call]:
     return [_json_args(text, name.end(), len(text), "Functionary", name.group(1), m.start())]
 
 
-_H_STRIPPED = re.compile(r"to=([^\s<{]+)[ \t]*(?:<\|constrain\|>)?[ \t]*(?:json|code)?[ \t]*(?:<\|message\|>)?")
+_H_STRIPPED = re.compile(
+    r"to=([^\s<{]+)[ \t]*(?:<\|constrain\|>)?[ \t]*(?:json|code)?[ \t]*(?:<\|message\|>)?"
+)
 
 
 def _harmony_stripped(text: str, m: re.Match) -> list[Call]:
-    """``to=functions.NAME json{...}``: a Harmony call whose special tokens were stripped; its recipient names the tool."""
+    """``to=functions.NAME json{...}``: a Harmony call whose special tokens were stripped.
+
+    Its recipient names the tool.
+    """
     head = _H_STRIPPED.match(text, m.start())
     name = head.group(1).removeprefix("functions.")
     return [_json_args(text, head.end(), len(text), "Harmony", name, m.start())]
 
 
-# --------------------------------------------------------------------------- a name glued to an object
+# --------------------------------------------------------------------------- a name glued to it
 
-_GEMMA_HEAD = re.compile(r"\s*call:([^\W\d][\w.-]*)")
+_GEMMA_HEAD = re.compile(r"\s*call:(" + NAME + ")")
 _GEMMA_CLOSE = re.compile(r"\s*(?:<tool_call\|>|<end_function_call>)")
 
 
 def _gemma(text: str, m: re.Match) -> list[Call]:
-    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>`` (Gemma 4), or FunctionGemma's ``<escape>`` form."""
-    fmt, delim = ("FunctionGemma", "<escape>") if m.group().startswith("<start") else ("Gemma", '<|"|>')
+    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>`` (Gemma 4).
+
+    Or FunctionGemma's form, whose strings are between ``<escape>`` tokens.
+    """
+    if m.group().startswith("<start"):
+        fmt, delim = "FunctionGemma", "<escape>"
+    else:
+        fmt, delim = "Gemma", '<|"|>'
     head = _GEMMA_HEAD.match(text, m.end())
     if head is None:
         return [Call(m.start(), m.end(), fmt, None, None, "that names no tool")]
     value = relaxed_object(text, head.end(), delim)
     if value is None:
-        return [Call(m.start(), len(text), fmt, head.group(1), text[head.end():head.end() + 200],
-                     "has arguments that cannot be read, or is cut off")]
+        written = text[head.end() : head.end() + 200]
+        problem = "has arguments that cannot be read, or is cut off"
+        return [Call(m.start(), len(text), fmt, head.group(1), written, problem)]
     after = _GEMMA_CLOSE.match(text, value[1])
-    return [Call(m.start(), after.end() if after else value[1], fmt, head.group(1), unwrap(value[0]))]
+    end = after.end() if after else value[1]
+    return [Call(m.start(), end, fmt, head.group(1), unwrap(value[0]))]
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -320,7 +370,7 @@ def _relaxed(text: str, pos: int, delim: str | None, depth: int):
         return None
     if delim and text.startswith(delim, pos):
         close = text.find(delim, pos + len(delim))
-        return None if close < 0 else (text[pos + len(delim):close], close + len(delim))
+        return None if close < 0 else (text[pos + len(delim) : close], close + len(delim))
     ch = text[pos]
     if ch == '"':
         return _DECODER.raw_decode(text, pos)
@@ -370,24 +420,35 @@ def _relaxed_container(text: str, pos: int, delim: str | None, depth: int):
 
 # --------------------------------------------------------------------------- arguments as elements
 
-_NS = r"(?P<ns>[|｜]DSML[|｜]|[A-Za-z]\w*:)?"
-_INVOKE = re.compile(r"<" + _NS + r"(?:function=(?P<eq>[^>\n]{1,100})|(?:invoke|function)[ \t]+name="
-                     r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100})>")
-_PARAM = re.compile(r"<(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
-                    r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)(?P<rest>[^>\n]{0,100}))>")
-_PARAM_END = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter>")
-#: A parameter's closing tag as models garble it: ``</parameter/>``, ``</parameter1>``, fused with the
-#: next closing tag (``</parameter_function>``), or cut before its ``>`` (sglang#27336).
-_PARAM_CLOSE = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?parameter[\w/]{0,20}>?")
-#: The closing tag of what holds a call: a ``</tool_call>`` written after a bare ``<function=NAME>``.
-_OUTER_CLOSE = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?(?:tool_call|function_calls)>")
-#: Closing tags left between a call's parameters (a duplicate ``</parameter>``): structure, not text.
-_CLOSING_TAGS = re.compile(r"</(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)?(?:parameter|function|invoke|tool_call)[\w/]{0,20}>?")
+_NS = "(?P<ns>" + _PREFIXES + ")?"
+_INVOKE = re.compile(
+    r"<" + _NS + r"(?:function=(?P<eq>[^>\n]{1,100})|(?:invoke|function)[ \t]+name="
+    r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100})>"
+)
+_PARAM = re.compile(
+    "<" + _PREFIX + r"?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
+    r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)(?P<rest>[^>\n]{0,100}))>"
+)
+#: A parameter's closing tag as models garble it: ``</parameter/>``, ``</parameter1>``, fused
+#: with the next closing tag (``</parameter_function>``), or cut before its ``>``
+#: (sglang#27336).
+_PARAM_CLOSE = re.compile("</" + _PREFIX + r"?parameter[\w/]{0,20}>?")
+#: The closing tag of what holds a call: a ``</tool_call>`` after a bare ``<function=NAME>``.
+_OUTER_CLOSE = re.compile("</" + _PREFIX + r"?(?:tool_call|function_calls)>")
+#: Closing tags left between a call's parameters (a duplicate ``</parameter>``): structure,
+#: not text.
+_CLOSING_TAGS = re.compile(
+    "</" + _PREFIX + r"?(?:parameter|function|invoke|tool_call)[\w/]{0,20}>?"
+)
 _INVOKE_FORMATS = {"steptml:": "Step-3", "minimax:": "MiniMax"}
 
 
-def _elements(text: str, m: re.Match, fmt: str | None = None, limit: int | None = None) -> list[Call]:
-    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements, or a JSON object inside.
+def _elements(
+    text: str, m: re.Match, fmt: str | None = None, limit: int | None = None
+) -> list[Call]:
+    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements.
+
+    Or the JSON object inside it (Llama 3.1, Functionary).
 
     A tag the model left out is not needed where the next tag ends what it would have closed
     (parameters and calls do not nest): a value ends at its closing tag, at the next
@@ -401,34 +462,46 @@ def _elements(text: str, m: re.Match, fmt: str | None = None, limit: int | None 
     ns = m.group("ns") or ""
     name = (m.group("eq") or m.group("attr") or "").strip()
     close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(text, m.end(), limit)
-    after = _INVOKE.search(text, m.end(), close.start() if close else limit)  # the next call, if it comes first
+    # the next call, if it comes before this one's closing tag
+    after = _INVOKE.search(text, m.end(), close.start() if close else limit)
     outer = _OUTER_CLOSE.search(text, m.end(), limit) if close is None and after is None else None
-    body_end = after.start() if after else close.start() if close else outer.start() if outer else limit
-    end = after.start() if after else close.end() if close else outer.end() if outer else limit
+    if after is not None:
+        body_end = end = after.start()
+    elif close is not None:
+        body_end, end = close.start(), close.end()
+    elif outer is not None:
+        body_end, end = outer.start(), outer.end()
+    else:
+        body_end = end = limit
     complete = after is not None or close is not None or outer is not None or limit < len(text)
-    if fmt is None:
-        fmt = ("DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")) \
-            if m.group("attr") else "Qwen3-Coder"
+    if fmt is None and not m.group("attr"):
+        fmt = "Qwen3-Coder"  # <function=NAME>
+    elif fmt is None:
+        fmt = "DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")
     at = _skip(text, m.end())
     if text.startswith("{", at):  # <function=NAME>{...}</function>: Llama 3.1 and Functionary
         return [replace(_json_args(text, at, body_end, "Llama 3.1", name, m.start()), end=end)]
     args, pos = {}, m.end()
     for _ in range(64):
         p = _PARAM.search(text, pos, body_end)
-        stray = _CLOSING_TAGS.sub("", text[pos:p.start() if p else body_end]).strip()
+        stray = _CLOSING_TAGS.sub("", text[pos : p.start() if p else body_end]).strip()
         if stray:
-            return [Call(m.start(), end, fmt, name, args,
-                         f"has text outside its parameters ({shown(stray, 40)}), which no parameter holds")]
+            problem = (
+                f"has text outside its parameters ({shown(stray, 40)}), which no parameter holds"
+            )
+            return [Call(m.start(), end, fmt, name, args, problem)]
         if p is None:
             break
         key = (p.group("eq") or p.group("attr")).strip()
         stop = _PARAM_CLOSE.search(text, p.end(), body_end)
-        nxt = _PARAM.search(text, p.end(), stop.start() if stop else body_end)  # </parameter> left out
-        raw = text[p.end():nxt.start() if nxt else stop.start() if stop else body_end]
+        # the next parameter before this one's closing tag: </parameter> left out
+        nxt = _PARAM.search(text, p.end(), stop.start() if stop else body_end)
+        raw = text[p.end() : nxt.start() if nxt else stop.start() if stop else body_end]
         raw = re.sub(r"</" + re.escape(key) + r">\s*$", "", raw) if key else raw  # closed by </KEY>
         args[key] = raw.strip() if 'string="true"' in (p.group("rest") or "") else _value(raw)
         if nxt is None and stop is None and not complete:
-            return [Call(m.start(), end, fmt, name, args, "is cut off inside its parameter " + repr(key))]
+            problem = "is cut off inside its parameter " + repr(key)
+            return [Call(m.start(), end, fmt, name, args, problem)]
         pos = nxt.start() if nxt else stop.end() if stop else body_end
     else:
         return [Call(m.start(), end, fmt, name, args, "has more than 64 parameters")]
@@ -439,13 +512,15 @@ def _elements(text: str, m: re.Match, fmt: str | None = None, limit: int | None 
 _GLM_TAG = re.compile(r"<(/?)arg_(key|value)>")
 #: What a GLM call's head may be before a ``</arg_key>`` whose opener was left out: its name and
 #: first key run together (``send_command_to_shellcommand``), or apart (``browser_action task``).
-_GLM_HEAD = re.compile(r"([^\W\d][\w.-]*)(?:[ \t]+([^\W\d][\w.-]*))?")
+_GLM_HEAD = re.compile("(" + NAME + r")(?:[ \t]+(" + NAME + "))?")
 #: The problem of a GLM call whose name runs into its first key: :func:`split_glued` splits it.
 GLUED_NAME = "runs its name into its first argument key (<arg_key> missing)"
 
 
 def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool) -> list[Call]:
-    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` inside ``<tool_call>``, read tag by tag.
+    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` in ``<tool_call>``.
+
+    Read tag by tag.
 
     A tag the model left out is not needed where the next tag ends what it would have closed:
     a key ends at ``</arg_key>`` or ``<arg_value>``; a value at ``</arg_value>``, the next
@@ -456,6 +531,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     :func:`split_glued` splits it where a declared tool's name ends. Text no tag accounts
     for, and a value that runs to the end of the text, are problems, never dropped.
     """
+
     def call(name, problem=None):
         return [Call(start, end, "GLM", name, args, problem)]
 
@@ -464,48 +540,59 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     for i, tag in enumerate(_GLM_TAG.finditer(text, pos, body_end)):
         if i >= 256:
             return call(name, "has more than 64 arguments")
-        seg, opening, what = text[at:tag.start()], not tag.group(1), tag.group(2)
+        seg, opening, what = text[at : tag.start()], not tag.group(1), tag.group(2)
         blank = not seg.strip()
         at = tag.end()
         if state == "name":
             head = _GLM_HEAD.fullmatch(seg.strip())
+            if head is None and blank:
+                return call(None, "that names no tool")
             if head is None:
-                return call(None, "that names no tool" if blank else f"whose name {shown(seg.strip(), 40)} is not a name")
+                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
             name = head.group(1)
-            if (opening, what) == (False, "key"):  # <arg_key> left out: NAME key</arg_key> or NAMEkey</arg_key>
+            if (opening, what) == (False, "key"):
+                # <arg_key> left out: NAME key</arg_key>, or NAMEkey</arg_key> (glued)
                 key, state, glued = head.group(2) or name, "after key", not head.group(2)
             elif head.group(2):
                 return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
             elif (opening, what) == (True, "key"):
                 state = "key"
             elif (opening, what) == (False, "value"):
-                state = "between"  # NAME</arg_value>: a stray closing tag, no argument (fw-ai python-sdk#119)
+                # NAME</arg_value>: a stray closing tag, no argument (fw-ai python-sdk#119)
+                state = "between"
             else:
                 return call(name, f"has {tag.group()} where its first <arg_key> belongs")
         elif state == "key":
             if what == "key" and opening or what == "value" and not opening or not seg.strip():
-                return call(name, f"has an argument key {shown(seg.strip(), 40)} ended by {tag.group()}")
-            key, state = seg.strip(), "after key" if what == "key" else "value"  # <arg_value>: </arg_key> left out
+                key = shown(seg.strip(), 40)
+                return call(name, f"has an argument key {key} ended by {tag.group()}")
+            key = seg.strip()
+            # </arg_key> ends the key; <arg_value> does too when </arg_key> was left out
+            state = "after key" if what == "key" else "value"
         elif state == "after key":
             if (opening, what) == (True, "value") and blank:
                 state = "value"
             elif not blank and ((opening, what) in ((False, "value"), (True, "key"))):
-                args[key] = _value(seg)  # <arg_value> left out (and </arg_value> too, before <arg_key>)
+                # <arg_value> left out (and </arg_value> too, before <arg_key>)
+                args[key] = _value(seg)
                 state = "between" if what == "value" else "key"
             else:
                 return call(name, f"has no value for its argument {key!r} before {tag.group()}")
         elif state == "value":
             if what == "value" and opening or what == "key" and not opening:
                 return call(name, f"has {tag.group()} inside the value of its argument {key!r}")
-            args[key] = _value(seg)  # ended by </arg_value>, or by the next <arg_key> (</arg_value> left out)
+            # ended by </arg_value>, or by the next <arg_key> (</arg_value> left out)
+            args[key] = _value(seg)
             state = "between" if what == "value" else "key"
         else:  # between two arguments
             if (opening, what) == (True, "key") and blank:
                 state = "key"
             elif (opening, what) == (False, "key") and not blank:
                 key, state = seg.strip(), "after key"  # <arg_key> left out
-            elif not (opening, what) == (False, "value") or not blank:  # a duplicate </arg_value> is no text
-                return call(name, f"has text outside its arguments ({shown(seg.strip() or tag.group(), 40)})")
+            elif not (opening, what) == (False, "value") or not blank:
+                # text between two arguments (a duplicate </arg_value> is no text)
+                stray = shown(seg.strip() or tag.group(), 40)
+                return call(name, f"has text outside its arguments ({stray})")
     rest = text[at:body_end].strip()
     if state == "name":
         head = _GLM_HEAD.fullmatch(rest)
@@ -518,14 +605,18 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
         args[key] = _value(rest)  # the value ends where the call does
     elif state != "between":
         what = f"inside its argument {key!r}" if key is not None else "inside an argument key"
-        return call(name, f"is cut off {what}" if not closed else f"has no value for its argument {key!r}")
+        return call(
+            name, f"is cut off {what}" if not closed else f"has no value for its argument {key!r}"
+        )
     if glued:  # the name and the first key run together: split_glued splits them
         return call(name, GLUED_NAME)
     return call(name, None if closed else "is cut off before </tool_call>")
 
 
 def split_glued(call: Call, tools) -> Call:
-    """A GLM call whose name ran into its first key (:data:`GLUED_NAME`), split where a declared tool's name ends.
+    """A GLM call whose name ran into its first key (:data:`GLUED_NAME`), split.
+
+    It is split where a declared tool's name ends.
 
     ``tools``: the declared tool names, or a dict of each name to its declared parameters
     (then the rest must be one of them). Split only when exactly one declared tool fits;
@@ -535,38 +626,63 @@ def split_glued(call: Call, tools) -> Call:
     if call.problem != GLUED_NAME:
         return call
     glued = call.name
-    fits = [t for t in tools or () if isinstance(t, str) and glued.startswith(t) and len(glued) > len(t)
-            and (not isinstance(tools, dict) or glued[len(t):] in tools[t])]
+    fits = [
+        t
+        for t in tools or ()
+        if isinstance(t, str)
+        and glued.startswith(t)
+        and len(glued) > len(t)
+        and (not isinstance(tools, dict) or glued[len(t) :] in tools[t])
+    ]
     if len(fits) == 1:
-        key = glued[len(fits[0]):]
-        return replace(call, name=fits[0], problem=None,
-                       arguments={(key if k == glued else k): v for k, v in call.arguments.items()})
+        key = glued[len(fits[0]) :]
+        return replace(
+            call,
+            name=fits[0],
+            problem=None,
+            arguments={(key if k == glued else k): v for k, v in call.arguments.items()},
+        )
     could = f" (it could start with {' or '.join(fits)})" if fits else ""
     return replace(call, problem=f"{GLUED_NAME}: {shown(glued, 60)} is not a tool{could}")
 
 
-# --------------------------------------------------------------------------- wrappers and Python-style calls
+# --------------------------------------------------------------------------- wrappers, Python calls
 
 #: Wrapper tags: (format, closing tag). What is inside decides the reader.
 _WRAPPERS = {
-    "<tool_call>": ("Hermes", "</tool_call>"), "<|tool_call|>": ("Granite", "<|end_of_text|>"),
-    "<TOOLCALL>": ("Nemotron", "</TOOLCALL>"), "<tool_calls>": ("Jamba", "</tool_calls>"),
-    "functools": ("Phi-4", "\n\n"), "<|START_ACTION|>": ("Command R", "<|END_ACTION|>"),
-    "<|tools_prefix|>": ("Apertus", "<|tools_suffix|>"), "[TOOL_REQUEST]": ("LM Studio", "[END_TOOL_REQUEST]"),
-    "<|python_tag|>": ("Llama 3", "<|eom_id|>"), "<|tool_call_start|>": ("LFM2", "<|tool_call_end|>"),
-    "<function_calls>": ("Olmo 3", "</function_calls>"), "<seed:tool_call>": ("Seed-OSS", "</seed:tool_call>"),
+    "<tool_call>": ("Hermes", "</tool_call>"),
+    "<|tool_call|>": ("Granite", "<|end_of_text|>"),
+    "<TOOLCALL>": ("Nemotron", "</TOOLCALL>"),
+    "<tool_calls>": ("Jamba", "</tool_calls>"),
+    "functools": ("Phi-4", "\n\n"),
+    "<|START_ACTION|>": ("Command R", "<|END_ACTION|>"),
+    "<|tools_prefix|>": ("Apertus", "<|tools_suffix|>"),
+    "[TOOL_REQUEST]": ("LM Studio", "[END_TOOL_REQUEST]"),
+    "<|python_tag|>": ("Llama 3", "<|eom_id|>"),
+    "<|tool_call_start|>": ("LFM2", "<|tool_call_end|>"),
+    "<function_calls>": ("Olmo 3", "</function_calls>"),
+    "<seed:tool_call>": ("Seed-OSS", "</seed:tool_call>"),
     "<minimax:tool_call>": ("MiniMax", "</minimax:tool_call>"),
     "<longcat_tool_call>": ("LongCat", "</longcat_tool_call>"),
     "<｜DSML｜function_calls>": ("DeepSeek DSML", "</｜DSML｜function_calls>"),
     "<|python_start|>": ("Llama 4", "<|python_end|>"),
 }
 _TOOL_CODE = re.compile(r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n")
+#: Any wrapper tag (``functools`` only before its ``[``).
+_WRAPPER_TAG = "|".join(
+    re.escape(t) + (r"(?=\s*\[)" if t == "functools" else "") for t in _WRAPPERS
+)
 _JSON_AHEAD = re.compile(r"\[?\s*\{|```")
-_GLM_AHEAD = re.compile(r"\s*[^\W\d][\w.-]*(?:[ \t]*(?:\n|<arg_key>|</tool_call>|$)|[ \t]*[\w.-]*</arg_(?:key|value)>)")
+_GLM_AHEAD = re.compile(
+    r"\s*" + NAME + r"(?:[ \t]*(?:\n|<arg_key>|</tool_call>|$)|[ \t]*[\w.-]*</arg_(?:key|value)>)"
+)
 
 
 def _wrapped(text: str, m: re.Match) -> list[Call]:
-    """A wrapper tag: the JSON, elements, GLM pairs or Python-style calls inside it, the wrapper's span around them."""
+    """A wrapper tag: the JSON, elements, GLM pairs or Python-style calls inside it.
+
+    Each call read spans the wrapper around it.
+    """
     tag = m.group()
     fmt, closing = _WRAPPERS.get(tag, ("Gemma 3", "```"))
     pos = _skip(text, m.end())
@@ -583,16 +699,19 @@ def _wrapped(text: str, m: re.Match) -> list[Call]:
             more = _INVOKE.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
     if _JSON_AHEAD.match(text, pos) or tag == "functools":
-        return [replace(c, end=max(c.end, end)) for c in
-                _json_frame(text, m.start(), pos, body_end, fmt, keyed=tag == "<|tools_prefix|>")]
+        keyed = tag == "<|tools_prefix|>"
+        calls = _json_frame(text, m.start(), pos, body_end, fmt, keyed=keyed)
+        return [replace(c, end=max(c.end, end)) for c in calls]
     if tag == "<tool_call>" and _GLM_AHEAD.match(text, pos):
         return _glm(text, m.start(), pos, body_end, end, closed)
     calls = python_calls(text[pos:body_end])
     if calls:
         return [Call(m.start(), end, fmt, name, args) for name, args in calls]
     code = tag == "<|python_tag|>" and text[pos:body_end].strip()
-    return [_nameless(text, m.start(), pos, end, fmt) if not code else Call(
-        m.start(), end, fmt, None, code, "that holds code for Llama's built-in interpreter, not a call")]
+    if not code:
+        return [_nameless(text, m.start(), pos, end, fmt)]
+    problem = "that holds code for Llama's built-in interpreter, not a call"
+    return [Call(m.start(), end, fmt, None, code, problem)]
 
 
 # --------------------------------------------------------------------------- all of them
@@ -604,9 +723,8 @@ _READERS: dict[str, tuple[str, Callable[[str, re.Match], list[Call]]]] = {
     "gemma": (r"<\|tool_call>|<start_function_call>", _gemma),
     "mistral": (r"\[TOOL_CALLS\]", _mistral),
     "invoke": (_INVOKE.pattern, _elements),
-    "wrapped": ("|".join(re.escape(t) + (r"(?=\s*\[)" if t == "functools" else "") for t in _WRAPPERS)
-                + "|" + _TOOL_CODE.pattern, _wrapped),
-    "functionary": (r"(?m:^)>>>(?=[ \t]*[^\W\d][\w.-]*[ \t]*\n[ \t]*\{)", _functionary),
+    "wrapped": (_WRAPPER_TAG + "|" + _TOOL_CODE.pattern, _wrapped),
+    "functionary": (r"(?m:^)>>>(?=[ \t]*" + NAME + r"[ \t]*\n[ \t]*\{)", _functionary),
     "harmony_stripped": (r"to=functions\.(?=[^\W\d])", _harmony_stripped),
 }
 _OPENERS = re.compile("|".join(f"(?P<{key}>{pattern})" for key, (pattern, _) in _READERS.items()))
@@ -629,15 +747,18 @@ def find_calls(text: str, limit: int = MAX_FRAMES) -> list[Call]:
         if reader is None:  # the section token around the calls: the calls come next
             nxt = _OPENERS.search(text, m.end())
             stop = _DS_STOP.search(text, m.end())
-            if (nxt is None or nxt.lastgroup != "deepseek") and _DS_SEP.search(
-                    text, m.end(), stop.start() if stop else len(text)):
-                found = _deepseek(text, m)  # the first call's begin token left out: NAME<sep>{...} follows
+            no_call_next = nxt is None or nxt.lastgroup != "deepseek"
+            section_end = stop.start() if stop else len(text)
+            if no_call_next and _DS_SEP.search(text, m.end(), section_end):
+                # the first call's begin token left out: NAME<sep>{...} follows
+                found = _deepseek(text, m)
                 calls += found
                 pos = max(c.end for c in found)
                 continue
-            if nxt is None or nxt.lastgroup != "deepseek":
-                calls.append(Call(m.start(), len(text), "DeepSeek" if "▁" in m.group() else "Kimi K2",
-                                  None, None, "that is cut off before its first call"))
+            if no_call_next:
+                fmt = "DeepSeek" if "▁" in m.group() else "Kimi K2"
+                problem = "that is cut off before its first call"
+                calls.append(Call(m.start(), len(text), fmt, None, None, problem))
             pos = m.end()
             continue
         found = reader(text, m) if m.lastgroup != "invoke" else _elements(text, m)

@@ -1,0 +1,73 @@
+"""Reasoning blocks in model text: set aside before any label or call is read.
+
+Reasoning models write a draft before they act: ``<think>...</think>`` (Qwen3, DeepSeek R1
+and most open reasoning models), ``<thinking>`` (Claude-style prompts), Seed-OSS's
+``<seed:think>``, Magistral's ``[THINK]``, Kimi-VL's ``◁think▷``, or a Harmony message on the
+analysis channel (gpt-oss). What is in a draft is never an action and never an answer: both
+loops set it aside first (:func:`set_aside_reasoning`) and keep it as the step's reasoning.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Reasoning tags and their closing tags.
+_REASONING = {
+    "<think>": "</think>",
+    "<thinking>": "</thinking>",
+    "<seed:think>": "</seed:think>",
+    "[THINK]": "[/THINK]",
+    "\u25c1think\u25b7": "\u25c1/think\u25b7",
+}
+#: A reasoning tag, open or close, or the header of a Harmony message on the analysis channel.
+_REASONING_TAG = re.compile(
+    "|".join(re.escape(t) for t in [*_REASONING, *_REASONING.values()])
+    + r"|(?P<analysis>(?:<\|start\|>[ \t]*assistant[ \t]*)?<\|channel\|>[ \t]*analysis\b"
+    r"[^<\n]{0,100}<\|message\|>)"
+)
+_ANALYSIS_END = re.compile(r"<\|end\|>|(?=<\|start\|>|<\|channel\|>)")
+
+
+def set_aside_reasoning(text: str) -> tuple[str, str | None, str | None]:
+    """``text`` without its reasoning blocks; what they held; and what they were, in words.
+
+    A reasoning block is the text between reasoning tags (``<think>...</think>`` and the
+    others of :data:`_REASONING`) or a Harmony message on the analysis channel
+    (``<|channel|>analysis<|message|>...<|end|>``). A closing tag whose opener is not in
+    the text (a chat template that writes ``<think>`` into the prompt) closes a block that
+    began where the text did, or after the block before it; an opener never closed opens one
+    that runs to the end. What is in a block is a draft: never an action, never an answer.
+    Returns ``(text, None, None)`` when there is none, the text unchanged. The words say what
+    was set aside (``"a reasoning block (<think>...</think>)"``, ``"a reasoning block opened
+    with <think> and never closed"``, ``"Harmony's analysis channel"``). Linear; never raises.
+    """
+    kept, drafts, kinds, pos = [], [], [], 0
+    for _ in range(1000):
+        m = _REASONING_TAG.search(text, pos)
+        if m is None:
+            break
+        opens = m.group() in _REASONING or m.group("analysis")
+        kept.append(text[pos : m.start()] if opens else "")
+        if m.group("analysis"):
+            end = _ANALYSIS_END.search(text, m.end())
+            drafts.append(text[m.end() : end.start() if end else len(text)])
+            kinds.append("Harmony's analysis channel")
+            pos = end.end() if end else len(text)
+        elif m.group() in _REASONING:
+            closing = _REASONING[m.group()]
+            close = text.find(closing, m.end())
+            drafts.append(text[m.end() : close if close >= 0 else len(text)])
+            if close >= 0:
+                kinds.append(f"a reasoning block ({m.group()}...{closing})")
+            else:
+                kinds.append(f"a reasoning block opened with {m.group()} and never closed")
+            pos = close + len(closing) if close >= 0 else len(text)
+        else:  # a closing tag with no opener: the block ran from the start (or the last block)
+            drafts.append(text[pos : m.start()])
+            kinds.append(f"a reasoning block closed by {m.group()} (its opener not written)")
+            pos = m.end()
+    if not kinds:
+        return text, None, None
+    kept.append(text[pos:])
+    reasoning = "\n".join(d.strip() for d in drafts if d.strip()) or None
+    return "".join(kept).lstrip(), reasoning, ", ".join(dict.fromkeys(kinds))

@@ -1,0 +1,146 @@
+"""The parser's messages for the rarer shapes: what was seen, and what to write instead.
+
+Every error :func:`react_lab.parser.parse` returns is one line the model can act on. The
+common ones are written where the parser finds them; these are the ones that need a look at
+the text first: a tool name that is not a name (markup, a sentence), a completion with no
+action and no answer (markup this protocol does not read, a call cut off, a forged
+observation, the token limit, the arguments of a call whose name was lost, a thought cut off
+mid-sentence), an answer holding call markup.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..protocol import clip, shown, unknown_tool_message, visible
+from .brackets import find_brackets
+from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
+from .labels import ANY_LABEL, NAME, THOUGHT_LINE
+from .tokens import markup_piece
+
+#: What to write, said at the end of most messages.
+WRITE = (
+    "write a short Thought, then one line 'Action: tool_name[arguments]', or 'Answer: ...' "
+    "when done"
+)
+EMPTY = f"an empty completion: the model wrote no text at all; {WRITE}"
+NO_ANSWER = (
+    "the answer is empty; write the answer after the label on the same line, "
+    "e.g. 'Answer: INV-2088 was issued on 2026-07-14'"
+)
+#: How the message for a completion ending with the arguments of a nameless call begins.
+NAMELESS = "the completion ends with an arguments object"
+
+_FIRST_WORD = re.compile(NAME)
+#: Another model's call markup (``<function=search>``, ``<tool_call>``), and the name it holds.
+_MARKUP = re.compile(
+    r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)", re.IGNORECASE
+)
+#: Characters a sentence (or a block) ends with: a completion that stops on another was cut
+#: mid-sentence.
+_SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
+
+
+def answer_reason(answer: str | None) -> str | None:
+    """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
+
+    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty.
+    """
+    if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
+        return NO_ANSWER
+    piece = markup_piece(answer)
+    if piece is not None:  # "Answer: 42 </parameter>": markup is never part of an answer
+        return (
+            f"the answer holds call markup or a special token ({shown(piece, 40)}), which is "
+            "never part of an answer; write the answer as plain text after 'Answer:'"
+        )
+    return None
+
+
+def name_reason(name: str, tools: list[str] | None, markup: str | None = None) -> str:
+    """Why the tool name ``name`` cannot be run: not a name, or (with ``tools``) not one of them.
+
+    ``markup`` is the format the call was written in, added to an unknown tool's message.
+    """
+    if not is_tool_name(name) and not (tools is not None and name in tools):
+        return not_a_name(name, tools)
+    reason = unknown_tool_message(name, tools) if " " not in name else not_a_name(name, tools)
+    return reason + (f" ({markup})" if markup else "")
+
+
+def not_a_name(name: str, tools: list[str] | None) -> str:
+    """Why ``name`` (from an Action line) cannot be a tool name, and the form to write instead."""
+    if name.lstrip().startswith("<"):
+        tag = _MARKUP.search(name)
+        tool = clip(tag.group(1), 40) if tag and tag.group(1) else "tool_name"
+        return (
+            f"{shown(name, 60)} is XML-like markup, not a tool name; "
+            f"write 'Action: {tool}[arguments]'"
+        )
+    first = _FIRST_WORD.match(name)
+    form = "'Action: tool_name[arguments]'"
+    if first and tools and first.group() in tools:
+        form = f"'Action: {first.group()}[...]' with the input inside the brackets"
+    if tools is not None:
+        return f"{unknown_tool_message(name, tools)}; write {form}"
+    return (
+        f"{shown(name, 120)} is not a tool name (a tool name is an identifier such as search "
+        f"or list_invoices); write {form}"
+    )
+
+
+def no_call_reason(
+    text: str, forged: bool = False, cut: str | None = None, finish_reason: str | None = None
+) -> str:
+    """The message for a completion with no action and no answer: what was found instead.
+
+    ``forged``: a model-written Observation was dropped; ``cut``: the completion hit its
+    token limit, in words; ``finish_reason``: the completion's.
+    """
+    markup = _MARKUP.search(text)
+    if markup is not None:
+        name = markup.group(1) or "tool_name"
+        return (
+            f"found {shown(markup.group(0), 40)} markup, which this protocol does not read; "
+            f"write 'Action: {clip(name, 40)}[arguments]'"
+        )
+    cut_call = cut_off_call(text)
+    if cut_call is not None:
+        return cut_call.reason
+    if forged:
+        return (
+            "the completion went on to write its own Observation (dropped) with no action "
+            "before it; write 'Action: tool_name[arguments]' and stop there: the loop writes "
+            "the observation"
+        )
+    if cut:
+        return f"{cut}, before any action or answer; {WRITE}"
+    nameless = _nameless_object(text)
+    if nameless is not None:  # Harmony with its markers stripped: prose, then the arguments alone
+        return (
+            f"{NAMELESS} ({shown(nameless, 40)}) that names no tool: "
+            "a call whose name (and markup) was lost; nothing was run; write "
+            "'Action: tool_name[arguments]' with the tool's name"
+        )
+    last = THOUGHT_LINE.search(text) is not None or ANY_LABEL.search(text) is None
+    if finish_reason is None and last and text.rstrip()[-1:] not in _SENTENCE_END:
+        return (
+            "the completion stops mid-sentence in a Thought, with no action and no answer "
+            f"(cut off by a token limit?); {WRITE}"
+        )
+    return (
+        "no action and no answer found; write one line 'Action: tool_name[arguments]', "
+        "or 'Answer: ...' when done"
+    )
+
+
+def _nameless_object(text: str) -> str | None:
+    """The JSON object that ends ``text`` (only spaces and fences after it), when it is one."""
+    tail = text.rstrip().removesuffix("```").rstrip()
+    if not tail.endswith("}"):
+        return None
+    spans = [s for s in find_brackets(text, 0, limit=16) if s[1] == len(tail)]
+    obj = load_object(text[spans[0][0] : spans[0][1]]) if spans else None
+    if not isinstance(obj, dict) or any(norm_key(k) in (*ANSWER_KEYS, "thought") for k in obj):
+        return None  # {"thought": ..., "answer": ...} is an answer's shape, not a call's arguments
+    return text[spans[0][0] : spans[0][1]]

@@ -1,0 +1,95 @@
+"""A reply's text read as the text parser reads a completion: the parser's ``read_reply``.
+
+A native reply's ``content`` (or a best-effort completion) is an answer only when it holds
+no call and no call markup. This module holds that reading; the parser's own
+:func:`react_lab.parser.parse` is handed in by :func:`react_lab.parser.read_reply` (the
+private package never imports the lesson).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..protocol import ParseResult, shown, visible
+from .formats import find_calls
+from .leaks import Leak, find_leaks
+from .reasoning import set_aside_reasoning
+from .reasons import NAMELESS
+from .tokens import decode_markers, markup_piece, without_end_tokens
+
+
+@dataclass(frozen=True)
+class ReplyText:
+    """A reply's text read as :func:`react_lab.parser.parse` reads a completion.
+
+    ``answer``: the answer it gives, None when it gives none; ``calls``: the calls written in
+    its markup or as JSON (:func:`react_lab._parsing.leaks.find_leaks`); ``saw``: what it
+    holds instead of an answer, in words ("a Mistral tool call to create_file, a tool this
+    agent does not have"); ``reasoning``: what was set aside as reasoning.
+    """
+
+    answer: str | None
+    calls: list[Leak]
+    saw: str | None = None
+    reasoning: str | None = None
+
+
+def read_reply_text(
+    text: str | None,
+    tools: Iterable[str] | dict | None,
+    parse: Callable[..., ParseResult],
+) -> ReplyText:
+    """Read a reply's text with ``parse`` (:func:`react_lab.parser.parse`) as it reads a completion.
+
+    Reasoning is set aside first (:func:`react_lab._parsing.reasoning.set_aside_reasoning`):
+    nothing in it runs or answers. A call written in the text -- in markup or as JSON
+    (:func:`react_lab._parsing.leaks.find_leaks`; ``tools`` as there), or as ``parse``
+    reads one (``Action: search[x]``, ``search(query="x")``, arguments whose call lost its
+    name) -- is never the answer. Harmony's final channel is the answer. Markup that holds
+    no call (a ``<tool_call>`` that names no tool) or a special token left in the text (an
+    end-of-turn token ends the answer) makes the text no answer. ``saw`` says what it held
+    instead. An answer label (``Answer: 42``) or a finish call gives the answer ``parse``
+    reads. Text with none of these is the answer as it was written, byte for byte. Never
+    raises.
+    """
+    if not isinstance(text, str):
+        return ReplyText(None, [])
+    try:
+        names = None if tools is None else list(tools)
+        plain, reasoning, aside = set_aside_reasoning(decode_markers(text)[0])
+        calls = find_leaks(plain, tools)
+        if calls:
+            saw = "; ".join(c.describe(names) for c in calls[:3])
+            return ReplyText(None, calls, saw, reasoning)
+        frame = next(iter(find_calls(plain, limit=1)), None)
+        if frame is not None and frame.answer is None:
+            saw = f"{frame.format} tool-call markup {frame.problem or 'that holds no call'}"
+            return ReplyText(None, [], saw, reasoning)
+        if frame is not None:  # Harmony's final channel is the answer; its analysis is reasoning
+            plain = frame.answer
+            reasoning = "\n".join(r for r in (reasoning, frame.thought) if r) or None
+        read = parse(plain, tools=names)
+        if read.kind == "action" or (read.kind == "error" and read.tool is not None):
+            saw = (
+                f"a tool call to {shown(read.tool, 60)} written as text, "
+                f"as the text protocol writes one ({read.dialect or 'action'})"
+            )
+            return ReplyText(None, [], saw, reasoning)
+        if read.kind == "error" and read.reason.startswith(NAMELESS):
+            return ReplyText(None, [], "an arguments object that names no tool", reasoning)
+        if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer parse reads
+            plain = read.answer
+        elif aside is None and frame is None and markup_piece(text) is None:
+            return ReplyText(text, [])  # an ordinary answer, as it was written
+        answer = without_end_tokens(plain.strip())
+        piece = markup_piece(answer)
+        if piece is not None:
+            saw = f"call markup or a special token ({shown(piece, 40)})"
+            return ReplyText(None, [], saw, reasoning)
+        if not visible(answer):
+            saw = f"only reasoning ({aside})" if aside else "no text"
+            return ReplyText(None, [], saw, reasoning)
+        return ReplyText(answer, [], None, reasoning)
+    except Exception:  # noqa: BLE001 -- reading model text must never take the loop down
+        return ReplyText(None, [], "text that could not be read", None)

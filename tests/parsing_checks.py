@@ -1,0 +1,37 @@
+"""What the parser tests share: the tools they parse with, and what every refusal must be."""
+
+import re
+
+#: The tool names the parser tests parse with.
+TOOLS = ["search", "calc", "list_invoices", "get_charge"]
+#: Every character ``str.splitlines()`` ends a line at: none is in a refusal.
+LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+#: The refusal that names nothing it saw.
+GENERIC = "no action and no answer found"
+
+
+def one_line_reason(r):
+    """The reason of the error ``r``, checked: one line of at most 400 characters."""
+    assert r.kind == "error" and r.reason, r
+    assert not LINE_BREAKS.search(r.reason), r.reason
+    assert len(r.reason) <= 400, r.reason
+    return r.reason
+
+
+# ---- the markup examples' tools and tokens -----------------------------------------------
+
+W = ["get_weather", "search"]
+BERLIN = {"city": "Berlin"}
+#: DeepSeek's special tokens: full-width bars, ``▁`` between the words.
+DS = {
+    "begin": "<\uff5ctool\u2581call\u2581begin\uff5c>",
+    "sep": "<\uff5ctool\u2581sep\uff5c>",
+    "end": "<\uff5ctool\u2581call\u2581end\uff5c>",
+    "calls": "<\uff5ctool\u2581calls\u2581begin\uff5c>",
+    "calls_end": "<\uff5ctool\u2581calls\u2581end\uff5c>",
+}
+#: A Kimi K2 call of get_weather in Berlin.
+KIMI_K2 = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    '{"city": "Berlin"}<|tool_call_end|><|tool_calls_section_end|>'
+)
