@@ -19,7 +19,9 @@ The modules:
 * :mod:`.other` -- :func:`read_other`, which reads them where the parser asks;
 * :mod:`.leaks` -- calls a native reply wrote into its text;
 * :mod:`.reply` -- a reply's text read as the parser reads a completion;
-* :mod:`.reasons` -- the parser's messages for the rarer shapes.
+* :mod:`.reasons` -- the parser's messages for the rarer shapes;
+* :mod:`.messages` and :mod:`.json_errors` -- the argument check's messages
+  (:mod:`react_lab.schema`): jsonschema's errors made plainer, and JSON that is not an object.
 """
 
 from .other import read_other

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 
+from ..protocol import LINE_BREAKS  # every character str.splitlines() ends a line at
+
 # --------------------------------------------------------------------------- the parts
 
-#: Every character ``str.splitlines()`` ends a line at.
-LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 #: A translation table writing each of them as ``"\n"``.
 NEWLINES = str.maketrans(dict.fromkeys(LINE_BREAKS, "\n"))
 
