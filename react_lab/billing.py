@@ -5,7 +5,7 @@ Each is a plain function, all but ``calc`` with the database connection first
 (:func:`react_lab.tools.default_tools` and :func:`react_lab.tools.payment_tool` bind it); it
 returns JSON-ready data or raises :class:`ToolError` with a message that says what to change.
 Each schema lists its properties in the function's parameter order. ``calc`` reads arithmetic
-through Python's ``ast``, never ``eval()``. ``schedule_payment`` writes through the connection
+through Python's ``ast``, never ``eval()`` (:mod:`react_lab._parsing.arithmetic`). ``schedule_payment`` writes through the connection
 it is given: one to a copy of the database (:func:`react_lab.lab.sandbox.payment_tools` makes
 the copy).
 
@@ -14,13 +14,11 @@ Units: invoice totals and payments are dollars; card charges are cents (12900 = 
 
 from __future__ import annotations
 
-import ast
-import operator
 import re
 import sqlite3
 from typing import Any
 
-from ._parsing.calls import quiet_parse
+from ._parsing.arithmetic import ArithmeticRefused, evaluate
 from .protocol import shown
 from .schema import HAS_NUMBER, HAS_WORD, NEEDS
 
@@ -221,64 +219,15 @@ CALC = _schema(
         "examples": ["(129.00 + 45.00) * 2"],
     }
 )
-MAX_EXPONENT = 100
-MAX_MAGNITUDE = 1e100
-_BINARY = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 
 
 def calc(expression: str) -> int | float:
     """Evaluate arithmetic on numbers; ToolError for names, calls, attributes or huge results."""
-    text = str(expression).strip()
-    if len(text) > 200:
-        raise ToolError("expression too long; keep it under 200 characters")
-    try:
-        tree = quiet_parse(text)  # "1if 1else 2": no SyntaxWarning printed by the tool
-    except SyntaxError:
-        raise ToolError(f"cannot parse {text!r}; write arithmetic such as 129.00 * 2") from None
-    value = _evaluate(tree.body)
+    try:  # the ast, walked node by node (react_lab._parsing.arithmetic)
+        value = evaluate(str(expression).strip())
+    except ArithmeticRefused as exc:
+        raise ToolError(str(exc)) from None
     return round(value, 10) if isinstance(value, float) else value
-
-
-def _evaluate(node: ast.AST) -> int | float:
-    """Evaluate one node of an arithmetic expression tree."""
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return _checked(node.value)
-    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_evaluate(node.operand))
-    if not (isinstance(node, ast.BinOp) and type(node.op) in _BINARY):
-        raise ToolError(
-            f"calc only does arithmetic on numbers; {ast.unparse(node)!r} is not allowed"
-        )
-    left, right = _evaluate(node.left), _evaluate(node.right)
-    if isinstance(node.op, ast.Pow) and abs(right) > MAX_EXPONENT:
-        raise ToolError(
-            f"exponent {right} is out of range; use one from -{MAX_EXPONENT} to {MAX_EXPONENT}"
-        )
-    try:
-        value = _BINARY[type(node.op)](left, right)
-    except ZeroDivisionError:
-        raise ToolError("division by zero; check the divisor") from None
-    except OverflowError:
-        raise ToolError("result too large; use smaller numbers") from None
-    if isinstance(value, complex):
-        raise ToolError("result is not a real number; avoid fractional powers of negatives")
-    return _checked(value)
-
-
-def _checked(value: int | float) -> int | float:
-    """Return value if it is a finite number no bigger than MAX_MAGNITUDE; else ToolError."""
-    if not abs(value) <= MAX_MAGNITUDE:  # also catches inf and nan
-        raise ToolError("result too large; use smaller numbers")
-    return value
 
 
 # --- the side-effecting tool ---------------------------------------------------------------
