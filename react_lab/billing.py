@@ -5,9 +5,9 @@ Each is a plain function, all but ``calc`` with the database connection first
 (:func:`react_lab.tools.default_tools` and :func:`react_lab.tools.payment_tool` bind it); it
 returns JSON-ready data or raises :class:`ToolError` with a message that says what to change.
 Each schema lists its properties in the function's parameter order. ``calc`` reads arithmetic
-through Python's ``ast``, never ``eval()`` (:mod:`react_lab._parsing.arithmetic`). ``schedule_payment`` writes through the connection
-it is given: one to a copy of the database (:func:`react_lab.lab.sandbox.payment_tools` makes
-the copy).
+through Python's ``ast``, never ``eval()`` (:mod:`react_lab._parsing.arithmetic`).
+``schedule_payment`` writes through the connection it is given: one to a copy of the database
+(:func:`react_lab.lab.sandbox.payment_tools` makes the copy).
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
 """
