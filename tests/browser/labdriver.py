@@ -210,9 +210,11 @@ const panel = document.querySelector('.jp-NotebookPanel');
 const prompts = panel ? [...panel.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
   .map(e => e.textContent.trim()) : [];
 const status = document.querySelector('#jp-main-statusbar');
+const toolbar = panel ? panel.querySelector('.jp-NotebookPanel-toolbar') : null;
+const kernel = toolbar ? (toolbar.textContent.match(/Kernel status: (\\w+)/) || [])[1] : null;
 return {panels: document.querySelectorAll('.jp-NotebookPanel').length,
         cells: panel ? panel.querySelectorAll('.jp-Cell').length : 0, prompts: prompts,
-        status: status ? status.textContent : '',
+        status: status ? status.textContent : '', kernel: kernel || '',
         dirty: document.querySelectorAll('.lm-TabBar-tab.jp-mod-dirty').length,
         dialogs: document.querySelectorAll('.jp-Dialog').length,
         text: panel ? panel.textContent : ''};
@@ -234,7 +236,9 @@ def stored_outputs(path: Path) -> dict[str, int]:
 
 def page_state(driver) -> dict:
     """Notebook panels open; the first one's cells, input prompts and text; the status bar
-    text; how many tabs are marked changed; how many dialogs are up."""
+    text; its kernel's status as its toolbar shows it (``Idle``, ``Busy``; the status bar's
+    kernel item is hidden while no panel has focus); how many tabs are marked changed; how
+    many dialogs are up."""
     return driver.execute_script(_STATE_JS)
 
 
@@ -264,9 +268,17 @@ def open_notebook(driver, lab: Lab, name: str, timeout: float = 90) -> dict:
     """
     driver.get(lab.page(name))
     cells = stored_outputs(lab.notebook_dir / name)["cells"]
-    state = wait_for(lambda: (lambda s: s if s.get("cells") == cells and "| Idle" in s.get("status", "")
-                              else None)(page_state(driver)),
-                     timeout, f"{name} to open with an idle kernel")
+    seen: dict = {}
+
+    def opened():
+        seen.update(page_state(driver))
+        return seen if seen.get("cells") == cells and seen.get("kernel") == "Idle" else None
+
+    try:
+        state = wait_for(opened, timeout, f"{name} to open with an idle kernel")
+    except TimeoutError as error:
+        raise TimeoutError(f"{error}: {cells} cells stored, last seen {seen.get('cells')} drawn, "
+                           f"kernel {seen.get('kernel')!r}, dialogs {seen.get('dialogs')}") from None
     time.sleep(2)   # the kernel's info (language_info) arrives just after it turns idle
     toasts = driver.execute_script(
         "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.textContent);")

@@ -133,7 +133,7 @@ def test_write_the_loop_run_it_and_see_the_check_and_the_answer(lab, driver, scr
 
     def finished():
         s = page_state(driver)
-        busy = any("*" in p for p in s["prompts"]) or "| Idle" not in s["status"]
+        busy = any("*" in p for p in s["prompts"]) or s["kernel"] != "Idle"
         return None if busy or s["prompts"][0] in ("[ ]:", "") else s
 
     time.sleep(3)
