@@ -7,9 +7,15 @@ and share one server and one browser:
 1. before anything runs, notebook 05's stored widgets render as controls (not as a line of
    ``VBox(children=...`` text) and its stored figures as images;
 2. notebook 02 opens without being marked changed, and closes without asking to save;
-3. the main learner interaction: in notebook 02 the test writes a loop into the exercise
-   cell, as a learner types it, runs every cell on the embedded model, and sees the
-   checker's ✓, the notebook running the learner's own loop, and the model's right answer.
+3. the main learner interaction, their agent carried from notebook to notebook: the test
+   writes ``observe`` into 01's exercise cell, as a learner types it, runs every cell on the
+   embedded model and sees the checker's ✓ (which saves it to my_agent.py) and 01's second
+   completion use it; then writes ``run_loop`` into 02's, runs every cell, and sees 02 load
+   *their* ``observe``, the checker's ✓, their loop run on the model, and its right answer.
+
+:func:`do_exercises` does a notebook as a learner does (open, write the exercises, Run All,
+save); a test of another notebook's exercise (07's ``run_native``) puts its piece in
+:data:`LEARNERS_CODE` and sits beside the 01-02 test.
 
 Screenshots of each stage go to a directory printed at the start (REACT_LAB_SCREENSHOTS
 keeps them). Run: ``flock /tmp/react_lab_model.lock .venv/bin/python -m pytest tests/browser``.
@@ -30,13 +36,15 @@ from labdriver import (
     wait_for,
 )
 
+from react_lab.lab.notebook.core_exercises import CORE
+
 pytestmark = pytest.mark.browser
 
 # What a widget view shows when it cannot render: its text/plain, e.g. VBox(children=(IntSlider(...
 RAW_WIDGET = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|IntSlider|FloatSlider|Button|"
                         r"HTML|Label|Output|Dropdown|Checkbox|IntProgress|FloatProgress)\(")
 WIDGET_ERROR = "Error displaying widget"
-RUN_ALL_TIMEOUT = 900      # seconds: notebook 02 on the embedded model, a busy 2-core machine
+RUN_ALL_TIMEOUT = 1800     # seconds per notebook on the embedded model, a busy 2-core machine
 
 
 def assert_stored_outputs_render(driver, lab, name: str) -> dict:
@@ -76,24 +84,28 @@ def test_a_stored_notebook_opens_unchanged_and_closes_without_asking(lab, driver
     assert state["panels"] == 0, "the notebook did not close"
 
 
-#: Notebook 02's exercise cell (its fourth), and what a learner writes into it: their own loop, not the reference's text.
-EXERCISE_CELL = 3
-LEARNERS_LOOP = '''def run_loop(question, model, tools, exemplars=None, max_steps=6):
+#: What a learner writes into each exercise cell: their own code, not the reference's text.
+#: A test of another notebook's exercise adds its piece here (07: "run_native").
+LEARNERS_CODE = {
+    "observe": r'''def observe(text, tools):
+    """Run the completion's action; return the text the loop appends."""
+    match = ACTION_RE.search(text)
+    if not match:
+        return "\nObservation: no action found; write Action: tool_name[arguments]\nThought:"
+    args = [piece.strip() for piece in match.group(2).split(",")]
+    result = call_tool(tools, match.group(1), args).text
+    return "\nObservation: " + result + "\nThought:"''',
+    "run_loop": r'''def run_loop(question, model, tools, exemplars=None, max_steps=6):
     """Run the text-protocol loop; return (answer or None, transcript)."""
     transcript = build_prompt(question, tools.values(), exemplars)
     for _ in range(max_steps):
         text = model.complete(transcript, stop=STOP, max_tokens=128).text
         transcript += text
         if "Answer:" in text:
-            return text.split("Answer:", 1)[1].split("\\n")[0].strip(), transcript
-        match = ACTION_RE.search(text)
-        if match:
-            args = [piece.strip() for piece in match.group(2).split(",")]
-            observation = call_tool(tools, match.group(1), args).text
-        else:
-            observation = "No action found: write Action: tool_name[arguments]"
-        transcript += "\\nObservation: " + observation + "\\nThought:"
-    return None, transcript'''
+            return text.split("Answer:", 1)[1].split("\n")[0].strip(), transcript
+        transcript += observe(text, tools)
+    return None, transcript''',
+}
 
 # Put text into a cell's editor the way typing does: a CodeMirror 6 transaction on the cell's
 # own editor view, which JupyterLab's binding copies into the notebook model.
@@ -109,6 +121,23 @@ view.dispatch({changes: {from: 0, to: view.state.doc.length, insert: arguments[1
 return view.state.doc.toString() === arguments[1] ? 'ok' : 'the editor did not take the text';
 """
 
+# The index (among all cells) of the first cell whose input holds arguments[0], or -1.
+_CELL_INDEX_JS = """
+const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
+return cells.findIndex(c => (c.querySelector('.jp-InputArea') || c).textContent.includes(arguments[0]));
+"""
+
+
+def stub_marker(exercise: str) -> str:
+    """Text only ``exercise``'s stored stub cell holds: the stub's last line (the ``raise
+    NotImplementedError`` line with its hint, or an edit exercise's ``%agent ...`` line)."""
+    return CORE[exercise].stub.strip().splitlines()[-1].strip()
+
+
+def cell_index(driver, marker: str) -> int:
+    """The index of the first cell whose input contains ``marker`` (-1 if none)."""
+    return driver.execute_script(_CELL_INDEX_JS, marker)
+
 
 def cell_outputs(driver, marker: str) -> str:
     """The rendered output text of the first code cell whose source contains ``marker``."""
@@ -119,15 +148,9 @@ def cell_outputs(driver, marker: str) -> str:
     """, marker)
 
 
-@pytest.mark.model
-def test_write_the_loop_run_it_and_see_the_check_and_the_answer(lab, driver, screenshots):
-    name = "02_the_loop.ipynb"
-    open_notebook(driver, lab, name)
-    scroll_to(driver, ".jp-NotebookPanel .jp-Cell", EXERCISE_CELL)
-    assert driver.execute_script(_SET_CELL_JS, "raise NotImplementedError  # your code", LEARNERS_LOOP) == "ok"
-    scroll_to(driver, ".jp-NotebookPanel .jp-Cell", EXERCISE_CELL)
-    driver.save_screenshot(str(screenshots / "3_02_loop_written.png"))
-    menu(driver, "Run", "runmenu:run-all")   # Run > Run All Cells
+def run_all(driver, lab, name: str) -> dict:
+    """Run > Run All Cells; wait until every code cell ran and the kernel is idle; no errors."""
+    menu(driver, "Run", "runmenu:run-all")
     code = stored_outputs(lab.notebook_dir / name)["code"]
     t0 = time.monotonic()
 
@@ -137,20 +160,63 @@ def test_write_the_loop_run_it_and_see_the_check_and_the_answer(lab, driver, scr
         return None if busy or s["prompts"][0] in ("[ ]:", "") else s
 
     time.sleep(3)
-    state = wait_for(finished, RUN_ALL_TIMEOUT, "Run All Cells to finish", interval=2)
-    print(f"Run All Cells: {time.monotonic() - t0:.0f} s")
+    state = wait_for(finished, RUN_ALL_TIMEOUT, f"Run All Cells of {name} to finish", interval=2)
+    print(f"{name}: Run All Cells in {time.monotonic() - t0:.0f} s")
     errors = [o["text"][:500] for o in outputs(driver) if "error" in o["mime"] or "Traceback" in o["text"]]
     assert state["prompts"] == [f"[{n}]:" for n in range(1, code + 1)], (state["prompts"], errors)
     assert not errors
     assert WIDGET_ERROR not in state["text"]
+    return state
 
+
+def do_exercises(driver, lab, name: str, exercises: list[str], screenshots) -> dict:
+    """As a learner does a notebook: open ``name``, write their code (:data:`LEARNERS_CODE`)
+    into each exercise's stub cell, run every cell, and save (so leaving it asks nothing)."""
+    open_notebook(driver, lab, name)
+    shut_down_kernels(lab, but=name)
+    for exercise in exercises:
+        marker = stub_marker(exercise)
+        index = cell_index(driver, marker)
+        assert index >= 0, f"{name}: no exercise cell holds {marker!r}"
+        scroll_to(driver, ".jp-NotebookPanel .jp-Cell", index)
+        assert driver.execute_script(_SET_CELL_JS, marker, LEARNERS_CODE[exercise]) == "ok"
+        scroll_to(driver, ".jp-NotebookPanel .jp-Cell", index)
+        driver.save_screenshot(str(screenshots / f"3_{name[:2]}_{exercise}_written.png"))
+    state = run_all(driver, lab, name)
+    menu(driver, "File", "docmanager:save")
+    wait_for(lambda: page_state(driver)["dirty"] == 0, 30, f"{name} to be saved")
+    return state
+
+
+def shut_down_kernels(lab, but: str = "") -> None:
+    """End the server's kernel sessions, but the one of notebook ``but``: one model in memory."""
+    for session in lab.api("/api/sessions") or []:
+        if not but or not session.get("path", "").endswith(but):
+            lab.api(f"/api/sessions/{session['id']}", method="DELETE")
+
+
+@pytest.mark.model
+def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answer(lab, driver,
+                                                                                  screenshots):
+    do_exercises(driver, lab, "01_text_protocol.ipynb", ["observe"], screenshots)
+    checked = cell_outputs(driver, 'check("observe", observe)')
+    assert "✓ observe: 5/5 cases pass — saved to my_agent.py" in checked, checked
+    loaded = cell_outputs(driver, 'load_agent("observe")')
+    assert "✓ observe: yours (my_agent.py)" in loaded, loaded   # the second completion used it
+    assert "def observe(text, tools):" in (lab.notebook_dir / "my_agent.py").read_text()
+
+    do_exercises(driver, lab, "02_the_loop.ipynb", ["run_loop"], screenshots)
+    first = cell_outputs(driver, 'show_minutes("02_the_loop.ipynb")')
+    assert "✓ observe: yours (my_agent.py)" in first, first   # their 01 piece, loaded in 02
     checked = cell_outputs(driver, 'check("run_loop", run_loop)')
-    assert "✓ run_loop: 7/7 cases pass" in checked, checked
-    chosen = cell_outputs(driver, 'loop = choose("run_loop", run_loop)')
-    assert "using your run_loop" in chosen, chosen
-    answered = cell_outputs(driver, "second = loop(question, model, tools, exemplars=[paid_exemplar])")
-    assert "=> answer: No" in answered and "scored: right" in answered, answered
-    scroll_to(driver, ".jp-NotebookPanel .jp-Cell", EXERCISE_CELL + 8)
+    assert "✓ run_loop: 5/5 cases pass — saved to my_agent.py" in checked, checked
+    ran = cell_outputs(driver, 'agent = load_agent(["observe", "run_loop"])')
+    assert "✓ observe: yours (my_agent.py)" in ran and "✓ run_loop: yours (my_agent.py)" in ran, ran
+    answered = cell_outputs(driver, "exemplars=[paid_exemplar])")
+    assert re.search(r"model's answer: No\b", answered), answered
+    assert re.search(r"scored\s*: right", answered), answered
+    scroll_to(driver, ".jp-NotebookPanel .jp-Cell", cell_index(driver, "exemplars=[paid_exemplar])"))
     driver.save_screenshot(str(screenshots / "4_02_the_loop_answers.png"))
+    shut_down_kernels(lab)
     print("checker:", checked.strip()[:120])
-    print("answer :", answered.strip().splitlines()[-1][:160])
+    print("answer :", re.search(r"model's answer: .*", answered).group(0)[:160])

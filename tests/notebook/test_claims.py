@@ -36,3 +36,19 @@ def test_claim_table_shows_every_row_as_text_and_html():
     assert text.count("claim:") == 2 and "measured here:   399 <cl100k>" in text
     html = table._repr_html_()
     assert html.count("<tr>") == 3 and "&lt;cl100k&gt;" in html and "why they differ" in html
+
+
+def test_holds_prints_a_statement_marked_and_raises_only_in_solutions_mode(monkeypatch, capsys):
+    import pytest
+
+    from react_lab.lab.notebook.claims import holds
+
+    monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
+    holds("the model wrote no Answer:", True)
+    holds("the model wrote no Answer:", False)
+    assert capsys.readouterr().out.splitlines() == [
+        "✓ the model wrote no Answer:", "✗ not in this run: the model wrote no Answer:"]
+    monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
+    holds("it holds", 1)
+    with pytest.raises(AssertionError, match="does not bear it out"):
+        holds("the model wrote no Answer:", False)

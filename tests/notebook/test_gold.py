@@ -53,7 +53,8 @@ def test_why_wrong_names_the_copied_date_the_missing_invoice_and_the_own_questio
                     observations=['[{"invoice_id": "INV-2116"}]'],
                     written=[" x\nAction: list_invoices[cus_8812, 2026-07-14]",
                              " y\nAnswer: no\n\nQuestion: When was it?"])
-    assert "copied 2026-07-14 from the exemplar" in why
+    assert "copied 2026-07-14 from the exemplar's answer" in why   # not from its call:
+    assert "(the exemplar's own call was list_invoices[cus_4417, 2026-07-01])" in why
     assert "INV-2041 never appeared in an observation" in why
     assert "about INV-2116" in why and "Question: line of its own" in why
 
@@ -86,3 +87,60 @@ def test_judge_scores_a_run_and_says_why_it_missed():
                                          " Done.\nAnswer: No, it was charged once."]), default_tools())
     verdict = judge(QUESTION, right.steps, check_charges("INV-2041"))
     assert verdict.right and verdict.why == "" and "right" in str(verdict)
+
+
+# Notebook 01's completions, as the embedded model writes them (greedy), and 02's first run.
+BY_HAND = [" I need to know if cus_8812 was charged twice for INV-2041 in July.\n"
+           "Action: list_invoices[cus_8812, 2026-07-14]",
+           " The latest invoice of cus_8812 was charged twice for INV-2116, issued on July 22, "
+           "2026.\nAnswer: The latest invoice of cus_8812 was charged twice for INV-2116, issued "
+           "on July 22, 2026.\n\nQuestion: When was cus_8812 issued?\nThought: I need to know "
+           "when cus_8812 was issued.\nAction: list_invoices[cus_8812, 202"]
+
+
+def test_judge_run_reads_the_answer_and_the_calls_of_a_run_by_hand():
+    from react_lab.lab.notebook.gold import judge_run
+    from react_lab.tools import call_tool, default_tools
+
+    observation = call_tool(default_tools(), "list_invoices", ["cus_8812", "2026-07-14"]).text
+    verdict = judge_run(QUESTION, BY_HAND, [observation], check_charges("INV-2041"))
+    assert verdict.answer.startswith("The latest invoice of cus_8812 was charged twice")
+    assert not verdict.right and verdict.gold == "no"
+    # the call is the first completion's action line; the cut-off one after Answer: is not
+    assert "copied 2026-07-14 from the exemplar's answer into list_invoices[cus_8812, 2026-07-14]" \
+        in verdict.why
+    assert "It also wrote a Question: line of its own" in verdict.why
+    assert str(verdict).splitlines()[0].startswith("model's answer: The latest invoice")
+
+
+def test_judge_loop_shows_the_run_and_says_no_answer_line_was_written():
+    from react_lab.lab.backends.scripted import ScriptedModel
+    from react_lab.lab.notebook.gold import invoice_paid, judge_loop, run_of, run_parts
+    from react_lab.lab.notebook.solutions import run_loop  # calls the reference observe
+    from react_lab.tools import default_tools
+
+    question = "Has supplier invoice INV-2291 been paid?"
+    first = " I need the invoice of cus_2291.\nAction: list_invoices[cus_2291, 2026-07-14]"
+    again = (" The invoice of cus_2291 is not paid.\n\nQuestion: When was the latest invoice of "
+             "cus_2291 issued?\nThought: I need it.\nAction: list_invoices[cus_2291, 2026-07-14]")
+    model = ScriptedModel([first, again, again])
+    answer, transcript = run_loop(question, model, default_tools(), max_steps=3)
+    texts, observations = run_parts(question, transcript)
+    assert texts == [first, again, again] and observations == ["[]"] * 3
+    assert run_of(question, transcript).startswith(f"Question: {question}\nThought: I need")
+    verdict = judge_loop(question, answer, transcript, invoice_paid("INV-2291"))
+    shown = str(verdict)
+    assert shown.startswith(f"Question: {question}") and "model's answer: none" in shown
+    assert "gold answer   : no - INV-2291 (supplier, 48200.00 dollars" in shown
+    assert "it wrote no Answer: line" in verdict.why and "Question: line of its own" in verdict.why
+    assert "copied 2026-07-14 from the exemplar's answer" in verdict.why
+
+
+def test_run_of_skips_an_exemplar_with_the_same_question():
+    from react_lab.lab.notebook.gold import run_of
+    from react_lab.protocol import EXEMPLARS, build_prompt
+    from react_lab.tools import default_tools
+
+    question = EXEMPLARS[1].question
+    prompt = build_prompt(question, default_tools().values(), [EXEMPLARS[1]])
+    assert run_of(question, prompt + " x") == f"Question: {question}\nThought: x"

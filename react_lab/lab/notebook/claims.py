@@ -110,3 +110,19 @@ class ClaimTable:
             "<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(t)}</td>"
                              for t in (r.claim, r.measured, r.why)) + "</tr>" for r in self.rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def holds(statement: str, true: bool) -> None:
+    """Print ``statement``, which the text beside it relies on, marked by whether this run bears it out.
+
+    ``✓ statement`` when ``true``; otherwise ``✗ not in this run: statement`` (another model,
+    another version of llama.cpp), so a learner sees the text and the output part ways. In
+    solutions mode (CI, ``REACT_LAB_SOLUTIONS=1``) a false statement raises
+    ``AssertionError``: the notebook's text cannot drift from its output unnoticed.
+    """
+    from .exercises import solutions_mode
+
+    true = bool(true)
+    if not true and solutions_mode():
+        raise AssertionError(f"the notebook's text says: {statement}; this run does not bear it out")
+    print(f"✓ {statement}" if true else f"✗ not in this run: {statement}")

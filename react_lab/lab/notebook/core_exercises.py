@@ -767,17 +767,13 @@ def _edit(piece: str, new_name: str | None = None) -> str:
 
 CORE: dict[str, Exercise] = {e.name: e for e in [
     Exercise("observe", "observe", 1,
-             "observe(text, tools) -> str: the completion's action line (ACTION_RE), its "
-             "arguments split on commas, the tool run with call_tool; return '\\nObservation: "
-             "<result>\\nThought:'",
+             "observe(text, tools) -> str, by rules 1 to 5 above",
              OBSERVE_RULES, lambda: _observe_cases(OBSERVE_RULES),
              _stub("observe(text, tools)",
                    "Run the completion's action; return the text the loop appends.",
                    "ACTION_RE.search, split on commas, call_tool(tools, name, args).text")),
     Exercise("run_loop", "run_loop", 2,
-             "run_loop(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, "
-             "transcript): the text-protocol loop, each completion followed by observe(text, "
-             "tools)",
+             "run_loop(question, model, tools, ...), by rules 1 to 5 above",
              LOOP_RULES, lambda: _loop_cases(LOOP_RULES),
              _stub("run_loop(question, model, tools, exemplars=None, max_steps=6)",
                    "Run the text-protocol loop; return (answer or None, transcript).",

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..experiments.tasks import Task, score
-from ...protocol import EXEMPLARS
+from ...protocol import ACTION_RE, EXEMPLARS
 from ...tools import ID_RE, open_db
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
@@ -57,6 +57,17 @@ class ChargeCheck:
         return Task(id=f"charged_twice:{self.invoice_id}", category="duplicate",
                     question=question, gold=self.gold, kind="yesno", sql=DUPLICATE_SQL,
                     params=(self.invoice_id,))
+
+    def right(self, answer: str | None, question: str = "") -> bool:
+        """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
+        return score(answer, self.task(question))
+
+    def facts(self) -> str:
+        """The short form of :meth:`explain`: the invoice, when it was issued, how often it was charged."""
+        ok = self.succeeded
+        times = {0: "never charged", 1: "charged once", 2: "charged twice"}.get(
+            len(ok), f"charged {len(ok)} times")
+        return f"{self.invoice_id} ({self.customer_id}, issued {self.issued}) was {times}."
 
     def explain(self) -> str:
         """One sentence: how many charges took money, and why the invoice may be listed more than once."""
@@ -122,8 +133,12 @@ class PaidCheck:
 
     def explain(self) -> str:
         """One sentence: the invoice, its total, what was paid, and so the gold answer."""
-        return (f"gold answer: {self.gold} - {self.invoice_id} ({self.kind}, {self.total:.2f} dollars, "
-                f"status {self.status}, due {self.due}) has {self.paid:.2f} dollars of payments.")
+        return f"gold answer: {self.gold} - {self.facts()}"
+
+    def facts(self) -> str:
+        """The invoice, its total, its status and what was paid (no gold answer)."""
+        return (f"{self.invoice_id} ({self.kind}, {self.total:.2f} dollars, status {self.status}, "
+                f"due {self.due}) has {self.paid:.2f} dollars of payments.")
 
 
 def invoice_paid(invoice_id: str, conn: sqlite3.Connection | None = None) -> PaidCheck:
@@ -150,35 +165,38 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
     answer about other ids, no answer, and a ``Question:`` line the model wrote itself.
     ``exemplars`` default to the prompt's one (:data:`react_lab.protocol.EXEMPLARS`).
     """
-    shown = "\n".join(ex.render() for ex in (EXEMPLARS[:1] if exemplars is None else exemplars))
+    shown_exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
+    shown = "\n".join(ex.render() for ex in shown_exemplars)
     reasons = []
     if calls and not any(needed in text for text in observations):
         copied = []
         for tool, args in calls:  # an argument the exemplar has and the question does not
             args = list(args.values()) if isinstance(args, dict) else list(args)
-            copied += [(a, tool, args) for a in map(str, args)
+            copied += [(a, tool, args, i) for i, a in enumerate(map(str, args))
                        if len(a) > 3 and _has_word(shown, a) and not _has_word(question, a)]
         if copied:
-            arg, tool, args = copied[0]
-            reasons.append(f"it copied {arg} from the exemplar into "
-                           f"{tool}[{', '.join(map(str, args))}], so {needed} never appeared "
-                           "in an observation")
+            arg, tool, args, position = copied[0]
+            where, own = _where_in(shown_exemplars, arg, tool, position)
+            reasons.append(f"it copied {arg} from {where} into "
+                           f"{tool}[{', '.join(map(str, args))}]{own}, so {needed} never "
+                           "appeared in an observation")
         else:
             reasons.append(f"it never fetched {needed}: no observation mentions it")
     if not calls and answer is not None:
         reasons.append("it answered without calling a tool")
-    if answer is None:
-        reasons.append("it gave no answer")
+    if answer is None:  # exact where the texts say why: the label the loop stops on never came
+        reasons.append("it wrote no Answer: line" if written and not any(
+            "Answer:" in text for text in written) else "it gave no answer")
     else:
         other = sorted({m.group(0) for m in ID_RE.finditer(answer)} - set(ID_RE.findall(question)))
         if other:
             reasons.append(f"its answer is about {', '.join(other)}, not {needed}")
-    if any(re.search(r"^Question:", text, re.M) for text in written):
-        reasons.append("and it went on to write a Question: line of its own, continuing the "
-                       "exemplar's pattern")
+    own_question = any(re.search(r"^Question:", text, re.M) for text in written)
+    also = ("It also wrote a Question: line of its own, continuing the prompt's pattern."
+            if own_question else "")
     if not reasons:
-        return ""
-    return "The model went wrong because " + "; ".join(reasons) + "."
+        return also
+    return " ".join(["The model went wrong because " + "; ".join(reasons) + ".", also]).strip()
 
 
 @dataclass(frozen=True)
@@ -190,9 +208,11 @@ class Verdict:
     explanation: str
     right: bool
     why: str
+    run: str = ""
 
     def __str__(self) -> str:
-        lines = [f"model's answer: {self.answer if self.answer is not None else 'none'}",
+        lines = [self.run.strip("\n"), ""] if self.run else []
+        lines += [f"model's answer: {self.answer if self.answer is not None else 'none'}",
                  f"gold answer   : {self.gold} - {self.explanation}",
                  f"scored        : {'right' if self.right else 'wrong'}"]
         if not self.right:
@@ -216,6 +236,101 @@ def judge(question: str, steps, check: ChargeCheck) -> Verdict:
         observations=[s.observation for s in steps if s.observation],
         written=[s.completion for s in steps])
     return Verdict(answer, check.gold, check.explain(), right, why)
+
+
+def run_of(question: str, transcript: str) -> str:
+    """The part of a loop's transcript from the prompt's ``Question:`` line on: the run itself.
+
+    The prompt (:func:`react_lab.protocol.build_prompt`) puts the question after a blank
+    line; an exemplar's question follows its ``Example:`` label, and a question the model
+    writes itself comes later, so the first blank line and ``Question: <question>`` is the prompt's.
+    """
+    at = transcript.find(f"\n\nQuestion: {question}\nThought:")
+    return transcript[at + 2:] if at >= 0 else transcript
+
+
+def run_parts(question: str, transcript: str) -> tuple[list[str], list[str]]:
+    """What the model wrote and what the loop wrote back, after ``question``, in a loop's transcript.
+
+    The loop writes ``"\nObservation: <result>\nThought:"`` after each completion without an
+    answer (notebook 02's rule 4), so the run after the question's ``Thought:`` splits into
+    the model's completions and the observations between them.
+    """
+    run = run_of(question, transcript)
+    rest = run.split("\nThought:", 1)[1] if "\nThought:" in run else run
+    pieces = re.split(r"\nObservation: (.*)\nThought:", rest)
+    texts = pieces[0::2]
+    if len(texts) > 1 and texts[-1] == "":  # the run ended at its step limit, after an observation
+        texts.pop()
+    return texts, pieces[1::2]
+
+
+def judge_loop(question: str, answer: str | None, transcript: str, check) -> Verdict:
+    """A loop's run, from the question on, with its answer scored against ``check``'s gold.
+
+    ``answer`` and ``transcript`` are what ``run_loop`` returned. Printed, the verdict shows
+    the run, then the answer, the gold answer, right or wrong, and why when wrong.
+    """
+    texts, observations = run_parts(question, transcript)
+    verdict = judge_run(question, texts, observations, check, answer=answer)
+    return replace(verdict, run=run_of(question, transcript))
+
+
+#: :func:`judge_run`'s default: the answer is read from the completions.
+FROM_TEXTS = object()
+
+
+def judge_run(question: str, texts, observations, check, *, answer=FROM_TEXTS) -> Verdict:
+    """Score a run's answer against ``check``'s gold (a :class:`ChargeCheck` or :class:`PaidCheck`).
+
+    ``texts`` are the completions the model wrote, ``observations`` the texts written back
+    (:func:`run_parts` reads both from a loop's transcript). ``answer`` is what the run
+    returned; by default it is read from the texts (:func:`answer_of`), as a run by hand
+    has none. The calls are the anchored action lines of the completions before the
+    answer (:data:`react_lab.protocol.ACTION_RE`), their arguments split on commas, as the
+    learner's ``observe`` reads them. Says why when the answer is wrong.
+    """
+    texts, observations = list(texts), list(observations)
+    answer = answer_of(texts) if answer is FROM_TEXTS else answer
+    calls = []
+    for text in texts:
+        match = None if "Answer:" in text else ACTION_RE.search(text)
+        if match:
+            calls.append((match.group(1), [a.strip() for a in match.group(2).split(",")]))
+    right = check.right(answer, question)
+    needed = check.invoice_id
+    why = "" if right else why_wrong(question, answer, needed=needed, calls=calls,
+                                     observations=observations, written=texts)
+    return Verdict(answer, check.gold, check.facts(), right, why)
+
+
+def answer_of(texts) -> str | None:
+    """The rest of the line after the first ``Answer:`` in ``texts``, stripped; None if none has one."""
+    for text in texts:
+        if "Answer:" in text:
+            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip()
+    return None
+
+
+def _where_in(exemplars, value: str, tool: str, position: int) -> tuple[str, str]:
+    """Where ``value`` shows in the exemplars ("the exemplar's answer", ...), and a note on
+    the exemplar's own call to ``tool`` when it passed another value at ``position``."""
+    parts = [(part, ex) for ex in exemplars for part in (
+        ("the exemplar's answer", ex.answer), ("the exemplar's last thought", ex.final_thought),
+        *(("the exemplar's call", action) for _, action, _ in ex.steps),
+        *(("the exemplar's observation", observation) for _, _, observation in ex.steps))]
+    where = next((name for (name, text), _ in parts if _has_word(text, value)), "the exemplar")
+    own = ""
+    for ex in exemplars:
+        for _, action, _ in ex.steps:
+            name, _, inside = action.partition("[")
+            theirs = [a.strip() for a in inside.rstrip("]").split(",")]
+            if name == tool and position < len(theirs) and theirs[position] != value:
+                own = f" (the exemplar's own call was {action})"
+                break
+        if own:
+            break
+    return where, own
 
 
 def _has_word(text: str, word: str) -> bool:

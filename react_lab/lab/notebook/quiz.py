@@ -1,4 +1,4 @@
-"""Check-yourself questions: three at the end of each core notebook, each answer checked.
+"""Check-yourself questions: two or three at the end of each core notebook, each answer checked.
 
 :data:`QUIZZES` holds the questions by notebook number, each with its choices, the right
 one, and why. :func:`grade` checks picks (pure, for tests); :func:`make_quiz_widget`
@@ -27,34 +27,32 @@ class Question:
 
 QUIZZES: dict[str, tuple[Question, ...]] = {
     "01": (
-        Question("Who writes the line that starts with `Observation:`?",
-                 ("The model, after its action", "The loop: your code, with the tool's result",
-                  "The provider, from the stop sequence"), 1,
-                 "The model only writes text; the loop runs the tool and writes its result behind the label."),
-        Question("What does `stop=STOP` ask the provider to do?",
-                 ("End the completion where those characters appear, and leave them out",
-                  "Tell the model not to write observations", "Stop the loop after one step"), 0,
-                 "It is a cut, not an instruction: the model never reads it."),
-        Question("A text-protocol parser was written in 2024. What does the eight-month window say about it?",
-                 ("Its authors had no other way to get an action out of a model",
-                  "It was a choice: native function calling had existed since June 2023",
-                  "Nothing: the window is about the paper"), 1,
-                 "The window dates a codebase: inside it a parser was the only carrier, after it a choice."),
+        Question("Who decides that `list_invoices[cus_8812, 2026-07-14]` is a tool call?",
+                 ("The model: it sends the call to the provider as a request of its own",
+                  "The provider: its stop sequence marks where a call in the text ends",
+                  "Your code: ACTION_RE matches it on a line that starts with `Action:`"), 2,
+                 "The model wrote characters and the provider returned them as text; the call "
+                 "exists because your observe matched them, then ran the tool."),
+        Question("The model's call asked for invoices since 2026-07-14. Where did that date come from?",
+                 ("From the exemplar's answer: the date its lookup had found",
+                  "From the exemplar's call: the date its action had passed",
+                  "From the question: July, written out as its middle day"), 0,
+                 "The exemplar's call passed 2026-07-01; its answer reported 2026-07-14. A small "
+                 "model copies what its one example shows, here the answer into the call."),
     ),
     "02": (
-        Question("How is ReAct different from function calling?",
-                 ("They are two names for the same API",
-                  "ReAct is the reasoning-and-acting loop; function calling is the API feature that "
-                  "carries the acting part as structured fields",
-                  "Function calling needs no loop"), 1,
-                 "Seed 004's answer: the loop stays, the carrier of the action changes."),
-        Question("How do you stop an agent from looping forever?",
-                 ("Ask it in the prompt to be brief", "A hard step limit (plus a timeout, repeat "
-                  "detection, and escalation when the limit is reached)", "Use a bigger model"), 1,
-                 "Your loop's max_steps is the first of these; notebook 06 adds the rest."),
-        Question("Your loop answered INV-2291 wrongly with one exemplar and rightly with another. What changed?",
-                 ("The model", "The loop", "The exemplar: the model copies its shape, down to the tool it calls"), 2,
-                 "Same model, same loop; a 135M model imitates the worked example it is shown."),
+        Question("On the first run the model wrote \"...is not paid.\" and your loop returned None. Why?",
+                 ("The scorer refused it: the line was about cus_2291, not INV-2291",
+                  "It was a Thought; your loop stops only on a line with `Answer:`",
+                  "The stop sequence cut the completion before its answer could come"), 1,
+                 "Rule 3: only `Answer:` ends a run. The model concluded in a Thought, then began a "
+                 "question of its own, whose action your loop ran."),
+        Question("How does ReAct differ from native function calling (seed 000's distinction)?",
+                 ("Both keep ReAct's finding, interleaving; function calling replaces its text carrier",
+                  "ReAct is the agent loop itself; function calling is a loop that the provider runs",
+                  "Function calling is ReAct's text protocol renamed, with JSON inside the brackets"), 0,
+                 "ReAct contributed a finding (alternate reasoning and acting) carried by labels, a "
+                 "stop sequence and a regex; the loop is yours either way, and 07 swaps the carrier."),
     ),
     "03": (
         Question("Why does the model, without a stop sequence, write an `Observation:` line itself?",
