@@ -3,10 +3,15 @@
 :func:`warm_up` pays every one-off cost before a learner's first step. The learner's own
 agent, ``my_agent.py``, is saved by the checkers and loaded by :func:`load_agent`
 (:mod:`react_lab.lab.notebook.agent_file`); importing this package in IPython registers
-the ``%agent`` magic that puts a saved piece back into a cell to edit.
+the ``%agent`` magic that puts a saved piece back into a cell to edit. The names below are
+the notebooks' facade: a core notebook imports what it needs from here in one line.
 """
+from ..backends.load import load_model  # noqa: F401
 from .agent_file import download_link, load_agent, register_magic, save  # noqa: F401
 from .exercises import check  # noqa: F401
+from .minutes import show_minutes  # noqa: F401
+from .quiz import quiz  # noqa: F401
+from .tables import run_html  # noqa: F401
 from .warm import warm_up  # noqa: F401
 
 register_magic()  # IPython only: nothing happens in a script
