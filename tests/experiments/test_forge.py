@@ -262,3 +262,24 @@ def test_forge_widget_toggles_the_stop_sequence():
     box.run_button.click()
     assert "<mark" not in box.output.value and "get_charge[ch_1KZq8f]" in box.output.value
     assert "no model-written Observation" in box.status.value
+
+
+def test_recorded_keeps_each_completion_and_passes_everything_on():
+    from react_lab.lab.backends.scripted import ScriptedModel
+
+    model = ScriptedModel([" One.\nObservation: x", " Two."])
+    seen = forge.Recorded(model)
+    first = seen.complete("prompt", stop=["Observation:"], max_tokens=50)
+    second = seen.complete("prompt", max_tokens=50)
+    assert first.text == " One.\n"  # the stop, applied by the model it wraps
+    assert seen.texts == [first.text, second.text] == [first.text, " Two."]
+    assert model.calls == 2
+
+
+def test_first_steps_completes_each_question_once_with_or_without_stop():
+    from react_lab.lab.backends.scripted import ScriptedModel
+
+    model = ScriptedModel([" A.\nAction: a[b]\nObservation: fake", " B.\nAction: c[d]"])
+    texts = forge.first_steps(model, ["q1?", "q2?"], stop=True, progress=False)
+    assert texts == [" A.\nAction: a[b]", " B.\nAction: c[d]"] and model.calls == 2
+    assert model.prompts[1].endswith("Question: q2?\nThought:")

@@ -76,6 +76,23 @@ ARMS = ("with_stop", "without_stop")
 
 # --------------------------------------------------------------------------- one completion
 
+class Recorded:
+    """A text-completion model that keeps what it wrote: ``texts``, one per call, in order.
+
+    Wraps any model with ``complete(prompt, stop=..., max_tokens=...)``; a loop run on it
+    runs as on the model, and :func:`react_lab.lab.notebook.tables.run_html` can then tell
+    the model's text from the loop's.
+    """
+
+    def __init__(self, model):
+        self.model, self.texts = model, []
+
+    def complete(self, prompt, **kwargs):
+        completion = self.model.complete(prompt, **kwargs)
+        self.texts.append(completion.text)
+        return completion
+
+
 def forged_tail(text: str) -> str:
     """Return the part of a completion from its first model-written ``Observation`` line on ('' if none)."""
     cut = find_forged(text)
@@ -96,6 +113,17 @@ def complete_once(model, question: str, *, stop: bool, max_tokens: int = FORGE_M
     return {**describe(question, stop, c.text, c.finish_reason, c.completion_tokens, c.seconds),
             "prompt_tokens": c.prompt_tokens, "evaluated_tokens": c.evaluated_tokens}
 
+
+def first_steps(model, question_texts: Sequence[str], *, stop: bool,
+                max_tokens: int = FORGE_MAX_TOKENS, progress: bool = True) -> list[str]:
+    """Complete each question's first step once, as the experiment does; return the texts.
+
+    The prompt and ``max_tokens`` are :func:`complete_once`'s, so on the embedded model
+    (greedy, one at a time) each text is the experiment's completion of that question.
+    Shows a progress bar unless ``progress=False``.
+    """
+    bar = tqdm(question_texts, desc="with stop" if stop else "without stop", disable=not progress)
+    return [complete_once(model, q, stop=stop, max_tokens=max_tokens)["text"] for q in bar]
 
 def run_on(model: LocalModel, trial: dict, max_tokens: int, tools=None) -> dict:
     """Continue ``trial``'s completion without ``stop`` by up to ``max_tokens`` more tokens.

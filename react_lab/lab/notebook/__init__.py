@@ -15,6 +15,7 @@ from .exercises import check  # noqa: F401
 from .gold import check_charges, invoice_paid, judge_loop, judge_run, run_of  # noqa: F401
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
+from .tables import run_html  # noqa: F401
 from .warm import warm_up  # noqa: F401
 
 register_magic()  # IPython only: nothing happens in a script

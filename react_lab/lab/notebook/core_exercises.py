@@ -4,8 +4,7 @@ Each :class:`Exercise` is a piece the learner types (or an edit of an earlier pi
 rules its checker holds it to, numbered and named as the notebook states them, and the
 cases that check them on scripted models. The pieces call each other by name, as the
 learner's file does: ``run_loop`` appends what ``observe(text, tools)`` returns, the
-checked ``observe`` asks ``check_args``, the guarded loop asks ``is_repeat`` and
-``best_effort``. A checker watches those calls (:func:`react_lab.lab.notebook.cases.spying`),
+guarded loop asks ``is_repeat`` and ``best_effort``. A checker watches those calls (:func:`react_lab.lab.notebook.cases.spying`),
 so each piece is checked on its own: a loop is not blamed for its ``observe``.
 
 =================  ====  ==========================================================
@@ -15,8 +14,7 @@ observe            01    ``observe(text, tools) -> str``
 run_loop           02    ``run_loop(question, model, tools, exemplars=None, max_steps=6)``
 run_loop_stop      03    edit of ``run_loop``: ``stop=STOP`` a parameter
 is_forged          03    ``is_forged(text) -> bool``
-check_args         04    ``check_args(tool, args) -> list[str]``
-observe_args       04    edit of ``observe``: a call ``check_args`` refuses does not run
+observe_args       04    edit of ``observe``: a call its tool's JSON Schema refuses does not run
 prompt_tokens...   05    ``prompt_tokens_at_step(P, O, A, k) -> int``
 is_repeat          06    ``is_repeat(calls, name, args) -> bool``
 best_effort        06    ``best_effort(model, transcript) -> str | None``
@@ -98,13 +96,14 @@ def _observation(tools, name: str, args: list) -> str:
 
 OBSERVE_RULES = {1: "the action line", 2: "split the arguments", 3: "run the tool",
                  4: "the observation's shape", 5: "no action line"}
-OBSERVE_ARGS_RULES = {**OBSERVE_RULES, 6: "refuse invalid arguments"}
+OBSERVE_ARGS_RULES = {**OBSERVE_RULES, 6: "name the arguments", 7: "validate before running",
+                      8: "the errors are the observation"}
 
 
 def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
                   refused: bool = False) -> Case:
     """``observe(text, tools)``: the call it must run (None: none), and the text it must return."""
-    tools, seen, state = _tools(), [], {}
+    tools, seen = _tools(), []
     head, tail = "\nObservation: ", "\nThought:"
 
     def verify(got):
@@ -128,7 +127,7 @@ def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
                                    "from")
         said = got[len(head):len(got) - len(tail)]
         if refused:
-            return _refusal_wrong(rules, tools, text, said, seen, state)
+            return _refusal_wrong(rules, tools, text, said, seen)
         if call is None:
             if seen:
                 return broke(rules, 5, f"ran {seen[0][0]!r} for a completion with no action line")
@@ -136,41 +135,46 @@ def _observe_case(rules, rule: int, text: str, call: tuple[str, list] | None, *,
                 rules, 5, "returned an empty observation for a completion with no action line; "
                           "say so")
         want = call_tool(tools, *call).text
+        if said != want and not seen and 6 in rules:
+            return broke(rules, 6, f"did not run {call[0]} for a call its schema accepts (wrote "
+                                   f"{said[:60]!r}); name each argument by the schema's property "
+                                   "order, dict(zip(schema['properties'], args)), and validate that")
         if said != want:
             return broke(rules, 3, f"wrote the observation {said[:60]!r}; expected what call_tool "
                                    f"returns, call_tool(tools, name, args).text: {want[:60]!r}")
         return None
 
     def around(fn):
-        state["fn"] = fn
         return watching_call_tool(fn, seen)
 
     return Case((text, tools), verify, shown=f"{text!r}, tools", rule=rule_of(rules, rule),
                 around=around)
 
 
-def _refusal_wrong(rules, tools, text: str, said: str, seen: list, state: dict) -> str | None:
-    """Rule 6: a call ``check_args`` refuses does not run; its errors are the observation."""
+def _schema_errors(tools, text: str) -> list[str]:
+    """The JSON Schema's messages for the action in ``text``, its arguments named in order."""
+    import jsonschema
+
     match = ACTION_RE.search(text)
     name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
-    check = getattr(state.get("fn"), "__globals__", {}).get("check_args")
-    if not callable(check):
-        return broke(rules, 6, "check_args is not defined where observe is; define it first (its "
-                               "checker is the cell above)")
-    try:
-        errors = check(tools[name], args)
-    except Exception as exc:  # the learner's check_args: report, never raise
-        return broke(rules, 6, f"check_args raised {type(exc).__name__}: {exc}; fix it first")
-    if not errors:
-        return broke(rules, 6, f"check_args(tools[{name!r}], {args!r}) returns {errors!r}; fix "
-                               "check_args first (its checker says what is wrong)")
+    schema = tools[name].parameters
+    named = dict(zip(schema["properties"], args))
+    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+
+
+def _refusal_wrong(rules, tools, text: str, said: str, seen: list) -> str | None:
+    """Rules 7 and 8: a call the schema refuses does not run; every error is in the observation."""
+    errors = _schema_errors(tools, text)
+    match = ACTION_RE.search(text)
+    name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
     if seen or said == call_tool(tools, name, args).text:
-        return broke(rules, 6, f"ran {name} although check_args finds {errors!r}; return the "
-                               "errors as the observation, and do not run the tool")
-    missing = [e for e in errors if str(e) not in said]
+        return broke(rules, 7, f"ran {name} although its schema refuses the call ({errors[0]!r}); "
+                               "validate first, and return the errors instead of running it")
+    missing = [e for e in errors if e not in said]
     if missing:
-        return broke(rules, 6, f"wrote the observation {said[:60]!r}, which leaves out check_args' "
-                               f"error {missing[0]!r}; put every error in it")
+        return broke(rules, 8, f"wrote the observation {said[:60]!r}, which leaves out the "
+                               f"schema's error {missing[0]!r}; put every error.message in it "
+                               "(iter_errors gives them all)")
     return None
 
 
@@ -187,9 +191,21 @@ def _observe_cases(rules) -> list[Case]:
                       ("find_invoice", ["INV-2291"])),
         _observe_case(rules, 5, " I am not sure what to do.", None),
     ]
-    if 6 in rules:
-        cases.append(_observe_case(rules, 6, " I list.\nAction: list_invoices[cus_8812, July 1st]",
-                                   None, refused=True))
+    if 8 in rules:  # the checked observe: a valid call still runs; the schema's refusals do not
+        cases += [
+            _observe_case(rules, 6, " I check the charge.\nAction: get_charge[ch_1KZq8f]",
+                          ("get_charge", ["ch_1KZq8f"])),
+            _observe_case(rules, 7, " I list.\nAction: list_invoices[cus_8812, July 1st]", None,
+                          refused=True),
+            # the embedded model's own: a charge id written into the customer slot
+            _observe_case(rules, 7, " I need the invoice of charge_ch_3c4r9n.\n"
+                                    "Action: list_invoices[cus_3c4r9n, 2026-07-14]", None,
+                          refused=True),
+            _observe_case(rules, 8, " I list them.\nAction: list_invoices[cus_8812]", None,
+                          refused=True),
+            _observe_case(rules, 8, " I list them.\nAction: list_invoices[cus_8812 2026-07-01]",
+                          None, refused=True),
+        ]
     return cases
 
 
@@ -436,46 +452,6 @@ def _forged_cases() -> list[Case]:
         _bool_case(r, 2, (" I wait for the Observation.\nAction: find_invoice[INV-2291]",), False,
                    "the word inside a line is not the label"),
         _bool_case(r, 2, (" I look.\nAction: find_invoice[INV-2291]",), False, "nothing forged"),
-    ]
-
-
-# --------------------------------------------------------------------------- 04 check_args
-
-ARGS_RULES = {1: "name the arguments", 2: "validate with the schema", 3: "the messages"}
-
-
-def _args_case(rule: int, tool_name: str, args: list, mention: str | None) -> Case:
-    """``check_args(tools[tool_name], args)``: [] when valid, else messages naming ``mention``."""
-    tools, r = _tools(), ARGS_RULES
-
-    def verify(got):
-        if not isinstance(got, list) or not all(isinstance(m, str) for m in got):
-            return broke(r, 3, f"returned {got!r:.80}; return a list of the error messages (str), "
-                               "[] when valid")
-        if mention is None:
-            return None if not got else broke(
-                r, 1, f"returned {got!r:.100} for a valid call; name each argument by the schema's "
-                      "property order, dict(zip(tool.parameters['properties'], args)), and "
-                      "validate that")
-        if not got:
-            return broke(r, 2, "returned [] for a call the schema refuses; validate against "
-                               "tool.parameters with jsonschema.Draft202012Validator (here: "
-                               f"{mention!r})")
-        return None if any(mention in m for m in got) else broke(
-            r, 3,
-            f"returned {got!r:.100}; the messages should name {mention!r} (error.message does)")
-
-    return Case((tools[tool_name], args), verify, shown=f"tools[{tool_name!r}], {args!r}",
-                rule=rule_of(r, rule))
-
-
-def _args_cases() -> list[Case]:
-    return [
-        _args_case(1, "get_charge", ["ch_1KZq8f"], None),
-        _args_case(1, "list_invoices", ["cus_8812", "2026-07-01"], None),
-        _args_case(2, "list_invoices", ["cus_8812", "July 1st"], "July 1st"),
-        _args_case(2, "list_invoices", ["cus_8812"], "since"),
-        _args_case(2, "find_invoice", ["2291"], "2291"),
     ]
 
 
@@ -788,19 +764,13 @@ CORE: dict[str, Exercise] = {e.name: e for e in [
              FORGED_RULES, _forged_cases,
              _stub("is_forged(text)", "True if a line of the completion starts with Observation.",
                    "re.search with re.MULTILINE")),
-    Exercise("check_args", "check_args", 4,
-             "check_args(tool, args) -> list[str]: the arguments named by the schema's property "
-             "order, validated with jsonschema (Draft 2020-12) against tool.parameters; the error "
-             "messages",
-             ARGS_RULES, _args_cases,
-             _stub("check_args(tool, args)",
-                   "Return the schema's error messages for these arguments ([] if valid).",
-                   "dict(zip(...)), jsonschema.Draft202012Validator(...).iter_errors")),
     Exercise("observe_args", "observe", 4,
-             "observe(text, tools): a call whose check_args(tool, args) is not empty does not "
-             "run; its errors are the observation",
+             "observe(text, tools): before the tool runs, its arguments named by the schema's "
+             "property order and validated with jsonschema.Draft202012Validator against "
+             "tools[name].parameters; a call with errors does not run, and its error messages "
+             "are the observation",
              OBSERVE_ARGS_RULES, lambda: _observe_cases(OBSERVE_ARGS_RULES), _edit("observe"),
-             edits="observe", lines_written=3, uses=("check_args",)),
+             edits="observe", lines_written=5),
     Exercise("prompt_tokens_at_step", "prompt_tokens_at_step", 5,
              "prompt_tokens_at_step(P, O, A, k) -> int: prompt tokens sent at step k (1-based)",
              TOKENS_RULES, _tokens_cases,

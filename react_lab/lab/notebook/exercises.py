@@ -185,7 +185,7 @@ def _raised(name: str, case: Case, exc: Exception) -> str:
 
 
 #: The rule of a calling exercise that names the piece it calls (observe is rule 4 of the loop).
-PIECE_RULES = {"observe": 4, "check_args": 6, "is_repeat": 7, "best_effort": 8}
+PIECE_RULES = {"observe": 4, "is_repeat": 7, "best_effort": 8}
 
 
 def is_reference(fn) -> bool:

@@ -4,7 +4,7 @@ Instructors: CI runs every notebook with these filled in (``REACT_LAB_SOLUTIONS=
 Learners: try the exercise first; each solution is a few lines.
 
 The core path's pieces come first, in notebook order. They call each other by name
-(``run_loop`` calls ``observe``, ``observe_args`` calls ``check_args``), so when
+(``run_loop`` calls ``observe``), so when
 :func:`react_lab.lab.notebook.agent_file.load_agent` puts one into a learner's agent it
 calls the learner's other pieces. An *edit* exercise changes an earlier piece: its
 reference is the whole piece after the edit, under the exercise's name here
@@ -66,23 +66,17 @@ def is_forged(text):
     return re.search(r"^Observation", text, re.MULTILINE) is not None
 
 
-# Notebook 04: the JSON Schema check the regex and the comma split cannot make.
-def check_args(tool, args):
-    """Return the schema's complaints about a call's positional arguments ([] when valid)."""
-    named = dict(zip(tool.parameters["properties"], args))  # {"customer_id": "cus_8812", ...}
-    validator = jsonschema.Draft202012Validator(tool.parameters)
-    return [error.message for error in validator.iter_errors(named)]
-
-
-# Notebook 04 (edit of observe): a call the schema refuses does not run; its errors are observed.
+# Notebook 04 (edit of observe): the JSON Schema check, inline; a call it refuses does not run.
 def observe_args(text, tools):
-    """Run the completion's action if the schema passes its arguments; return what is appended."""
+    """Run the completion's action if the tool's schema passes its arguments; return the text."""
     match = ACTION_RE.search(text)  # anchored: only a line that starts with "Action:"
     if match is None:
         return "\nObservation: Error: no action line; write Action: tool_name[arguments]\nThought:"
     name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
-    errors = check_args(tools[name], args) if name in tools else []
-    if errors:
+    schema = tools[name].parameters if name in tools else {}  # an unknown tool: call_tool says so
+    named = dict(zip(schema.get("properties", ()), args))  # {"customer_id": "cus_8812", ...}
+    errors = [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+    if errors:  # the tool does not run; the model reads why
         return f"\nObservation: Error: {name} was not run: {'; '.join(errors)}\nThought:"
     return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from ..experiments.abuses import Outcome
 from ...parser import find_forged
@@ -76,6 +76,69 @@ def highlight_forged(text: str) -> str:
         pos = None if nxt is None else after_end
     return ('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
             + "".join(parts) + "</pre>")
+
+
+#: How :func:`run_html` marks what the loop wrote (what the model wrote is left plain).
+LOOP_STYLE = "background:#d1fae5;color:#065f46"
+
+
+def run_spans(transcript: str, completions: Sequence[str]) -> list[tuple[str, str]] | None:
+    """Split a run's transcript into ``(owner, text)`` spans: prompt, then model and loop in turn.
+
+    ``completions`` are the texts the model wrote, in order (a text-protocol loop appends
+    each one as it is, then what the loop itself writes). Returns None when they are not
+    found in that order.
+    """
+    if not completions:
+        return None
+    start = transcript.find(completions[0])
+    if start < 0:
+        return None
+    spans, at = [("prompt", transcript[:start])], start
+    for i, text in enumerate(completions):
+        if transcript[at:at + len(text)] != text:
+            return None
+        spans.append(("model", text))
+        at += len(text)
+        end = transcript.find(completions[i + 1], at) if i + 1 < len(completions) else len(transcript)
+        if end < 0:
+            return None
+        if end > at:
+            spans.append(("loop", transcript[at:end]))
+        at = end
+    return spans
+
+
+def run_html(transcript: str, completions: Sequence[str]):
+    """A run from its question on, as an ``IPython.display.HTML`` object a cell shows.
+
+    What the model wrote is plain, with every ``Observation`` line it wrote itself marked
+    red (:func:`highlight_forged`); what the loop wrote is green. The run is shown up to the
+    end of the line holding the first ``Answer:`` (where a loop returns), then ``…`` if the
+    model wrote more. Without the completions in order (:func:`run_spans` returns None),
+    the whole tail is :func:`highlight_forged`.
+    """
+    from IPython.display import HTML  # the notebooks' only: not imported with this module
+
+    spans = run_spans(transcript, completions)
+    if spans is None:
+        return HTML(highlight_forged(transcript[transcript.rfind("Question:"):]))
+    prompt = spans[0][1]
+    parts = [html.escape(prompt[prompt.rfind("Question:"):])]
+    for owner, text in spans[1:]:
+        if owner == "model":
+            answer = text.find("Answer:")
+            newline = -1 if answer < 0 else text.find("\n", answer)
+            end = len(text) if newline < 0 else newline  # the answer's line, where the loop returns
+            parts.append(highlight_forged(text[:end]).split(">", 1)[1].rsplit("</pre>", 1)[0])
+            if end < len(text):
+                parts.append(" …")
+                break
+        else:
+            parts.append(f'<span title="written by your loop" style="{LOOP_STYLE}">'
+                         f"{html.escape(text)}</span>")
+    return HTML('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
+                + "".join(parts) + "</pre>")
 
 
 def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,

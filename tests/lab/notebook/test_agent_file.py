@@ -123,7 +123,7 @@ def test_a_file_that_no_longer_parses_is_left_alone(agent_file, capsys):
 
 def test_the_saved_file_imports_on_its_own(agent_file, capsys):
     """``import my_agent`` in a fresh Python: the header holds the imports the pieces use."""
-    pieces = ("observe", "run_loop_guards", "is_repeat", "best_effort", "check_args", "run_native")
+    pieces = ("observe_args", "run_loop_guards", "is_repeat", "best_effort", "run_native")
     for name in pieces:
         save(cell(agent_file_source(name)), CORE[name].piece)
     script = ("import my_agent; from react_lab.tools import default_tools; "
@@ -270,7 +270,7 @@ def test_an_unknown_exercise_is_a_notebook_authors_error():
 
 def test_every_piece_is_checked_after_the_pieces_it_calls():
     order = [e.name for e in agent_file.exercises_for(9)]
-    assert order.index("check_args") < order.index("observe_args") < order.index("run_loop_guards")
+    assert order.index("observe_args") < order.index("run_loop_guards")
     assert order.index("is_repeat") < order.index("run_loop_guards")
     assert order.index("best_effort") < order.index("run_loop_guards")
 

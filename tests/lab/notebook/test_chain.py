@@ -91,14 +91,14 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     agent = load_agent(9)
     out = capsys.readouterr().out.splitlines()
     assert out == [f"✓ {p}: yours (my_agent.py)" for p in
-                   ["observe", "run_loop", "is_forged", "check_args", "prompt_tokens_at_step",
+                   ["observe", "run_loop", "is_forged", "prompt_tokens_at_step",
                     "is_repeat", "best_effort", "run_native", "pick_exemplar"]]
     assert all(not hasattr(getattr(agent, e.piece), "reference") for e in CORE.values())
 
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."
     assert "Observation: Error: that call already ran" in transcript  # their repeat guard
-    # their check_args, through their observe
+    # their schema check, in their observe, through their loop
     assert "list_invoices was not run: 'July 1st' does not match" in transcript
 
     leaked = ('<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}'
@@ -133,11 +133,11 @@ def test_one_piece_broken_or_deleted_is_replaced_alone_and_the_agent_runs(agent_
     why = 'yours fails rule 1 "the action line"' if how == "broken" else "yours: not written yet"
     replaced = [line for line in out if not line.startswith("✓ ")]
     assert replaced == [f"→ observe: the reference stands in ({why})"]
-    assert len(out) == 9
+    assert len(out) == 8
     assert agent.observe.reference == "observe_args"  # notebook 04's, with the argument check
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."
-    assert "list_invoices was not run" in transcript  # the reference observe calls their check_args
+    assert "list_invoices was not run" in transcript  # the reference observe checks the schema
 
 
 def test_a_skipped_edit_leaves_the_reference_version_and_the_rest_runs(agent_file, capsys):

@@ -116,7 +116,26 @@ def cell(body: str) -> str:
 
 OBSERVED = '"\\nObservation: " + {} + "\\nThought:"'.format
 RAN = "call_tool(tools, name, args).text"
-CHECKED = "check_args(tools.get(name, tools['search']), args)"
+
+CHECKED = '''
+def observe(text, tools):
+    match = ACTION_RE.search(text)
+    if match is None:
+        return "\\nObservation: no action\\nThought:"
+    name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
+    schema = tools[name].parameters if name in tools else {{}}
+    named = {named}
+    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+    if errors:
+        return {refuse}
+    return "\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"
+'''
+CHECKED_OK = dict(named="dict(zip(schema.get('properties', ()), args))",
+                  refuse=OBSERVED("'; '.join(errors)"))
+
+
+def _checked(**changes):
+    return CHECKED.format(**{**CHECKED_OK, **changes})
 
 #: (exercise, the learner's cell, the rule its first failure must name)
 PLANTED = [
@@ -141,30 +160,12 @@ PLANTED = [
         def is_forged(text):
             return re.search(r'^Observation', text, re.M)
         """), 3),
-    ("check_args", cell("""
-        def check_args(tool, args):
-            validator = jsonschema.Draft202012Validator(tool.parameters)
-            return [e.message for e in validator.iter_errors(args)]
-        """), 1),
-    ("check_args", cell("""
-        def check_args(tool, args):
-            named = dict(zip(reversed(list(tool.parameters['properties'])), args))
-            validator = jsonschema.Draft202012Validator(tool.parameters)
-            return [e.message for e in validator.iter_errors(named)]
-        """), 1),
-    ("check_args", cell("""
-        def check_args(tool, args):
-            return []
-        """), 2),
-    ("check_args", cell("""
-        def check_args(tool, args):
-            named = dict(zip(tool.parameters['properties'], args))
-            return list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(named))
-        """), 3),
-    ("observe_args", _observe(), 6),
-    ("observe_args", _observe(result=OBSERVED(f"'; '.join(check_args(tools[name], args)) + {RAN}")),
-     3),
-    ("observe_args", _observe(result=OBSERVED(f"({RAN} if not {CHECKED} else 'not run')")), 6),
+    ("observe_args", _observe(), 7),
+    ("observe_args", _checked(named="args"), 6),  # the list itself, not named
+    ("observe_args", _checked(named="dict(zip(reversed(list(schema['properties'])), args))"), 6),
+    ("observe_args", _checked(refuse=OBSERVED("'not run'")), 8),
+    ("observe_args", _checked(refuse=OBSERVED("errors[0]")), 8),  # the first error only
+    ("observe_args", _checked(refuse=OBSERVED(f"'; '.join(errors) + {RAN}")), 7),
     ("prompt_tokens_at_step", cell("""
         def prompt_tokens_at_step(P, O, A, k):
             return P + k * (A + O)
@@ -219,8 +220,8 @@ PLANTED = [
 
 def _defined(source: str):
     """The function a learner's cell defines, in a namespace holding the earlier references."""
-    space = notebook_namespace(observe=solutions.observe, check_args=solutions.check_args,
-                               is_repeat=solutions.is_repeat, best_effort=solutions.best_effort)
+    space = notebook_namespace(observe=solutions.observe, is_repeat=solutions.is_repeat,
+                               best_effort=solutions.best_effort)
     run_cell(textwrap.dedent(source), space)
     return space[ast.parse(textwrap.dedent(source)).body[0].name]
 
@@ -350,7 +351,7 @@ def test_exercise_metadata_is_what_a_notebook_cell_carries():
 def test_the_pieces_before_a_notebook_are_the_latest_of_each():
     assert pieces_before(1) == []
     assert pieces_before(4) == ["observe", "run_loop_stop", "is_forged"]
-    assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged", "check_args",
+    assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged",
                                 "prompt_tokens_at_step", "is_repeat", "best_effort", "run_native",
                                 "pick_exemplar"]
 
