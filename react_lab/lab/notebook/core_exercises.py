@@ -500,7 +500,7 @@ def _args_cases() -> list[Case]:
     ]
 
 
-# --------------------------------------------------------------------------- 05, bench 06 small functions
+# ---------------------------------------------------------------- 05, bench 06 small functions
 
 TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O"}
 #: Bench notebook 06's exercise (the core path's repeat guard is inline in run_loop_guards).

@@ -76,7 +76,7 @@ def _call_text(name: str, args) -> str:
 
 
 def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
-    """Run ``run_loop(question, model, tools, **run_kwargs)`` with a human deciding each side effect.
+    """Run ``run_loop(question, model, tools, **run_kwargs)``, a human deciding each side effect.
 
     Every tool whose ``side_effect`` is True is wrapped: the n-th such call of a run runs
     if the n-th decision was Approve, is refused with an observation if it was Deny, and

@@ -61,7 +61,8 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
     return {end}, transcript
 '''
 EFFORT = 'text = model.complete(transcript + {nudge}, stop={stop}, max_tokens=128).text'
-GUARDED = dict(params=", stop=STOP", stop="stop", answered="", repeat="match and match.groups() in calls",
+GUARDED = dict(params=", stop=STOP", stop="stop", answered="",
+               repeat="match and match.groups() in calls",
                effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="stop"),
                end='"[best effort] " + text.strip().split("\\n")[0]')
 UNGUARDED = dict(effort="", end="None", repeat="False")
