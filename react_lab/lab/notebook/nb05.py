@@ -75,3 +75,15 @@ def plot_requests(tokens: list[int], *, title: str | None = None):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def observation_tokens(transcript: str, question: str) -> list[int]:
+    """The cl100k_base tokens of each observation the run wrote (after the last ``Question:`` line).
+
+    The exemplars' observations come before the run's question and are not counted.
+    """
+    from ...cost import count_tokens
+
+    head = f"Question: {question}"
+    run = transcript[transcript.rfind(head):] if head in transcript else transcript
+    return [count_tokens(line) for line in run.splitlines() if line.startswith("Observation:")]
