@@ -31,16 +31,18 @@ from .quiz import quiz  # noqa: F401
 WIDTH = 110
 
 
-def steps(transcript: str, question: str) -> list[str]:
-    """Print the run after its question: each action, observation and answer line; return them.
+def steps(transcript: str, question: str, answer: str | None = None) -> None:
+    """Print the run after its question: each action, observation and answer line; then ``answer``.
 
-    ``transcript`` is what the learner's ``run_loop`` returned; the lines after the
-    *last* ``Question: question`` line are the run's (the exemplars' come before it).
-    A line longer than :data:`WIDTH` characters is cut, marked `` …``.
+    ``transcript`` is what the learner's ``run_loop`` returned; the run's lines follow the
+    *first* ``Question: question`` line (the exemplars' questions are other questions, and
+    a model may write the question again after its answer). A line longer than
+    :data:`WIDTH` characters is cut, marked `` …``. ``answer``, when given, is what the loop
+    returned (a best effort is not in the transcript).
     """
-    shown = _lines(transcript, question)
-    print("\n".join(shown))
-    return shown
+    print("\n".join(_lines(transcript, question)))
+    if answer is not None:
+        print(f"returned: {answer!r}")
 
 
 class Paused(BaseException):
@@ -159,7 +161,7 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
 def _lines(transcript: str, question: str) -> list[str]:
     """The run's action, observation and answer lines, cut to :data:`WIDTH` (as :func:`steps`)."""
     head = f"Question: {question}"
-    run = transcript[transcript.rfind(head) + len(head):] if head in transcript else transcript
+    run = transcript[transcript.find(head) + len(head):] if head in transcript else transcript
     return [line if len(line) <= WIDTH else line[:WIDTH - 2] + " …"
             for line in run.splitlines() if line.startswith(("Action:", "Observation:", "Answer:"))]
 

@@ -77,9 +77,12 @@ def test_a_second_payment_pauses_again():
 
 
 def test_steps_prints_the_run_after_its_question(capsys):
-    transcript = ("Question: Q?\nThought: x\nAction: a[b]\nObservation: " + "x" * 200
-                  + "\nThought:\nQuestion: Q?\nThought: y\nAction: c[d]\nObservation: []\nThought:")
-    assert steps(transcript, "Q?") == ["Action: c[d]", "Observation: []"]
+    transcript = ("Question: E?\nThought: x\nAction: a[b]\nObservation: {}\nQuestion: Q?\n"
+                  "Thought: y\nAction: c[d]\nObservation: " + "x" * 200 + "\nThought: z\n"
+                  "Answer: No.\n\nQuestion: Q?\nThought: again")
+    assert steps(transcript, "Q?") is None
+    assert capsys.readouterr().out.splitlines() == [
+        "Action: c[d]", "Observation: " + "x" * 95 + " …", "Answer: No."]
 
 
 def test_the_pay_exemplar_holds_what_the_tools_return():
