@@ -202,7 +202,9 @@ def store(path: Path, *, timeout: int, kernel_name: str, max_cell_seconds: float
     Prints the three slowest cells of the run. With ``max_cell_seconds``, a cell that
     computed for longer stops the store (nothing is written).
     """
-    from nbclient import NotebookClient
+    # nbclient's client, but a reply waits at most a second unseen (a lost wake-up of its
+    # asyncio poll once held notebook 05 for its whole cell timeout): react_lab.lab.notebook.headless
+    from react_lab.lab.notebook.headless import SteadyNotebookClient as NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     for note in prepare(nb):

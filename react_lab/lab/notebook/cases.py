@@ -3,7 +3,7 @@
 A checker runs the learner's function on :class:`Case` objects. A case for a loop runs it
 on a scripted model that records what each call sent (:class:`RecordingModel`,
 :class:`RecordingChatModel`) and watches the functions the loop calls by name
-(:func:`spying`): ``call_tool``, ``observe``, ``best_effort``. Every failure names the rule
+(:func:`spying`): ``call_tool``, ``observe``. Every failure names the rule
 it breaks, ``breaks rule 3 (stop on an answer): ...`` (:func:`broke`), so a learner reads
 which sentence of the notebook their code does not do yet.
 """

@@ -3,9 +3,9 @@
 Each :class:`Exercise` is a piece the learner types (or an edit of an earlier piece), the
 rules its checker holds it to, numbered and named as the notebook states them, and the
 cases that check them on scripted models. The pieces call each other by name, as the
-learner's file does: ``run_loop`` appends what ``observe(text, tools)`` returns, the
-guarded loop asks ``is_repeat`` and ``best_effort``. A checker watches those calls (:func:`react_lab.lab.notebook.cases.spying`),
-so each piece is checked on its own: a loop is not blamed for its ``observe``.
+learner's file does: ``run_loop`` appends what ``observe(text, tools)`` returns. A checker
+watches those calls (:func:`react_lab.lab.notebook.cases.spying`), so each piece is checked on
+its own: a loop is not blamed for its ``observe``.
 
 =================  ====  ==========================================================
 exercise           nb    piece
@@ -16,9 +16,7 @@ run_loop_stop      03    edit of ``run_loop``: ``stop=STOP`` a parameter
 is_forged          03    ``is_forged(text) -> bool``
 observe_args       04    edit of ``observe``: a call its tool's JSON Schema refuses does not run
 prompt_tokens...   05    ``prompt_tokens_at_step(P, O, A, k) -> int``
-is_repeat          06    ``is_repeat(calls, name, args) -> bool``
-best_effort        06    ``best_effort(model, transcript) -> str | None``
-run_loop_guards    06    edit of ``run_loop``: refuse a repeat, a best effort at the end
+run_loop_guards    06    edit of ``run_loop``: refuse a repeat, a labelled best effort at the end
 run_native         07    edit of ``run_loop``, mostly deleting: native tool calls
 pick_exemplar      08    ``pick_exemplar(question, pool) -> Exemplar``
 =================  ====  ==========================================================
@@ -42,7 +40,6 @@ from .cases import (
     Case,
     RecordingChatModel,
     RecordingModel,
-    all_of,
     broke,
     namespaces,
     rule_of,
@@ -224,10 +221,11 @@ def _loop_case(rules, rule: int, question: str, script: list[str], *, answer: An
     """One run of the learner's loop on a scripted model, every rule checked on it.
 
     ``answer``: what the loop must return (:data:`LIMIT`: the run hits its step limit);
-    ``steps``: how many model calls the loop itself must make (``hint`` says why).
+    ``steps``: how many model calls the loop's steps must make (``hint`` says why). A
+    guarded loop (rule 8) at its limit makes one call more: its best effort.
     """
     tools, model = _tools(), RecordingModel(script)
-    observed, efforts, state = [], [], {}
+    observed, state = [], {}
     guarded, sent_stop = 8 in rules, STOP if stop is DEFAULT else stop
     kwargs = {"exemplars": exemplars, "max_steps": max_steps,
               **({} if stop is DEFAULT else {"stop": stop})}
@@ -236,20 +234,25 @@ def _loop_case(rules, rule: int, question: str, script: list[str], *, answer: An
         if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)):
             return f"returned {got!r:.80}; expected a pair (answer or None, transcript)"
         returned, transcript = got
-        made = model.calls - sum(after - before for *_, before, after in efforts)
+        made, run = model.calls, transcript
+        if guarded and answer is LIMIT and model.calls == steps + 1:  # the last call: best effort
+            made, run = steps, _run_end(model, steps) or transcript
+        elif guarded and model.calls > steps and model.prompts[-1].rstrip(" ").endswith("Answer:"):
+            return broke(rules, 8, "asked for a best effort although the model answered; ask only "
+                                   "after the last step")
         return (_sent_wrong(rules, model, made, build_prompt(question, tools.values(), exemplars),
                             sent_stop, stop is not DEFAULT)
-                or _steps_wrong(rules, model, made, transcript, observed, tools, state)
+                or _steps_wrong(rules, model, made, run, observed, tools, state)
                 or (None if made == steps else broke(
                     rules, rule, f"made {made} model call{'s' * (made != 1)}; expected "
                                  f"{steps}{hint}"))
-                or _end_wrong(rules, returned, transcript, answer, efforts, model, guarded))
+                or _end_wrong(rules, returned, transcript, answer, model, guarded, steps,
+                              sent_stop))
 
     def around(fn):
         spaces = namespaces(fn)
         state["observe"] = any(callable(space.get("observe")) for space in spaces)
-        return all_of(lambda: spying(spaces, "observe", observed),
-                      lambda: spying(spaces, "best_effort", efforts, note=lambda: model.calls))
+        return spying(spaces, "observe", observed)
 
     shown = (f"{question!r}, scripted model, tools"
              + (f", max_steps={max_steps}" if max_steps != 6 else "")
@@ -314,16 +317,16 @@ def _steps_wrong(rules, model, made: int, transcript: str, observed: list, tools
                                        "...\\nThought:')")
             args = [a.strip() for a in match.group(2).split(",")]
             if written == _observation(tools, match.group(1), args):
-                return broke(rules, 7, f"ran {match.group(0).strip()!r} again; is_repeat(calls, "
-                                       "name, args) is True for it: refuse it instead")
+                return broke(rules, 7, f"ran {match.group(0).strip()!r} again; the same tool with "
+                                       "the same arguments already ran: refuse it instead")
             continue
         given = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
         found = next((i for i, g in enumerate(given) if g and g[0] == text), None)
         if found is None:
             if 7 in rules and match and any(name == match.group(1) for name, _ in ran):
                 return broke(rules, 7, f"refused {match.group(0).strip()!r}, which is no repeat: "
-                                       "the same tool with other arguments runs (is_repeat "
-                                       "compares both)")
+                                       "the same tool with other arguments runs (a repeat is "
+                                       "the same tool and the same arguments)")
             if given and given[0]:
                 return broke(rules, 4, f"called observe with {given[0][0]!r:.60}; pass it the "
                                        f"completion's text, {text!r:.60}")
@@ -343,13 +346,21 @@ def _steps_wrong(rules, model, made: int, transcript: str, observed: list, tools
     return None
 
 
-def _end_wrong(rules, returned, transcript: str, answer, efforts: list, model,
-               guarded: bool) -> str | None:
-    """Rules 3, 5 and 8 on what the run returned: the answer, None at the limit, the best effort."""
+def _run_end(model, steps: int) -> str | None:
+    """The transcript a guarded run had after its last step: its best effort's prompt, no nudge.
+
+    The last step's observation ends with ``\nThought:``; what the best effort sent after it
+    is the nudge. None when the best effort's prompt does not go on from the last step.
+    """
+    final, head = model.prompts[steps], model.prompts[steps - 1] + model.texts[steps - 1]
+    at = final.find("\nThought:", len(head)) if final.startswith(head) else -1
+    return final[:at + len("\nThought:")] if at >= 0 else None
+
+
+def _end_wrong(rules, returned, transcript: str, answer, model, guarded: bool, steps: int,
+               stop) -> str | None:
+    """Rules 3, 5 and 8 on how the run ended: the answer, None at the limit, the best effort."""
     if answer is not LIMIT:
-        if guarded and efforts:
-            return broke(rules, 8, "called best_effort although the model answered; only after "
-                                   "the last step")
         return None if returned == answer else broke(
             rules, 3, f"returned the answer {returned!r}; expected {answer!r} (the rest of the "
                       "answer's line)")
@@ -357,17 +368,27 @@ def _end_wrong(rules, returned, transcript: str, answer, efforts: list, model,
         return None if returned is None else broke(
             rules, 5, f"returned {returned!r} at the step limit; return None when the steps "
                       "run out")
-    if len(efforts) != 1:
-        return broke(rules, 8, f"called best_effort {len(efforts)} times at the step limit; call "
-                               "it once, after the last step")
-    args, kwargs, said = efforts[0][:3]
-    given = list(args) + list(kwargs.values())
-    if len(given) < 2 or given[0] is not model or given[1] != transcript:
-        return broke(rules, 8, "called best_effort with other arguments; pass it the model and the "
-                               "transcript the run ends with (the one run_loop returns)")
-    if returned != said:
-        return broke(rules, 8, f"returned the answer {returned!r}; return what best_effort "
-                               f"returned, {said!r}")
+    if model.calls == steps:
+        return broke(rules, 8, "returned at the step limit without asking once more; send the "
+                               "transcript and a closing nudge that ends in 'Answer:'")
+    run = _run_end(model, steps)
+    nudge = model.prompts[steps][len(run):] if run else ""
+    if run is None or not transcript.startswith(run):
+        return broke(rules, 8, "the best effort's prompt is not the run's transcript and a nudge; "
+                               "send transcript + a closing nudge ending in 'Answer:'")
+    if not nudge.rstrip(" ").endswith("Answer:"):
+        return broke(rules, 8, f"sent {nudge[-50:]!r} after the transcript; end the nudge with "
+                               "'Answer:', so the model writes the answer")
+    if len(nudge.replace("Answer:", " ").split()) < 2:
+        return broke(rules, 8, f"sent only {nudge!r}; first a closing thought: the steps ran "
+                               "out, so answer now")
+    if model.sent[steps][0] != stop:
+        return broke(rules, 8, f"sent stop={model.sent[steps][0]!r} for the best effort; send the "
+                               "loop's stop, so the model cannot start another step")
+    want = "[best effort] " + model.texts[steps].strip().split("\n")[0]
+    if returned != want:
+        return broke(rules, 8, f"returned {returned!r}; expected {want!r}: '[best effort] ' and "
+                               "the first line of the reply")
     return None
 
 
@@ -455,9 +476,10 @@ def _forged_cases() -> list[Case]:
     ]
 
 
-# --------------------------------------------------------------------------- 05, 06 small functions
+# ---------------------------------------------------------------- 05, bench 06 small functions
 
 TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O"}
+#: Bench notebook 06's exercise (the core path's repeat guard is inline in run_loop_guards).
 REPEAT_RULES = {1: "the same call", 2: "another tool or other arguments"}
 
 
@@ -488,55 +510,6 @@ def _repeat_cases() -> list[Case]:
                    "other arguments"),
         _bool_case(r, 2, ([("search", "refunds")], "get_charge", "refunds"), False,
                    "the tool name counts too"),
-    ]
-
-
-# --------------------------------------------------------------------------- 06 best_effort
-
-EFFORT_RULES = {1: "nudge and Answer:", 2: "ask once with stop", 3: "the first line, labelled",
-                4: "no answer is None"}
-
-
-def _effort_case(rule: int, completion: str, want: str | None) -> Case:
-    """``best_effort(model, transcript)`` on a run that ended at its step limit."""
-    tools, model, r = _tools(), RecordingModel([completion]), EFFORT_RULES
-    transcript = (build_prompt(QUESTION, tools.values())
-                  + " I look at the invoice.\nAction: find_invoice[INV-2291]"
-                  + _observation(tools, "find_invoice", ["INV-2291"]))
-
-    def verify(got):
-        if model.calls != 1:
-            return broke(r, 2, f"made {model.calls} model calls; ask once")
-        prompt, (stop, _) = model.prompts[0], model.sent[0]
-        if not prompt.startswith(transcript):
-            return broke(r, 1, "sent a prompt that does not start with the transcript; "
-                               "append to it")
-        added = prompt[len(transcript):]
-        if not added.rstrip(" ").endswith("Answer:"):
-            return broke(r, 1, f"appended {added[-50:]!r}; end it with 'Answer:', so the model "
-                               "writes the answer")
-        if len(added.replace("Answer:", " ").split()) < 3:
-            return broke(r, 1, f"appended only {added!r}; first a closing thought: the steps ran "
-                               "out, so answer from the observations above")
-        if stop != STOP:
-            return broke(r, 2, f"sent stop={stop!r}; send stop=STOP, so the model cannot start "
-                               "another step")
-        if got != want:
-            return broke(r, 4 if want is None else 3, f"returned {got!r}; expected {want!r}")
-        return None
-
-    return Case((model, transcript), verify,
-                shown=f"scripted model writing {completion!r}, transcript",
-                rule=rule_of(r, rule))
-
-
-def _effort_cases() -> list[Case]:
-    return [
-        _effort_case(3, " INV-2291 is approved but has no payments.\nQuestion: Was INV-2323 paid?",
-                     "[best effort] INV-2291 is approved but has no payments."),
-        _effort_case(3, "\n\n  It is not paid.  \nThought: I should check.",
-                     "[best effort] It is not paid."),
-        _effort_case(4, "  \n", None),
     ]
 
 
@@ -776,26 +749,12 @@ CORE: dict[str, Exercise] = {e.name: e for e in [
              TOKENS_RULES, _tokens_cases,
              _stub("prompt_tokens_at_step(P, O, A, k)", "Prompt tokens sent at step k (1-based).",
                    "one line")),
-    Exercise("is_repeat", "is_repeat", 6,
-             "is_repeat(calls, name, args) -> bool: True if the same tool already ran with the "
-             "same arguments",
-             REPEAT_RULES, _repeat_cases,
-             _stub("is_repeat(calls, name, args)", "True if (name, args) is already in calls.",
-                   "one line")),
-    Exercise("best_effort", "best_effort", 6,
-             "best_effort(model, transcript) -> str or None: a closing thought and 'Answer:' "
-             "appended, one call with stop=STOP, '[best effort] ' + the first line of the reply "
-             "(None if it is empty)",
-             EFFORT_RULES, _effort_cases,
-             _stub("best_effort(model, transcript)",
-                   "Ask once more for an answer; return it labelled, or None.",
-                   "a nudge, 'Answer:', model.complete(..., stop=STOP)")),
     Exercise("run_loop_guards", "run_loop", 6,
-             "run_loop(...) with two guards: a repeated call (is_repeat) is refused with an "
-             "observation; after the last step it returns best_effort(model, transcript)",
+             "run_loop(...) with two guards: a call of the same tool with the same arguments "
+             "is refused with an observation; after the last step, one more call with a "
+             "closing nudge and 'Answer:' returns '[best effort] ' + the reply's first line",
              GUARD_RULES, lambda: _loop_cases(GUARD_RULES), _edit("run_loop"),
-             edits="run_loop_stop",
-             lines_written=7, uses=("observe", "is_repeat", "best_effort")),
+             edits="run_loop_stop", lines_written=7, uses=("observe",)),
     Exercise("run_native", "run_native", 7,
              "run_native(question, model, tools, exemplars=(), max_steps=6) -> (answer or None, "
              "messages): your loop with native tool calls: messages, tool schemas, tool results "

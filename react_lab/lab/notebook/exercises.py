@@ -24,7 +24,7 @@ from typing import Any, Callable
 from ...tools import default_tools
 from . import solutions
 from .cases import Case, TooManyCalls, named_rule
-from .core_exercises import CORE
+from .core_exercises import CORE, _repeat_cases
 
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
 #: What :func:`run_cases` reports when the function still raises ``NotImplementedError``.
@@ -61,6 +61,10 @@ def _same_text(want: str) -> Callable[[Any], str | None]:
 #: pieces (:data:`react_lab.lab.notebook.core_exercises.CORE`) come first; then the bench's.
 EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
     **{name: (exercise.task, exercise.cases) for name, exercise in CORE.items()},
+    "is_repeat": (
+        "is_repeat(history, tool, args) -> bool: True if (tool, args) was already called",
+        _repeat_cases,
+    ),
     "parse_action": (
         "parse_action(text) -> (tool, args) or None: the anchored action line, args split on commas",
         lambda: [
@@ -185,7 +189,7 @@ def _raised(name: str, case: Case, exc: Exception) -> str:
 
 
 #: The rule of a calling exercise that names the piece it calls (observe is rule 4 of the loop).
-PIECE_RULES = {"observe": 4, "is_repeat": 7, "best_effort": 8}
+PIECE_RULES = {"observe": 4}
 
 
 def is_reference(fn) -> bool:

@@ -87,39 +87,25 @@ def prompt_tokens_at_step(P: int, O: int, A: int, k: int) -> int:
     return P + (k - 1) * (A + O)
 
 
-# Notebook 06 (and bench notebook 06): repeat detection.
-def is_repeat(calls, name, args):
-    """True if the same tool already ran with the same arguments: an exact repeat."""
-    return (name, args) in calls
-
-
-# Notebook 06: the step limit's labelled answer.
-def best_effort(model, transcript):
-    """Ask once more for an answer from what the run found; return it labelled, or None."""
-    nudge = " I can take no more steps, so I answer now from the observations above.\nAnswer:"
-    text = model.complete(transcript + nudge, stop=STOP, max_tokens=128).text
-    first = text.strip().split("\n")[0].strip()
-    return f"[best effort] {first}" if first else None
-
-
 # Notebook 06 (edit of run_loop): refuse a repeated call; after the last step, a best effort.
 def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=STOP):
     """Run the text-protocol loop with two guards; return (answer or None, transcript)."""
     transcript = build_prompt(question, tools.values(), exemplars)
-    calls = []
+    calls = []  # guard 1: the (tool, arguments) of every call that ran
     for _ in range(max_steps):
         # send the whole transcript; the stop sequence cuts the completion before an Observation
         text = model.complete(transcript, stop=stop, max_tokens=128).text
         transcript += text
         if "Answer:" in text:  # stop on an answer: the rest of its line
             return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
-        match = ACTION_RE.search(text)
-        if match and is_repeat(calls, *match.groups()):  # guard: the same call again runs nothing
-            transcript += "\nObservation: Error: that call already ran (see above).\nThought:"
+        if (call := ACTION_RE.search(text)) and call.groups() in calls:  # the same call again
+            transcript += "\nObservation: Error: that call already ran; see above.\nThought:"
         else:
             transcript += observe(text, tools)  # the loop, not the model, writes the Observation
-        calls.append(match.groups() if match else None)
-    return best_effort(model, transcript), transcript  # guard: the step limit's labelled answer
+            calls.append(call and call.groups())
+    # guard 2: the steps ran out, so ask once more for an answer, and label it
+    text = model.complete(transcript + " I must answer now.\nAnswer:", stop=stop, max_tokens=128).text
+    return "[best effort] " + text.strip().split("\n")[0], transcript
 
 
 # Notebook 07 (edit of run_loop, mostly by deleting): native tool calls.
@@ -149,6 +135,11 @@ def pick_exemplar(question, pool):
 
 
 # --------------------------------------------------------------------------- the bench's exercises
+
+def is_repeat(calls, name, args):
+    """Bench notebook 06: True if the same tool already ran with the same arguments."""
+    return (name, args) in calls
+
 
 def parse_action(text: str):
     """Bench notebook 01: the anchored action line as (tool, [args]), or None."""

@@ -123,7 +123,7 @@ def test_a_file_that_no_longer_parses_is_left_alone(agent_file, capsys):
 
 def test_the_saved_file_imports_on_its_own(agent_file, capsys):
     """``import my_agent`` in a fresh Python: the header holds the imports the pieces use."""
-    pieces = ("observe_args", "run_loop_guards", "is_repeat", "best_effort", "run_native")
+    pieces = ("observe_args", "run_loop_guards", "run_native")
     for name in pieces:
         save(cell(agent_file_source(name)), CORE[name].piece)
     script = ("import my_agent; from react_lab.tools import default_tools; "
@@ -235,7 +235,7 @@ def test_a_file_that_does_not_run_leaves_the_references(agent_file, capsys, text
 
 def test_a_newer_version_of_a_piece_still_counts_as_theirs(agent_file, capsys):
     """After notebook 06 their run_loop has guards; notebook 03 run again takes it, and says so."""
-    for name in ("observe", "is_repeat", "best_effort", "run_loop_guards"):
+    for name in ("observe", "run_loop_guards"):
         save(cell(agent_file_source(name)), CORE[name].piece)
     capsys.readouterr()
     load_agent(["run_loop"])  # notebook 02's loop, and the observe it calls
@@ -271,8 +271,7 @@ def test_an_unknown_exercise_is_a_notebook_authors_error():
 def test_every_piece_is_checked_after_the_pieces_it_calls():
     order = [e.name for e in agent_file.exercises_for(9)]
     assert order.index("observe_args") < order.index("run_loop_guards")
-    assert order.index("is_repeat") < order.index("run_loop_guards")
-    assert order.index("best_effort") < order.index("run_loop_guards")
+    assert not {"check_args", "is_repeat", "best_effort"} & set(order)  # folded into 04 and 06
 
 
 # --------------------------------------------------------------------------- %agent
@@ -293,7 +292,7 @@ def test_agent_shows_the_version_the_last_load_chose_and_renames(agent_file, cap
     load_agent(7)
     text = agent_source("run_loop as run_native")
     assert "def run_native(question, model, tools, exemplars=None, max_steps=6, stop=STOP):" in text
-    assert "is_repeat(calls" in text  # notebook 06's loop: the one notebook 07 edits
+    assert "call.groups() in calls" in text  # notebook 06's loop: the one notebook 07 edits
     space = notebook_namespace()
     run_cell(text, space)  # the cell runs as it stands
     assert callable(space["run_native"])
@@ -326,9 +325,9 @@ def test_the_magic_is_registered_only_inside_ipython(agent_file, monkeypatch):
     assert register_magic() is True
     kind, magic = shell.magics["agent"]
     assert kind == "line"
-    magic("is_repeat")
+    magic("is_forged")
     text, replace = shell.next_input
-    assert replace is True and "def is_repeat(calls, name, args):" in text
+    assert replace is True and "def is_forged(text):" in text
 
 
 def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, capsys):

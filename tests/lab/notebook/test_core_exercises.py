@@ -57,10 +57,15 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
         else:
             transcript += observe(text, tools)
         calls.append(match.groups() if match else None)
+    {effort}
     return {end}, transcript
 '''
-GUARDED = dict(params=", stop=STOP", stop="stop", answered="", end="best_effort(model, transcript)",
-               repeat="match and is_repeat(calls, *match.groups())")
+EFFORT = 'text = model.complete(transcript + {nudge}, stop={stop}, max_tokens=128).text'
+GUARDED = dict(params=", stop=STOP", stop="stop", answered="",
+               repeat="match and match.groups() in calls",
+               effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="stop"),
+               end='"[best effort] " + text.strip().split("\\n")[0]')
+UNGUARDED = dict(effort="", end="None", repeat="False")
 
 
 def _loop(**changes):
@@ -92,21 +97,6 @@ NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars)", "s
 
 def _native(**changes):
     return NATIVE.format(**{**NATIVE_OK, **changes})
-
-
-EFFORT = '''
-def best_effort(model, transcript):
-    text = model.complete(transcript + {nudge}, {stop}max_tokens=128).text
-    first = {first}
-    return {result}
-'''
-EFFORT_OK = dict(nudge='" The steps ran out, so I answer now.\\nAnswer:"', stop="stop=STOP, ",
-                 first='text.strip().split("\\n")[0].strip()',
-                 result='f"[best effort] {first}" if first else None')
-
-
-def _effort(**changes):
-    return EFFORT.format(**{**EFFORT_OK, **changes})
 
 
 def cell(body: str) -> str:
@@ -145,9 +135,9 @@ PLANTED = [
     ("observe", _observe(result=f'"Observation: " + {RAN}'), 4),
     ("observe", _observe(none=OBSERVED('""')), 5),
     ("observe", _observe(none=OBSERVED("match.group(0)")), 5),  # None has no group: it raises
-    ("run_loop_stop", _loop(params="", stop="STOP", end="None", repeat="False"), 6),
-    ("run_loop_stop", _loop(stop="STOP", end="None", repeat="False"), 6),
-    ("run_loop_stop", _loop(params=", stop=None", end="None", repeat="False"), 2),
+    ("run_loop_stop", _loop(params="", stop="STOP", **UNGUARDED), 6),
+    ("run_loop_stop", _loop(stop="STOP", **UNGUARDED), 6),
+    ("run_loop_stop", _loop(params=", stop=None", **UNGUARDED), 2),
     ("is_forged", cell("""
         def is_forged(text):
             return 'Observation' in text
@@ -174,24 +164,16 @@ PLANTED = [
         def prompt_tokens_at_step(P, O, A, k):
             return P + (k - 1) * A
         """), 2),
-    ("is_repeat", cell("""
-        def is_repeat(calls, name, args):
-            return False
-        """), 1),
-    ("is_repeat", cell("""
-        def is_repeat(calls, name, args):
-            return any(a == args for _, a in calls)
-        """), 2),
-    ("best_effort", _effort(nudge='"\\nAnswer:"'), 1),
-    ("best_effort", _effort(nudge='" I answer."'), 1),
-    ("best_effort", _effort(stop=""), 2),
-    ("best_effort", _effort(result="first or None"), 3),
-    ("best_effort", _effort(first='text.split("\\n")[0].strip()'), 3),
-    ("best_effort", _effort(result='"[best effort] " + first'), 4),
-    ("run_loop_guards", _loop(end="None", repeat="False"), 7),
-    ("run_loop_guards", _loop(end="None"), 8),
+    ("run_loop_guards", _loop(repeat="False"), 7),
     ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
-    ("run_loop_guards", _loop(answered="best_effort(model, transcript)\n            "), 8),
+    ("run_loop_guards", _loop(effort="", end="None"), 8),
+    ("run_loop_guards", _loop(effort=EFFORT.format(nudge='"\\nAnswer:"', stop="stop")), 8),
+    ("run_loop_guards", _loop(effort=EFFORT.format(nudge='" I must answer now."', stop="stop")), 8),
+    ("run_loop_guards", _loop(effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"',
+                                                   stop="None")), 8),
+    ("run_loop_guards", _loop(end="text.strip()"), 8),
+    ("run_loop_guards", _loop(answered=EFFORT.format(nudge='" Now.\\nAnswer:"', stop="stop")
+                              + "\n            "), 8),
     ("run_native", _native(start='[{"role": "user", "content": question}]'), 1),
     ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, '
                                  'tools.values())}, {"role": "user", "content": question}]'), 1),
@@ -220,8 +202,7 @@ PLANTED = [
 
 def _defined(source: str):
     """The function a learner's cell defines, in a namespace holding the earlier references."""
-    space = notebook_namespace(observe=solutions.observe, is_repeat=solutions.is_repeat,
-                               best_effort=solutions.best_effort)
+    space = notebook_namespace(observe=solutions.observe)
     run_cell(textwrap.dedent(source), space)
     return space[ast.parse(textwrap.dedent(source)).body[0].name]
 
@@ -285,7 +266,7 @@ def test_check_saves_a_passing_piece_and_says_so(agent_file, capsys):
 
 
 def test_an_edit_is_saved_under_its_piece_name(agent_file, capsys):
-    edited = _defined(_loop(end="None", repeat="False"))  # run_loop with stop as a parameter
+    edited = _defined(_loop(**UNGUARDED))  # run_loop with stop as a parameter
     assert check("run_loop_stop", edited) is True
     text = agent_file.read_text()
     assert "def run_loop(question, model, tools, exemplars=None, max_steps=6, stop=STOP):" in text
@@ -352,18 +333,31 @@ def test_the_pieces_before_a_notebook_are_the_latest_of_each():
     assert pieces_before(1) == []
     assert pieces_before(4) == ["observe", "run_loop_stop", "is_forged"]
     assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged",
-                                "prompt_tokens_at_step", "is_repeat", "best_effort", "run_native",
-                                "pick_exemplar"]
+                                "prompt_tokens_at_step", "run_native", "pick_exemplar"]
 
 
 def test_a_piece_not_loaded_and_the_wrong_model_method_say_what_to_do():
     space = notebook_namespace()  # no observe: the cell that loads the agent did not run
-    run_cell(_loop(params="", stop="STOP", end="None", repeat="False"), space)
+    run_cell(_loop(params="", stop="STOP", **UNGUARDED), space)
     failure = run_cases("run_loop", space["run_loop"])[2]
     assert failed_rule(failure) == (4, "observe")
     assert "observe is another piece of your agent: run the cell that loads it" in failure
-    text_loop = _defined(_loop(params="", stop="STOP", end="None", repeat="False"))
+    text_loop = _defined(_loop(params="", stop="STOP", **UNGUARDED))
     failure = run_cases("run_native", text_loop)[2]
     assert "this is a chat model: it has chat(messages, tools=...), not complete(...)" in failure
     native = _defined(_native())
     assert "this is a text-completion model" in run_cases("run_loop", native)[2]
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("def is_repeat(calls, name, args):\n    return False\n", 1),
+    ("def is_repeat(calls, name, args):\n    return any(a == args for _, a in calls)\n", 2),
+])
+def test_the_bench_repeat_exercise_still_names_its_rule(source, rule):
+    """Bench notebook 06 keeps ``is_repeat`` as an exercise; the core path's guard is inline."""
+    from react_lab.lab.notebook.core_exercises import REPEAT_RULES
+
+    assert "is_repeat" not in CORE
+    assert run_cases("is_repeat", solutions.is_repeat)[2] is None
+    failure = run_cases("is_repeat", _defined(source))[2]
+    assert failed_rule(failure) == (rule, REPEAT_RULES[rule]), failure

@@ -22,6 +22,7 @@ WRONG = {
     "missing_fields": lambda schema, args: [k for k in schema["properties"] if k not in args][:1],
     "truncate_observation": lambda text, n: text[:n] + "...",       # no count, cuts at the limit
     "normalise_amount": lambda text: float(re.sub(r"[^\d.]", "", text) or 0),  # "0" for no number
+    "is_repeat": lambda calls, name, args: any(n == name for n, _ in calls),  # ignores the arguments
 }
 
 

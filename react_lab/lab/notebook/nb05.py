@@ -1,0 +1,89 @@
+"""What notebook 05 uses around the learner's loop: a model that keeps the prompts, one figure.
+
+The learner's ``run_loop`` sends a prompt per step and returns only the last transcript.
+:class:`Recording` wraps the model so every prompt the loop sent is kept, to be counted
+with :func:`react_lab.cost.count_tokens`; :func:`plot_requests` draws those counts as the
+prompt prefix (the same every step: a line over the run) and the rest, the text earlier
+steps wrote, re-sent (it grows every step: a triangle over the run). The seed's figures
+come from :mod:`react_lab.lab.notebook.claims`.
+"""
+from __future__ import annotations
+
+from itertools import accumulate
+
+from ...tools import default_tools  # noqa: F401 -- the notebook's tools
+from ..backends.load import load_model  # noqa: F401 -- the embedded model
+from .claims import SEED_RUN, SEED_TOKENS, ClaimTable  # noqa: F401 -- the seed's figures
+from .minutes import show_minutes  # noqa: F401
+from .quiz import quiz  # noqa: F401
+from .widgets import make_cost_widget  # noqa: F401
+
+
+class Recording:
+    """A model that passes every call on and keeps what was sent: ``prompts``, one per call."""
+
+    def __init__(self, model):
+        self.model, self.prompts = model, []
+
+    def complete(self, prompt, **kwargs):
+        """Keep ``prompt``, then complete it with the wrapped model."""
+        self.prompts.append(prompt)
+        return self.model.complete(prompt, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def split_requests(tokens: list[int]) -> tuple[int, list[int]]:
+    """``(P, re-sent)``: the first request is the prefix; each request's rest is re-sent text.
+
+    ``tokens`` are the prompt tokens of each request of one run, in order. Raises
+    ``ValueError`` for an empty run.
+    """
+    if not tokens:
+        raise ValueError("no requests: run the loop first")
+    return tokens[0], [t - tokens[0] for t in tokens]
+
+
+def plot_requests(tokens: list[int], *, title: str | None = None):
+    """Draw a run's requests: each split into prefix and re-sent text, and the run's running sums.
+
+    Left: one bar per request, grey the prefix ``P`` (the first request's tokens), blue
+    the rest (what the earlier steps wrote, sent again). Right: the same summed over the
+    run: the prefix term grows by ``P`` a step (a line), the re-sent term by more each
+    step (a triangle). Returns a ``matplotlib.figure.Figure`` (not registered with pyplot).
+    """
+    from matplotlib.figure import Figure  # heavy, optional: only plots need it
+
+    P, resent = split_requests(tokens)
+    steps = list(range(1, len(tokens) + 1))
+    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    left.bar(steps, [P] * len(steps), color="#9ca3af", label=f"prompt prefix P = {P:,}")
+    left.bar(steps, resent, bottom=[P] * len(steps), color="#2563eb",
+             label="earlier steps' text, re-sent")
+    left.set(xlabel="step", ylabel="prompt tokens sent (cl100k_base)", title="Each request")
+    right.stackplot(steps, list(accumulate([P] * len(steps))), list(accumulate(resent)),
+                    colors=["#9ca3af", "#2563eb"],
+                    labels=["prefix: N·P (a line)", "re-sent (a triangle)"])
+    right.set(xlabel="steps so far", ylabel="prompt tokens sent so far",
+              title=f"The run: {sum(tokens):,} tokens in {len(tokens)} requests")
+    for ax in (left, right):
+        ax.legend(fontsize=8, loc="upper left")
+        ax.set_xticks(steps)
+        ax.yaxis.set_major_formatter("{x:,.0f}")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def observation_tokens(transcript: str, question: str) -> list[int]:
+    """The cl100k_base tokens of each observation the run wrote (after the last ``Question:`` line).
+
+    The exemplars' observations come before the run's question and are not counted.
+    """
+    from ...cost import count_tokens
+
+    head = f"Question: {question}"
+    run = transcript[transcript.rfind(head):] if head in transcript else transcript
+    return [count_tokens(line) for line in run.splitlines() if line.startswith("Observation:")]

@@ -1,0 +1,186 @@
+"""What notebook 06 uses around the learner's loop: a short trace, and an approval gate.
+
+:func:`steps` prints what a run did after its prompt, one line per action, observation
+and answer. :func:`approval_gate` runs the learner's own ``run_loop`` with a human in
+it: a tool marked ``side_effect=True`` does not run until the learner clicks Approve
+(it runs) or Deny (its observation says it was denied).
+
+A running cell cannot wait for a click (the kernel handles the click only once the cell
+has finished), so the gate *pauses* the run: when the loop asks for a side-effecting
+call, the call is held, and the loop's next request to the model raises :class:`Paused`
+out of the learner's loop. The cell ends showing the held call and two buttons. A click
+records the decision and runs the loop again from the start: every completion the model
+wrote before the pause is replayed from a record (same prompt, same completion: no model
+call, and a greedy model would write the same), the held call now runs or is denied, and
+the run goes on live from there. The learner's code is never changed or copied.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import replace
+
+from ...protocol import ACTION_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
+from ...tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
+from ..backends.load import load_model  # noqa: F401 -- the embedded model
+from ..sandbox import db_checksum, payment_tools, working_copy  # noqa: F401
+from .agent_file import download_link  # noqa: F401
+from .minutes import show_minutes  # noqa: F401
+from .quiz import quiz  # noqa: F401
+
+#: What :func:`steps` prints of a line, at most (an observation's JSON is cut with " …").
+WIDTH = 110
+
+
+def steps(transcript: str, question: str, answer: str | None = None) -> None:
+    """Print the run after its question: each action, observation and answer line; then ``answer``.
+
+    ``transcript`` is what the learner's ``run_loop`` returned; the run's lines follow the
+    *first* ``Question: question`` line (the exemplars' questions are other questions, and
+    a model may write the question again after its answer). A line longer than
+    :data:`WIDTH` characters is cut, marked `` …``. ``answer``, when given, is what the loop
+    returned (a best effort is not in the transcript).
+    """
+    print("\n".join(_lines(transcript, question)))
+    if answer is not None:
+        print(f"returned: {answer!r}")
+
+
+class Paused(BaseException):
+    """Raised out of the learner's loop at its next model call while a call waits for a human.
+
+    A ``BaseException``, so that neither the tool runner (which turns an ``Exception`` into
+    an observation) nor a learner's ``except Exception`` swallows it.
+    """
+
+
+class _Replayed:
+    """The model, with every completion kept by its request: a replayed run costs no model call."""
+
+    def __init__(self, model, gate):
+        self.model, self.gate, self.kept, self.calls = model, gate, {}, 0
+
+    def complete(self, prompt, **kwargs):
+        if self.gate.pending is not None:  # a call waits for a human: the run pauses here
+            raise Paused(self.gate.pending)
+        key = (prompt, repr(sorted(kwargs.items())))
+        if key not in self.kept:
+            self.kept[key] = self.model.complete(prompt, **kwargs)
+            self.calls += 1
+        self.gate.last = (prompt, self.kept[key].text)
+        return self.kept[key]
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def _call_text(name: str, args) -> str:
+    return f"{name}[{', '.join(map(str, args))}]"
+
+
+def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
+    """Run ``run_loop(question, model, tools, **run_kwargs)``, a human deciding each side effect.
+
+    Every tool whose ``side_effect`` is True is wrapped: the n-th such call of a run runs
+    if the n-th decision was Approve, is refused with an observation if it was Deny, and
+    is *held* if nothing is decided yet (the run pauses at its next model call, see the
+    module's docstring). Prints the run so far (what a stored notebook shows) and returns
+    an ipywidgets VBox with ``approve_button``, ``deny_button`` and an ``output`` area.
+    State on the box: ``decisions`` (list of "approve"/"deny"), ``pending`` (the held
+    call's text or None), ``answer`` and ``transcript`` (of the last run that ended, or
+    None), ``runs`` (how many times the loop ran), ``model_calls`` (completions computed,
+    not replayed).
+    """
+    import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
+
+    approve = w.Button(description="Approve", icon="check", button_style="warning")
+    deny = w.Button(description="Deny", icon="times", button_style="success")
+    request, output = w.HTML(), w.Output()
+    box = w.VBox([request, w.HBox([approve, deny]), output])
+    box.approve_button, box.deny_button, box.request, box.output = approve, deny, request, output
+    box.decisions, box.pending, box.answer, box.transcript, box.runs = [], None, None, None, 0
+    box.last = None
+    replayed = _Replayed(model, box)
+    seen = {"count": 0}  # side-effecting calls met in the current run
+
+    def gated(tool: Tool) -> Tool:
+        def fn(*args, **kwargs):
+            number, seen["count"] = seen["count"], seen["count"] + 1
+            if number >= len(box.decisions):  # nobody has decided: hold the call
+                box.pending = _call_text(tool.name, args)
+                return {"held": "waiting for a human"}  # the model never reads this: the run pauses
+            if box.decisions[number] == "deny":
+                raise ToolError(f"{tool.name} was denied by a human; nothing was done")
+            return tool.fn(*args, **kwargs)
+
+        return replace(tool, fn=fn)
+
+    gated_tools = {name: gated(t) if t.side_effect else t for name, t in tools.items()}
+
+    def run(shown_from: int = 0) -> list[str]:
+        """Run the loop once (replaying what was computed); print its steps from ``shown_from``."""
+        box.pending, box.answer, box.transcript, seen["count"] = None, None, None, 0
+        box.runs += 1
+        try:
+            answer, transcript = run_loop(question, replayed, gated_tools, **run_kwargs)
+        except Paused:
+            answer, transcript = None, None
+        if box.pending is None:
+            box.answer, box.transcript = answer, transcript
+        else:  # the run so far: up to the held call's action line (its observation is not written)
+            transcript = box.last[0] + box.last[1]
+        lines = _lines(transcript, question)
+        for line in lines[shown_from:]:
+            print(line)
+        if box.pending is not None:
+            print(f"⏸ paused: {box.pending} changes the world and waits for you: "
+                  "Approve or Deny below.")
+            request.value = (f"<b>{html.escape(box.pending)}</b> waits for your decision.")
+        else:
+            print(f"answer: {box.answer!r}")
+            request.value = "No call is waiting."
+        approve.disabled = deny.disabled = box.pending is None
+        box.model_calls = replayed.calls
+        return lines
+
+    def decide(decision: str):
+        """A click: record the decision, run the loop again, print what is new."""
+        if box.pending is None:
+            return
+        box.decisions.append(decision)
+        approve.disabled = deny.disabled = True
+        with output:
+            print(f"▶ {decision}: {box.pending}")
+            box.lines = run(shown_from=len(box.lines))
+
+    approve.on_click(lambda _: decide("approve"))
+    deny.on_click(lambda _: decide("deny"))
+    box.lines = run()
+    return box
+
+
+def _lines(transcript: str, question: str) -> list[str]:
+    """The run's action, observation and answer lines, cut to :data:`WIDTH` (as :func:`steps`)."""
+    head = f"Question: {question}"
+    run = transcript[transcript.find(head) + len(head):] if head in transcript else transcript
+    return [line if len(line) <= WIDTH else line[:WIDTH - 2] + " …"
+            for line in run.splitlines() if line.startswith(("Action:", "Observation:", "Answer:"))]
+
+
+def pay_exemplar():
+    """A worked exchange of an agent that pays: INV-2323 looked up, then paid in full.
+
+    Its observations are what the tools return: ``find_invoice`` on the shipped database,
+    ``schedule_payment`` on a throwaway working copy (the shipped file is not written).
+    """
+    from ...protocol import Exemplar
+    from ...tools import call_tool
+
+    tools = {**default_tools(), **payment_tools(working_copy())}
+    invoice = call_tool(tools, "find_invoice", ["INV-2323"]).text
+    paid = call_tool(tools, "schedule_payment", ["INV-2323", "720"]).text
+    return Exemplar("Pay supplier invoice INV-2323.",
+                    (("I look at the invoice first.", "find_invoice[INV-2323]", invoice),
+                     ("It is approved; its total is 720.0 dollars, so I pay that.",
+                      "schedule_payment[INV-2323, 720]", paid)),
+                    "The payment is scheduled.",
+                    "INV-2323 is paid: 720.00 dollars scheduled.")
