@@ -15,6 +15,15 @@ def test_every_quiz_has_two_or_three_questions_whose_right_answer_is_a_choice():
             assert len(q.choices) >= 2 and 0 <= q.right < len(q.choices) and q.why, (number, q.text)
 
 
+@pytest.mark.parametrize("number", ["07", "08"])
+def test_the_right_answer_is_given_away_neither_by_length_nor_by_position(number):
+    questions = QUIZZES[number]
+    for q in questions:
+        longest = max(len(c) for c in q.choices)
+        assert len(q.choices[q.right]) < longest or [len(c) for c in q.choices].count(longest) > 1, q.text
+    assert len({q.right for q in questions}) == len(questions)
+
+
 def test_grade_marks_each_pick_and_refuses_a_wrong_count():
     rights = [q.right for q in QUIZZES["01"]]
     assert grade("01", rights) == [True] * len(rights)

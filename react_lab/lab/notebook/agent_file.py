@@ -61,6 +61,7 @@ import re
 
 import jsonschema
 
+from react_lab.lab.notebook.native_turn import tool_messages
 from react_lab.tool_calls import first_messages, reply_calls
 from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool, tool_schemas
@@ -464,7 +465,13 @@ def agent_source(line: str) -> str:
 
 
 def agent_magic(line: str) -> None:
-    """The ``%agent`` line magic: the cell becomes :func:`agent_source` (as with ``%load -s``)."""
+    """The ``%agent`` line magic: the cell becomes :func:`agent_source` (as with ``%load -s``).
+
+    ``%agent NAME as NEW`` also binds ``NEW``, when the notebook has no such name yet, to
+    the reference of the exercise whose piece is ``NEW``, marked as the reference: until
+    the learner runs their edited cell, its checker says "not written yet" instead of
+    failing on a missing name (a headless run, which drops the cell's new text, too).
+    """
     try:
         text = agent_source(line)
     except ValueError as exc:
@@ -472,7 +479,13 @@ def agent_magic(line: str) -> None:
         return
     from IPython import get_ipython
 
-    get_ipython().set_next_input(text, replace=True)
+    shell = get_ipython()
+    shell.set_next_input(text, replace=True)
+    words = line.split()
+    new = words[2] if len(words) == 3 else None
+    exercise = next((e.name for e in CORE.values() if e.piece == new), None)
+    if exercise is not None and new not in shell.user_ns:
+        shell.user_ns[new] = _rebind(reference(exercise), vars(solutions), new)
 
 
 def register_magic() -> bool:

@@ -756,11 +756,11 @@ CORE: dict[str, Exercise] = {e.name: e for e in [
              GUARD_RULES, lambda: _loop_cases(GUARD_RULES), _edit("run_loop"),
              edits="run_loop_stop", lines_written=7, uses=("observe",)),
     Exercise("run_native", "run_native", 7,
-             "run_native(question, model, tools, exemplars=(), max_steps=6) -> (answer or None, "
-             "messages): your loop with native tool calls: messages, tool schemas, tool results "
-             "as tool messages",
+             "run_native(question, model, tools, exemplars=None, max_steps=6) -> (answer or None, "
+             "messages): your loop with native tool calls: messages from first_messages, the tool "
+             "schemas in every request, the calls read by reply_calls, tool_messages appended",
              NATIVE_RULES, _native_cases, _edit("run_loop", "run_native"), edits="run_loop_guards",
-             lines_written=14),
+             lines_written=7),
     Exercise("pick_exemplar", "pick_exemplar", 8,
              "pick_exemplar(question, pool) -> Exemplar: the pool's exemplar whose question "
              "shares the most words with the question",
@@ -825,14 +825,24 @@ def _reference_source(name: str) -> str:
 def lines_added(name: str) -> int:
     """How many lines an edit exercise's reference writes: lines of code not in the piece it edits.
 
-    The def line counts when it changes; lines kept (moved or re-indented) and lines
-    deleted do not.
+    The def line counts when it changes, unless the change is ``%agent NAME as NEW``'s new
+    name and parameters deleted (nothing typed); lines kept (moved or re-indented) and
+    lines deleted do not.
     """
     edits = CORE[name].edits
     old = code_lines(_reference_source(edits), with_def=True)
     new = code_lines(_reference_source(name), with_def=True)
+    renamed = re.sub(rf"^def {re.escape(CORE[name].piece)}\b", f"def {CORE[edits].piece}", new[0])
+    if _only_deleted(renamed, old[0]):
+        new[0] = old[0]
     opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
     return sum(j2 - j1 for tag, _, _, j1, j2 in opcodes if tag in ("insert", "replace"))
+
+
+def _only_deleted(new: str, old: str) -> bool:
+    """True when ``new`` is ``old`` with some characters deleted and none added."""
+    rest = iter(old)
+    return all(char in rest for char in new)
 
 
 def solution_lines(name: str) -> int:

@@ -15,10 +15,12 @@ questions is :mod:`react_lab.lab.notebook.migration_runs`.
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import inspect
 import io
 import re
+import textwrap
 import time
 import tokenize
 from collections import Counter
@@ -377,3 +379,224 @@ def run_problems(result: RunResult, protocol: str, tools: dict[str, Tool]) -> di
     for step in result.steps:
         total.update(step_problems(step, protocol, tools))
     return {**total, "steps": len(result.steps)}
+
+
+# --------------------------------------------------------------------------- the learner's two loops (notebook 07)
+
+class Watched:
+    """A model that keeps what it said: every completion (text) or reply (chat), in order, in ``said``.
+
+    Wraps a text backend (``complete``) or a chat backend (``chat``) and passes every call
+    through unchanged, so the learner's loops run as they do on the model itself; their
+    steps are counted afterwards (:func:`completion_problems`, :func:`reply_problems`).
+    """
+
+    def __init__(self, model):
+        self.model, self.said = model, []
+
+    def complete(self, prompt, **options):
+        completion = self.model.complete(prompt, **options)
+        self.said.append(completion)
+        return completion
+
+    def chat(self, messages, **options):
+        reply = self.model.chat(messages, **options)
+        self.said.append(reply)
+        return reply
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def completion_problems(text: str, tools: dict[str, Tool]) -> dict[str, int]:
+    """The three problems in one completion, as the learner's text loop reads it (``ACTION_RE``).
+
+    ``unreadable``: a line labelled Action that the anchored regex does not read, or a
+    forged ``Observation`` line; ``invalid``: a call the schema check refuses (an undeclared
+    tool, arguments its schema rejects: :func:`call_problem`); ``undone``: neither a call nor
+    an answer, or text after the answer's line (the model went on into another step).
+    Returns ``{"unreadable", "invalid", "undone", "calls"}`` (0 or 1 each).
+    """
+    from ...protocol import ACTION_RE
+
+    match = ACTION_RE.search(text)
+    answered = "Answer:" in text  # the loop's rule: an answer ends the run
+    forged = re.search(r"^Observation", text, re.MULTILINE) is not None
+    attempted = _ACTION_LABEL.search(text) is not None
+    invalid = 0
+    if match and not answered:
+        name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
+        invalid = int(call_problem(tools, name, named_args(tools, name, args)) is not None)
+    after_answer = text.split("Answer:", 1)[1].partition("\n")[2] if answered else ""
+    ran_on = bool(after_answer.strip())  # the loop keeps the answer's line; the rest is another step
+    return {"unreadable": int(forged or (attempted and not match and not answered)),
+            "invalid": invalid,
+            "undone": int(ran_on or (not answered and not attempted and not forged)),
+            "calls": int(bool(match) and not answered)}
+
+
+def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
+    """The three problems in one chat reply, as the learner's native loop reads it (``reply_calls``).
+
+    ``unreadable``: a call that leaked into the text (only the call-markup reader finds it),
+    or a reply cut off at ``max_tokens`` before its call was complete; ``invalid``: calls the
+    schema check refuses; ``undone``: a complete reply with no call and no answer text.
+    Returns ``{"unreadable", "invalid", "undone", "calls", "leaked"}``.
+    """
+    from ...native import reply_calls
+    from ...schema import decode_arguments
+
+    calls, leaked, _ = reply_calls(reply, tools)
+    cut = not calls and not leaked and reply.finish_reason == "length"
+    refused = sum(call_problem(tools, c["function"]["name"],
+                               decode_arguments(c["function"]["arguments"])) is not None for c in calls)
+    empty = not calls and not leaked and not cut and not (reply.content or "").strip()
+    return {"unreadable": int(bool(leaked) or cut), "invalid": refused, "undone": int(empty),
+            "calls": len(calls), "leaked": int(bool(leaked))}
+
+
+def measured(loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), *,
+             max_steps: int = MAX_STEPS) -> dict:
+    """Run the learner's ``loop`` (``run_loop`` or ``run_native``) on ``task``; count its steps' problems.
+
+    ``max_steps`` defaults to the evaluation's (and the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds", "steps", "unreadable", "invalid",
+    "undone", "calls", "leaked"}``: the problems summed over the model's completions or
+    replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
+    """
+    from ..experiments.tasks import score
+
+    watched = Watched(model)
+    t0 = time.perf_counter()
+    answer, _ = loop(task.question, watched, tools, exemplars=exemplars, max_steps=max_steps)
+    seconds = time.perf_counter() - t0
+    total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0, "leaked": 0})
+    for said in watched.said:
+        total.update(reply_problems(said, tools) if hasattr(said, "tool_calls")
+                     else completion_problems(said.text, tools))
+    return {"task": task.id, "answer": answer, "right": score(answer, task),
+            "seconds": round(seconds, 1), "steps": len(watched.said), **total}
+
+
+def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
+    """The learner's two loops (:func:`measured` runs) side by side, and the saved file's two agents below.
+
+    Columns: right answers of questions; ``unreadable`` and ``neither`` (undone) per model
+    call; ``invalid`` per call made; seconds per question in this run. ``saved`` is the
+    loaded ``migration-test`` results (its ``text`` and ``native`` arms), labelled.
+    """
+    def row(label, right, runs, p, seconds=""):
+        cell = lambda k, of: f"{p[k]}/{p[of]}"
+        return (f"{label:<24}{right:>3}/{runs:<3}{cell('unreadable', 'steps'):>12}"
+                f"{cell('invalid', 'calls'):>9}{cell('undone', 'steps'):>9}{seconds:>12}")
+
+    lines = [f"{'':<24}{'right':>7}{'unreadable':>12}{'invalid':>9}{'neither':>9}{'s/question':>12}"]
+    for label, runs in (("your run_loop", text), ("your run_native", native)):
+        p = Counter()
+        for r in runs:
+            p.update({k: r[k] for k in ("unreadable", "invalid", "undone", "calls", "steps")})
+        seconds = f"{sum(r['seconds'] for r in runs) / max(len(runs), 1):.1f}"
+        lines.append(row(label, sum(r["right"] for r in runs), len(runs), p, seconds))
+    if saved is not None:
+        when = saved.describe().split(" computed ")[1].split(" in ")[0]
+        lines.append(f"file {saved.name}: the lab's two agents, {saved.data['summary']['text']['runs']} "
+                     f"questions (computed {when}):")
+        for arm in ("text", "native"):
+            s = saved.data["summary"][arm]
+            p = {"unreadable": s["unreadable"]["count"], "invalid": s["invalid"]["count"],
+                 "undone": s["undone"]["count"], "steps": s["steps"], "calls": s["calls"]}
+            lines.append(row(f"  {arm} agent", s["correct"], s["runs"], p))
+    return "\n".join(lines)
+
+
+def source_of(fn: Callable) -> list[str]:
+    """The code of a piece of the learner's agent, line by line: no docstring, comments or blank lines.
+
+    Their own piece as ``my_agent.py`` holds it; for a reference standing in (a piece with a
+    ``reference`` attribute, :func:`react_lab.lab.notebook.agent_file.load_agent`), the
+    reference's, named as the piece. Indentation is kept, so a diff shows the loop's shape.
+    """
+    from .agent_file import reference_source
+
+    exercise = getattr(fn, "reference", None)
+    source = reference_source(exercise) if exercise else inspect.getsource(fn)
+    source = textwrap.dedent(source)
+    lines = source.splitlines()
+    cut: dict[int, int] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            cut[tok.start[0]] = tok.start[1]
+    body = ast.parse(source).body[0].body
+    doc = set()
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        doc = set(range(body[0].lineno, body[0].end_lineno + 1))
+    kept = [(line[:cut[n]] if n in cut else line).rstrip() for n, line in enumerate(lines, 1) if n not in doc]
+    return [line + "\n" for line in kept if line.strip()]
+
+
+# --------------------------------------------------------------------------- notebook 07's facade
+
+from ...native import reply_calls  # noqa: E402  (re-exported for the learner's run_native)
+from ..backends.load import load_chat_model, load_model  # noqa: E402
+from ...tools import default_tools  # noqa: E402
+from .minutes import show_minutes  # noqa: E402
+from .native_turn import tool_messages  # noqa: E402
+from .quiz import quiz  # noqa: E402
+
+__all__ = ["text_agent", "native_agent", "agent_diff", "step_problems", "Watched", "measured",
+           "problems_table", "source_of", "first_messages", "reply_calls", "tool_messages",
+           "tool_schemas", "default_tools", "load_model", "load_chat_model", "show_minutes", "quiz", "tasks_named", "exemplar_for",
+           "saved_results", "ladder_table", "leaked_reply", "calls_in"]
+
+
+def tasks_named(*ids: str) -> list:
+    """The questions of the results file ``migration-test`` with these ids, in this order."""
+    from .migration_runs import experiment_tasks
+
+    by_id = {t.id: t for t in experiment_tasks()}
+    return [by_id[i] for i in ids]
+
+
+def exemplar_for(task) -> list:
+    """The nearest dev-pool exemplar for ``task`` (a task, or a question): what the file's runs showed."""
+    from ..experiments.tasks import Task
+    from .migration_runs import ARMS, exemplars_of
+
+    if isinstance(task, str):
+        task = Task(id="", category="", question=task, gold="", kind="text")
+    return exemplars_of(ARMS["text"], task)
+
+
+def saved_results():
+    """The fingerprinted results file ``migration-test`` (a stale file raises)."""
+    from .migration_runs import load
+
+    return load()
+
+
+def ladder_table(*configs: str) -> str:
+    """The ladder's files for ``configs`` on the test half, labelled: right of n, seconds and prompt tokens per task."""
+    from ..experiments.ladder import load_results
+
+    rows = load_results([f"ladder-test-{c}" for c in configs])
+    lines = [f"{'file':<28}{'right':>9}{'s/task':>8}{'prompt tokens/task':>20}   computed"]
+    for r in rows:
+        when = r["describe"].split(" computed ")[1].split(" in ")[0]
+        lines.append(f"{r['name']:<28}{r['rate'].successes:>5}/{r['rate'].n:<3}{r['seconds']:>8.2f}"
+                     f"{r['prompt_tokens']:>20,.0f}   {when}")
+    return "\n".join(lines)
+
+
+def leaked_reply(text: str):
+    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty (as a server
+    whose chat template does not parse the model's call format returns it)."""
+    from ..backends.chat import ChatReply
+
+    return ChatReply(content=text, tool_calls=[], finish_reason="stop")
+
+
+def calls_in(messages: list[dict]) -> list[str]:
+    """The calls a native run made, as ``tool(arguments)``: the exemplars' left out."""
+    return [f"{c['function']['name']}({c['function']['arguments']})" for m in messages
+            if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+            if not str(c.get("id", "")).startswith("example_")]

@@ -108,41 +108,37 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                  "Guard 1: a repeat costs a model call, not a tool call; the step limit still ends the run."),
     ),
     "07": (
-        Question("Which problems does native tool calling remove (seed 003)?",
-                 ("The identical-action loop, observation flooding and context overflow",
-                  "Parsing the action out of free text, syntactically invalid arguments, and not "
-                  "knowing when the model is done", "Every reason an agent is unreliable"), 1,
-                 "Exactly three, and no others: the failure modes and their guards are still yours."),
-        Question("After the migration the model sends a `schedule_payment` tool call. What stops it?",
-                 ("The provider: the JSON Schema makes the call safe",
-                  "Nothing has to: a native call is trusted",
-                  "The same approval gate as before: the carrier changed, the policy did not"), 2,
-                 "A schema checks a call's shape, not whether it should run; the gate is still in the loop."),
-        Question("On the embedded 135M model the native agent answers fewer questions than the text agent. "
-                 "What does that show?",
-                 ("Native tool calling is worse than the text protocol",
-                  "A small model forced into JSON by a grammar is not native calling at its best; "
-                  "a model trained to emit tool calls is", "That JSON Schema is too strict"), 1,
-                 "The grammar guarantees the shape, not the choice; providers train their models on the format."),
+        Question("Your `run_native` sends no stop sequence. What keeps a reply from running on into a "
+                 "tool result the model wrote itself?",
+                 ("The system turn, which tells the model that only the loop writes the tool results",
+                  "The reply's structure: a tool call or an answer, with each result a tool message",
+                  "The tool schemas, whose required fields make the model stop after its first call"), 1,
+                 "A native reply ends as a call or an answer; the loop writes each tool message. On the "
+                 "embedded model a grammar enforces that shape; a provider's model is trained on it."),
+        Question("Which line of your `run_native` is still a parser, and why?",
+                 ("`first_messages(...)`: it reads the question out of the learner's prompt text",
+                  "`tool_schemas(tools)`: it turns each tool's English line into a JSON Schema again",
+                  "`reply_calls(reply, tools)`: a call can come back written in the reply's text"), 2,
+                 "A server whose chat template misses the model's call format returns the call as "
+                 "text; read as the answer, the markup would end the run."),
     ),
     "08": (
-        Question("Run through your harness, the scripted oracle (the right calls, then the gold answer) "
-                 "scores below 100%. What do you conclude?",
-                 ("The model is weak on those tasks", "The harness is wrong (tools, gold answers or "
-                  "scorer); no model's score means anything until the oracle scores 100%",
-                  "The tasks are too hard"), 1,
-                 "Prove the harness first: the oracle must score 100% and \"I don't know\" 0%."),
-        Question("The working configuration scores higher on the template test half than on the "
-                 "paraphrase set. Which figure predicts how it does on users' own questions?",
-                 ("The template test half: it has more tasks", "The paraphrase set: the test half is "
-                  "written from the dev half's templates, so its exemplar is the question's twin",
-                  "Their average"), 1,
-                 "A split by entity is not a split by phrasing; quote the set nobody tuned on and "
-                 "nobody wrote from a template."),
-        Question("Which single change moved the embedded 135M model most?",
-                 ("A grammar on the Action line", "A bigger tool description",
-                  "An exemplar chosen per question, of the question's shape"), 2,
-                 "The exemplar is the lesson: a small model copies the worked example it is shown."),
+        Question("Why compare your agent before and after `pick_exemplar` question by question?",
+                 ("Only the questions on which the two runs disagree say which is better; a "
+                  "paired test can tell apart what two overlapping intervals cannot",
+                  "The Wilson interval is not defined for fewer than thirty questions, so a "
+                  "paired count replaces it until the live set grows larger than that",
+                  "Pairing counts every question twice, which halves the width of each "
+                  "run's interval, so that the two rates can be compared at their ends"), 0,
+                 "Questions both runs got right, or both wrong, carry no information about the "
+                 "change; McNemar's test asks whether the rest lean one way."),
+        Question("Your agent answers \"Supplier invoice INV-2291 has not been paid.\" Against the "
+                 "gold \"no\", how does `score` judge it?",
+                 ("Wrong: a yes-or-no answer must begin with the word yes or with the word no",
+                  "Right only if it also quotes the invoice's total that it read in a tool result",
+                  "Right: it reads the stance the sentence takes on the question's own predicate"), 2,
+                 "\"Has not been paid\" negates the question's predicate, so it says no; an "
+                 "answer that says both is wrong."),
     ),
 }
 

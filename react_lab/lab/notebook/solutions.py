@@ -20,6 +20,7 @@ import jsonschema
 from ...tool_calls import first_messages, reply_calls
 from ...protocol import ACTION_RE, STOP, build_prompt
 from ...tools import call_tool, tool_schemas
+from .native_turn import tool_messages
 
 
 # Notebook 01: one completion by hand.
@@ -109,21 +110,16 @@ def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=ST
 
 
 # Notebook 07 (edit of run_loop, mostly by deleting): native tool calls.
-def run_native(question, model, tools, exemplars=(), max_steps=6):
+def run_native(question, model, tools, exemplars=None, max_steps=6):
     """Run the native tool-calling loop; return (answer or None, messages)."""
-    messages = first_messages(question, tools, exemplars=exemplars)  # exemplars as past messages
+    messages = first_messages(question, tools, exemplars=exemplars or ())  # exemplars: past messages
     for _ in range(max_steps):
+        # the tool schemas go with every request; no stop sequence: a reply ends by its structure
         reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
-        calls, _, problem = reply_calls(reply, tools)  # a call written in the text is no answer
-        messages.append({**reply.message(), "tool_calls": calls} if calls else reply.message())
-        if problem:
-            messages.append({"role": "user", "content": f"Error: {problem}"})
-        elif not calls:
-            return reply.content, messages
-        for call in calls:
-            name, arguments = call["function"]["name"], call["function"]["arguments"]
-            messages.append({"role": "tool", "tool_call_id": call["id"],
-                             "content": call_tool(tools, name, json.loads(arguments)).text})
+        calls, _, problem = reply_calls(reply, tools)  # its tool_calls, or a call leaked into its text
+        if not calls and not problem:  # no call: the answer
+            return reply.content, messages + [reply.message()]
+        messages += tool_messages(reply, tools)  # the reply, then one tool message per call
     return None, messages
 
 

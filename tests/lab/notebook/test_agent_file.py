@@ -361,3 +361,27 @@ def test_the_download_link_says_why_and_points_at_the_file(agent_file, capsys, m
     link = download_link()
     assert DOWNLOAD_SENTENCE in link._repr_html_() and "href='my_agent.py'" in link._repr_html_()
     assert repr(link) == f"{DOWNLOAD_SENTENCE} {agent_file}"
+
+
+def test_the_magic_as_a_new_name_binds_the_reference_until_the_learner_runs_theirs(agent_file,
+                                                                                   capsys):
+    """``%agent run_loop as run_native`` headless: the cell's new text is dropped, the checker
+    still runs and says "not written yet" (the name is the reference, marked so)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from react_lab.lab.notebook.exercises import is_reference
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_cell("from react_lab.lab.notebook import check, register_magic\nregister_magic()")
+        shell.run_cell("%agent run_loop as run_native")
+        assert shell.rl_next_input.startswith("# %agent run_loop as run_native: the reference")
+        assert is_reference(shell.user_ns["run_native"])
+        capsys.readouterr()
+        shell.run_cell('check("run_native", run_native)')
+        assert capsys.readouterr().out.startswith("✎ run_native: not written yet")
+        shell.user_ns["run_native"] = mine = lambda *a: None
+        shell.run_cell("%agent run_loop as run_native")
+        assert shell.user_ns["run_native"] is mine  # a name the learner defined is left alone
+    finally:
+        InteractiveShell.clear_instance()

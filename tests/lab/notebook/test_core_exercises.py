@@ -73,26 +73,24 @@ def _loop(**changes):
 
 
 NATIVE = '''
-def run_native(question, model, tools, exemplars=(), max_steps=6):
+def run_native(question, model, tools, exemplars=None, max_steps=6):
     messages = {start}
     for _ in range({steps}):
         reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128{stop})
         calls, leaked, problem = {calls}
-        {append}
-        if problem:
-            messages.append({{"role": "user", "content": f"Error: {{problem}}"}})
-        elif not calls:
-            return reply.content, messages
-        for call in calls:
-            result = call_tool(tools, call["function"]["name"], {args})
-            messages.append({{"role": "tool", "tool_call_id": call["id"], "content": result.text}})
+        if not calls and not problem:
+            return reply.content, {answered}
+        {turn}
     return None, messages
 '''
-NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars)", "steps": "max_steps",
-             "stop": "", "calls": "reply_calls(reply, tools)",
-             "append": 'messages.append({**reply.message(), "tool_calls": calls} if calls '
-                       "else reply.message())",
-             "args": 'json.loads(call["function"]["arguments"])'}
+NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars or ())", "steps": "max_steps",
+             "stop": "", "calls": "reply_calls(reply, tools)", "answered": "messages + [reply.message()]",
+             "turn": "messages += tool_messages(reply, tools)"}
+#: A turn written out by hand, with the arguments left a JSON string (rule 4).
+TURN_BY_HAND = ('messages.append({**reply.message(), "tool_calls": calls})\n'
+                "        for call in calls:\n"
+                '            messages.append({"role": "tool", "tool_call_id": call["id"], "content": '
+                'call_tool(tools, call["function"]["name"], call["function"]["arguments"]).text})')
 
 
 def _native(**changes):
@@ -178,9 +176,10 @@ PLANTED = [
     ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, '
                                  'tools.values())}, {"role": "user", "content": question}]'), 1),
     ("run_native", _native(stop=", stop=STOP"), 2),
-    ("run_native", _native(append="messages.append({'role': 'assistant', 'content': "
-                                  "reply.content})"), 3),
-    ("run_native", _native(args='call["function"]["arguments"]'), 4),
+    ("run_native", _native(answered="messages"), 3),
+    ("run_native", _native(turn="messages += tool_messages(reply, tools)[1:]"), 3),
+    ("run_native", _native(turn="messages += tool_messages(reply, tools)[:1]"), 4),
+    ("run_native", _native(turn=TURN_BY_HAND), 4),
     ("run_native", _native(calls="(reply.tool_calls, [], None)"), 5),
     ("run_native", _native(steps="100"), 6),
     ("pick_exemplar", cell("""

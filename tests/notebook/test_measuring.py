@@ -1,0 +1,58 @@
+"""Notebook 08's pieces: the learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports."""
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.notebook import solutions
+from react_lab.lab.notebook.agent_file import _rebind
+from react_lab.lab.notebook.measuring import (
+    dev_pool,
+    gold_reason,
+    ladder_change,
+    live_tasks,
+    paired,
+    rate,
+    run_tasks,
+    seed_report,
+    seed_tasks,
+)
+from react_lab.tools import default_tools
+
+TOOLS = default_tools()
+LOOP = _rebind(solutions.run_loop_guards, vars(solutions), "run_loop")
+
+
+def test_the_live_set_is_one_test_question_of_each_of_eight_categories():
+    tasks = live_tasks()
+    assert len(tasks) == 8 and len({t.category for t in tasks}) == 8
+    assert all(t.gold for t in tasks)
+
+
+def test_run_tasks_scores_each_answer_and_shows_the_picked_exemplar():
+    seeds = {t.id: t for t in seed_tasks()}
+    task = seeds["seed-paid_in_full-01"]
+    said = []
+    before = run_tasks(LOOP, [task], ScriptedModel([" I look.\nAction: find_invoice[INV-2291]",
+                                                    " Its payments.\nAction: get_payments[INV-2291]",
+                                                    " None.\nAnswer: Yes."]), TOOLS)
+    after = run_tasks(LOOP, [task], ScriptedModel([" None.\nAnswer: It has not been paid."]), TOOLS,
+                      pick=lambda q, pool: said.append(q) or pool[0], pool=dev_pool())
+    assert not before[task.id].right and after[task.id].right and said == [task.question]
+    assert after[task.id].exemplars == [dev_pool()[0]]
+    assert before[task.id].calls()[1][:2] == ("get_payments", "INV-2291")
+    assert '"payments": []' in before[task.id].calls()[1][2]   # what came back
+    assert str(rate(after)).startswith("1/1 = 100%")
+    assert (paired(before, after).gained, paired(before, after).lost) == (1, 0)
+    report = seed_report(before[task.id])
+    assert "called find_invoice[INV-2291] -> get_payments[INV-2291]" in report
+    assert "answered 'Yes.': WRONG" in report and "gold answer: no" in report
+
+
+def test_gold_reasons_come_from_the_database():
+    reasons = {t.id: gold_reason(t) for t in seed_tasks()}
+    assert "INV-2041" in reasons["seed-duplicate-01"] and "charged once" in reasons["seed-duplicate-01"]
+    assert "INV-2088, issued 2026-07-14" in reasons["seed-latest_date-01"]
+    assert "0.00 dollars of payments" in reasons["seed-paid_in_full-01"]
+
+
+def test_the_ladder_change_is_labelled_with_its_files():
+    text = ladder_change("baseline", "pool_k1")
+    assert text.startswith("files ladder-test-baseline and ladder-test-pool_k1 (52 test questions")
+    assert "paired   +" in text
