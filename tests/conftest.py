@@ -2,7 +2,7 @@
 import sqlite3
 
 import pytest
-from two_loops import loops
+from helpers.two_loops import loops
 
 from react_lab.guards import Guards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
@@ -69,7 +69,7 @@ def scheduled():
 def loop(request):
     """Each guard scenario runs once per loop (text, native), with the lesson's guards by default.
 
-    The adapters are ``tests/two_loops.py``'s; ``tests/lab/conftest.py`` gives the lab's tests
-    the same fixture with the lab's guards.
+    The adapters are ``tests/helpers/two_loops.py``'s; ``tests/lab/conftest.py`` gives the lab's
+    tests the same fixture with the lab's guards.
     """
     return request.param

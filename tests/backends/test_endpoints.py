@@ -1,4 +1,5 @@
-"""The OpenAI-compatible backend over real HTTP, against a small local server (tests/fake_openai.py).
+"""The OpenAI-compatible backend over real HTTP, against a small local server
+(tests/helpers/fake_openai.py).
 
 No model runs here: the fake server answers with fixed texts, after a fixed delay,
 or with the errors hosted providers send. Loopback only.
@@ -6,7 +7,7 @@ or with the errors hosted providers send. Loopback only.
 import json
 
 import pytest
-from fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
+from helpers.fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
 
 from react_lab.lab import cli
 from react_lab.lab.backends.base import render_chat

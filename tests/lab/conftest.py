@@ -1,7 +1,7 @@
 """The ``loop`` fixture of the lab's tests: each scenario once per loop, with the lab's guards."""
 
 import pytest
-from two_loops import loops
+from helpers.two_loops import loops
 
 from react_lab.lab.guards import LabGuards
 

@@ -8,7 +8,7 @@ pieces they are made of. The scenarios run over both loops with the lab's guards
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from two_loops import injected
+from helpers.two_loops import injected
 
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import (
