@@ -284,7 +284,7 @@ def test_the_workshop_recipe_is_the_one_the_code_prints():
 
     from react_lab.lab.backends.serve import learner_exports, server_command
 
-    guide = (Path(__file__).resolve().parents[2] / "docs" / "workshop.md").read_text()
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "workshop.md").read_text()
     assert "python -m react_lab.lab.backends.serve --host 0.0.0.0 --port 8000" in guide
     assert learner_exports("0.0.0.0", 8000) in guide
     cmd = server_command(host="0.0.0.0", port=8000, threads=2)

@@ -27,7 +27,7 @@ from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.tools import DB_PATH, call_tool, default_tools
 
 LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]
-LIAR = [sys.executable, str(Path(__file__).resolve().parent / "helpers" / "mcp_liar_server.py")]
+LIAR = [sys.executable, str(Path(__file__).resolve().parents[1] / "helpers" / "mcp_liar_server.py")]
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 READ_ONLY = ["list_invoices", "get_charge", "search", "find_invoice", "get_payments", "calc"]
 

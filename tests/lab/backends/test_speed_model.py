@@ -5,7 +5,7 @@
 * the cache rules: the same prompt twice (or after a prefix snapshot was restored) gives
   the cold completion.
 Properties of the model's output, not its exact text. Run under the model lock. (The
-forgery experiment's fast paths: ``tests/experiments/test_forge_model.py``.)
+forgery experiment's fast paths: ``tests/lab/experiments/test_forge_model.py``.)
 """
 
 import pytest
