@@ -2,7 +2,7 @@
 
 Placeholder answers, citations, pinning the question, tool output marked as data, and the
 pieces they are made of. The scenarios run over both loops with the lab's guards (the
-``loop`` fixture of ``tests/lab/conftest.py``).
+``loop`` fixture of ``tests/conftest.py``, given ``GUARDS`` below).
 """
 
 import pytest
@@ -22,6 +22,9 @@ from react_lab.loop import ask
 from react_lab.lab.sandbox import db_checksum
 from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
+
+#: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
+GUARDS = LabGuards
 
 
 # --------------------------------------------------------------------------- answer checks

@@ -38,6 +38,9 @@ from react_lab.lab.sandbox import db_checksum
 from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
 
+#: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
+GUARDS = LabGuards
+
 
 # --------------------------------------------------------------------------- the lab's defaults
 
