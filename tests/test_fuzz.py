@@ -15,8 +15,6 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from helpers.model_like import (
     EXAMPLE_ARGS,
     LINE_BREAKS,
@@ -26,6 +24,8 @@ from helpers.model_like import (
     check_parse_result,
     model_like_arguments,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from react_lab._parsing.leaks import leaked_calls
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
