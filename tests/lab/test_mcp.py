@@ -135,7 +135,8 @@ def test_the_lab_client_gives_the_loop_the_same_tools_and_observations(lab_serve
     for name, args in [("find_invoice", {"invoice_id": "INV-2291"}), ("calc", {"expression": "129 * 3"}),
                        ("list_invoices", {"customer_id": "cus_8812", "since": "2026-07-01"}),
                        ("find_invoice", {"invoice_id": "INV-9999"}), ("find_invoice", ["INV-2291"])]:
-        assert call_tool(lab_server, name, args).text == call_tool(local, name, args).text, (name, args)
+        served = call_tool(lab_server, name, args)
+        assert served.text == call_tool(local, name, args).text, (name, args)
 
 
 def test_the_text_loop_runs_on_the_mcp_tools_too(lab_server):
