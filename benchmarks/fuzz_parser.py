@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/fuzz_parser.py [--inputs N] [--seed S]``. No model is
 loaded. The inputs are built from the pieces real completions are made of
-(``tests/model_like.py``: labels, brackets, JSON call fragments, markup, control
+(``tests/helpers/model_like.py``: labels, brackets, JSON call fragments, markup, control
 characters, long runs); every result is checked for the properties ``tests/test_fuzz.py``
 asserts. Prints, for each of the two: inputs tried, exceptions (must be 0: an exception
 escaping, or the catch-all message that means one was caught), property violations (must
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the shared input builder
 
-from model_like import (  # noqa: E402
+from helpers.model_like import (  # noqa: E402
     EXAMPLE_ARGS,
     TOOLS,
     check_argument_result,

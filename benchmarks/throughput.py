@@ -7,7 +7,7 @@ Run (under the model lock: it starts llama-cpp-python's server on the embedded m
 
 Two endpoints, both on 127.0.0.1 and started here:
 
-* a latency-bound one: the tests' fake OpenAI-compatible server (``tests/fake_openai.py``),
+* a latency-bound one: the tests' fake OpenAI-compatible server (``tests/helpers/fake_openai.py``),
   which answers every request after a fixed delay and serves requests in parallel, as a
   hosted provider does;
 * llama-cpp-python's own server on the embedded model (``python -m react_lab.lab.backends.serve``'s
@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fake_openai import FakeOpenAI  # noqa: E402
-from servers import llama_server  # noqa: E402
+from helpers.fake_openai import FakeOpenAI  # noqa: E402
+from helpers.servers import llama_server  # noqa: E402
 
 from react_lab.lab.backends.endpoints import OpenAIModel  # noqa: E402
 from react_lab.lab.backends.serve import EXTRA_BODY, MODEL_ALIAS  # noqa: E402

@@ -1,8 +1,8 @@
-"""Fixtures shared by the test modules: the shipped database must never change, tool sets."""
+"""Fixtures shared by the test modules: the shipped database must never change, tool sets, loops."""
 import sqlite3
 
 import pytest
-from two_loops import loops
+from helpers.two_loops import loops
 
 from react_lab.guards import Guards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
@@ -18,17 +18,14 @@ def shipped_sum() -> str:
     return SHIPPED_SUM
 
 
-@pytest.fixture(scope="module", autouse=True)
-def shipped_db_untouched(shipped_sum):
-    """Fail any test module after which the shipped database file is not byte-identical."""
-    yield
-    assert db_checksum() == shipped_sum, "a test changed the shipped database"
-
-
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def shipped_db_unchanged(shipped_sum):
-    """Fail the test that uses it if the shipped database file changed during it."""
-    assert db_checksum() == shipped_sum
+    """The shipped database's one guard, on every test: byte-identical before it and after it.
+
+    A test that checks the file in the middle of a run compares ``db_checksum()`` with
+    ``shipped_sum``; none writes a guard of its own.
+    """
+    assert db_checksum() == shipped_sum, "the shipped database changed before this test"
     yield
     assert db_checksum() == shipped_sum, "this test changed the shipped database"
 
@@ -65,11 +62,12 @@ def scheduled():
     return count
 
 
-@pytest.fixture(params=loops(Guards), ids=lambda loop: loop.name)
+@pytest.fixture(params=["text", "native"])
 def loop(request):
     """Each guard scenario runs once per loop (text, native), with the lesson's guards by default.
 
-    The adapters are ``tests/two_loops.py``'s; ``tests/lab/conftest.py`` gives the lab's tests
-    the same fixture with the lab's guards.
+    A test module that names other default guards in ``GUARDS`` gets those (the lab's tests:
+    ``GUARDS = LabGuards``). The adapters are ``tests/helpers/two_loops.py``'s.
     """
-    return request.param
+    guards = getattr(request.module, "GUARDS", Guards)
+    return {adapter.name: adapter for adapter in loops(guards)}[request.param]

@@ -6,7 +6,7 @@ article that says to pay. Only a working copy of the database is ever written.
 """
 
 import pytest
-from two_loops import injected
+from helpers.two_loops import injected
 
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel

@@ -9,7 +9,7 @@ from react_lab import billing
 from react_lab import tools as T
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 
-# conftest.py's shipped_db_untouched checks the shipped database after this module too.
+# conftest.py's shipped_db_unchanged checks the shipped database around every test too.
 
 
 def run(tools, name, *args):

@@ -1,7 +1,7 @@
 """Property tests: on model-like text the parser, the leak reader and the argument check never
 raise and keep their properties, and each stays linear in the length of its input.
 
-The inputs are built from the pieces real completions are made of (``tests/model_like.py``,
+The inputs are built from the pieces real completions are made of (``tests/helpers/model_like.py``,
 with the labels, brackets and other models' native call markup below). This file is the CI
 profile: 1,000 examples each (set ``REACT_LAB_FUZZ_EXAMPLES`` for more).
 ``benchmarks/fuzz_parser.py`` runs the full 100,000-input count and reports the slowest input.
@@ -15,9 +15,7 @@ import os
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from model_like import (
+from helpers.model_like import (
     EXAMPLE_ARGS,
     LINE_BREAKS,
     PIECES,
@@ -26,6 +24,8 @@ from model_like import (
     check_parse_result,
     model_like_arguments,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from react_lab._parsing.leaks import leaked_calls
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop

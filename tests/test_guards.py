@@ -4,7 +4,7 @@ Every scenario below is written once and runs over both loops (the ``loop`` fixt
 lesson's :class:`react_lab.guards.Guards` unless a test names others): the text protocol
 (:func:`react_lab.loop.ask` on a :class:`ScriptedModel`) and native tool calling
 (:func:`react_lab.native.ask_native` on a :class:`ScriptedChatModel`); the adapters are in
-``tests/two_loops.py``. Checks that only one loop can make are marked ``text loop only`` /
+``tests/helpers/two_loops.py``. Checks that only one loop can make are marked ``text loop only`` /
 ``native loop only``; the guards' own pieces (no loop) come last. Compaction is
 ``tests/test_context.py``'s; the lab's guards (:class:`react_lab.lab.guards.LabGuards`) are
 ``tests/lab/test_lab_guards.py``'s.
@@ -17,7 +17,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
+from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 
 from react_lab.guards import Guards, Watch
 from react_lab.lab.backends.chat import ScriptedChatModel

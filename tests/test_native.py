@@ -381,7 +381,7 @@ def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refu
     Its template has no branch for the ``tool`` role: a result is written as an empty
     ``<|im_start|>tool`` line, content and call id gone, so the model never reads it.
     ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own test server
-    (tests/fake_openai.py) stands in for those.
+    (tests/helpers/fake_openai.py) stands in for those.
     """
     handler = pytest.importorskip("llama_cpp.llama_chat_format").chatml_function_calling
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},

@@ -2,13 +2,14 @@
 it is a call or a named refusal, never the answer; Harmony's final channel is the answer; a run
 that ends with nothing but markup ends without an answer and says what it saw.
 
-Every shared case's text (and the other members of the markup kinds, tests/test_markup_kinds.py)
-is replayed as the content of a scripted chat model's reply through one native run.
+Every shared case's text (and the other members of the markup kinds,
+tests/helpers/markup_members.py) is replayed as the content of a scripted chat model's reply
+through one native run.
 """
 import re
 
 import pytest
-from test_markup_kinds import REFUSED, TAKEN
+from helpers.markup_members import REFUSED, TAKEN
 
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.data import load_cases

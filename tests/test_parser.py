@@ -10,7 +10,7 @@ tests/test_fuzz.py.
 """
 
 import pytest
-from parsing_checks import DS, GENERIC, KIMI_K2, TOOLS, W, one_line_reason
+from helpers.parsing_checks import DS, GENERIC, KIMI_K2, TOOLS, W, one_line_reason
 
 from react_lab.parser import find_forged, parse
 

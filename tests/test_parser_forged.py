@@ -7,7 +7,7 @@ is certain (``settled_forgery``); a cut-off stop word is trimmed (``trim_partial
 """
 
 import pytest
-from parsing_checks import TOOLS
+from helpers.parsing_checks import TOOLS
 
 from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
 

@@ -9,7 +9,7 @@ from react_lab import tools as T
 from react_lab.lab.builders import build as B
 from react_lab.lab.sandbox import working_copy
 
-# conftest.py's shipped_db_untouched checks the shipped database after this module too.
+# conftest.py's shipped_db_unchanged checks the shipped database around every test too.
 
 
 # --- the database file -------------------------------------------------------------------

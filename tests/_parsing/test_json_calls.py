@@ -7,7 +7,7 @@ prose, a lone wrapper around the arguments, and Python's own warnings (none prin
 """
 
 import pytest
-from parsing_checks import BERLIN, TOOLS, W, one_line_reason
+from helpers.parsing_checks import BERLIN, TOOLS, W, one_line_reason
 
 from react_lab._parsing.calls import INPUT_KEYS, NAME_KEYS
 from react_lab.parser import parse

@@ -6,7 +6,7 @@ where spaces belong, and labels inside markup (not labels; markup is never an an
 """
 
 import pytest
-from parsing_checks import BERLIN, DS, KIMI_K2, TOOLS, W, one_line_reason
+from helpers.parsing_checks import BERLIN, DS, KIMI_K2, TOOLS, W, one_line_reason
 
 from react_lab.parser import parse
 

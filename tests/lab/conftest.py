@@ -1,12 +1,11 @@
-"""The ``loop`` fixture of the lab's tests: each scenario once per loop, with the lab's guards."""
+"""The lab's tests' own fixture: the embedded model, for the tests marked ``model``."""
 
 import pytest
-from two_loops import loops
-
-from react_lab.lab.guards import LabGuards
 
 
-@pytest.fixture(params=loops(LabGuards), ids=lambda loop: loop.name)
-def loop(request):
-    """Each scenario runs once per loop (text, native), with :class:`LabGuards` by default."""
-    return request.param
+@pytest.fixture(scope="module")
+def model():
+    """The process-wide embedded model (loaded once, on first use)."""
+    from react_lab.lab.backends.local import local_model
+
+    return local_model()

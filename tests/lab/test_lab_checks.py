@@ -2,13 +2,13 @@
 
 Placeholder answers, citations, pinning the question, tool output marked as data, and the
 pieces they are made of. The scenarios run over both loops with the lab's guards (the
-``loop`` fixture of ``tests/lab/conftest.py``).
+``loop`` fixture of ``tests/conftest.py``, given ``GUARDS`` below).
 """
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from two_loops import injected
+from helpers.two_loops import injected
 
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import (
@@ -22,6 +22,9 @@ from react_lab.loop import ask
 from react_lab.lab.sandbox import db_checksum
 from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
+
+#: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
+GUARDS = LabGuards
 
 
 # --------------------------------------------------------------------------- answer checks

@@ -1,7 +1,7 @@
 """The lab's guards (:class:`react_lab.lab.guards.LabGuards`) in both loops, and what runs them.
 
 The scenarios run over both loops, as the lesson's in ``tests/test_guards.py`` do (the
-adapters are ``tests/two_loops.py``'s), with :class:`LabGuards` unless a test names others:
+adapters are ``tests/helpers/two_loops.py``'s), with :class:`LabGuards` unless a test names others:
 near repeats, the refusals' hint, paging with ``more``, tool timeouts, placeholder answers,
 citations, pinning the question, data markers; then the CLI, the approval widget, and the
 lab's defaults, which must stay the ones every shipped result was made with.
@@ -12,7 +12,7 @@ import json
 import time
 
 import pytest
-from two_loops import (
+from helpers.two_loops import (
     NativeLoop,
     TextLoop,
     calls_run,
@@ -37,6 +37,9 @@ from react_lab.native import ask_native
 from react_lab.lab.sandbox import db_checksum
 from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
+
+#: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
+GUARDS = LabGuards
 
 
 # --------------------------------------------------------------------------- the lab's defaults

@@ -3,7 +3,7 @@
 :class:`react_lab.lab.backends.local.LocalModel` uses these; nothing here is needed to follow the
 agent. They reach into llama-cpp-python (``Llama._ctx``, ``input_ids``, ``n_tokens``,
 ``_model.vocab``) and llama.cpp's C API, so llama-cpp-python is pinned (pyproject.toml)
-and model tests check them against the stock calls (tests/backends/test_speed_model.py).
+and model tests check them against the stock calls (tests/lab/backends/test_speed_model.py).
 
 * **The KV cache.** llama.cpp keeps the keys and values of the tokens it has evaluated;
   llama-cpp-python reuses the longest prefix a new prompt shares with the cached tokens
@@ -36,7 +36,7 @@ and model tests check them against the stock calls (tests/backends/test_speed_mo
   llama-cpp-python's 512-token calls on a 3,000-token prompt touch about 60 MiB, 128-token
   calls a quarter of it, at the same speed on these 2 cores. Calls of 2 or more tokens
   gave bit-identical logits however the prompt was cut (measured on this model and
-  build; tests/backends/test_speed_model.py checks 128-token calls against one call), and the
+  build; tests/lab/backends/test_speed_model.py checks 128-token calls against one call), and the
   committed evaluation and ladder records re-ran word for word.
 """
 from __future__ import annotations

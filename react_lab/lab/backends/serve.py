@@ -39,7 +39,7 @@ with native tool calling, request by request:
   and, when a turn held several, with no line between them.
 
 So over this server the loop gets calls but the model never sees what they returned;
-the lab's own test server (``tests/fake_openai.py``) stands in for the rest, and the
+the lab's own test server (``tests/helpers/fake_openai.py``) stands in for the rest, and the
 embedded model's native path in-process (:class:`react_lab.lab.backends.chat.LocalChatModel`)
 does all of it. The other ChatML format, ``chatml``, drops ``tool`` messages too; the
 ``functionary`` formats need a Functionary model and its Hugging Face tokenizer.

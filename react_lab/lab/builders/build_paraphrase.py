@@ -6,8 +6,9 @@ paid", "settled", "how much is still owed", a typo, a lower-case id...), several
 category. The task set's two halves are written from the same 13 question templates, so
 a test question's nearest exemplar is its development twin with other ids; this set asks
 the same things in other words. It is never used for tuning: nothing in the exemplar pool,
-the exemplar selection or the grammars reads it (``tests/test_paraphrase.py`` checks that
-no paraphrase question, nor any id of one beside its gold answer, reaches a prompt).
+the exemplar selection or the grammars reads it (``tests/lab/builders/test_paraphrase.py``
+checks that no paraphrase question, nor any id of one beside its gold answer, reaches a
+prompt).
 
 ``seeds.json`` -- the three questions the seed articles ask, as they ask them: the
 suspected duplicate charge on INV-2041, cus_4417's latest invoice, the supplier invoice
@@ -17,8 +18,8 @@ worked example of the default prompt (:data:`react_lab.protocol.EXEMPLARS`).
 Both are in the format of ``tasks.json`` (:func:`react_lab.lab.experiments.tasks.load_tasks`
 documents it), with ``split`` set to ``"paraphrase"`` or ``"seeds"``. As there, every gold
 answer is what its SQL selects from the shipped database (run here; none typed in), and
-every task carries its oracle calls; ``tests/test_paraphrase.py`` checks that the oracle
-scores 100% on both files through the real loop and scorer. A paraphrase task names the
+every task carries its oracle calls; ``tests/lab/builders/test_paraphrase.py`` checks that the
+oracle scores 100% on both files through the real loop and scorer. A paraphrase task names the
 template task it rephrases (``rephrases``) and takes that task's oracle calls and answer
 kind unless it says otherwise; the template task must be in the test half.
 """

@@ -5,8 +5,9 @@ string only decides where the server *cuts* it, never which tokens come before t
 (llama-cpp-python checks ``stop`` after each token, on the text so far). So the with-stop
 completion is the no-stop completion cut at the first stop string, and one generation
 serves both arms: :class:`TwoArmReader` reads them off the token stream, exactly where
-two separate completions would have ended. :func:`react_lab.lab.experiments.forge.run_experiment` uses it
-on the embedded model; ``tests/experiments/test_forge_model.py`` checks it against two real calls.
+two separate completions would have ended. :func:`react_lab.lab.experiments.forge.run_experiment`
+uses it on the embedded model; ``tests/lab/experiments/test_forge_model.py`` checks it against
+two real calls.
 """
 from __future__ import annotations
 

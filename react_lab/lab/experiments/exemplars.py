@@ -22,7 +22,7 @@ once after reading dev traces (the prototype's "pool v2"); the test half was nev
 looked at. The runs pool holds only the dev tasks the model solved cleanly, so it has
 fewer entries.
 
-Guarantees, checked by ``tests/experiments/test_ladder.py``:
+Guarantees, checked by ``tests/lab/experiments/test_exemplars.py``:
 
 * both pools hold **dev tasks only** (:func:`build_pool` loads ``split="dev"`` and
   refuses any other task; :func:`harvest` refuses a run of a non-dev task);

@@ -15,8 +15,8 @@ match with the code, so every file carries a **fingerprint** of what produced it
 :func:`load` recomputes the fingerprint from the code as it is now and raises
 :class:`StaleResults` (naming each part that changed and the command that regenerates the
 file) when it differs. The shipped files live in ``react_lab/data/results/`` (package data,
-so Binder has them); ``tests/experiments/test_results.py`` loads every one of them, so a code change
-that makes one stale fails the tests with that command.
+so Binder has them); ``tests/lab/experiments/test_results.py`` loads every one of them, so a
+code change that makes one stale fails the tests with that command.
 
 The API::
 

@@ -6,7 +6,7 @@ the messages, the tool schemas, reading the calls, the answer.
 """
 from __future__ import annotations
 
-from ...native import reply_calls
+from ...tool_calls import reply_calls
 from ...schema import decode_arguments
 from ...tools import call_tool
 
@@ -15,7 +15,7 @@ def tool_messages(reply, tools) -> list[dict]:
     """The messages to append after ``reply`` when it is not the answer.
 
     The reply as an assistant message carrying its calls (a call that leaked into its
-    text included: :func:`react_lab.native.reply_calls` reads it), then one ``tool``
+    text included: :func:`react_lab.tool_calls.reply_calls` reads it), then one ``tool``
     message per call, keyed to the call's id, holding what
     :func:`react_lab.tools.call_tool` returns. When a call written in the text cannot run
     (an unknown tool, invalid arguments), the loop's note instead, as a ``user`` message

@@ -105,7 +105,7 @@ def test_answers_are_not_calls(text):
 
 # --------------------------------------------------------------------------- the native loop's policy
 
-from fake_openai import FakeOpenAI  # noqa: E402
+from helpers.fake_openai import FakeOpenAI  # noqa: E402
 
 from react_lab.lab.backends.chat import OpenAIChatModel  # noqa: E402
 from react_lab.native import ask_native  # noqa: E402

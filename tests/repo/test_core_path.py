@@ -13,7 +13,7 @@ import pytest
 
 from react_lab.lab.notebook.quiz import QUIZZES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
 GUIDE = REPO / "docs" / "workshop.md"
 MINUTES, WORDS, CELLS = 150, 7000, 240

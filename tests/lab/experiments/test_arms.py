@@ -1,8 +1,8 @@
 """One generation read as both arms: the reader's rules, and the experiment's two paths agreeing (no model).
 
 The embedded model's own check (real tokens, against two real create_completion calls) is
-tests/experiments/test_forge_model.py. Here a stand-in "greedy model" replays a script one byte per
-token, so every rule of the reader can be hit on purpose.
+tests/lab/experiments/test_forge_model.py. Here a stand-in "greedy model" replays a script one
+byte per token, so every rule of the reader can be hit on purpose.
 """
 import random
 import re

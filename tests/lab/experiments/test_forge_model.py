@@ -11,7 +11,6 @@ import json
 
 import pytest
 
-from react_lab.lab.backends.local import local_model
 from react_lab.lab.cli import main
 from react_lab.lab.experiments import forge
 from react_lab.lab.experiments.stats import paired_comparison
@@ -19,11 +18,6 @@ from react_lab.lab.experiments.stats import paired_comparison
 pytestmark = pytest.mark.model
 
 N = 4
-
-
-@pytest.fixture(scope="module")
-def model():
-    return local_model()
 
 
 class TwoPasses:

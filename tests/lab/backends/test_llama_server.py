@@ -1,6 +1,6 @@
 """The loop over HTTP against a real server: llama-cpp-python's own, serving the embedded model.
 
-One server for the module (tests/servers.py): started on 127.0.0.1 on a free port with
+One server for the module (tests/helpers/servers.py): started on 127.0.0.1 on a free port with
 the embedded GGUF through ``python -m react_lab.lab.backends.serve``'s command line, stopped at the
 end. It holds the model: run these tests under the model lock, with
 ``REACT_LAB_THREADS=2``. The greedy-equality test comes first, so it meets the server
@@ -24,7 +24,7 @@ from react_lab.tools import call_tool, default_tools
 
 pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'")
 
-from servers import llama_server  # noqa: E402
+from helpers.servers import llama_server  # noqa: E402
 
 pytestmark = [pytest.mark.model, pytest.mark.server]
 

@@ -1,4 +1,5 @@
-"""The OpenAI-compatible backend over real HTTP, against a small local server (tests/fake_openai.py).
+"""The OpenAI-compatible backend over real HTTP, against a small local server
+(tests/helpers/fake_openai.py).
 
 No model runs here: the fake server answers with fixed texts, after a fixed delay,
 or with the errors hosted providers send. Loopback only.
@@ -6,7 +7,7 @@ or with the errors hosted providers send. Loopback only.
 import json
 
 import pytest
-from fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
+from helpers.fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
 
 from react_lab.lab import cli
 from react_lab.lab.backends.base import render_chat
@@ -283,7 +284,7 @@ def test_the_workshop_recipe_is_the_one_the_code_prints():
 
     from react_lab.lab.backends.serve import learner_exports, server_command
 
-    guide = (Path(__file__).resolve().parents[2] / "docs" / "workshop.md").read_text()
+    guide = (Path(__file__).resolve().parents[3] / "docs" / "workshop.md").read_text()
     assert "python -m react_lab.lab.backends.serve --host 0.0.0.0 --port 8000" in guide
     assert learner_exports("0.0.0.0", 8000) in guide
     cmd = server_command(host="0.0.0.0", port=8000, threads=2)

@@ -1,7 +1,7 @@
 """The embedded model's cache rules and counters, on a stand-in for llama_cpp.Llama (no model).
 
 The same pieces on the real model (snapshots restored, tokens identical to the stock calls)
-are checked in tests/backends/test_speed_model.py.
+are checked in tests/lab/backends/test_speed_model.py.
 """
 import numpy as np
 import pytest

@@ -52,16 +52,15 @@ def test_the_native_agent_sends_schemas_and_keys_each_result_to_its_call_id():
     assert messages[-1]["role"] == "tool" and messages[-1]["tool_call_id"] == sent
 
 
-def test_the_approval_gate_still_refuses_a_payment_in_the_native_agent():
+def test_the_approval_gate_still_refuses_a_payment_in_the_native_agent(shipped_sum):
     copy = working_copy()
     tools = {**TOOLS, **payment_tools(copy)}
-    shipped = db_checksum()
     chat = ScriptedChatModel([call("schedule_payment", invoice_id="INV-2291", amount=48200),
                               {"thought": "t", "answer": "not paid"}])
     result = native_agent(QUESTION, chat, tools)
     assert result.steps[0].action["tool"] == "schedule_payment"
     assert "not approved" in result.steps[0].observation
-    assert db_checksum() == shipped
+    assert db_checksum() == shipped_sum
 
 
 def test_the_repeat_guard_still_stops_the_same_call_in_the_native_agent():

@@ -2,7 +2,7 @@
 
 Nothing here loads the model. What the loaded model does (its completions under the stop
 sequence, greedy repeats, its tokenizer) is asserted by the notebooks under nbval and by
-tests/backends/test_speed_model.py against the stock llama-cpp-python calls.
+tests/lab/backends/test_speed_model.py against the stock llama-cpp-python calls.
 """
 import pytest
 

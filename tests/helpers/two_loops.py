@@ -4,7 +4,8 @@ An adapter (:class:`TextLoop`, :class:`NativeLoop`) scripts the model in its pro
 shape and runs :func:`react_lab.loop.ask` or :func:`react_lab.native.ask_native`; a run that
 names no ``guards`` gets the adapter's (the lesson's :class:`react_lab.guards.Guards` in
 ``tests/test_guards.py``, the lab's :class:`react_lab.lab.guards.LabGuards` in
-``tests/lab/test_lab_guards.py``). :func:`loops` gives a test file its ``loop`` fixture's params.
+``tests/lab/test_lab_guards.py``). :func:`loops` gives the ``loop`` fixture (``tests/conftest.py``)
+its adapters.
 """
 
 import time
@@ -96,7 +97,7 @@ class NativeLoop(TextLoop):
 
 
 def loops(guards):
-    """The ``loop`` fixture's params: each scenario once per loop, ``guards()`` by default."""
+    """The ``loop`` fixture's adapters: each scenario once per loop, ``guards()`` by default."""
     return [TextLoop(guards), NativeLoop(guards)]
 
 

@@ -1,20 +1,14 @@
-"""Call markup that lost an opening or closing tag: taken when what is left names a declared tool
-and its arguments unambiguously, refused naming the format and what is missing when not.
+"""Call markup that lost an opening or closing tag: the kind's members, taken and refused.
 
 The kind came with three shared cases (GLM, Qwen3-Coder, Harmony); each row below is another
-member, with the report it comes from. The text parser and the leak reader (the native loop's)
-read each the same way: the same call, or no call. No argument is ever dropped: a value
-ends where the next tag begins (parameters do not nest), and text that no tag accounts for is
-named in a refusal.
+member, with the report it comes from. ``tests/_parsing/test_markup_kinds.py`` reads each with
+the text parser and the leak reader; ``tests/test_native_answers.py`` replays each through the
+native loop.
 """
-import json
 
-import pytest
-
-from react_lab._parsing.leaks import find_leaks
-from react_lab.parser import parse
-
+#: The tools the members are read with.
 W = ["get_weather", "search", "bash", "Glob", "remember", "tool_12", "send_command_to_shell", "browser_action"]
+#: DeepSeek's special tokens (full-width bars, ``▁`` between the words).
 DS = {"calls": "<\uff5ctool\u2581calls\u2581begin\uff5c>", "sep": "<\uff5ctool\u2581sep\uff5c>",
       "end": "<\uff5ctool\u2581call\u2581end\uff5c>", "calls_end": "<\uff5ctool\u2581calls\u2581end\uff5c>"}
 
@@ -138,54 +132,3 @@ REFUSED = {
     "Kimi K2, a section with no call in it": ("Let me check. <|tool_calls_section_begin|>", W,
                                              ["Kimi K2", "cut off before its first call"]),
 }
-
-
-@pytest.mark.parametrize("member", TAKEN)
-def test_a_member_whose_tags_left_name_the_call_is_taken_with_every_argument(member):
-    text, tool, args = TAKEN[member]
-    r = parse(text, tools=W)
-    assert (r.kind, r.tool, r.input) == ("action", tool, args), r
-    # the native loop's leak reader reads the same call, every argument in the JSON it passes on
-    leak = find_leaks(text, W)[0]
-    assert leak.problem is None and leak.call["function"]["name"] == tool
-    assert json.loads(leak.call["function"]["arguments"]) == args
-
-
-@pytest.mark.parametrize("member", REFUSED)
-def test_a_member_that_is_ambiguous_is_refused_naming_the_format_and_what_is_missing(member):
-    text, tools, words = REFUSED[member]
-    r = parse(text, tools=tools)
-    assert r.kind == "error" and "\n" not in r.reason, r
-    assert all(w in r.reason for w in words), r.reason
-    assert "no action and no answer found" not in r.reason  # never the generic words
-    for leak in find_leaks(text, tools):  # the leak reader never passes it on as a call that can run
-        assert leak.problem is not None or (tools is not None and leak.call["function"]["name"] not in tools)
-
-
-def test_a_glued_name_is_split_only_where_a_declared_parameter_follows():
-    text = "<tool_call>grep_toolpattern</arg_key><arg_value>TODO</arg_value></tool_call>"
-    # with parameters known (the native loop's schemas), only one split leaves a declared parameter
-    leak, = find_leaks(text, {"grep": ["query"], "grep_tool": ["pattern"]})
-    assert leak.problem is None and leak.call["function"]["name"] == "grep_tool"
-    assert json.loads(leak.call["function"]["arguments"]) == {"pattern": "TODO"}
-    leak, = find_leaks(text, {"grep": ["query"], "grep_tool": ["query"]})
-    assert leak.problem is not None and "is not a tool" in leak.problem
-
-
-def test_parallel_calls_are_not_merged_when_the_first_loses_its_closing_tag():
-    text = ("<tool_call>\n<function=search>\n<parameter=query>\nrefunds\n</parameter>\n"
-            "<function=get_weather>\n<parameter=city>\nBerlin\n</parameter>\n</function>\n</tool_call>")
-    leaks = find_leaks(text, W)
-    assert [(x.call["function"]["name"], json.loads(x.call["function"]["arguments"])) for x in leaks] == [
-        ("search", {"query": "refunds"}), ("get_weather", {"city": "Berlin"})]
-    assert (parse(text, tools=W).tool, parse(text, tools=W).input) == ("search", {"query": "refunds"})
-
-
-@pytest.mark.parametrize("member", [m for m in TAKEN if "left out" in m])
-def test_no_prefix_of_a_member_is_taken_as_a_shorter_call(member):
-    # A tag left out is tolerated only where the next tag ends what it would have closed: cut
-    # the text anywhere, and what is read is the whole call, or a refusal, never fewer arguments.
-    text, tool, args = TAKEN[member]
-    for cut in range(1, len(text)):
-        r = parse(text[:cut], tools=W)
-        assert r.kind != "action" or r.input == args, (cut, text[:cut], r.input)

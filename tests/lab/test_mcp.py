@@ -2,7 +2,7 @@
 
 Real servers over stdio, no model: the SDK's own ClientSession against ``python -m
 react_lab.lab.mcp``; the lab's client (mcp_tools) against it and against a server that lies in
-its annotations (tests/mcp_liar_server.py). One server per fixture, shared by the module.
+its annotations (tests/helpers/mcp_liar_server.py). One server per fixture, shared by the module.
 """
 import json
 import shlex
@@ -27,15 +27,9 @@ from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.tools import DB_PATH, call_tool, default_tools
 
 LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]
-LIAR = [sys.executable, str(Path(__file__).with_name("mcp_liar_server.py"))]
+LIAR = [sys.executable, str(Path(__file__).resolve().parents[1] / "helpers" / "mcp_liar_server.py")]
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 READ_ONLY = ["list_invoices", "get_charge", "search", "find_invoice", "get_payments", "calc"]
-
-
-@pytest.fixture(autouse=True)
-def shipped_db_after_each_test(shipped_db_unchanged):
-    """The shipped database's sha256 is checked before and after every test here."""
-    yield
 
 
 def call(name: str, **arguments) -> dict:
@@ -127,40 +121,42 @@ def test_call_result_keeps_a_list_as_is_on_the_modern_protocol():
 # --------------------------------------------------------------------------- the lab's client, its own server
 
 @pytest.fixture(scope="module")
-def lab():
+def lab_server():
+    """The lab's own server's tools, through the lab's client."""
     with mcp_tools("python -m react_lab.lab.mcp") as tools:
         yield tools
 
 
-def test_the_lab_client_gives_the_loop_the_same_tools_and_observations(lab):
+def test_the_lab_client_gives_the_loop_the_same_tools_and_observations(lab_server):
     local = default_tools()
-    assert list(lab) == READ_ONLY
-    assert not any(t.side_effect for t in lab.values())  # the lab's own tools, same schemas
-    assert all(lab[n].parameters == local[n].parameters for n in lab)
+    assert list(lab_server) == READ_ONLY
+    assert not any(t.side_effect for t in lab_server.values())  # the lab's own tools, same schemas
+    assert all(lab_server[n].parameters == local[n].parameters for n in lab_server)
     for name, args in [("find_invoice", {"invoice_id": "INV-2291"}), ("calc", {"expression": "129 * 3"}),
                        ("list_invoices", {"customer_id": "cus_8812", "since": "2026-07-01"}),
                        ("find_invoice", {"invoice_id": "INV-9999"}), ("find_invoice", ["INV-2291"])]:
-        assert call_tool(lab, name, args).text == call_tool(local, name, args).text, (name, args)
+        served = call_tool(lab_server, name, args)
+        assert served.text == call_tool(local, name, args).text, (name, args)
 
 
-def test_the_text_loop_runs_on_the_mcp_tools_too(lab):
+def test_the_text_loop_runs_on_the_mcp_tools_too(lab_server):
     model = ScriptedModel(["Thought: look it up\nAction 1: find_invoice[INV-2291]",
                            "Thought: done\nAnswer: due 2026-09-30"])
-    result = ask(QUESTION, model, lab)
+    result = ask(QUESTION, model, lab_server)
     assert result.steps[0].action["tool"] == "find_invoice"
     assert '"due": "2026-09-30"' in result.steps[0].observation
 
 
-def test_a_tool_the_server_does_not_have_is_the_labs_unknown_tool(lab):
-    obs = execute_call(lab, call("refund_charge", charge_id="ch_1KZq8f"))
+def test_a_tool_the_server_does_not_have_is_the_labs_unknown_tool(lab_server):
+    obs = execute_call(lab_server, call("refund_charge", charge_id="ch_1KZq8f"))
     assert obs.error == "unknown tool 'refund_charge'; available: " + ", ".join(READ_ONLY)
 
 
-def test_the_native_loop_runs_on_the_mcp_tools(lab):
+def test_the_native_loop_runs_on_the_mcp_tools(lab_server):
     model = ScriptedChatModel([calls(("find_invoice", {"invoice_id": "INV-2291"})),
                                calls(("get_payments", {"invoice_id": "INV-2291"})),
                                {"thought": "", "answer": "No: INV-2291 is approved, due 2026-09-30, unpaid."}])
-    result = ask_native(QUESTION, model, lab)
+    result = ask_native(QUESTION, model, lab_server)
     first, second = result.steps[0], result.steps[1]
     assert first.action == {"tool": "find_invoice", "args": {"invoice_id": "INV-2291"}}
     assert '"due": "2026-09-30"' in first.observation and first.error is None

@@ -5,7 +5,7 @@
 * the cache rules: the same prompt twice (or after a prefix snapshot was restored) gives
   the cold completion.
 Properties of the model's output, not its exact text. Run under the model lock. (The
-forgery experiment's fast paths: ``tests/experiments/test_forge_model.py``.)
+forgery experiment's fast paths: ``tests/lab/experiments/test_forge_model.py``.)
 """
 
 import pytest
@@ -19,7 +19,6 @@ from react_lab.lab.backends.llama_state import (
     common_prefix,
     trim_cache,
 )
-from react_lab.lab.backends.local import local_model
 from react_lab.lab.experiments import forge
 from react_lab.lab.guards import LabGuards
 from react_lab.tool_calls import SYSTEM
@@ -28,11 +27,6 @@ from react_lab.parser import find_forged
 from react_lab.tools import default_tools, tool_schemas
 
 pytestmark = pytest.mark.model
-
-
-@pytest.fixture(scope="module")
-def model():
-    return local_model()
 
 
 def rendered(model, question):

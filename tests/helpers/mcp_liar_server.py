@@ -1,4 +1,4 @@
-"""A test MCP server that lies in its annotations: run as ``python tests/mcp_liar_server.py``.
+"""A test MCP server that lies in its annotations: ``python tests/helpers/mcp_liar_server.py``.
 
 It serves a payment tool under the lab's own name and schema (``schedule_payment``,
 :data:`react_lab.billing.SCHEDULE_PAYMENT`) annotated ``readOnlyHint=True`` and

@@ -11,7 +11,7 @@ from react_lab.lab.cli import main
 from react_lab.lab.experiments import forge, results
 from react_lab.lab.experiments.results import StaleResults
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
