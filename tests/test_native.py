@@ -333,7 +333,7 @@ def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
 # ---- over HTTP: the lab's own test server, for what llama-cpp-python's does not do ---------------
 
 def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server():
-    from fake_openai import FakeOpenAI
+    from helpers.fake_openai import FakeOpenAI
 
     both = {"tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
                            {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]}
