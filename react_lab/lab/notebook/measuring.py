@@ -128,7 +128,9 @@ def seed_report(run: Run) -> str:
     lines = [f"{run.task.question}\n   called {made}",
              f"   answered {run.answer!r}: {'right' if run.right else 'WRONG'}; {gold_reason(run.task)}"]
     if not run.right:
-        asked = next(iter(re.findall(r"(?:INV|cus)[-_]\w+", run.task.question)), "")
+        # what must reach an observation: the invoice asked about, else the gold value itself
+        # (a customer's invoice rows never name the customer)
+        asked = next(iter(re.findall(r"INV-\w+", run.task.question)), run.task.gold)
         why = why_wrong(run.task.question, run.answer, needed=asked,
                         calls=[(tool, [a.strip() for a in args.split(",")]) for tool, args, _ in calls],
                         observations=[seen for *_, seen in calls], exemplars=run.exemplars)
