@@ -116,3 +116,12 @@ def test_a_checker_tagged_to_check_its_output_is_re_tagged_to_ignore_it():
     notes = store.prepare(nb)
     assert checker.metadata["tags"] == ["nbval-ignore-output"] and len(notes) == 1
     assert other.metadata["tags"] == ["nbval-check-output"]   # not a checker: left as it is
+
+
+@pytest.mark.parametrize("path", sorted([*(REPO / "notebooks").glob("*.ipynb"),
+                                          *(REPO / "notebooks" / "bench").glob("*.ipynb")]),
+                         ids=lambda p: str(p.relative_to(REPO / "notebooks")))
+def test_nbval_markers_are_cell_tags_not_comments_a_learner_reads(path):
+    nb = nbformat.read(path, as_version=4)
+    marked = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "NBVAL_" in c.source]
+    assert marked == [], f"{path.name}: cells {marked} carry an nbval comment; tag them instead"
