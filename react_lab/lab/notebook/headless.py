@@ -7,7 +7,7 @@ the reply arrives: the reply sits in the socket while the client's event loop id
 until the poll's timer fires at the cell timeout; pyzmq then polls once more without
 waiting, finds the reply, and the cell "finishes" -- no error, the timeout lost. That is
 how notebook 05 once sat idle for exactly its 600 s cell timeout after a cell and then
-went on (``tests/lab/notebook/test_headless.py`` holds the mechanism; nbclient issue
+went on (``tests/lab/notebook/test_nb05_nb06.py`` tests the sliced wait; nbclient issue
 #312 reports the same symptom with widgets).
 
 :class:`SteadyNotebookClient` waits in slices of :data:`SLICE` seconds instead: each
