@@ -13,8 +13,11 @@ says what it depends on). Made by::
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import inspect
 import json
+import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -31,7 +34,6 @@ from .migration import (
     MAX_TOKENS,
     PROBLEMS,
     act,
-    agent_lines,
     call_problem,
     named_args,
     native_agent,
@@ -184,8 +186,16 @@ def summarize(records: Sequence[dict]) -> dict[str, dict]:
 # --------------------------------------------------------------------------- the results file
 
 def _code(fn: Callable) -> list[str]:
-    """``fn``'s lines without comments: what the fingerprint holds (a reworded comment is not a change)."""
-    return [line.code for line in agent_lines(fn, header=True)]
+    """What the fingerprint holds of ``fn``: its code as :func:`ast.unparse` writes it back.
+
+    The docstring is left out. Parsed and written back, code has no comments and one layout,
+    so a reworded comment, a rewrapped docstring or a reformatted line is not a change; a
+    changed name, value or statement is.
+    """
+    node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
+    if ast.get_docstring(node) is not None:
+        node.body = node.body[1:]
+    return ast.unparse(node).splitlines()
 
 
 def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
@@ -203,7 +213,7 @@ def fingerprint_inputs(config: dict):
     """The fingerprint inputs of a migration results file (:data:`react_lab.lab.experiments.results.EXPERIMENTS`).
 
     ``config``: ``{"split", "per_category", "task_ids", "arms", "max_steps", "max_tokens"}``.
-    The prompt part holds both agents' code (comments left out), every first prompt of the
+    The prompt part holds both agents' code (:func:`_code`: no comments, no layout), every first prompt of the
     run and the tool schemas, so a change to any of them makes the file stale.
     """
     from ..experiments.results import Inputs

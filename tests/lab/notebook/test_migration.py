@@ -1,4 +1,6 @@
 """The migration notebook's pieces: the two agents, their diff as code, and the three problems."""
+import importlib.util
+
 import pytest
 
 from react_lab.lab.backends.chat import ScriptedChatModel
@@ -188,6 +190,27 @@ def test_the_experiment_runs_scripted_models_and_summarises_them():
     assert summary["native"]["undone"]["count"] == 0 and summary["native"]["stopped_by"] == {"answer": 1}
     with pytest.raises(ValueError, match="unknown arm 'txt'"):
         migration_runs.run_experiment([task], ["txt"], model=model, chat=chat)
+
+
+#: One agent written three ways: the first two differ in layout, comments and docstring only.
+LAYOUTS = [
+    'def agent(x):\n    """A docstring."""\n    y = x + 1  # a comment\n    return y, "# a string"\n',
+    "def agent(x):\n    # another comment\n    y = (x\n         + 1)\n    return (y,\n            '# a string')\n",
+    'def agent(x):\n    """A docstring."""\n    y = x + 2  # a comment\n    return y, "# a string"\n',
+]
+
+
+def test_the_fingerprint_holds_an_agents_code_not_its_layout_comments_or_docstring(tmp_path):
+    codes = []
+    for number, source in enumerate(LAYOUTS):
+        path = tmp_path / f"layout_{number}.py"
+        path.write_text(source)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        codes.append(migration_runs._code(module.agent))
+    assert codes[0] == codes[1] == ["def agent(x):", "    y = x + 1", "    return (y, '# a string')"]
+    assert codes[2] != codes[0]
 
 
 def test_the_shipped_results_are_current():
