@@ -5,6 +5,7 @@ The cases ship inside the package (``react_lab/data/cases/``, read by
 ``shared/cases`` folder sits beside the repository (as in CI), the copy must hold every
 case in it, unchanged.
 """
+
 import json
 import re
 from pathlib import Path
@@ -31,8 +32,10 @@ def test_the_package_carries_the_cases_with_their_sources():
         load_cases("text")
 
 
-@pytest.mark.parametrize("kind,name", [("parse", "public-parse-failures.jsonl"),
-                                       ("native-args", "public-native-arg-failures.jsonl")])
+@pytest.mark.parametrize(
+    "kind,name",
+    [("parse", "public-parse-failures.jsonl"), ("native-args", "public-native-arg-failures.jsonl")],
+)
 def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
     shared = SHARED / name
     if not shared.exists():
@@ -66,17 +69,30 @@ def accepts(accepted: dict, result) -> bool:
     if accepted["kind"] == "final":
         return result.answer == accepted["answer"]
     reason = result.reason or ""
-    return (GENERIC not in reason and "\n" not in reason
-            and all(n.lower() in reason.lower() for n in _names(accepted.get("reason", ""))))
+    return (
+        GENERIC not in reason
+        and "\n" not in reason
+        and all(n.lower() in reason.lower() for n in _names(accepted.get("reason", "")))
+    )
 
 
 #: Cases that came with the 2025-2026 reports and fail until issue 35's fix lands (none now).
 ISSUE_35: set[str] = set()
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue 35: call markup with a tag missing"))
-    if c["id"] in ISSUE_35 else c for c in PARSE_CASES], ids=[c["id"] for c in PARSE_CASES])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            marks=pytest.mark.xfail(strict=True, reason="issue 35: call markup with a tag missing"),
+        )
+        if c["id"] in ISSUE_35
+        else c
+        for c in PARSE_CASES
+    ],
+    ids=[c["id"] for c in PARSE_CASES],
+)
 def test_parse_case(case):
     result = parse(case["model_output"], tools=case.get("tools"))
     assert "\n" not in (result.reason or "")
@@ -105,20 +121,35 @@ def test_parse_case(case):
 def test_a_refusal_is_accepted_only_when_it_names_what_it_saw():
     class R:  # the shape accepts() reads
         def __init__(self, kind, reason=None):
-            self.kind, self.reason, self.tool, self.input, self.answer = kind, reason, None, None, None
-    harmony = {"kind": "error", "reason": "a Harmony tool call (to=functions.get_weather) was found"}
+            self.kind, self.reason, self.tool, self.input, self.answer = (
+                kind,
+                reason,
+                None,
+                None,
+                None,
+            )
+
+    harmony = {
+        "kind": "error",
+        "reason": "a Harmony tool call (to=functions.get_weather) was found",
+    }
     assert accepts(harmony, R("error", "a Harmony tool call to functions.get_weather, not read"))
     assert not accepts(harmony, R("error", "a tool call to get_weather"))
-    assert not accepts({"kind": "error", "reason": "the model returned no text"},
-                       R("error", GENERIC + "; write one line"))
+    assert not accepts(
+        {"kind": "error", "reason": "the model returned no text"},
+        R("error", GENERIC + "; write one line"),
+    )
 
 
 # ---- native argument cases: refused naming the words, or decoded to the accepted arguments ----
 
-TOOLS = {**default_tools(),
-         # schedule_payment's schema is checked directly: no working copy of the database needed
-         "schedule_payment": Tool("schedule_payment", lambda **kw: kw, "test double", SCHEDULE_PAYMENT,
-                                  side_effect=True)}
+TOOLS = {
+    **default_tools(),
+    # schedule_payment's schema is checked directly: no working copy of the database needed
+    "schedule_payment": Tool(
+        "schedule_payment", lambda **kw: kw, "test double", SCHEDULE_PAYMENT, side_effect=True
+    ),
+}
 
 
 def _accepts(accept: dict, args, errors: list[str]) -> bool:

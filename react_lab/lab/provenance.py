@@ -17,6 +17,7 @@ The best-effort rule (``LadderGuards.unsure_best_effort``) reads the same values
 asked for after a limit ended the run, citing no value a tool returned, is a guess
 (:func:`is_guess`), and the run says :data:`UNSURE` instead.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,10 @@ def values_in(text: str) -> list[str]:
     found: list[tuple[int, str]] = []
     for m in _DATE.finditer(text):
         found.append((m.start(), f"date:{m.group()}"))
+
     def blank(m: re.Match) -> str:  # same length, so positions keep the text's order
         return " " * len(m.group())
+
     rest = _DATE.sub(blank, text)
     for m in ID_RE.finditer(rest):
         found.append((m.start(), f"id:{_id(m.group())}"))
@@ -89,8 +92,10 @@ def copied_reason(answer: str, exemplar: str, sources: Iterable[str]) -> str | N
     copied = copied_values(answer, exemplar, sources)
     if not copied:
         return None
-    return (f"{copied[0]} is from the example above, and no observation of this run shows it. "
-            "Answer from this run's observations.")
+    return (
+        f"{copied[0]} is from the example above, and no observation of this run shows it. "
+        "Answer from this run's observations."
+    )
 
 
 def yes_or_no(answer: str) -> str | None:

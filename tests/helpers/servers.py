@@ -5,6 +5,7 @@ on 127.0.0.1 with ``REACT_LAB_THREADS`` (default 2) threads, waits until ``GET /
 answers, yields the base URL, and stops the server at the end (terminate, then kill).
 The server holds the model, so run the tests that use it under the model lock.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -48,8 +49,11 @@ def llama_server(threads: int | None = None):
     port = free_port()
     threads = threads or int(os.environ.get("REACT_LAB_THREADS") or 2)
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(server_command(host="127.0.0.1", port=port, threads=threads),
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        server_command(host="127.0.0.1", port=port, threads=threads),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         try:

@@ -9,4 +9,5 @@ protocol's Action line). llama.cpp's cache, snapshots and decoders are in
 :mod:`.llama_state`, its thread count in :mod:`.threads`. Build one from a spec with
 :func:`load_model` or :func:`load_chat_model`.
 """
+
 from .load import load_chat_model, load_model, model_spec  # noqa: F401

@@ -5,6 +5,7 @@ runs it last so a broken install is reported before the workshop starts. With
 ``OPENAI_BASE_URL`` set it also checks that endpoint and ``OPENAI_MODEL`` (a room on one
 server: see docs/workshop.md).
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,15 +27,25 @@ def checks():
     try:
         t0 = time.perf_counter()
         out = local_model().complete("Say OK.", max_tokens=4)
-        yield "llama-cpp-python", True, (f"loaded and completed {out.completion_tokens} tokens "
-                                         f"in {time.perf_counter() - t0:.1f} s")
+        yield (
+            "llama-cpp-python",
+            True,
+            (
+                f"loaded and completed {out.completion_tokens} tokens "
+                f"in {time.perf_counter() - t0:.1f} s"
+            ),
+        )
     except Exception as exc:  # report, don't crash: this is a diagnostic
         yield "llama-cpp-python", False, f"{type(exc).__name__}: {exc}"
     conn = open_db()
     n = conn.execute("select count(*) from invoices").fetchone()[0]
     yield "billing database", True, f"{DB_PATH.name}: {n} invoices, opened read-only"
     try:
-        yield "tiktoken cl100k_base (offline)", True, f"{len(encoding().encode('hello world'))} tokens"
+        yield (
+            "tiktoken cl100k_base (offline)",
+            True,
+            f"{len(encoding().encode('hello world'))} tokens",
+        )
     except ImportError:
         pass
     except Exception as exc:
@@ -71,10 +82,15 @@ def endpoint_checks():
     try:
         t0 = time.perf_counter()
         out = model.complete("Say OK.", stop=STOP, max_tokens=4)
-        yield "endpoint model", True, (
-            f"OPENAI_MODEL={model.name} completed {out.completion_tokens} tokens in "
-            f"{time.perf_counter() - t0:.1f} s (chat template: {model.chat_template}; "
-            f"stop applied by the {out.stop_mode})")
+        yield (
+            "endpoint model",
+            True,
+            (
+                f"OPENAI_MODEL={model.name} completed {out.completion_tokens} tokens in "
+                f"{time.perf_counter() - t0:.1f} s (chat template: {model.chat_template}; "
+                f"stop applied by the {out.stop_mode})"
+            ),
+        )
     except (EndpointError, ValueError) as exc:
         yield "endpoint model", False, str(exc)
 

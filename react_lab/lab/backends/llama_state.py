@@ -39,6 +39,7 @@ and model tests check them against the stock calls (tests/lab/backends/test_spee
   build; tests/lab/backends/test_speed_model.py checks 128-token calls against one call), and the
   committed evaluation and ladder records re-ran word for word.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -85,7 +86,9 @@ def load_llama(model_path: str, **params):
 
     params.setdefault("n_batch", EVAL_CALL_TOKENS)
     n_ctx = params.get("n_ctx") or params["n_batch"]  # llama-cpp-python: n_ctx 0 = the model's own
-    eval_cuts(0, min(params["n_batch"], n_ctx))  # checks the call size (Llama caps n_batch at n_ctx)
+    eval_cuts(
+        0, min(params["n_batch"], n_ctx)
+    )  # checks the call size (Llama caps n_batch at n_ctx)
 
     class CuttingLlama(Llama):
         """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts` (no one-token last call)."""
@@ -147,7 +150,9 @@ def check_fits(prompt_tokens: int, n_ctx: int, max_tokens: int) -> None:
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     if prompt_tokens >= n_ctx:
-        raise ContextWindowExceeded(f"the prompt is {prompt_tokens} tokens; the context window holds {n_ctx}")
+        raise ContextWindowExceeded(
+            f"the prompt is {prompt_tokens} tokens; the context window holds {n_ctx}"
+        )
 
 
 def c_view(data: bytearray):
@@ -180,7 +185,7 @@ class PrefixState:
         import llama_cpp  # heavy: loads llama.cpp
 
         trim_cache(llm, tokens, min_eval=0)
-        llm.eval(list(tokens)[llm.n_tokens:])
+        llm.eval(list(tokens)[llm.n_tokens :])
         size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
         data = bytearray(size)
         written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, c_view(data), size, 0)
@@ -193,7 +198,9 @@ class PrefixState:
 
     def starts(self, tokens: Sequence[int]) -> bool:
         """True if ``tokens`` begin with this prefix."""
-        return len(tokens) > len(self.tokens) and common_prefix(self.tokens, tokens) == len(self.tokens)
+        return len(tokens) > len(self.tokens) and common_prefix(self.tokens, tokens) == len(
+            self.tokens
+        )
 
     def ensure(self, llm) -> int:
         """Restore the snapshot if the cache lost part of the prefix; return the prompt tokens saved.
@@ -206,7 +213,10 @@ class PrefixState:
         if have >= len(self.tokens):
             return 0
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, c_view(self.data), len(self.data), 0) == 0:
+        if (
+            llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, c_view(self.data), len(self.data), 0)
+            == 0
+        ):
             llm.reset()
             raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
         llm.input_ids[: len(self.tokens)] = self.tokens
@@ -232,7 +242,9 @@ class Usage:
     generated: int = 0
     seconds: float = 0.0
 
-    def add(self, sent: int, evaluated: int, generated: int, seconds: float, calls: int = 1) -> None:
+    def add(
+        self, sent: int, evaluated: int, generated: int, seconds: float, calls: int = 1
+    ) -> None:
         self.calls += calls
         self.prompt_sent += sent
         self.prompt_evaluated += evaluated
@@ -240,15 +252,25 @@ class Usage:
         self.seconds += seconds
 
     def snapshot(self) -> "Usage":
-        return Usage(self.calls, self.prompt_sent, self.prompt_evaluated, self.generated, self.seconds)
+        return Usage(
+            self.calls, self.prompt_sent, self.prompt_evaluated, self.generated, self.seconds
+        )
 
     def __sub__(self, other: "Usage") -> "Usage":
-        return Usage(self.calls - other.calls, self.prompt_sent - other.prompt_sent,
-                     self.prompt_evaluated - other.prompt_evaluated,
-                     self.generated - other.generated, self.seconds - other.seconds)
+        return Usage(
+            self.calls - other.calls,
+            self.prompt_sent - other.prompt_sent,
+            self.prompt_evaluated - other.prompt_evaluated,
+            self.generated - other.generated,
+            self.seconds - other.seconds,
+        )
 
     def to_dict(self) -> dict:
         """``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}`` (seconds rounded)."""
-        return {"calls": self.calls, "prompt_sent": self.prompt_sent,
-                "prompt_evaluated": self.prompt_evaluated, "generated": self.generated,
-                "seconds": round(self.seconds, 3)}
+        return {
+            "calls": self.calls,
+            "prompt_sent": self.prompt_sent,
+            "prompt_evaluated": self.prompt_evaluated,
+            "generated": self.generated,
+            "seconds": round(self.seconds, 3),
+        }

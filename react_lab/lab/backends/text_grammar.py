@@ -21,13 +21,23 @@ grammar format, passed as ``create_completion(grammar=...)``) over that completi
 Nothing here runs the model; :class:`react_lab.lab.experiments.ladder.GrammarModel` passes the grammar
 to llama.cpp, which masks every token that would leave it.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Iterable
 
-__all__ = ["regex_to_gbnf", "schema_rule", "grounded_values", "call_rules", "protocol_grammar",
-           "answer_only_grammar", "grounding_context", "ISO_DATE", "THOUGHT_MODES"]
+__all__ = [
+    "regex_to_gbnf",
+    "schema_rule",
+    "grounded_values",
+    "call_rules",
+    "protocol_grammar",
+    "answer_only_grammar",
+    "grounding_context",
+    "ISO_DATE",
+    "THOUGHT_MODES",
+]
 
 #: The thought modes of :func:`protocol_grammar`.
 THOUGHT_MODES = ("free", "none", "short")
@@ -63,21 +73,21 @@ def regex_to_gbnf(pattern: str) -> str:
             raise ValueError(f"only literals, classes and quantifiers are supported: {pattern!r}")
         if ch == "[":
             end = body.index("]", i + 1)
-            items.append(body[i:end + 1])
+            items.append(body[i : end + 1])
             i = end + 1
         elif ch == "\\":
-            items.append(_SHORTHAND.get(body[i:i + 2]) or _lit(body[i + 1]))
+            items.append(_SHORTHAND.get(body[i : i + 2]) or _lit(body[i + 1]))
             i += 2
         elif ch == "{":
             end = body.index("}", i)
-            items[-1] += body[i:end + 1]      # GBNF has {n} and {m,n} too
+            items[-1] += body[i : end + 1]  # GBNF has {n} and {m,n} too
             i = end + 1
         elif ch in "+*?":
             items[-1] += ch
             i += 1
         else:
             if items and re.fullmatch(r'"[^"\\]*"', items[-1]):
-                items[-1] = items[-1][:-1] + _lit(ch)[1:]     # "I" "N" "V" -> "INV"
+                items[-1] = items[-1][:-1] + _lit(ch)[1:]  # "I" "N" "V" -> "INV"
             else:
                 items.append(_lit(ch))
             i += 1
@@ -128,7 +138,7 @@ def schema_rule(prop: dict, context: str | None = None) -> str | None:
 
 
 def _rule_name(name: str) -> str:
-    return name.replace("_", "-")            # GBNF rule names: letters, digits, dashes
+    return name.replace("_", "-")  # GBNF rule names: letters, digits, dashes
 
 
 def call_rules(tools: Iterable, context: str | None = None) -> tuple[list[str], list[str]]:
@@ -159,8 +169,14 @@ def call_rules(tools: Iterable, context: str | None = None) -> tuple[list[str], 
     return alternatives, rules
 
 
-def protocol_grammar(tools: Iterable, *, thought: str = "free", context: str | None = None,
-                     answer: str | None = None, thought_chars: int = 200) -> str:
+def protocol_grammar(
+    tools: Iterable,
+    *,
+    thought: str = "free",
+    context: str | None = None,
+    answer: str | None = None,
+    thought_chars: int = 200,
+) -> str:
     """Return the GBNF grammar of one text-protocol completion (after the prompt's ``Thought:``).
 
     ``thought``: one of :data:`THOUGHT_MODES` (see the module docstring; at most
@@ -184,8 +200,17 @@ def protocol_grammar(tools: Iterable, *, thought: str = "free", context: str | N
         rules.append("tname ::= " + " | ".join(_lit(t.name) for t in tools))
     else:
         raise ValueError(f"unknown thought mode {thought!r}; use one of {', '.join(THOUGHT_MODES)}")
-    return "\n".join([f"root ::= {head} step", "step ::= " + " | ".join(step),
-                      f"ans ::= {answer or FREE_ANSWER}", *rules]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"root ::= {head} step",
+                "step ::= " + " | ".join(step),
+                f"ans ::= {answer or FREE_ANSWER}",
+                *rules,
+            ]
+        )
+        + "\n"
+    )
 
 
 def answer_only_grammar(answer: str | None = None) -> str:
@@ -200,8 +225,11 @@ def grounding_context(prompt: str) -> str:
     after it -- not the exemplars above the question, not the model's own thoughts, and
     not the loop's error observations (they echo the model's arguments back).
     """
-    live = prompt[prompt.rfind("\nQuestion: ") + 1:]
+    live = prompt[prompt.rfind("\nQuestion: ") + 1 :]
     lines = live.splitlines()
-    kept = lines[:1] + [line for line in lines[1:] if line.startswith("Observation: ")
-                        and not line.startswith("Observation: Error")]
+    kept = lines[:1] + [
+        line
+        for line in lines[1:]
+        if line.startswith("Observation: ") and not line.startswith("Observation: Error")
+    ]
     return "\n".join(kept)

@@ -3,6 +3,7 @@
 The argument parser that fills ``args`` is :func:`react_lab.lab.cli.build_parser`; every
 handler runs the same code as the notebooks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -70,16 +71,21 @@ def cmd_ask(args) -> int:
     ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
     grammar and answer checks; :func:`react_lab.lab.experiments.ladder.ask_config`).
     """
-    if args.list_configs or args.config:  # a named configuration (react_lab.lab.experiments.configs)
+    if (
+        args.list_configs or args.config
+    ):  # a named configuration (react_lab.lab.experiments.configs)
         return _ask_config(args)
     if args.question is None:
         args.usage_error("the following arguments are required: question")
     if not visible(args.question):
-        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
-                         "ask a question with words in it")
+        args.usage_error(
+            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
+        )
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
-        args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
-                         "drop --no-stop, or use --protocol text to see forged observations")
+        args.usage_error(
+            "argument --no-stop: the native protocol sends no stop sequence; "
+            "drop --no-stop, or use --protocol text to see forged observations"
+        )
     tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
@@ -87,17 +93,29 @@ def cmd_ask(args) -> int:
         exemplars = [] if args.no_exemplar else native_exemplars(args.question, tools)
         if not args.json:
             print(_exemplar_note(exemplars, args.no_exemplar))
-        result = ask_native(args.question, load_chat_model(args.model), tools,
-                            max_steps=args.max_steps, max_tokens=args.max_tokens,
-                            guards=_guards(args), exemplars=exemplars,
-                            run_calls=run_parallel_calls)
+        result = ask_native(
+            args.question,
+            load_chat_model(args.model),
+            tools,
+            max_steps=args.max_steps,
+            max_tokens=args.max_tokens,
+            guards=_guards(args),
+            exemplars=exemplars,
+            run_calls=run_parallel_calls,
+        )
     else:
         model = load_model(args.model)
-        result = ask(args.question, model, tools, stop=not args.no_stop,
-                     max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
+        result = ask(
+            args.question,
+            model,
+            tools,
+            stop=not args.no_stop,
+            max_steps=args.max_steps,
+            max_tokens=args.max_tokens,
+            guards=_guards(args),
+        )
     getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     return _print_run(args, result)
-
 
 
 def native_exemplars(question: str, tools) -> list:
@@ -119,8 +137,7 @@ def native_exemplars(question: str, tools) -> list:
 def _exemplar_note(exemplars: list, asked_none: bool) -> str:
     """One line before a native trace: which past exchange the run starts from."""
     if exemplars:
-        return (f"exemplar (as past messages, chosen for this question): "
-                f"{exemplars[0].question!r}")
+        return f"exemplar (as past messages, chosen for this question): {exemplars[0].question!r}"
     why = "--no-exemplar" if asked_none else "no exemplar calls only these tools"
     return f"exemplar: none ({why}); the 135M model then calls no tool"
 
@@ -143,12 +160,19 @@ def _ask_config(args) -> int:
     if args.list_configs:
         print(list_configs())
         return 0
-    if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
-        args.usage_error("--config runs the text protocol on the embedded model: give a question, "
-                         "and no --protocol native or other --model")
+    if (
+        args.question is None
+        or getattr(args, "protocol", "text") != "text"
+        or args.model not in (None, "local")
+    ):
+        args.usage_error(
+            "--config runs the text protocol on the embedded model: give a question, "
+            "and no --protocol native or other --model"
+        )
     if not visible(args.question):
-        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
-                         "ask a question with words in it")
+        args.usage_error(
+            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
+        )
     cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
     result = ask_config(args.question, cfg)  # its own step and token limits, as measured
@@ -157,10 +181,14 @@ def _ask_config(args) -> int:
 
 def _guards(args):
     """The run's :class:`react_lab.lab.guards.LabGuards` from the ``ask`` options (0: off)."""
-    return LabGuards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
-                  tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
-                  price_in=args.price_in, price_out=args.price_out)
-
+    return LabGuards(
+        token_budget=args.token_budget or None,
+        time_budget=args.time_budget or None,
+        tool_timeout=args.tool_timeout or None,
+        money_budget=args.money_budget or None,
+        price_in=args.price_in,
+        price_out=args.price_out,
+    )
 
 
 #: What ``react-lab parse`` prints of a :class:`react_lab.protocol.ParseResult`.
@@ -173,7 +201,6 @@ def cmd_parse(args) -> int:
     parsed = parse(text, tools=args.tools)  # --tools: a checked list, or None
     _print_json({key: getattr(parsed, key) for key in PARSE_KEYS})
     return 0
-
 
 
 def _check_save_target(args) -> None:
@@ -196,7 +223,6 @@ def _eval_model(spec: str, protocol: str):
     if spec in evals.SCRIPTED:
         return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
     return load_chat_model(spec) if protocol == "native" else load_model(spec)
-
 
 
 def cmd_eval(args) -> int:
@@ -226,30 +252,51 @@ def cmd_eval(args) -> int:
         model = _eval_model(args.model, args.protocol)
         if args.model == "local":
             warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
-        run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                             model_name=args.model if args.model in evals.SCRIPTED else None,
-                             exemplars=exemplars,
-                             concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
+        run = evals.evaluate(
+            tasks,
+            model,
+            protocol=args.protocol,
+            progress=not args.json,
+            model_name=args.model if args.model in evals.SCRIPTED else None,
+            exemplars=exemplars,
+            concurrency=getattr(args, "concurrency", 1),
+            use_cache=not save_as,
+        )
     except RuntimeError as exc:
         if isinstance(exc, EndpointError):
             raise  # the CLI prints it as one "react-lab: error: ..." line
         print(f"react-lab eval: {exc}", file=sys.stderr)
         return 2
     if save_as:
-        path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
-                         exemplars=n_exemplars, overwrite=getattr(args, "overwrite", False))
+        path = save_eval(
+            save_as,
+            run,
+            protocol=args.protocol,
+            model=args.model,
+            n=args.n,
+            exemplars=n_exemplars,
+            overwrite=getattr(args, "overwrite", False),
+        )
         print(f"saved: {path}", file=sys.stderr)
     m = run.metrics
-    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
-               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
-               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
+    summary = {
+        **m,
+        "model": run.records[0]["model"] if run.records else args.model,
+        "protocol": args.protocol,
+        "run_id": run.run_id,
+        "computed": run.computed,
+        "seconds": round(run.seconds, 2),
+        "log": str(run.log_path),
+    }
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
         return 0
     for r in run.records:
         answer = (r["answer"] or "").replace("\n", " ")
-        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
-              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
+        print(
+            f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
+            f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}"
+        )
     print()
     for key in evals.METRIC_ROWS:
         print(f"{key:>20}: {m[key]:.3f}")
@@ -318,13 +365,22 @@ def cmd_forge_rate(args) -> int:
     result = forge_rate(args.n, model, batch=batch, refresh=True, progress=not args.json)
     name = getattr(args, "save_results", None)
     if name:
-        path = save_results(name, result, experiment="forge", seconds=result["seconds"],
-                    overwrite=getattr(args, "overwrite", False),
-                    config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
-                            "batch": batch,
-                            "model": spec},
-                    command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
-                            f"--save-results {name}")
+        path = save_results(
+            name,
+            result,
+            experiment="forge",
+            seconds=result["seconds"],
+            overwrite=getattr(args, "overwrite", False),
+            config={
+                "n": args.n,
+                "max_tokens": result["max_tokens"],
+                "tail": TAIL_SAMPLE,
+                "batch": batch,
+                "model": spec,
+            },
+            command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
+            f"--save-results {name}",
+        )
         print(f"saved: {path}", file=sys.stderr)
     if args.json:
         brief = {k: v for k, v in result.items() if k != "trials"}
@@ -356,34 +412,62 @@ def cmd_ladder(args) -> int:
     split = f"tasks-{Path(file).stem}" if file else args.split or "dev"
     tasks = choose_tasks(split, per_category=args.per_category, n=args.n, path=file)
     if args.trials > 1 and args.temperature == 0:
-        print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
-              "give a temperature such as 0.7", file=sys.stderr)
+        print(
+            "react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
+            "give a temperature such as 0.7",
+            file=sys.stderr,
+        )
         return 2
     quiet = args.json
-    records, complete = run_ladder(cfg, tasks, split=split, trials=args.trials,
-                                   temperature=args.temperature, seed=args.seed,
-                                   budget=args.budget, progress=None if quiet else print)
+    records, complete = run_ladder(
+        cfg,
+        tasks,
+        split=split,
+        trials=args.trials,
+        temperature=args.temperature,
+        seed=args.seed,
+        budget=args.budget,
+        progress=None if quiet else print,
+    )
     summary = summarize(records)
-    subset = (f"first {args.per_category} per category" if args.per_category else "all") + \
-             (f", first {args.n}" if args.n else "")
+    subset = (f"first {args.per_category} per category" if args.per_category else "all") + (
+        f", first {args.n}" if args.n else ""
+    )
     out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
     if complete and args.save_results:
-        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset,
-                                  tasks_file=file)
-        command = " ".join(["react-lab eval", f"--config {cfg.name}",
-                            f"--tasks {file}" if file else f"--split {split}",
-                            *([f"--per-category {args.per_category}"] if args.per_category else []),
-                            *([f"--n {args.n}"] if args.n else []),
-                            f"--trials {args.trials}", f"--temperature {args.temperature:g}",
-                            f"--seed {args.seed}", f"--save-results {args.save_results}"])
-        out["saved"] = str(save(args.save_results, records, settings, command=command,
-                                overwrite=getattr(args, "overwrite", False)))
+        settings = results_config(
+            cfg, split, tasks, args.trials, args.temperature, args.seed, subset, tasks_file=file
+        )
+        command = " ".join(
+            [
+                "react-lab eval",
+                f"--config {cfg.name}",
+                f"--tasks {file}" if file else f"--split {split}",
+                *([f"--per-category {args.per_category}"] if args.per_category else []),
+                *([f"--n {args.n}"] if args.n else []),
+                f"--trials {args.trials}",
+                f"--temperature {args.temperature:g}",
+                f"--seed {args.seed}",
+                f"--save-results {args.save_results}",
+            ]
+        )
+        out["saved"] = str(
+            save(
+                args.save_results,
+                records,
+                settings,
+                command=command,
+                overwrite=getattr(args, "overwrite", False),
+            )
+        )
     if quiet:
         print(json.dumps(out, indent=2))
     else:
         print(format_summary(cfg.name, summary))
-        print(f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
-              + ("" if complete else "; the budget ran out: run the same command again to resume"))
+        print(
+            f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
+            + ("" if complete else "; the budget ran out: run the same command again to resume")
+        )
         if out.get("saved"):
             print(f"saved: {out['saved']}")
     return 0 if complete else 3

@@ -42,6 +42,7 @@ budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.lab.e
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
 ``react-lab eval --config NAME`` is the command line (:func:`react_lab.lab.cli.commands.cmd_ladder`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,8 +88,17 @@ def default_log_dir() -> Path:
 
 # --------------------------------------------------------------------------- one run
 
-def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, temperature: float = 0.0,
-            seed: int = 0, trial: int = 0, timeout: float = 120.0) -> dict:
+
+def run_one(
+    cfg: Config,
+    task: Task,
+    *,
+    model: LocalModel | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    trial: int = 0,
+    timeout: float = 120.0,
+) -> dict:
     """Run ``task`` once under ``cfg``; return its record (JSON-ready).
 
     ``model`` defaults to :func:`base_model`. The record holds ``task_id``, ``category``,
@@ -100,22 +110,44 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     """
     tools = tools_for(cfg)
     exemplars = exemplars_for(cfg, task)
-    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
-                          temperature=temperature, seed=seed, no_repeat=cfg.no_repeat)
+    runner = GrammarModel(
+        model or base_model(),
+        tools,
+        thought=cfg.grammar,
+        grounded=cfg.grounded,
+        temperature=temperature,
+        seed=seed,
+        no_repeat=cfg.no_repeat,
+    )
     options = {"exemplars": exemplars, "loop_options": {"guards": guards_for(cfg)}}
     if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
         from ..backends.chat import LocalChatModel
 
         runner, options = LocalChatModel(runner.base), {"loop_options": {"exemplars": exemplars}}
     t0 = time.perf_counter()
-    result = run_task(task, runner, tools, protocol=cfg.protocol, max_steps=cfg.max_steps,
-                      max_tokens=cfg.max_tokens, timeout=timeout, **options)
+    result = run_task(
+        task,
+        runner,
+        tools,
+        protocol=cfg.protocol,
+        max_steps=cfg.max_steps,
+        max_tokens=cfg.max_tokens,
+        timeout=timeout,
+        **options,
+    )
     seconds = time.perf_counter() - t0
     steps = result.steps
     return {
-        "config": cfg.name, "task_id": task.id, "category": task.category, "trial": trial,
-        "seed": seed, "temperature": temperature, "correct": score(result.answer, task),
-        "answer": result.answer, "gold": task.gold, "stopped_by": result.stopped_by,
+        "config": cfg.name,
+        "task_id": task.id,
+        "category": task.category,
+        "trial": trial,
+        "seed": seed,
+        "temperature": temperature,
+        "correct": score(result.answer, task),
+        "answer": result.answer,
+        "gold": task.gold,
+        "stopped_by": result.stopped_by,
         "n_steps": len(steps),
         "prefix_tokens": count_tokens(first_prompt(cfg, task)),
         "exemplar_tokens": sum(count_tokens(e.render()) for e in exemplars),
@@ -123,14 +155,29 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
         "prompt_tokens": sum(s.prompt_tokens for s in steps),
         "completion_tokens": sum(s.completion_tokens for s in steps),
         "seconds": round(seconds, 2),
-        "steps": [{"tool": (s.action or {}).get("tool"), "args": (s.action or {}).get("args"),
-                   "error": (s.error or "")[:200] or None, "guard": s.guard,
-                   "answer": s.answer, "thought": (s.thought or "")[:200]} for s in steps],
+        "steps": [
+            {
+                "tool": (s.action or {}).get("tool"),
+                "args": (s.action or {}).get("args"),
+                "error": (s.error or "")[:200] or None,
+                "guard": s.guard,
+                "answer": s.answer,
+                "thought": (s.thought or "")[:200],
+            }
+            for s in steps
+        ],
     }
 
 
-def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
-               max_steps: int | None = None, timeout: float = 120.0, progress: bool = False):
+def ask_config(
+    question: str,
+    cfg: Config,
+    *,
+    model: LocalModel | None = None,
+    max_steps: int | None = None,
+    timeout: float = 120.0,
+    progress: bool = False,
+):
     """Run one question through the text loop as ``cfg`` runs it; return its :class:`react_lab.trace.RunResult`.
 
     The same tools, exemplars (chosen for this question), grammar and guards as
@@ -140,11 +187,25 @@ def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
     """
     task = Task(id="ask", category="ask", question=question, gold="", kind="text")
     tools = tools_for(cfg)
-    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
-                          no_repeat=cfg.no_repeat)
-    return run_task(task, runner, tools, protocol="text", max_steps=max_steps or cfg.max_steps,
-                    max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars_for(cfg, task),
-                    loop_options={"guards": guards_for(cfg)}, progress=progress)
+    runner = GrammarModel(
+        model or base_model(),
+        tools,
+        thought=cfg.grammar,
+        grounded=cfg.grounded,
+        no_repeat=cfg.no_repeat,
+    )
+    return run_task(
+        task,
+        runner,
+        tools,
+        protocol="text",
+        max_steps=max_steps or cfg.max_steps,
+        max_tokens=cfg.max_tokens,
+        timeout=timeout,
+        exemplars=exemplars_for(cfg, task),
+        loop_options={"guards": guards_for(cfg)},
+        progress=progress,
+    )
 
 
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
@@ -157,15 +218,25 @@ def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
         for ex in exemplars_for(cfg, task):
             source = getattr(ex, "source", None)
             if source and task_split(source) != "dev":
-                raise RuntimeError(f"exemplar from {source} (not a dev task) in the prompt of {task.id}")
+                raise RuntimeError(
+                    f"exemplar from {source} (not a dev task) in the prompt of {task.id}"
+                )
             if source and asked & {i.casefold() for i in ID_RE.findall(ex.render())}:
-                raise RuntimeError(f"exemplar {source} in the prompt of {task.id} shows an id it asks about")
+                raise RuntimeError(
+                    f"exemplar {source} in the prompt of {task.id} shows an id it asks about"
+                )
 
 
 # --------------------------------------------------------------------------- many runs
 
-def choose_tasks(split: str, *, per_category: int | None = None, n: int | None = None,
-                 path: str | Path | None = None) -> list[Task]:
+
+def choose_tasks(
+    split: str,
+    *,
+    per_category: int | None = None,
+    n: int | None = None,
+    path: str | Path | None = None,
+) -> list[Task]:
     """The tasks of ``split`` in file order: the first ``per_category`` of each category, then the first ``n``.
 
     ``per_category=4`` on either half gives 52 tasks (13 categories x 4): the fixed
@@ -198,14 +269,19 @@ def run_inputs(cfg: Config, task: Task) -> str:
     name stands for (the working agent's tools, say) runs its tasks again.
     """
     inputs = {**_prompt_inputs(cfg, [task]), "code": CODE_VERSION}
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[
+        :16
+    ]
 
 
 def _prompt_inputs(cfg: Config, tasks: Sequence[Task]) -> dict:
     """What the model is shown for ``tasks`` under ``cfg``: every first prompt (instructions,
     tool descriptions, exemplars), the configuration's settings and its tools' schemas."""
-    return {"first_prompts": [first_prompt(cfg, t) for t in tasks], "config": settings(cfg),
-            "schemas": [t.openai_schema() for t in tools_for(cfg).values()]}
+    return {
+        "first_prompts": [first_prompt(cfg, t) for t in tasks],
+        "config": settings(cfg),
+        "schemas": [t.openai_schema() for t in tools_for(cfg).values()],
+    }
 
 
 def read_log(path: Path) -> dict[tuple[str, int], dict]:
@@ -221,10 +297,19 @@ def read_log(path: Path) -> dict[tuple[str, int], dict]:
     return records
 
 
-def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 1,
-               temperature: float = 0.0, seed: int = 0, budget: float | None = None,
-               log_dir: str | Path | None = None, model=None,
-               progress=print) -> tuple[list[dict], bool]:
+def run_ladder(
+    cfg: Config,
+    tasks: Sequence[Task],
+    *,
+    split: str,
+    trials: int = 1,
+    temperature: float = 0.0,
+    seed: int = 0,
+    budget: float | None = None,
+    log_dir: str | Path | None = None,
+    model=None,
+    progress=print,
+) -> tuple[list[dict], bool]:
     """Run every task ``trials`` times under ``cfg``; return (records in task order, complete?).
 
     Trial ``i`` samples with seed ``seed + i`` at ``temperature`` (0: greedy, so more
@@ -241,8 +326,11 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
     path = _log_path(cfg, split, temperature, seed, log_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     inputs = {task.id: run_inputs(cfg, task) for task in tasks}
-    done = {key: r for key, r in read_log(path).items()
-            if key[0] in inputs and r.pop("inputs", None) == inputs[key[0]]}
+    done = {
+        key: r
+        for key, r in read_log(path).items()
+        if key[0] in inputs and r.pop("inputs", None) == inputs[key[0]]
+    }
     t0 = time.perf_counter()
     for trial in range(trials):
         for task in tasks:
@@ -250,15 +338,18 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
                 continue
             if budget is not None and time.perf_counter() - t0 > budget:
                 break
-            rec = run_one(cfg, task, model=model, temperature=temperature, seed=seed + trial,
-                          trial=trial)
+            rec = run_one(
+                cfg, task, model=model, temperature=temperature, seed=seed + trial, trial=trial
+            )
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps({**rec, "inputs": inputs[task.id]}, ensure_ascii=False) + "\n")
             done[(task.id, trial)] = rec
             if progress:
-                progress(f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "
-                         f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
-                         f"answer={str(rec['answer'])[:50]!r}")
+                progress(
+                    f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "
+                    f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
+                    f"answer={str(rec['answer'])[:50]!r}"
+                )
     records = [done[(t.id, i)] for i in range(trials) for t in tasks if (t.id, i) in done]
     by_id = {t.id: t for t in tasks}
     for r in records:  # a logged answer is judged by the scorer as it is now
@@ -267,6 +358,7 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
 
 
 # --------------------------------------------------------------------------- summaries
+
 
 def summarize(records: Sequence[dict]) -> dict:
     """Summarize the records of one config: success (trial 0) with its Wilson 95% interval,
@@ -293,26 +385,43 @@ def summarize(records: Sequence[dict]) -> dict:
 
     def mean(key):
         return round(sum(r[key] for r in records) / len(records), 2) if records else 0.0
-    return {"n": n, "trials": trials, "successes": rate.successes, "success_rate": rate.rate,
-            "ci95": [rate.low, rate.high], "mean_steps": mean("n_steps"),
-            "prefix_tokens": mean("prefix_tokens"), "exemplar_tokens": mean("exemplar_tokens"),
-            "prompt_tokens": mean("prompt_tokens"), "completion_tokens": mean("completion_tokens"),
-            "seconds": mean("seconds"),
-            "pass_at_k": [pass_at_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
-            "pass_hat_k": [pass_hat_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
-            "by_category": dict(sorted(by_cat.items()))}
+
+    return {
+        "n": n,
+        "trials": trials,
+        "successes": rate.successes,
+        "success_rate": rate.rate,
+        "ci95": [rate.low, rate.high],
+        "mean_steps": mean("n_steps"),
+        "prefix_tokens": mean("prefix_tokens"),
+        "exemplar_tokens": mean("exemplar_tokens"),
+        "prompt_tokens": mean("prompt_tokens"),
+        "completion_tokens": mean("completion_tokens"),
+        "seconds": mean("seconds"),
+        "pass_at_k": [pass_at_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+        "pass_hat_k": [pass_hat_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+        "by_category": dict(sorted(by_cat.items())),
+    }
 
 
 def format_summary(name: str, s: dict) -> str:
     """One line per config: success with its interval, steps, tokens, seconds; pass^k / pass@k if k > 1."""
-    line = (f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
-            f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
-            f"prompt tokens/task {s['prompt_tokens']:.0f} (first prompt {s['prefix_tokens']:.0f} "
-            f"cl100k)  {s['seconds']:.1f} s/task")
+    line = (
+        f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
+        f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
+        f"prompt tokens/task {s['prompt_tokens']:.0f} (first prompt {s['prefix_tokens']:.0f} "
+        f"cl100k)  {s['seconds']:.1f} s/task"
+    )
     if s["trials"] > 1:
-        line += ("\n" + " " * 19 + "pass^k " + " ".join(f"{v:.2f}" for v in s["pass_hat_k"])
-                 + "   pass@k " + " ".join(f"{v:.2f}" for v in s["pass_at_k"])
-                 + f"   (k = 1..{s['trials']})")
+        line += (
+            "\n"
+            + " " * 19
+            + "pass^k "
+            + " ".join(f"{v:.2f}" for v in s["pass_hat_k"])
+            + "   pass@k "
+            + " ".join(f"{v:.2f}" for v in s["pass_at_k"])
+            + f"   (k = 1..{s['trials']})"
+        )
     return line
 
 
@@ -340,6 +449,7 @@ def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
 
 # --------------------------------------------------------------------------- results files
 
+
 def fingerprint_inputs(config: dict):
     """The fingerprint inputs of a ladder results file (:data:`react_lab.lab.experiments.results.EXPERIMENTS`).
 
@@ -353,8 +463,12 @@ def fingerprint_inputs(config: dict):
     cfg = get_config(config["config"])
     tasks = tasks_of(config)
     chosen = [tasks[i] for i in config["task_ids"]]
-    return Inputs(model="local", prompt=_prompt_inputs(cfg, chosen),
-                  tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
+    return Inputs(
+        model="local",
+        prompt=_prompt_inputs(cfg, chosen),
+        tasks=[dataclasses.asdict(t) for t in chosen],
+        code=CODE_VERSION,
+    )
 
 
 def tasks_of(config: dict) -> dict[str, Task]:
@@ -365,22 +479,45 @@ def tasks_of(config: dict) -> dict[str, Task]:
     return {t.id: t for t in load_tasks(split=split if split in TASK_FILES else "all")}
 
 
-def results_config(cfg: Config, split: str, tasks: Sequence[Task], trials: int, temperature: float,
-                   seed: int, subset: str, tasks_file: str | None = None) -> dict:
+def results_config(
+    cfg: Config,
+    split: str,
+    tasks: Sequence[Task],
+    trials: int,
+    temperature: float,
+    seed: int,
+    subset: str,
+    tasks_file: str | None = None,
+) -> dict:
     """The ``config`` a ladder results file is saved (and fingerprinted) with.
 
     ``tasks_file``: the task file run (``--tasks FILE``), when it is not a shipped split.
     """
-    config = {"config": cfg.name, "split": split, "subset": subset, "trials": trials,
-              "temperature": temperature, "seed": seed, "task_ids": [t.id for t in tasks],
-              "max_steps": cfg.max_steps, "max_tokens": cfg.max_tokens}
+    config = {
+        "config": cfg.name,
+        "split": split,
+        "subset": subset,
+        "trials": trials,
+        "temperature": temperature,
+        "seed": seed,
+        "task_ids": [t.id for t in tasks],
+        "max_steps": cfg.max_steps,
+        "max_tokens": cfg.max_tokens,
+    }
     if tasks_file:
         config["tasks_file"] = str(Path(tasks_file).resolve())
     return config
 
 
-def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
-         directory: str | Path | None = None, overwrite: bool = False) -> Path:
+def save(
+    name: str,
+    records: Sequence[dict],
+    settings: dict,
+    *,
+    command: str,
+    directory: str | Path | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Save a finished run as the fingerprinted results file ``name``; return its path.
 
     An existing file is refused (``ValueError``) unless ``overwrite``."""
@@ -388,11 +525,21 @@ def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
 
     data = {"summary": summarize(records), "records": list(records)}
     seconds = sum(r["seconds"] for r in records)
-    return results.save(name, data, experiment="ladder", config=settings, command=command,
-                        seconds=seconds, directory=directory, overwrite=overwrite)
+    return results.save(
+        name,
+        data,
+        experiment="ladder",
+        config=settings,
+        command=command,
+        seconds=seconds,
+        directory=directory,
+        overwrite=overwrite,
+    )
 
 
-def load_results(names: Iterable[str] | None = None, *, directory: str | Path | None = None) -> list[dict]:
+def load_results(
+    names: Iterable[str] | None = None, *, directory: str | Path | None = None
+) -> list[dict]:
     """Load the shipped ladder results as rows, one per results file; stale files raise.
 
     Each row: ``name``, ``config``, ``split``, ``subset``, ``trials``, ``temperature``,
@@ -414,27 +561,50 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     for name in names:
         res = results.load(name, directory)
         tasks = tasks_of(res.config)
-        changed = [r["task_id"] for r in res.data["records"]
-                   if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+        changed = [
+            r["task_id"]
+            for r in res.data["records"]
+            if r["correct"] != score(r["answer"], tasks[r["task_id"]])
+        ]
         if changed:
             raise results.StaleResults(
                 f"{name}: the scorer now judges {len(changed)} saved answer(s) differently "
-                f"({', '.join(changed[:5])}); regenerate: {res.command}")
+                f"({', '.join(changed[:5])}); regenerate: {res.command}"
+            )
         s, c = res.data["summary"], res.config
         outcomes: dict[str, list[bool]] = {}
         for r in res.data["records"]:
             outcomes.setdefault(r["task_id"], []).append(bool(r["correct"]))
-        rows.append({"name": res.name, "config": c["config"], "split": c["split"],
-                     "subset": c.get("subset"), "trials": c["trials"],
-                     "temperature": c["temperature"], "seed": c["seed"],
-                     "rate": Rate(s["successes"], s["n"], *s["ci95"]),
-                     **{k: s[k] for k in ("mean_steps", "prompt_tokens", "prefix_tokens",
-                                          "exemplar_tokens", "completion_tokens", "seconds",
-                                          "pass_hat_k", "pass_at_k", "by_category")},
-                     "outcomes": outcomes, "records": res.data["records"],
-                     "describe": res.describe()})
+        rows.append(
+            {
+                "name": res.name,
+                "config": c["config"],
+                "split": c["split"],
+                "subset": c.get("subset"),
+                "trials": c["trials"],
+                "temperature": c["temperature"],
+                "seed": c["seed"],
+                "rate": Rate(s["successes"], s["n"], *s["ci95"]),
+                **{
+                    k: s[k]
+                    for k in (
+                        "mean_steps",
+                        "prompt_tokens",
+                        "prefix_tokens",
+                        "exemplar_tokens",
+                        "completion_tokens",
+                        "seconds",
+                        "pass_hat_k",
+                        "pass_at_k",
+                        "by_category",
+                    )
+                },
+                "outcomes": outcomes,
+                "records": res.data["records"],
+                "describe": res.describe(),
+            }
+        )
     return rows
-
 
 
 def rescore(name: str, directory: str | Path | None = None) -> list[str]:
@@ -453,18 +623,33 @@ def rescore(name: str, directory: str | Path | None = None) -> list[str]:
 
     res = results.load(name, directory)
     if res.experiment not in ("eval", "ladder"):
-        raise ValueError(f"{name}: only eval and ladder results hold scored answers, not {res.experiment}")
-    tasks = tasks_of(res.config) if res.experiment == "ladder" else {
-        t.id: t for t in load_tasks(n=res.config.get("n"))}
+        raise ValueError(
+            f"{name}: only eval and ladder results hold scored answers, not {res.experiment}"
+        )
+    tasks = (
+        tasks_of(res.config)
+        if res.experiment == "ladder"
+        else {t.id: t for t in load_tasks(n=res.config.get("n"))}
+    )
     records = res.data["records"]
-    changed = [r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+    changed = [
+        r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])
+    ]
     if not changed:
         return []
     for r in records:
         r["correct"] = score(r["answer"], tasks[r["task_id"]])
-    key, value = ("metrics", metrics(records)) if res.experiment == "eval" else ("summary", summarize(records))
+    key, value = (
+        ("metrics", metrics(records))
+        if res.experiment == "eval"
+        else ("summary", summarize(records))
+    )
     raw = json.loads(res.path.read_text(encoding="utf-8"))
     raw["data"] = {**res.data, key: value, "records": records}
-    raw["rescored"] = time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
-    res.path.write_text(json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8")
+    raw["rescored"] = (
+        time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
+    )
+    res.path.write_text(
+        json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8"
+    )
     return changed

@@ -6,6 +6,7 @@ progress bar, score each answer as the evaluation does
 transcript (the calls it made, what came back) for the seeds' three questions, beside the
 database's own answer (:mod:`react_lab.lab.notebook.gold`).
 """
+
 from __future__ import annotations
 
 import re
@@ -43,10 +44,14 @@ class Run:
     def calls(self) -> list[tuple[str, str, str]]:
         """``(tool, arguments, observation)`` of each call the model made (the exemplar's left out)."""
         prompt = build_prompt(self.task.question, default_tools().values(), self.exemplars)
-        run = self.transcript[len(prompt):] if self.transcript.startswith(prompt) else self.transcript
+        run = (
+            self.transcript[len(prompt) :]
+            if self.transcript.startswith(prompt)
+            else self.transcript
+        )
         found = []
         for match in ACTION_RE.finditer(run):
-            after = run[match.end():]
+            after = run[match.end() :]
             seen = re.search(r"^Observation: (.*)$", after, re.MULTILINE)
             found.append((match.group(1), match.group(2).strip(), seen.group(1) if seen else ""))
         return found
@@ -62,9 +67,17 @@ def dev_pool() -> list[Exemplar]:
     return [entry.exemplar for entry in get_pool()]
 
 
-def run_tasks(loop: Callable, tasks: Sequence[Task], model, tools: dict, *,
-              pick: Callable | None = None, pool: Sequence[Exemplar] = (),
-              desc: str = "your agent", max_steps: int = MAX_STEPS) -> dict[str, Run]:
+def run_tasks(
+    loop: Callable,
+    tasks: Sequence[Task],
+    model,
+    tools: dict,
+    *,
+    pick: Callable | None = None,
+    pool: Sequence[Exemplar] = (),
+    desc: str = "your agent",
+    max_steps: int = MAX_STEPS,
+) -> dict[str, Run]:
     """Run the learner's ``loop`` on every task (a progress bar); return ``{task id: Run}``.
 
     ``max_steps`` defaults to the evaluation's limit (the ladder files' too). With ``pick`` (the learner's ``pick_exemplar``), each question gets the one exemplar
@@ -77,8 +90,9 @@ def run_tasks(loop: Callable, tasks: Sequence[Task], model, tools: dict, *,
         shown = [pick(task.question, list(pool))] if pick else None
         t0 = time.perf_counter()
         answer, transcript = loop(task.question, model, tools, exemplars=shown, max_steps=max_steps)
-        runs[task.id] = Run(task, answer, score(answer, task), transcript, shown,
-                            time.perf_counter() - t0)
+        runs[task.id] = Run(
+            task, answer, score(answer, task), transcript, shown, time.perf_counter() - t0
+        )
     return runs
 
 
@@ -89,19 +103,25 @@ def rate(runs: dict[str, Run]) -> stats.Rate:
 
 def paired(before: dict[str, Run], after: dict[str, Run]) -> stats.Paired:
     """The two runs compared question by question: gained, lost, and the exact McNemar p."""
-    return stats.paired_comparison({t: r.right for t, r in before.items()},
-                                   {t: r.right for t, r in after.items()})
+    return stats.paired_comparison(
+        {t: r.right for t, r in before.items()}, {t: r.right for t, r in after.items()}
+    )
 
 
 def ladder_change(old: str = "baseline", new: str = "pool_k1", split: str = "test") -> str:
     """The ladder's two files, labelled: each rate with its interval, and the paired comparison."""
-    rows = {r["config"]: r for r in ladder.load_results([f"ladder-{split}-{old}", f"ladder-{split}-{new}"])}
+    rows = {
+        r["config"]: r
+        for r in ladder.load_results([f"ladder-{split}-{old}", f"ladder-{split}-{new}"])
+    }
     solved = {c: {t: o[0] for t, o in rows[c]["outcomes"].items()} for c in (old, new)}
     when = rows[new]["describe"].split(" computed ")[1].split(" in ")[0]
-    return (f"files ladder-{split}-{old} and ladder-{split}-{new} ({rows[new]['rate'].n} test questions, "
-            f"the lab's loop, computed {when}):\n"
-            f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
-            f"  paired   {stats.paired_comparison(solved[old], solved[new])}")
+    return (
+        f"files ladder-{split}-{old} and ladder-{split}-{new} ({rows[new]['rate'].n} test questions, "
+        f"the lab's loop, computed {when}):\n"
+        f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
+        f"  paired   {stats.paired_comparison(solved[old], solved[new])}"
+    )
 
 
 def gold_reason(task: Task) -> str:
@@ -114,8 +134,11 @@ def gold_reason(task: Task) -> str:
         return invoice_paid(invoice).explain()
     with open_db() as conn:
         if task.category == "latest_date" and customer:
-            row = conn.execute("SELECT id, issued FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id "
-                               "LIMIT 1", (customer,)).fetchone()
+            row = conn.execute(
+                "SELECT id, issued FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id "
+                "LIMIT 1",
+                (customer,),
+            ).fetchone()
             return f"gold answer: {task.gold} - {customer}'s latest invoice is {row['id']}, issued {row['issued']}."
         found = conn.execute(task.sql, task.params).fetchone()[0]
     return f"gold answer: {task.gold} (by SQL: {found})."
@@ -125,13 +148,20 @@ def seed_report(run: Run) -> str:
     """A seed question's run in three lines: the calls made, the answer scored, what the database says (and why wrong)."""
     calls = run.calls()
     made = " -> ".join(f"{tool}[{args}]" for tool, args, _ in calls) or "no tool"
-    lines = [f"{run.task.question}\n   called {made}",
-             f"   answered {run.answer!r}: {'right' if run.right else 'WRONG'}; {gold_reason(run.task)}"]
+    lines = [
+        f"{run.task.question}\n   called {made}",
+        f"   answered {run.answer!r}: {'right' if run.right else 'WRONG'}; {gold_reason(run.task)}",
+    ]
     if not run.right:
         asked = next(iter(re.findall(r"(?:INV|cus)[-_]\w+", run.task.question)), "")
-        why = why_wrong(run.task.question, run.answer, needed=asked,
-                        calls=[(tool, [a.strip() for a in args.split(",")]) for tool, args, _ in calls],
-                        observations=[seen for *_, seen in calls], exemplars=run.exemplars)
+        why = why_wrong(
+            run.task.question,
+            run.answer,
+            needed=asked,
+            calls=[(tool, [a.strip() for a in args.split(",")]) for tool, args, _ in calls],
+            observations=[seen for *_, seen in calls],
+            exemplars=run.exemplars,
+        )
         if why:
             lines.append(f"   {why}")
     return "\n".join(lines)

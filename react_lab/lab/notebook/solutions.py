@@ -10,6 +10,7 @@ calls the learner's other pieces. An *edit* exercise changes an earlier piece: i
 reference is the whole piece after the edit, under the exercise's name here
 (``run_loop_stop``) and under the piece's name (``run_loop``) in the learner's file.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,18 +106,24 @@ def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=ST
             transcript += observe(text, tools)  # the loop, not the model, writes the Observation
             calls.append(call and call.groups())
     # guard 2: the steps ran out, so ask once more for an answer, and label it
-    text = model.complete(transcript + " I must answer now.\nAnswer:", stop=stop, max_tokens=128).text
+    text = model.complete(
+        transcript + " I must answer now.\nAnswer:", stop=stop, max_tokens=128
+    ).text
     return "[best effort] " + text.strip().split("\n")[0], transcript
 
 
 # Notebook 07 (edit of run_loop, mostly by deleting): native tool calls.
 def run_native(question, model, tools, exemplars=None, max_steps=6):
     """Run the native tool-calling loop; return (answer or None, messages)."""
-    messages = first_messages(question, tools, exemplars=exemplars or ())  # exemplars: past messages
+    messages = first_messages(
+        question, tools, exemplars=exemplars or ()
+    )  # exemplars: past messages
     for _ in range(max_steps):
         # the tool schemas go with every request; no stop sequence: a reply ends by its structure
         reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
-        calls, _, problem = reply_calls(reply, tools)  # its tool_calls, or a call leaked into its text
+        calls, _, problem = reply_calls(
+            reply, tools
+        )  # its tool_calls, or a call leaked into its text
         if not calls and not problem:  # no call: the answer
             return reply.content, messages + [reply.message()]
         messages += tool_messages(reply, tools)  # the reply, then one tool message per call
@@ -131,6 +138,7 @@ def pick_exemplar(question, pool):
 
 
 # --------------------------------------------------------------------------- the bench's exercises
+
 
 def is_repeat(calls, name, args):
     """Bench notebook 06: True if the same tool already ran with the same arguments."""
@@ -159,7 +167,7 @@ def cut_forgery(text: str) -> str:
     """Bench notebook 03: cut at the first line starting with 'Observation', trim a partial stop word."""
     match = re.search(r"^Observation", text, re.MULTILINE)
     if match:
-        text = text[:match.start()]
+        text = text[: match.start()]
     head, newline, last = text.rpartition("\n")
     if newline and last and "Observation".startswith(last):
         text = head + newline

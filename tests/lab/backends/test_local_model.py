@@ -4,6 +4,7 @@ Nothing here loads the model. What the loaded model does (its completions under 
 sequence, greedy repeats, its tokenizer) is asserted by the notebooks under nbval and by
 tests/lab/backends/test_speed_model.py against the stock llama-cpp-python calls.
 """
+
 import pytest
 
 from react_lab.lab.backends.local import LocalModel, smollm2_path
