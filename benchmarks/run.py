@@ -328,7 +328,7 @@ def table(report: dict) -> list[tuple[str, str, str, str, str]]:
         differ = sum(a != b for a, b in zip(f["verdicts"], one["verdicts"]))
         rows.append(
             (
-                f"  the same, one question at a time",
+                "  the same, one question at a time",
                 f"{one['seconds']} s",
                 "",
                 ratio(one["seconds"], one["implied_seconds"]),

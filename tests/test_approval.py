@@ -10,8 +10,8 @@ from helpers.two_loops import injected
 
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
-from react_lab.native import ask_native
 from react_lab.lab.sandbox import db_checksum
+from react_lab.native import ask_native
 
 
 def test_injected_payment_is_refused_without_approval(loop, payment_setup, scheduled, shipped_sum):

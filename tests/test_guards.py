@@ -15,18 +15,17 @@ import json
 import re
 
 import pytest
+from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 
+from react_lab.billing import ToolError, _schema
 from react_lab.guards import Guards, Watch
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask
 from react_lab.native import ask_native, run_native
-from react_lab.billing import ToolError, _schema
 from react_lab.tools import Tool, default_tools
-
 
 # --------------------------------------------------------------- what a run is allowed, what it did
 

@@ -25,8 +25,8 @@ from react_lab.lab.cli import main
 from react_lab.lab.guards import LabGuards
 from react_lab.native import ask_native, run_native
 from react_lab.protocol import EXEMPLARS
-from react_lab.tool_calls import SYSTEM
 from react_lab.schema import check_arguments, clean_arguments, validate_call
+from react_lab.tool_calls import SYSTEM
 from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()

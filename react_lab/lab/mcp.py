@@ -51,10 +51,10 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..billing import ToolError
 from ..native import execute_call
 from ..protocol import clip
 from ..schema import schema_validator
-from ..billing import ToolError
 from ..tools import Tool, default_tools, open_db
 from .sandbox import is_shipped, payment_tools, working_copy
 

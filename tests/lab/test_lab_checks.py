@@ -6,10 +6,11 @@ pieces they are made of. The scenarios run over both loops with the lab's guards
 """
 
 import pytest
+from helpers.two_loops import injected
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers.two_loops import injected
 
+from react_lab.billing import _schema
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import (
     DATA_NOTE,
@@ -18,9 +19,8 @@ from react_lab.lab.guards import (
     invented_question,
     is_placeholder,
 )
-from react_lab.loop import ask
 from react_lab.lab.sandbox import db_checksum
-from react_lab.billing import _schema
+from react_lab.loop import ask
 from react_lab.tools import Tool, default_tools
 
 #: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.

@@ -21,6 +21,7 @@ from helpers.two_loops import (
     walk,
 )
 
+from react_lab.billing import _schema
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
@@ -32,10 +33,9 @@ from react_lab.lab.guards import (
     more_tool,
 )
 from react_lab.lab.loops import ask as lab_ask
+from react_lab.lab.sandbox import db_checksum
 from react_lab.loop import ask
 from react_lab.native import ask_native
-from react_lab.lab.sandbox import db_checksum
-from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
 
 #: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.

@@ -16,15 +16,15 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.lab import mcp as lab_mcp
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main as cli_main
 from react_lab.lab.mcp import MCPServerError, call_result, mcp_tools, needs_approval
+from react_lab.lab.sandbox import db_checksum, working_copy
 from react_lab.loop import ask
 from react_lab.native import ask_native, execute_call
-from react_lab.lab.sandbox import db_checksum, working_copy
-from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.tools import DB_PATH, call_tool, default_tools
 
 LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ...tool_calls import check_tool_choice
 from ...schema import NEEDS
+from ...tool_calls import check_tool_choice
 from .decode import GrammarSampler
 from .local import local_model
 

@@ -32,8 +32,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 from ...tools import open_db
+from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 
 HERE = Path(__file__).resolve().parents[2] / "data"
 OUT, SEEDS_OUT, TASKS = HERE / "paraphrase.json", HERE / "seeds.json", HERE / "tasks.json"

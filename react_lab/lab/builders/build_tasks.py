@@ -34,8 +34,8 @@ import sys
 from pathlib import Path
 
 from ... import protocol  # the prompt's own text is the source for two questions
-from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 from ...tools import ID_RE, open_db
+from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 
 OUT = Path(__file__).resolve().parents[2] / "data" / "tasks.json"
 

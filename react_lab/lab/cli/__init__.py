@@ -20,13 +20,13 @@ import math
 import os
 import sys
 
+from ...loop import MAX_STEPS
+from ...protocol import EXEMPLARS, MAX_TOKENS
 from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
 from ..guards import LabGuards
-from ...loop import MAX_STEPS
-from ...protocol import EXEMPLARS, MAX_TOKENS
 from . import commands
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million

@@ -11,10 +11,15 @@ import json
 import sys
 from pathlib import Path
 
+from ...cost import describe_cost, run_cost
+from ...loop import ask
+from ...native import ask_native
+from ...parser import parse
+from ...protocol import EXEMPLARS, visible
+from ...tools import default_tools
 from ..backends.chat import LocalChatModel
 from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec
-from ...cost import describe_cost, run_cost
 from ..experiments import evals
 from ..experiments.abuses import run_abuses
 from ..experiments.evals import save_eval
@@ -40,14 +45,9 @@ from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
 from ..guards import LabGuards
-from ..parallel_calls import run_parallel_calls
-from ...loop import ask
-from ...native import ask_native
 from ..notebook.plots import plot_cost
 from ..notebook.warm import warm_up
-from ...parser import parse
-from ...protocol import EXEMPLARS, visible
-from ...tools import default_tools
+from ..parallel_calls import run_parallel_calls
 
 
 def _print_json(obj) -> None:

@@ -24,11 +24,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..backends.grammar import grammar_check, reply_grammar
-from ...tool_calls import SYSTEM
 from ...protocol import strict_parse
 from ...schema import check_arguments
+from ...tool_calls import SYSTEM
 from ...tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
+from ..backends.grammar import grammar_check, reply_grammar
 
 DEFENCES = ("regex", "schema", "grammar")
 OUTCOMES = ("wrong_call", "type_error", "rejected", "impossible", "ok")

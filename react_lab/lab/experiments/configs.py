@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ...checks import check_count
-from ..backends import text_grammar
-from ..backends.base import Completion
-from ..backends.local import LocalModel, local_model
 from ...guards import rejection
 from ...protocol import EXEMPLARS, build_prompt
 from ...tools import ID_RE, Observation, Tool, tool_schemas
+from ..backends import text_grammar
+from ..backends.base import Completion
+from ..backends.local import LocalModel, local_model
 from ..guards import MORE, LabGuards, LabWatch
 from ..provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
@@ -410,8 +410,8 @@ def first_prompt(cfg: Config, task: Task) -> str:
     if (
         cfg.protocol == "native"
     ):  # what the embedded model reads: system turn with schemas, exemplars, question
-        from ..backends.chat import render_messages
         from ...tool_calls import first_messages
+        from ..backends.chat import render_messages
 
         offered = guards.offered_tools(tools_for(cfg))
         return render_messages(

@@ -32,22 +32,22 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
 from ...checks import check_count
+from ...loop import run
+from ...native import run_native
+from ...protocol import build_prompt
+from ...tool_calls import SYSTEM, conversation
+from ...tools import default_tools
+from ...trace import RunResult, Transcript
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
-from ...loop import run
-from ...native import run_native
-from ...tool_calls import SYSTEM, conversation
-from ...protocol import build_prompt
-from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
-from ...tools import default_tools
-from ...trace import RunResult, Transcript
 from ..guards import LabGuards
 from ..parallel_calls import run_parallel_calls
-from .steplogs import step_event, write_jsonl
 from . import results
 from .results import Inputs, cache_dir
+from .steplogs import step_event, write_jsonl
 from .tasks import Task, score
 
 PROTOCOLS = ("text", "native")

@@ -43,8 +43,8 @@ import re
 from dataclasses import dataclass
 
 from ...protocol import Exemplar
-from ..provenance import yes_or_no
 from ...tools import ID_RE, call_tool
+from ..provenance import yes_or_no
 from .tasks import Task, load_tasks
 
 __all__ = [

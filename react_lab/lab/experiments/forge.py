@@ -34,9 +34,9 @@ from tqdm.auto import tqdm
 
 from ... import protocol
 from ...checks import check_count
-from ..backends.local import LocalModel, local_model
 from ...parser import find_forged, truncate_forged
 from ...tools import default_tools
+from ..backends.local import LocalModel, local_model
 from .arms import TwoArmReader
 from .questions import questions
 from .results import Inputs, cache_dir

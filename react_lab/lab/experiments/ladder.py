@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ...checks import check_count
-from ..backends.local import LocalModel
 from ...cost import count_tokens
 from ...tools import ID_RE
+from ..backends.local import LocalModel
 from .configs import (  # noqa: F401 -- GrammarModel, compiled, list_configs: the ladder's names too
     CONFIGS,
     Config,

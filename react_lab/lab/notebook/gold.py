@@ -15,9 +15,9 @@ import re
 import sqlite3
 from dataclasses import dataclass, replace
 
-from ..experiments.tasks import Task, score
 from ...protocol import ACTION_RE, EXEMPLARS
 from ...tools import ID_RE, open_db
+from ..experiments.tasks import Task, score
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
 DUPLICATE_SQL = (

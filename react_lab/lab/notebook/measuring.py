@@ -16,10 +16,10 @@ from typing import Callable, Sequence
 
 from ...protocol import ACTION_RE, Exemplar, build_prompt
 from ...tools import default_tools, open_db
+from ..backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
 from ..experiments import ladder, stats
 from ..experiments.exemplars import get_pool
 from ..experiments.tasks import Task, load_tasks, score
-from ..backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
 from .gold import check_charges, invoice_paid, why_wrong
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401

@@ -30,10 +30,10 @@ from typing import Callable
 
 from ..._parsing.leaks import leaked_calls
 from ...loop import end_step
-from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...parser import parse
 from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
 from ...schema import check_arguments
+from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...tools import Observation, Tool, tool_schemas
 from ...trace import RunResult, Step, Transcript
 from ..guards import LabGuards, LabWatch, offered_tools
@@ -664,8 +664,8 @@ def source_of(fn: Callable) -> list[str]:
 # --------------------------------------------------------------------------- notebook 07's facade
 
 from ...native import reply_calls  # noqa: E402  (re-exported for the learner's run_native)
-from ..backends.load import load_chat_model, load_model  # noqa: E402
 from ...tools import default_tools  # noqa: E402
+from ..backends.load import load_chat_model, load_model  # noqa: E402
 from .minutes import show_minutes  # noqa: E402
 from .native_turn import tool_messages  # noqa: E402
 from .quiz import quiz  # noqa: E402

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...tool_calls import first_messages
 from ...protocol import build_prompt
+from ...tool_calls import first_messages
 from ...tools import Tool, default_tools, tool_schemas
 from ...trace import RunResult
 from ..guards import LabGuards
@@ -42,7 +42,6 @@ from .migration import (
     step_problems,
     text_agent,
 )
-
 
 # --------------------------------------------------------------------------- the experiment
 

@@ -7,8 +7,8 @@ the messages, the tool schemas, reading the calls, the answer.
 
 from __future__ import annotations
 
-from ...tool_calls import reply_calls
 from ...schema import decode_arguments
+from ...tool_calls import reply_calls
 from ...tools import call_tool
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ..backends.base import Completion
-from ..backends.scripted import ScriptedModel
 from ...cost import count_tokens
 from ...protocol import MAX_TOKENS
 from ...tools import Tool
+from ..backends.base import Completion
+from ..backends.scripted import ScriptedModel
 
 #: What ``read_email[M-7]`` returns: an invoice reminder with an action line in it.
 EMAIL = (

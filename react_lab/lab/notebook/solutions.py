@@ -18,8 +18,8 @@ import re
 
 import jsonschema
 
-from ...tool_calls import first_messages, reply_calls
 from ...protocol import ACTION_RE, STOP, build_prompt
+from ...tool_calls import first_messages, reply_calls
 from ...tools import call_tool, tool_schemas
 from .native_turn import tool_messages
 

@@ -9,9 +9,9 @@ import html
 import json
 from typing import Iterable, Sequence
 
-from ..experiments.abuses import Outcome
 from ...parser import find_forged
 from ...trace import OWNERS, Transcript
+from ..experiments.abuses import Outcome
 
 #: Each owner's text colour and background in a transcript (:data:`react_lab.trace.OWNERS`).
 OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}

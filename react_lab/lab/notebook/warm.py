@@ -48,9 +48,9 @@ def text_prompts(model) -> list[str]:
 
 def native_prompts(model) -> list[str]:
     """The native loop's first prompt (system turn with the tool schemas) for two questions."""
-    from ..backends.chat import LocalChatModel
     from ...tool_calls import SYSTEM
     from ...tools import default_tools, tool_schemas
+    from ..backends.chat import LocalChatModel
     from ..guards import LabGuards
 
     schemas = tool_schemas(LabGuards().offered_tools(default_tools()))  # as run_native offers them

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import html
 
-from ..backends.local import local_model
 from ...cost import describe_cost, run_cost
-from ..experiments import forge
 from ...loop import run
 from ...parser import find_forged
 from ...protocol import STOP, build_prompt
 from ...tools import default_tools
 from ...trace import Transcript
+from ..backends.local import local_model
+from ..experiments import forge
 from ..guards import LabGuards
 from .plots import plot_cost
 from .tables import highlight_forged, transcript_html

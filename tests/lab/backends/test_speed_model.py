@@ -21,9 +21,9 @@ from react_lab.lab.backends.llama_state import (
 )
 from react_lab.lab.experiments import forge
 from react_lab.lab.guards import LabGuards
-from react_lab.tool_calls import SYSTEM
 from react_lab.lab.notebook.warm import native_prompts, text_prompts
 from react_lab.parser import find_forged
+from react_lab.tool_calls import SYSTEM
 from react_lab.tools import default_tools, tool_schemas
 
 pytestmark = pytest.mark.model

@@ -7,8 +7,8 @@ from functools import partial
 import pytest
 
 from react_lab import protocol
-from react_lab.lab.cli import main as cli_main
 from react_lab.lab.builders import build_paraphrase as bp
+from react_lab.lab.cli import main as cli_main
 from react_lab.lab.experiments import configs, evals, ladder
 from react_lab.lab.experiments.exemplars import HARVESTED_FROM, answer_intent, get_pool, intent
 from react_lab.lab.experiments.tasks import TASK_FILES, load_tasks

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.cli import main
 from react_lab.lab.builders.build_tasks import build_tasks
+from react_lab.lab.cli import main
 from react_lab.lab.experiments import evals
 from react_lab.lab.experiments.evals import metrics, percentile
+from react_lab.lab.experiments.steplogs import read_jsonl
 from react_lab.lab.experiments.tasks import (
     MAX_ANSWER_CHARS,
     TASKS_PATH,
@@ -22,10 +23,9 @@ from react_lab.lab.experiments.tasks import (
     numbers_in,
     score,
 )
-from react_lab.loop import ask
 from react_lab.lab.notebook.tables import transcript_html
+from react_lab.loop import ask
 from react_lab.tools import default_tools, open_db
-from react_lab.lab.experiments.steplogs import read_jsonl
 
 TASKS = load_tasks()
 

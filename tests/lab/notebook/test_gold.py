@@ -91,8 +91,8 @@ def test_why_wrong_does_not_blame_copying_when_the_invoice_was_fetched():
 
 def test_judge_scores_a_run_and_says_why_it_missed():
     from react_lab.lab.backends.scripted import ScriptedModel
-    from react_lab.loop import ask
     from react_lab.lab.notebook.gold import judge
+    from react_lab.loop import ask
     from react_lab.tools import default_tools
 
     wrong = ask(
