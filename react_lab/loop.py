@@ -61,38 +61,28 @@ def run(
     guards = guards if guards is not None else Guards()
     watch = guards.start(question, exemplars)  # guard: this run's counters and clock start
     transcript = transcript if transcript is not None else Transcript()
+    stop_sequence = STOP if stop else None
     if not transcript.spans:  # the prompt prefix: instructions, tools, exemplars, the question
-        transcript.add(
-            "prompt",
-            build_prompt(
-                question, tools.values(), exemplars, notes=guards.notes(), mark=guards.mark
-            ),
-        )  # guard: prompt notes
+        notes = guards.notes()  # guard: prompt notes
+        prompt = build_prompt(question, tools.values(), exemplars, notes=notes, mark=guards.mark)
+        transcript.add("prompt", prompt)
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()  # the step's wall-clock seconds start here
         # 1. Send the whole transcript; the stop sequence ends the completion before an Observation.
-        completion = model.complete(
-            transcript.text, stop=STOP if stop else None, max_tokens=max_tokens
-        )
+        completion = model.complete(transcript.text, stop=stop_sequence, max_tokens=max_tokens)
         watch.spend(completion)  # guard: token and money budgets
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
-        parsed = parse(
-            completion.text,
-            tools=watch.tool_names(tools),  # guard: names a guard adds (more)
-            finish_reason=getattr(completion, "finish_reason", None),
-            max_tokens=max_tokens,
-        )
+        names = watch.tool_names(tools)  # guard: names a guard adds (more)
+        finish = getattr(completion, "finish_reason", None)
+        parsed = parse(completion.text, tools=names, finish_reason=finish, max_tokens=max_tokens)
         parsed, drifted = watch.check_question(parsed)  # guard: a Question line of the model's own
         transcript.add("model", parsed.kept.rstrip("\n") + "\n")
         # A client-side stop (a provider that refused `stop`) already cut the forgery off.
+        forged = parsed.forged or getattr(completion, "forged_tokens", 0) > 0
+        thought, reasoning = parsed.thought, parsed.reasoning
         step = Step.of(
-            number,
-            completion,
-            thought=parsed.thought,
-            guard=drifted,
-            reasoning=parsed.reasoning,
-            forged=parsed.forged or getattr(completion, "forged_tokens", 0) > 0,
+            number, completion, thought=thought, guard=drifted, reasoning=reasoning, forged=forged
         )
         if parsed.kind == "final":  # 3. Stop on an answer...
             rejected = watch.check_answer(parsed.answer)  # guard: answer checks (grounding)
@@ -100,25 +90,20 @@ def run(
                 step.answer = parsed.answer
             else:  # ...unless a guard sends it back as the observation.
                 step.record(rejected)
-        elif (
-            parsed.kind == "error"
-        ):  # 4. No usable action (none, no such tool, ...): the reason goes back.
+        elif parsed.kind == "error":
+            # 4. No usable action (none, no such tool, ...): the reason goes back.
             step.error = step.observation = parsed.reason
         else:  # 5. Run the tool the action names, through the guards.
             step.action = {"tool": parsed.tool, "args": parsed.args}
             step.record(watch.run_tool(tools, parsed.tool, parsed.args))  # guard: refusals, size
         if step.observation is not None:  # 6. The loop writes the observation, then the next label.
-            transcript.add(
-                "loop",
-                f"{OBSERVATION}: {step.observation}\n{THOUGHT}:",
-                kind="error" if step.error else "observation",
-            )
+            kind = "error" if step.error else "observation"
+            transcript.add("loop", f"{OBSERVATION}: {step.observation}\n{THOUGHT}:", kind=kind)
             if compact_transcript(transcript, guards):  # guard: context size
                 step.guard = "compacted"
         # "answer", the name of the guard that ends the run, or None to go on:
-        ended = end_step(
-            step, watch, number == max_steps, t0
-        )  # guard: budgets, ignored refusals, step limit
+        last = number == max_steps
+        ended = end_step(step, watch, last, t0)  # guard: budgets, ignored refusals, step limit
         yield step
         if ended:
             if ended not in ("answer", *BUDGETS) and guards.best_effort:  # guard: best effort
