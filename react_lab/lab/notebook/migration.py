@@ -96,27 +96,27 @@ def text_agent(
     max_steps: int = MAX_STEPS,
     max_tokens: int = MAX_TOKENS,
 ) -> RunResult:
-    """The billing agent over the text protocol; ``model`` has ``complete(prompt, stop=, max_tokens=)``."""
+    """The billing agent over the text protocol.
+
+    ``model`` has ``complete(prompt, stop=, max_tokens=)``.
+    """
     guards = guards if guards is not None else Guards()
     guards.start(question)
     tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
     transcript = Transcript()
-    transcript.add(
-        "prompt", build_prompt(question, tools.values(), exemplars)
-    )  # tools in English, exemplars
+    prompt = build_prompt(question, tools.values(), exemplars)  # tools in English, exemplars
+    transcript.add("prompt", prompt)
     steps = []
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        completion = model.complete(
+        completion = model.complete(  # stop sequence
             transcript.text, stop=STOP, max_tokens=max_tokens
-        )  # stop sequence
+        )
         guards.spend(completion)  # guard: token and money budgets
-        parsed = parse(
-            completion.text, tools=list(tools)
-        )  # parser: an action or an answer, out of free text
-        transcript.add(
-            "model", parsed.kept.rstrip("\n") + "\n"
-        )  # parser: what it read, never a forgery
+        # an action or an answer, out of free text
+        parsed = parse(completion.text, tools=list(tools))  # parser
+        # what it read, never a forgery
+        transcript.add("model", parsed.kept.rstrip("\n") + "\n")  # parser
         step = Step.of(number, completion, thought=parsed.thought, forged=parsed.forged)
         if parsed.kind == "final":  # parser: the Answer label says the model is done
             step.answer = parsed.answer
@@ -124,9 +124,8 @@ def text_agent(
             step.error = step.observation = parsed.reason
         else:
             name, args = parsed.tool, named_args(tools, parsed.tool, parsed.args)  # parser
-            observation = act(
-                guards, tools, name, args
-            )  # guard: schema check, repeats, approval, size
+            # schema check, repeats, approval, size
+            observation = act(guards, tools, name, args)  # guard
             step.action = {"tool": name, "args": args}
             step.record(observation)
         if step.observation is not None:
@@ -147,7 +146,10 @@ def native_agent(
     max_steps: int = MAX_STEPS,
     max_tokens: int = MAX_TOKENS,
 ) -> RunResult:
-    """The billing agent over native tool calls; ``model`` has ``chat(messages, tools=, max_tokens=)``."""
+    """The billing agent over native tool calls.
+
+    ``model`` has ``chat(messages, tools=, max_tokens=)``.
+    """
     guards = guards if guards is not None else Guards()
     guards.start(question)
     tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
@@ -156,33 +158,28 @@ def native_agent(
     steps = []
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        reply = model.chat(
-            messages, tools=schemas, max_tokens=max_tokens
-        )  # tool schemas, in every request
+        # tool schemas, in every request
+        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)  # tool schemas
         guards.spend(reply)  # guard: token and money budgets
         messages.append(reply.message())
-        leaked = (
-            [] if reply.tool_calls else leaked_calls(reply.content)
-        )  # parser: a call in the text is no answer
+        # a call in the text is no answer
+        leaked = [] if reply.tool_calls else leaked_calls(reply.content)  # parser
         step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
         if reply.content and not reply.tool_calls and not leaked:  # no call: the answer
             step.answer = reply.content
-        elif (
-            not reply.tool_calls
-        ):  # nothing to run (cut off, empty, a leaked call); the reason goes back
+        elif not reply.tool_calls:
+            # nothing to run (cut off, empty, a leaked call); the reason goes back
             step.error = step.observation = malformed_reply_message(reply, max_tokens)
             messages.append({"role": "user", "content": step.observation})
         else:
             results = []
             for call in reply.tool_calls:  # a reply may hold several calls
                 name, args = call["function"]["name"], call["function"]["arguments"]
-                observation = act(
-                    guards, tools, name, args
-                )  # guard: schema check, repeats, approval, size
+                # schema check, repeats, approval, size
+                observation = act(guards, tools, name, args)  # guard
                 results.append(observation)
-                messages.append(
-                    {"role": "tool", "tool_call_id": call["id"], "content": observation.text}
-                )
+                message = {"role": "tool", "tool_call_id": call["id"], "content": observation.text}
+                messages.append(message)
             record_calls(step, reply.tool_calls, results)
         steps.append(step)
         if end_step(step, guards, number == max_steps, t0):  # guard: budgets, refusals, step limit
@@ -208,8 +205,9 @@ def named_args(tools: dict[str, Tool], name: str, args: list | dict) -> list | d
 
 
 def call_problem(tools: dict[str, Tool], name: str, args) -> str | None:
-    """Why the schema check refuses a call (an undeclared tool, arguments its schema rejects), or None.
+    """Why the schema check refuses a call, or None.
 
+    It refuses an undeclared tool, and arguments its schema rejects.
     ``args`` is a dict or a provider's JSON string (:func:`react_lab.schema.check_arguments`).
     """
     tool = tools.get(name)
@@ -220,7 +218,10 @@ def call_problem(tools: dict[str, Tool], name: str, args) -> str | None:
 
 
 def act(guards: Guards, tools: dict[str, Tool], name: str, args) -> Observation:
-    """Run one call as both agents do: the schema check, then the guards (repeats, approval, size). Never raises."""
+    """Run one call as both agents do: the schema check, then the guards.
+
+    The guards: repeats, approval, size. Never raises.
+    """
     problem = call_problem(tools, name, args)
     if problem is not None:
         return Observation(f"Error: {problem}", error=problem)
@@ -244,7 +245,10 @@ PARTS = ("parser", "stop sequence", "exemplars", "tools", "loop", "guards")
 
 @dataclass(frozen=True)
 class Line:
-    """One line of an agent: ``code`` (no comment, no indentation), its ``parts``, the ``text`` as written."""
+    """One line of an agent: its ``code``, its ``parts``, the ``text`` as written.
+
+    ``code`` has no comment and no indentation.
+    """
 
     code: str
     parts: tuple[str, ...]
@@ -293,7 +297,9 @@ RENAMES = {"completion": "reply"}
 
 @dataclass
 class AgentDiff:
-    """Two agents' lines, diffed: ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
+    """Two agents' lines, diffed.
+
+    ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
 
     Kept: the same code at the same place; renamed: the same after :data:`RENAMES`; moved:
     the same code at another place. A changed line counts as one deleted and one added,
@@ -309,7 +315,9 @@ class AgentDiff:
     added: list[Line]
 
     def by_part(self) -> list[dict]:
-        """One row per part of :data:`PARTS`, then ``"all"``: lines in each agent, kept, renamed, moved, deleted, added.
+        """One row per part of :data:`PARTS`, then ``"all"``.
+
+        Each row: lines in each agent, kept, renamed, moved, deleted, added.
 
         A line that serves two parts (``build_prompt`` writes the tools and the exemplars)
         counts in both rows; the ``"all"`` row counts each line once. In every row the text
@@ -336,7 +344,10 @@ class AgentDiff:
         ]
 
     def unified(self) -> str:
-        """The two agents as one unified diff (:func:`difflib.unified_diff`, whole bodies), each line with its part comment."""
+        """The two agents as one unified diff, each line with its part comment.
+
+        :func:`difflib.unified_diff`, of whole bodies.
+        """
         old, new = [line.text for line in self.old], [line.text for line in self.new]
         return "\n".join(
             difflib.unified_diff(
@@ -345,7 +356,10 @@ class AgentDiff:
         )
 
     def html(self, wrap: int = 70) -> str:
-        """The two agents side by side, changes highlighted (:class:`difflib.HtmlDiff`), lines wrapped at ``wrap``."""
+        """The two agents side by side, changes highlighted, lines wrapped at ``wrap``.
+
+        Made by :class:`difflib.HtmlDiff`.
+        """
         table = difflib.HtmlDiff(wrapcolumn=wrap).make_table(
             [line.text for line in self.old],
             [line.text for line in self.new],
@@ -370,7 +384,10 @@ def _renamed(code: str) -> str:
 
 
 def agent_diff(old: Callable | None = None, new: Callable | None = None) -> AgentDiff:
-    """Diff two agents (default :func:`text_agent`, :func:`native_agent`) line by line, comments left out."""
+    """Diff two agents line by line, comments left out.
+
+    By default :func:`text_agent` and :func:`native_agent`.
+    """
     a, b = agent_lines(old or text_agent), agent_lines(new or native_agent)
     matcher = difflib.SequenceMatcher(
         None, [_renamed(x.code) for x in a], [y.code for y in b], autojunk=False
@@ -458,18 +475,23 @@ def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str
 
 
 def run_problems(result: RunResult, protocol: str, tools: dict[str, Tool]) -> dict[str, int]:
-    """:func:`step_problems` summed over a run's steps, plus ``"steps"``: how many model calls it made."""
+    """:func:`step_problems` summed over a run's steps.
+
+    Plus ``"steps"``: how many model calls it made.
+    """
     total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0})
     for step in result.steps:
         total.update(step_problems(step, protocol, tools))
     return {**total, "steps": len(result.steps)}
 
 
-# --------------------------------------------------------------------------- the learner's two loops (notebook 07)
+# ------------------------------------------------------------ the learner's two loops (notebook 07)
 
 
 class Watched:
-    """A model that keeps what it said: every completion (text) or reply (chat), in order, in ``said``.
+    """A model that keeps what it said, in ``said``.
+
+    Every completion (text) or reply (chat), in order.
 
     Wraps a text backend (``complete``) or a chat backend (``chat``) and passes every call
     through unchanged, so the learner's loops run as they do on the model itself; their
@@ -525,7 +547,9 @@ def completion_problems(text: str, tools: dict[str, Tool]) -> dict[str, int]:
 
 
 def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
-    """The three problems in one chat reply, as the learner's native loop reads it (``reply_calls``).
+    """The three problems in one chat reply, as the learner's native loop reads it.
+
+    The loop reads it with ``reply_calls``.
 
     ``unreadable``: a call that leaked into the text (only the call-markup reader finds it),
     or a reply cut off at ``max_tokens`` before its call was complete; ``invalid``: calls the
@@ -555,11 +579,12 @@ def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
 def measured(
     loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), *, max_steps: int = MAX_STEPS
 ) -> dict:
-    """Run the learner's ``loop`` (``run_loop`` or ``run_native``) on ``task``; count its steps' problems.
+    """Run the learner's ``loop`` on ``task``; count its steps' problems.
 
-    ``max_steps`` defaults to the evaluation's (and the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds", "steps", "unreadable", "invalid",
-    "undone", "calls", "leaked"}``: the problems summed over the model's completions or
-    replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
+    ``loop`` is ``run_loop`` or ``run_native``. ``max_steps`` defaults to the evaluation's (and
+    the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds",
+    "steps", "unreadable", "invalid", "undone", "calls", "leaked"}``: the problems summed over
+    the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
     """
     from ..experiments.tasks import score
 
@@ -585,7 +610,9 @@ def measured(
 
 
 def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
-    """The learner's two loops (:func:`measured` runs) side by side, and the saved file's two agents below.
+    """The learner's two loops side by side, and the saved file's two agents below.
+
+    The loops are :func:`measured` runs.
 
     Columns: right answers of questions; ``unreadable`` and ``neither`` (undone) per model
     call; ``invalid`` per call made; seconds per question in this run. ``saved`` is the
@@ -593,7 +620,9 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
     """
 
     def row(label, right, runs, p, seconds=""):
-        cell = lambda k, of: f"{p[k]}/{p[of]}"
+        def cell(k, of):
+            return f"{p[k]}/{p[of]}"
+
         return (
             f"{label:<24}{right:>3}/{runs:<3}{cell('unreadable', 'steps'):>12}"
             f"{cell('invalid', 'calls'):>9}{cell('undone', 'steps'):>9}{seconds:>12}"
@@ -628,7 +657,9 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
 
 
 def source_of(fn: Callable) -> list[str]:
-    """The code of a piece of the learner's agent, line by line: no docstring, comments or blank lines.
+    """The code of a piece of the learner's agent, line by line.
+
+    No docstring, comments or blank lines.
 
     Their own piece as ``my_agent.py`` holds it; for a reference standing in (a piece with a
     ``reference`` attribute, :func:`react_lab.lab.notebook.agent_file.load_agent`), the
@@ -706,7 +737,10 @@ def tasks_named(*ids: str) -> list:
 
 
 def exemplar_for(task) -> list:
-    """The nearest dev-pool exemplar for ``task`` (a task, or a question): what the file's runs showed."""
+    """The nearest dev-pool exemplar for ``task``: what the file's runs showed.
+
+    ``task`` is a task, or a question.
+    """
     from ..experiments.tasks import Task
     from .migration_runs import ARMS, exemplars_of
 
@@ -723,7 +757,10 @@ def saved_results():
 
 
 def ladder_table(*configs: str) -> str:
-    """The ladder's files for ``configs`` on the test half, labelled: right of n, seconds and prompt tokens per task."""
+    """The ladder's files for ``configs`` on the test half, labelled.
+
+    Each: right of n, seconds and prompt tokens per task.
+    """
     from ..experiments.ladder import load_results
 
     rows = load_results([f"ladder-test-{c}" for c in configs])
@@ -738,8 +775,10 @@ def ladder_table(*configs: str) -> str:
 
 
 def leaked_reply(text: str):
-    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty (as a server
-    whose chat template does not parse the model's call format returns it)."""
+    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty.
+
+    As a server whose chat template does not parse the model's call format returns it.
+    """
     from ..backends.chat import ChatReply
 
     return ChatReply(content=text, tool_calls=[], finish_reason="stop")
