@@ -1,4 +1,5 @@
-"""The migration experiment: both agents of :mod:`react_lab.lab.notebook.migration` over the same questions.
+"""The migration experiment: both agents of :mod:`react_lab.lab.notebook.migration` over the
+same questions.
 
 :data:`ARMS` are the agents run: the text agent and the native agent with the same dev-pool
 exemplar per question, and each with none. :func:`run_experiment` runs them, :func:`summarize`
@@ -8,7 +9,8 @@ ended, and :func:`save` writes the fingerprinted results file ``migration-test``
 says what it depends on). Made by::
 
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
-        .venv/bin/python -m react_lab.lab.notebook.migration_runs --save-results migration-test --overwrite
+        .venv/bin/python -m react_lab.lab.notebook.migration_runs \\
+        --save-results migration-test --overwrite
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ from .migration import (
 
 @dataclass(frozen=True)
 class Arm:
-    """One agent in the experiment: its ``protocol`` and whether it gets the question's pool exemplar."""
+    """One agent in the experiment.
+
+    Its ``protocol`` and whether it gets the question's pool exemplar.
+    """
 
     name: str
     protocol: str
@@ -145,8 +150,9 @@ def run_experiment(
 ) -> list[dict]:
     """Run every task through every arm, task by task; return the records, arm order within a task.
 
-    ``model``/``chat`` default to the embedded model (:func:`react_lab.lab.backends.local.local_model`)
-    and :class:`react_lab.lab.backends.chat.LocalChatModel` on it. With ``log`` (a JSONL file),
+    ``model``/``chat`` default to the embedded model
+    (:func:`react_lab.lab.backends.local.local_model`) and
+    :class:`react_lab.lab.backends.chat.LocalChatModel` on it. With ``log`` (a JSONL file),
     records already in it are reused and new ones appended, so a stopped run resumes.
     ``progress`` gets one line per run (None: silent). Raises ValueError for an unknown arm.
     """
@@ -182,9 +188,9 @@ def run_experiment(
             if progress:
                 p = rec["problems"]
                 progress(
-                    f"{'✓' if rec['correct'] else '✗'} {name:<19} {task.id:<18} {rec['stopped_by']:<9} "
-                    f"{rec['seconds']:5.1f} s  unreadable {p['unreadable']} invalid {p['invalid']} "
-                    f"undone {p['undone']}"
+                    f"{'✓' if rec['correct'] else '✗'} {name:<19} {task.id:<18} "
+                    f"{rec['stopped_by']:<9} {rec['seconds']:5.1f} s  "
+                    f"unreadable {p['unreadable']} invalid {p['invalid']} undone {p['undone']}"
                 )
     return records
 
@@ -247,7 +253,10 @@ def _code(fn: Callable) -> list[str]:
 
 
 def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
-    """What the model reads first in ``arm`` for ``task``: the text prompt, or the rendered chat turns."""
+    """What the model reads first in ``arm`` for ``task``.
+
+    The text prompt, or the rendered chat turns.
+    """
     from ..backends.chat import render_messages
 
     offered = LabGuards().offered_tools(tools)
@@ -260,11 +269,12 @@ def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
 
 
 def fingerprint_inputs(config: dict):
-    """The fingerprint inputs of a migration results file (:data:`react_lab.lab.experiments.results.EXPERIMENTS`).
+    """The fingerprint inputs of a migration results file.
 
-    ``config``: ``{"split", "per_category", "task_ids", "arms", "max_steps", "max_tokens"}``.
-    The prompt part holds both agents' code (:func:`_code`: no comments, no layout), every first prompt of the
-    run and the tool schemas, so a change to any of them makes the file stale.
+    See :data:`react_lab.lab.experiments.results.EXPERIMENTS`. ``config``: ``{"split",
+    "per_category", "task_ids", "arms", "max_steps", "max_tokens"}``. The prompt part holds
+    both agents' code (:func:`_code`: no comments, no layout), every first prompt of the run
+    and the tool schemas, so a change to any of them makes the file stale.
     """
     from ..experiments.results import Inputs
     from ..experiments.tasks import load_tasks
@@ -334,25 +344,35 @@ def save(
 
 
 def load(name: str = RESULTS_NAME, directory: str | Path | None = None):
-    """Load the shipped results (:class:`react_lab.lab.experiments.results.Results`); stale files raise."""
+    """Load the shipped results; stale files raise.
+
+    Returns :class:`react_lab.lab.experiments.results.Results`.
+    """
     from ..experiments import results
 
     return results.load(name, directory)
 
 
 def experiment_tasks() -> list:
-    """The questions of the shipped file: the first :data:`PER_CATEGORY` of each category of the test half."""
+    """The questions of the shipped file.
+
+    The first :data:`PER_CATEGORY` of each category of the test half.
+    """
     from ..experiments.ladder import choose_tasks
 
     return choose_tasks(SPLIT, per_category=PER_CATEGORY)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m react_lab.lab.notebook.migration_runs [--save-results NAME [--overwrite]] [--n N] [--arms A,B]``."""
+    """The command line.
+
+    ``python -m react_lab.lab.notebook.migration_runs [--save-results NAME [--overwrite]]
+    [--n N] [--arms A,B]``.
+    """
     from ..experiments.results import cache_dir, check_target
 
     ap = argparse.ArgumentParser(
-        prog="python -m react_lab.lab.notebook.migration_runs", description=__doc__.split("\n")[0]
+        prog="python -m react_lab.lab.notebook.migration_runs", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument(
         "--save-results",
