@@ -167,19 +167,19 @@ def sample_b(x):
     label = "# not a comment"
     y = x + 1  # parser
     w = 2  # tool schemas
-    return w
+    return y, label, w
 
 
 def test_agent_lines_reads_tags_from_comments_only_and_skips_the_docstring():
     lines = agent_lines(sample_a)
     assert [line.code for line in lines][0] == "y = x + 1"
     assert lines[0].parts == ("parser",)
-    assert [line for line in lines if "label =" in line.code][0].parts == (
-        "loop",
-    )  # '#' in a string
-    assert [line.parts for line in lines if line.code.startswith(("z =", "label)"))] == [
-        ("stop sequence",)
-    ] * 2
+    # '#' in a string
+    assert [line for line in lines if "label =" in line.code][0].parts == ("loop",)
+    # z's statement, four lines: each takes the tag on its second line
+    z_rows = ["z = (", "y,", "label,", ")"]
+    assert [line.code for line in lines][2:6] == z_rows
+    assert [line.parts for line in lines][2:6] == [("stop sequence",)] * 4
 
 
 def test_a_line_at_another_place_is_moved_and_a_new_one_added():
@@ -187,10 +187,9 @@ def test_a_line_at_another_place_is_moved_and_a_new_one_added():
     (kept,), (moved,) = diff.kept, diff.moved  # one stays in place, the other moved past it
     assert {kept[0].code, moved[0].code} == {"y = x + 1", 'label = "# not a comment"'}
     assert kept[0].code == kept[1].code and moved[0].code == moved[1].code
-    assert [line.code for line in diff.added] == ["w = 2", "return w"] and diff.added[0].parts == (
-        "tools",
-    )
-    assert {line.code for line in diff.deleted} == {"z = (y,", "label)", "return z"}
+    assert [line.code for line in diff.added] == ["w = 2", "return y, label, w"]
+    assert diff.added[0].parts == ("tools",)
+    assert {line.code for line in diff.deleted} == {"z = (", "y,", "label,", ")", "return z"}
 
 
 # --------------------------------------------------------------------------- the three problems
@@ -276,9 +275,18 @@ def test_the_experiment_runs_scripted_models_and_summarises_them():
 
 #: One agent written three ways: the first two differ in layout, comments and docstring only.
 LAYOUTS = [
-    'def agent(x):\n    """A docstring."""\n    y = x + 1  # a comment\n    return y, "# a string"\n',
-    "def agent(x):\n    # another comment\n    y = (x\n         + 1)\n    return (y,\n            '# a string')\n",
-    'def agent(x):\n    """A docstring."""\n    y = x + 2  # a comment\n    return y, "# a string"\n',
+    'def agent(x):\n    """A docstring."""\n'
+    "    y = x + 1  # a comment\n"
+    '    return y, "# a string"\n',
+    "def agent(x):\n"
+    "    # another comment\n"
+    "    y = (x\n"
+    "         + 1)\n"
+    "    return (y,\n"
+    "            '# a string')\n",
+    'def agent(x):\n    """A docstring."""\n'
+    "    y = x + 2  # a comment\n"
+    '    return y, "# a string"\n',
 ]
 
 
