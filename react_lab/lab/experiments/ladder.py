@@ -1,13 +1,15 @@
 """The ladder: named configurations that take the embedded 135M model from failing to working.
 
 What makes a small model a working agent, with numbers. Each rung is a
-:class:`react_lab.lab.experiments.configs.Config` of the same text-protocol loop (:func:`react_lab.lab.experiments.evals.run_task`: the
-real loop, tools and guards) on the same embedded model; only one thing changes per rung:
+:class:`react_lab.lab.experiments.configs.Config` of the same text-protocol loop
+(:func:`react_lab.lab.experiments.evals.run_task`: the real loop, tools and guards) on the same
+embedded model; only one thing changes per rung:
 
 ============================  ================================================================
 ``baseline``                  today's prompt: one fixed exemplar, default tools, free decoding
 ``grammar_action``            rung 1: the Action line constrained by a grammar built from the tool
-                              schemas (:mod:`react_lab.lab.backends.text_grammar`), the thought left free
+                              schemas (:mod:`react_lab.lab.backends.text_grammar`), the thought
+                              left free
 ``grammar_grounded``          rung 1b: as rung 1, and id arguments only ids written in the
                               question or an observation
 ``tax_short``/``tax_none``    rung 1's controls: the *thought* constrained too (a fixed template,
@@ -18,11 +20,12 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 ``t_<variant>``               rung 2: ``gpool_k1`` with one tool-design change
                               (:mod:`react_lab.lab.experiments.tool_designs`)
 ``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
-                              successful dev runs (:func:`react_lab.lab.experiments.exemplars.harvest`) instead of
+                              successful dev runs
+                              (:func:`react_lab.lab.experiments.exemplars.harvest`) instead of
                               the oracle-written pool, on ``gpool_k1`` and on ``t_oldest_first``
 ``v_values``                  rung 5a: ``t_oldest_first`` + the guard refusing an answer whose value
-                              only the exemplar shows (:mod:`react_lab.lab.provenance`), and exemplars
-                              whose answers no test task shares
+                              only the exemplar shows (:mod:`react_lab.lab.provenance`), and
+                              exemplars whose answers no test task shares
 ``v_intent``                  rung 5b: + the exemplar chosen for what the question asks for
                               (:func:`react_lab.lab.experiments.exemplars.intent`)
 ``v_unsure``                  rung 5c: + no repeated call in the grammar, ids read as typed, and a
@@ -37,10 +40,11 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 
 Tune on ``split="dev"``; every figure the lab reports as a result comes from a held-out set:
 ``split="test"`` (the same templates as dev, other entities) and ``split="paraphrase"`` (the
-test half's entities in the words people use, :mod:`react_lab.lab.experiments.tasks`). :func:`run_ladder` runs one config over tasks (resumably, within a time
-budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
-:func:`load_results` reads the shipped ones back as rows for notebook 09, and
-``react-lab eval --config NAME`` is the command line (:func:`react_lab.lab.cli.commands.cmd_ladder`).
+test half's entities in the words people use, :mod:`react_lab.lab.experiments.tasks`).
+:func:`run_ladder` runs one config over tasks (resumably, within a time budget), :func:`save`
+writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
+:func:`load_results` reads the shipped ones back as rows for notebook 09, and ``react-lab eval
+--config NAME`` is the command line (:func:`react_lab.lab.cli.commands.cmd_ladder`).
 """
 
 from __future__ import annotations
@@ -79,8 +83,12 @@ CODE_VERSION = 1
 
 
 def default_log_dir() -> Path:
-    """Return where :func:`run_ladder` keeps its resumable run logs (one JSON line per task and trial):
-    ``ladder/`` under :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    """Return where :func:`run_ladder` keeps its resumable run logs.
+
+    One JSON line per task and trial, in ``ladder/`` under
+    :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the
+    repository).
+    """
     from .results import cache_dir
 
     return cache_dir() / "ladder"
@@ -178,7 +186,9 @@ def ask_config(
     timeout: float = 120.0,
     progress: bool = False,
 ):
-    """Run one question through the text loop as ``cfg`` runs it; return its :class:`react_lab.trace.RunResult`.
+    """Run one question through the text loop as ``cfg`` runs it; return its result.
+
+    The result is a :class:`react_lab.trace.RunResult`.
 
     The same tools, exemplars (chosen for this question), grammar and guards as
     :func:`run_one`, on ``model`` (default :func:`base_model`); ``max_steps`` defaults
@@ -209,8 +219,11 @@ def ask_config(
 
 
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
-    """Raise ``RuntimeError`` if a prompt of ``tasks`` under ``cfg`` shows a test task as an exemplar,
-    or an exemplar that shows an id the question names (in any case: ``inv-2041`` names ``INV-2041``)."""
+    """Raise ``RuntimeError`` if a prompt of ``tasks`` under ``cfg`` shows a leaking exemplar.
+
+    A test task as an exemplar, or an exemplar that shows an id the question names (in any
+    case: ``inv-2041`` names ``INV-2041``).
+    """
     from .exemplars import task_split
 
     for task in tasks:
@@ -237,7 +250,9 @@ def choose_tasks(
     n: int | None = None,
     path: str | Path | None = None,
 ) -> list[Task]:
-    """The tasks of ``split`` in file order: the first ``per_category`` of each category, then the first ``n``.
+    """The tasks of ``split`` in file order.
+
+    The first ``per_category`` of each category, then the first ``n``.
 
     ``per_category=4`` on either half gives 52 tasks (13 categories x 4): the fixed
     subset the shipped results use when the whole half does not fit the time budget.
@@ -405,7 +420,10 @@ def summarize(records: Sequence[dict]) -> dict:
 
 
 def format_summary(name: str, s: dict) -> str:
-    """One line per config: success with its interval, steps, tokens, seconds; pass^k / pass@k if k > 1."""
+    """One line per config: success with its interval, steps, tokens, seconds.
+
+    And pass^k / pass@k if k > 1.
+    """
     line = (
         f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
         f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
@@ -451,7 +469,9 @@ def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
 
 
 def fingerprint_inputs(config: dict):
-    """The fingerprint inputs of a ladder results file (:data:`react_lab.lab.experiments.results.EXPERIMENTS`).
+    """The fingerprint inputs of a ladder results file.
+
+    See :data:`react_lab.lab.experiments.results.EXPERIMENTS`.
 
     ``config`` is the saved run's settings (``config``, ``split``, ``task_ids``, ...). The
     prompt part is every first prompt of the run (instructions, tool descriptions,
@@ -472,7 +492,10 @@ def fingerprint_inputs(config: dict):
 
 
 def tasks_of(config: dict) -> dict[str, Task]:
-    """The tasks a results ``config`` ran, by id: its ``tasks_file``, its phrasing split, or tasks.json."""
+    """The tasks a results ``config`` ran, by id.
+
+    From its ``tasks_file``, its phrasing split, or tasks.json.
+    """
     if config.get("tasks_file"):
         return {t.id: t for t in load_tasks(config["tasks_file"], split="all")}
     split = config.get("split")
@@ -550,8 +573,8 @@ def load_results(
     ``outcomes`` ({task_id: [correct per trial]}), ``records`` and ``describe`` (where
     the file came from). ``names`` defaults to every saved ladder file. Raises
     :class:`react_lab.lab.experiments.results.StaleResults` for a file the code no longer matches,
-    including one whose saved answers the scorer (:func:`react_lab.lab.experiments.tasks.score`) would
-    now judge differently.
+    including one whose saved answers the scorer
+    (:func:`react_lab.lab.experiments.tasks.score`) would now judge differently.
     """
     from . import results
 
@@ -608,15 +631,16 @@ def load_results(
 
 
 def rescore(name: str, directory: str | Path | None = None) -> list[str]:
-    """Score the answers of a saved ``eval`` or ``ladder`` results file again, by :func:`score` as it is now.
+    """Score the answers of a saved ``eval`` or ``ladder`` results file again.
 
-    Each record's ``correct`` and the file's metrics (``eval``: :func:`react_lab.lab.experiments.evals.metrics`)
-    or summary (``ladder``: :func:`summarize`) are rewritten; the fingerprint, the answers
-    and everything else stay as they were, and the file records when it was re-scored.
-    A results file stores the answers, so a scorer change needs no model run. Returns
-    the ids of the records whose verdict changed (none: the file is left untouched).
-    Raises :class:`react_lab.lab.experiments.results.StaleResults` for a file whose fingerprint
-    no longer matches (re-run it instead), ``ValueError`` for another experiment.
+    By :func:`score` as it is now. Each record's ``correct`` and the file's metrics
+    (``eval``: :func:`react_lab.lab.experiments.evals.metrics`) or summary (``ladder``:
+    :func:`summarize`) are rewritten; the fingerprint, the answers and everything else stay
+    as they were, and the file records when it was re-scored. A results file stores the
+    answers, so a scorer change needs no model run. Returns the ids of the records whose
+    verdict changed (none: the file is left untouched). Raises
+    :class:`react_lab.lab.experiments.results.StaleResults` for a file whose fingerprint no
+    longer matches (re-run it instead), ``ValueError`` for another experiment.
     """
     from . import results
     from .evals import metrics
