@@ -1,7 +1,8 @@
 """Measure an agent: run it over the fixed task set with a cache, log every step, compute metrics.
 
 "Read ten traces, then measure." This module is the measuring half, in the order
-``08_evaluation.ipynb`` uses it (the task set and the scorer are :mod:`react_lab.lab.experiments.tasks`):
+``08_evaluation.ipynb`` uses it (the task set and the scorer are
+:mod:`react_lab.lab.experiments.tasks`):
 
 1. the task set and 2. the scorer -- :func:`react_lab.lab.experiments.tasks.load_tasks` and
    :func:`react_lab.lab.experiments.tasks.score`;
@@ -63,7 +64,10 @@ EVAL_MAX_STEPS, EVAL_MAX_TOKENS = 4, 128
 
 
 def _named_args(tool: str, args: Sequence[str]) -> dict:
-    """Name positional oracle arguments by the tool's schema: ``("INV-2041",)`` -> ``{"invoice_id": ...}``."""
+    """Name positional oracle arguments by the tool's schema.
+
+    ``("INV-2041",)`` -> ``{"invoice_id": ...}``.
+    """
     schema = {
         "list_invoices": LIST_INVOICES,
         "get_charge": GET_CHARGE,
@@ -76,10 +80,11 @@ def _named_args(tool: str, args: Sequence[str]) -> dict:
 
 
 def oracle_model(task: Task, protocol: str = "text"):
-    """Return a scripted model that makes ``task.oracle``'s calls in order, then answers the gold answer.
+    """Return a scripted model that makes ``task.oracle``'s calls in order, then answers.
 
-    Text protocol: a :class:`~react_lab.lab.backends.scripted.ScriptedModel` writing ``Action:`` lines;
-    native: a :class:`~react_lab.lab.backends.chat.ScriptedChatModel` replying with tool calls. Either
+    It answers the gold answer. Text protocol: a
+    :class:`~react_lab.lab.backends.scripted.ScriptedModel` writing ``Action:`` lines; native: a
+    :class:`~react_lab.lab.backends.chat.ScriptedChatModel` replying with tool calls. Either
     way it runs through the real loop, tools and scorer, so 100% on the set proves the
     harness (tools reachable, gold answers stated the way the scorer reads them).
     """
@@ -101,7 +106,10 @@ def oracle_model(task: Task, protocol: str = "text"):
 
 
 def dont_know_model(task: Task, protocol: str = "text"):
-    """Return a scripted model (text or native) that answers "I don't know." at once; it must score 0%."""
+    """Return a scripted model (text or native) that answers "I don't know." at once.
+
+    It must score 0%.
+    """
     if protocol == "native":
         return ScriptedChatModel(
             [{"thought": "I cannot tell.", "answer": "I don't know."}], name="dont_know"
@@ -116,7 +124,10 @@ SCRIPTED = {"oracle": oracle_model, "dont_know": dont_know_model}
 
 
 def default_cache_dir() -> Path:
-    """Return ``evals/`` under :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    """Return ``evals/`` under :func:`react_lab.lab.experiments.results.cache_dir`.
+
+    That is ``$REACT_LAB_CACHE``, outside the repository.
+    """
     return cache_dir() / "evals"
 
 
@@ -125,7 +136,10 @@ def _hash(obj) -> str:
 
 
 def _stable(value):
-    """A JSON-ready, run-independent form of loop options (dataclasses by field, functions by name)."""
+    """A JSON-ready, run-independent form of loop options.
+
+    Dataclasses by field, functions by name.
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             f.name: _stable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init
@@ -229,7 +243,9 @@ def run_task(
     loop_options: dict | None = None,
     progress: bool = False,
 ) -> RunResult:
-    """Run one task; return its :class:`react_lab.trace.RunResult` (``progress``: a tqdm bar over the steps).
+    """Run one task; return its :class:`react_lab.trace.RunResult`.
+
+    ``progress``: a tqdm bar over the steps.
 
     Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
     (``loop_options`` are passed on as keyword arguments; without ``guards``, the run gets
@@ -556,13 +572,13 @@ def success_by_category(records: Sequence[dict]) -> dict[str, float]:
 
 
 def fingerprint_inputs(config: dict) -> Inputs:
-    """The fingerprint inputs of an evaluation results file: config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
+    """The fingerprint inputs of an evaluation results file.
 
-    ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
-    first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
-    default. The prompt part is :func:`react_lab.lab.experiments.evals.config_of`'s surface
-    (instructions, tool descriptions and exemplars; or the system message) and every
-    tool schema.
+    ``config``: ``{"protocol", "model", "n", "max_steps", "max_tokens"}``. ``n`` None is
+    every task; an optional ``"exemplars": N`` (text protocol) puts the first N of
+    :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its default. The prompt
+    part is :func:`react_lab.lab.experiments.evals.config_of`'s surface (instructions, tool
+    descriptions and exemplars; or the system message) and every tool schema.
     """
     from ...protocol import (
         EXEMPLARS,  # read at call time: the fingerprint sees what is current
@@ -595,7 +611,9 @@ def save_eval(
     exemplars: int | None = None,
     overwrite: bool = False,
 ) -> Path:
-    """Save an :class:`react_lab.lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
+    """Save an :class:`react_lab.lab.experiments.evals.EvalRun` as results file ``name``.
+
+    The file holds its metrics and records.
 
     What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
     (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default;

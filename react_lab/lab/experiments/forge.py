@@ -10,8 +10,8 @@ ends the completion where that line would begin. This module measures the differ
 * :func:`run_experiment` completes each question's first step with and without
   ``stop`` and counts forged observations, strict-regex actions and finish reasons per
   arm; on the embedded model one greedy generation serves both arms
-  (:class:`react_lab.lab.experiments.arms.TwoArmReader`), elsewhere each question is completed twice;
-  :func:`forge_rate` does the same with a results cache on disk;
+  (:class:`react_lab.lab.experiments.arms.TwoArmReader`), elsewhere each question is
+  completed twice; :func:`forge_rate` does the same with a results cache on disk;
 * :func:`react_lab.parser.truncate_forged` is the client-side fallback for providers
   that reject ``stop`` or catch it a token late, and :func:`truncation_costs` counts
   the tokens that were generated (and billed) only to be cut off, on a fixed subsample
@@ -98,7 +98,10 @@ class Recorded:
 
 
 def forged_tail(text: str) -> str:
-    """Return the part of a completion from its first model-written ``Observation`` line on ('' if none)."""
+    """Return the part of a completion from its first model-written ``Observation`` line on.
+
+    '' if there is none.
+    """
     cut = find_forged(text)
     return "" if cut is None else text[cut:]
 
@@ -262,7 +265,9 @@ def summarize(trials: Sequence[dict]) -> dict:
 
 
 def why_stopped_counts(trials: Sequence[dict]) -> dict:
-    """Split completions sent without ``stop`` by :func:`why_stopped`: ``{"forged", "length", "end_of_text"}``.
+    """Split completions sent without ``stop`` by :func:`why_stopped`.
+
+    Into ``{"forged", "length", "end_of_text"}``.
 
     Only meaningful without ``stop``: with it, finish reason ``"stop"`` does not tell a
     stop-sequence hit from the end of the model's text.
@@ -341,7 +346,10 @@ def _one_generation(
 def _two_passes(
     model, texts: Sequence[str], max_tokens: int, tail: int, bar
 ) -> tuple[dict, list[dict]]:
-    """Every question with stop, then every question without; the first ``tail`` no-stop ones are the subsample."""
+    """Every question with stop, then every question without.
+
+    The first ``tail`` no-stop ones are the subsample.
+    """
     tools = default_tools()
     trials: dict[str, list[dict]] = {arm: [] for arm in ARMS}
     for arm, stop in zip(ARMS, (True, False)):
@@ -378,18 +386,19 @@ def run_experiment(
 ) -> dict:
     """Complete every question's first step with and without ``stop``, and count each arm.
 
-    On the embedded model (a :class:`~react_lab.lab.backends.local.LocalModel` decoding greedily) one
-    generation per question serves both arms (:class:`react_lab.lab.experiments.arms.TwoArmReader`): the
-    with-stop arm is the completion ``stop`` gives, token for token; the no-stop arm ends
-    once its forgery is certain, so its ``forged`` count is the full completion's, its
-    finish reason ``"forged"``, and its text, tokens and strict parse stop at the label
-    (an ``Answer:`` written after a forged observation is not seen). ``batch`` questions
-    are decoded side by side (:meth:`~react_lab.lab.backends.local.LocalModel.decode_many`): faster,
-    and greedy under batched arithmetic, so a completion may part from the one-at-a-time
-    completion at a near-tie; ``batch=1`` gives ``create_completion``'s tokens exactly.
-    Any other backend completes each question twice: every question with ``stop``, then
-    every one without (``batch`` is not used). Raises ``ValueError`` if ``batch`` or
-    ``max_tokens`` is not a whole number >= 1.
+    On the embedded model (a :class:`~react_lab.lab.backends.local.LocalModel` decoding
+    greedily) one generation per question serves both arms
+    (:class:`react_lab.lab.experiments.arms.TwoArmReader`): the with-stop arm is the
+    completion ``stop`` gives, token for token; the no-stop arm ends once its forgery is
+    certain, so its ``forged`` count is the full completion's, its finish reason
+    ``"forged"``, and its text, tokens and strict parse stop at the label (an ``Answer:``
+    written after a forged observation is not seen). ``batch`` questions are decoded side by
+    side (:meth:`~react_lab.lab.backends.local.LocalModel.decode_many`): faster, and greedy
+    under batched arithmetic, so a completion may part from the one-at-a-time completion at
+    a near-tie; ``batch=1`` gives ``create_completion``'s tokens exactly. Any other backend
+    completes each question twice: every question with ``stop``, then every one without
+    (``batch`` is not used). Raises ``ValueError`` if ``batch`` or ``max_tokens`` is not a
+    whole number >= 1.
 
     The first ``tail`` questions (a fixed, stated subsample) run on to ``max_tokens``
     without stop, to measure what a forged tail costs (:func:`truncation_costs`).
@@ -462,7 +471,10 @@ def cache_key(
     tail: int = TAIL_SAMPLE,
     batch: int = BATCH,
 ) -> str:
-    """Hash what decides the result: model name and settings, every prompt, n, max_tokens, tail, batch, version."""
+    """Hash what decides the result.
+
+    Model name and settings, every prompt, n, max_tokens, tail, batch, version.
+    """
     tools = default_tools()
     prompts = [protocol.build_prompt(q, tools.values()) for q in question_texts]
     fingerprint = {
@@ -519,7 +531,9 @@ def forge_rate(
 
 
 def truncation_costs(result: dict) -> dict:
-    """Measure client-side truncation on ``result``'s tail subsample (no stop, run to ``max_tokens``).
+    """Measure client-side truncation on ``result``'s tail subsample.
+
+    The subsample ran with no stop, to ``max_tokens``.
 
     Returns ``{"n" (completions in the subsample), "forged", "tail_tokens" (tokens generated
     from the forged Observation on: made, billed, then cut; None where the backend has no
@@ -555,9 +569,8 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
     for arm in ARMS:
         s = result[arm]
         reasons = ", ".join(f"{k} {v}" for k, v in s["finish_reasons"].items())
-        lines.append(
-            f"{arm.replace('_', ' '):14}{s['forged']:>8}{s['parsed']:>15}{s['finals']:>15}  {reasons}"
-        )
+        counts = f"{s['forged']:>8}{s['parsed']:>15}{s['finals']:>15}"
+        lines.append(f"{arm.replace('_', ' '):14}{counts}  {reasons}")
     w = result["without_stop"]["why_stopped"]
     lines.append(
         f"without stop, why it ended: forged {w['forged']}, hit max_tokens {w['length']}, "
@@ -575,7 +588,8 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
         tail = (
             "not counted"
             if costs["tail_tokens"] is None
-            else f"{costs['tail_tokens']} tokens after the forged label ({costs['tail_share']:.0%} of their tokens)"
+            else f"{costs['tail_tokens']} tokens after the forged label "
+            f"({costs['tail_share']:.0%} of their tokens)"
         )
         lines.append(
             f"tail subsample (first {costs['n']} questions, no stop, run to max_tokens): "
@@ -593,7 +607,10 @@ def format_report(result: dict, claim: tuple[int, int] = SEED_CLAIM) -> str:
 
 
 def fingerprint_inputs(config: dict) -> Inputs:
-    """The fingerprint inputs of a forgery results file: config ``{"n", "max_tokens", "tail", "model"}``."""
+    """The fingerprint inputs of a forgery results file.
+
+    ``config``: ``{"n", "max_tokens", "tail", "model"}``.
+    """
     template = protocol.build_prompt("{question}", default_tools().values())
     return Inputs(
         model=config.get("model", "local"),
