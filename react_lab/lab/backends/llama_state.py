@@ -1,4 +1,6 @@
-"""The embedded model's llama.cpp internals that decide its speed, and keep greedy output reproducible.
+"""The embedded model's llama.cpp internals.
+
+They decide its speed, and keep greedy output reproducible.
 
 :class:`react_lab.lab.backends.local.LocalModel` uses these; nothing here is needed to follow the
 agent. They reach into llama-cpp-python (``Llama._ctx``, ``input_ids``, ``n_tokens``,
@@ -16,19 +18,20 @@ and model tests check them against the stock calls (tests/lab/backends/test_spee
 * **Prompt prefixes.** Every run starts with the same prefix (instructions, tools,
   exemplar; or the native system turn). :class:`PrefixState` snapshots its cache entries
   once and restores them (a few milliseconds) when other prompts have pushed them out.
-* **Greedy decoding.** :func:`react_lab.lab.backends.decode.greedy_decode` picks the highest-scoring token at each step,
-  as ``create_completion(temperature=0)`` does, but hands each token to the caller, who
-  may end the completion (the forgery experiment ends one as soon as a made-up
-  ``Observation`` label is certain). With a :class:`react_lab.lab.backends.decode.GrammarSampler` it decodes under a
-  grammar checking *one* token per step instead of the whole vocabulary.
-* **Batched decoding.** :func:`react_lab.lab.backends.decode.greedy_decode_batch` decodes several prompts side by side,
-  one token of each per llama.cpp call, as a server with continuous batching does. On
-  these 2 cores a call with 8 tokens takes about 5x one with a single token, so 8
-  prompts finish in well under the time 8 single ones take. The price is arithmetic: a
-  call with several tokens runs other kernels than a call with one, so a batched greedy
-  completion may part from the one-at-a-time completion at a near-tie (about 4 in 10
-  did on the forgery experiment's prompts). Both are the model's greedy output; they are
-  not the same output. With ``width=1`` it gives the one-at-a-time tokens exactly.
+* **Greedy decoding.** :func:`react_lab.lab.backends.decode.greedy_decode` picks the
+  highest-scoring token at each step, as ``create_completion(temperature=0)`` does, but
+  hands each token to the caller, who may end the completion (the forgery experiment ends
+  one as soon as a made-up ``Observation`` label is certain). With a
+  :class:`react_lab.lab.backends.decode.GrammarSampler` it decodes under a grammar checking
+  *one* token per step instead of the whole vocabulary.
+* **Batched decoding.** :func:`react_lab.lab.backends.decode.greedy_decode_batch` decodes
+  several prompts side by side, one token of each per llama.cpp call, as a server with
+  continuous batching does. On these 2 cores a call with 8 tokens takes about 5x one with a
+  single token, so 8 prompts finish in well under the time 8 single ones take. The price is
+  arithmetic: a call with several tokens runs other kernels than a call with one, so a
+  batched greedy completion may part from the one-at-a-time completion at a near-tie (about
+  4 in 10 did on the forgery experiment's prompts). Both are the model's greedy output; they
+  are not the same output. With ``width=1`` it gives the one-at-a-time tokens exactly.
 * **Prompt evaluation in small calls.** :func:`load_llama` gives a ``Llama`` that
   evaluates a prompt in llama.cpp calls of at most :data:`EVAL_CALL_TOKENS` tokens
   (:func:`eval_cuts`: never one token alone, by the rule above). llama.cpp's scratch
@@ -73,7 +76,9 @@ def eval_cuts(n: int, size: int) -> list[tuple[int, int]]:
 
 
 def load_llama(model_path: str, **params):
-    """Load ``llama_cpp.Llama(model_path, **params)`` whose ``eval`` cuts prompts by :func:`eval_cuts`.
+    """Load ``llama_cpp.Llama(model_path, **params)``.
+
+    Its ``eval`` cuts prompts by :func:`eval_cuts`.
 
     ``n_batch`` and ``n_ubatch`` default to :data:`EVAL_CALL_TOKENS`; every other
     parameter is llama-cpp-python's. A one-token call remains only where there is one
@@ -91,7 +96,10 @@ def load_llama(model_path: str, **params):
     )  # checks the call size (Llama caps n_batch at n_ctx)
 
     class CuttingLlama(Llama):
-        """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts` (no one-token last call)."""
+        """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts`.
+
+        No one-token last call.
+        """
 
         def eval(self, tokens: Sequence[int]) -> None:
             tokens = list(tokens)
@@ -131,7 +139,10 @@ def trim_cache(llm, tokens: Sequence[int], min_eval: int = MIN_EVAL) -> int:
 
 
 def shared_tokens(llm, texts: Sequence[str]) -> list[int]:
-    """The tokens every text in ``texts`` starts with, by ``llm``'s tokenizer (special tokens parsed)."""
+    """The tokens every text in ``texts`` starts with, by ``llm``'s tokenizer.
+
+    Special tokens are parsed.
+    """
     tokenized = [llm.tokenize(t.encode("utf-8"), add_bos=False, special=True) for t in texts]
     n = min(common_prefix(tokenized[0], t) for t in tokenized)
     return tokenized[0][:n]
@@ -146,7 +157,10 @@ class ContextWindowExceeded(ValueError):
 
 
 def check_fits(prompt_tokens: int, n_ctx: int, max_tokens: int) -> None:
-    """Refuse ``max_tokens < 1`` (``ValueError``) and a prompt that fills the window (:class:`ContextWindowExceeded`)."""
+    """Refuse ``max_tokens < 1`` and a prompt that fills the window.
+
+    The first raises ``ValueError``, the second :class:`ContextWindowExceeded`.
+    """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     if prompt_tokens >= n_ctx:
@@ -203,9 +217,10 @@ class PrefixState:
         )
 
     def ensure(self, llm) -> int:
-        """Restore the snapshot if the cache lost part of the prefix; return the prompt tokens saved.
+        """Restore the snapshot if the cache lost part of the prefix.
 
-        Raises ``RuntimeError`` (after clearing the cache) if llama.cpp refuses the data.
+        Returns the prompt tokens saved. Raises ``RuntimeError`` (after clearing the cache)
+        if llama.cpp refuses the data.
         """
         import llama_cpp  # heavy: loads llama.cpp
 
@@ -228,7 +243,9 @@ class PrefixState:
 
 @dataclass
 class Usage:
-    """Running totals of one model's work: calls, prompt tokens sent and evaluated, tokens generated.
+    """Running totals of one model's work.
+
+    Calls, prompt tokens sent and evaluated, tokens generated.
 
     ``prompt_sent`` counts every prompt token of every call; ``prompt_evaluated`` only those
     llama.cpp ran (the rest came from its cache or a :class:`PrefixState`); ``seconds`` is
@@ -266,7 +283,10 @@ class Usage:
         )
 
     def to_dict(self) -> dict:
-        """``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}`` (seconds rounded)."""
+        """The totals as a dict, seconds rounded.
+
+        ``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}``.
+        """
         return {
             "calls": self.calls,
             "prompt_sent": self.prompt_sent,
