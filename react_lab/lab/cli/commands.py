@@ -143,7 +143,10 @@ def _exemplar_note(exemplars: list, asked_none: bool) -> str:
 
 
 def _mcp_tools(args):
-    """``--mcp COMMAND``: the tools of that MCP server (react_lab.lab.mcp); a bad one is a usage error."""
+    """``--mcp COMMAND``: the tools of that MCP server (react_lab.lab.mcp).
+
+    A bad one is a usage error.
+    """
     from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
         MCPServerError,
         mcp_tools,
@@ -156,7 +159,10 @@ def _mcp_tools(args):
 
 
 def _ask_config(args) -> int:
-    """``react-lab ask --config NAME``: the text loop with the embedded model as that configuration."""
+    """``react-lab ask --config NAME``.
+
+    The text loop with the embedded model as that configuration.
+    """
     if args.list_configs:
         print(list_configs())
         return 0
@@ -204,7 +210,10 @@ def cmd_parse(args) -> int:
 
 
 def _check_save_target(args) -> None:
-    """``--save-results NAME [--overwrite]``: a usage error, before any work, for a bad name or an existing file."""
+    """``--save-results NAME [--overwrite]``: checked before any work.
+
+    A bad name or an existing file is a usage error.
+    """
     name, overwrite = getattr(args, "save_results", None), getattr(args, "overwrite", False)
     if overwrite and not name:
         args.usage_error("argument --overwrite: give --save-results NAME too (the file to replace)")
@@ -218,7 +227,8 @@ def _check_save_target(args) -> None:
 def _eval_model(spec: str, protocol: str):
     """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
 
-    Text: :func:`react_lab.lab.backends.load.load_model` specs; native: :func:`react_lab.lab.backends.load.load_chat_model`.
+    Text: :func:`react_lab.lab.backends.load.load_model` specs; native:
+    :func:`react_lab.lab.backends.load.load_chat_model`.
     """
     if spec in evals.SCRIPTED:
         return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
@@ -234,9 +244,9 @@ def cmd_eval(args) -> int:
     N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
     ``json``, ``concurrency`` (runs in flight against an endpoint,
     :func:`react_lab.lab.experiments.evals.evaluate`), ``save_results`` (a name: every task computed
-    afresh, then saved by :func:`react_lab.lab.experiments.results.save_eval`). Records are cached under
-    :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
-    with the native protocol. Returns the exit code.
+    afresh, then saved by :func:`react_lab.lab.experiments.results.save_eval`). Records are
+    cached under :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises
+    ``ValueError`` for ``exemplars`` with the native protocol. Returns the exit code.
     """
     if args.config or args.list_configs:  # the ladder's named configurations
         return cmd_ladder(args)
@@ -306,9 +316,10 @@ def cmd_eval(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    """``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png] [--json]``.
+    """Handle ``react-lab cost``.
 
-    ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
+    ``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png]
+    [--json]``. ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
     "naive_tokens"}``; otherwise a table of the steps and a summary. ``--plot`` writes
     :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
     """
@@ -347,14 +358,16 @@ def cmd_abuses(args) -> int:
 
 
 def cmd_forge_rate(args) -> int:
-    """Handle ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``; always recomputes.
+    """Handle ``react-lab forge-rate``; always recomputes.
+
+    ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``.
 
     ``--json`` prints the result without per-question texts (``{"n", "model",
     "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
     "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
     "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
-    saves the whole result as a fingerprinted results file (:mod:`react_lab.lab.experiments.results`).
-    Returns the exit code.
+    saves the whole result as a fingerprinted results file
+    (:mod:`react_lab.lab.experiments.results`). Returns the exit code.
     """
     _check_save_target(args)
     spec = model_spec(args.model)
@@ -395,10 +408,10 @@ def cmd_ladder(args) -> int:
     """``react-lab eval --config NAME``: run one rung over a split; print its summary.
 
     ``args``: ``config``, ``split`` (dev|test|all|paraphrase|seeds) or ``tasks`` (a task
-    file, :mod:`react_lab.lab.experiments.tasks` gives the format), ``per_category`` / ``n`` (a fixed
-    subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
-    runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
-    run is done, 3 when the budget stopped it first (run the same command again to
+    file, :mod:`react_lab.lab.experiments.tasks` gives the format), ``per_category`` / ``n``
+    (a fixed subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop
+    starting runs after it), ``save_results`` (a results name), ``json``. Returns 0 when
+    every run is done, 3 when the budget stopped it first (run the same command again to
     resume), 2 for bad arguments.
     """
     if getattr(args, "list_configs", False):
