@@ -1,4 +1,6 @@
-"""Notebook 08's helpers: the learner's agent on gold-answer tasks, a rate with its interval, a paired change.
+"""Notebook 08's helpers.
+
+The learner's agent on gold-answer tasks, a rate with its interval, a paired change.
 
 The learner's ``run_loop`` runs unchanged; these only choose the tasks, run them with a
 progress bar, score each answer as the evaluation does
@@ -32,7 +34,10 @@ MAX_STEPS = 4
 
 @dataclass
 class Run:
-    """One question run by the learner's loop: its answer, scored; the transcript; the exemplar shown."""
+    """One question run by the learner's loop.
+
+    Its answer, scored; the transcript; the exemplar shown.
+    """
 
     task: Task
     answer: str | None
@@ -42,7 +47,10 @@ class Run:
     seconds: float
 
     def calls(self) -> list[tuple[str, str, str]]:
-        """``(tool, arguments, observation)`` of each call the model made (the exemplar's left out)."""
+        """``(tool, arguments, observation)`` of each call the model made.
+
+        The exemplar's calls are left out.
+        """
         prompt = build_prompt(self.task.question, default_tools().values(), self.exemplars)
         run = (
             self.transcript[len(prompt) :]
@@ -58,12 +66,18 @@ class Run:
 
 
 def live_tasks(categories: int = LIVE_CATEGORIES) -> list[Task]:
-    """The live set: the first test question of each of the first ``categories`` categories (file order)."""
+    """The live set: the first test question of each of the first ``categories`` categories.
+
+    In file order.
+    """
     return ladder.choose_tasks("test", per_category=1)[:categories]
 
 
 def dev_pool() -> list[Exemplar]:
-    """The exemplars written from the development half (one per dev task): what ``pick_exemplar`` picks from."""
+    """The exemplars written from the development half: what ``pick_exemplar`` picks from.
+
+    One per dev task.
+    """
     return [entry.exemplar for entry in get_pool()]
 
 
@@ -80,7 +94,8 @@ def run_tasks(
 ) -> dict[str, Run]:
     """Run the learner's ``loop`` on every task (a progress bar); return ``{task id: Run}``.
 
-    ``max_steps`` defaults to the evaluation's limit (the ladder files' too). With ``pick`` (the learner's ``pick_exemplar``), each question gets the one exemplar
+    ``max_steps`` defaults to the evaluation's limit (the ladder files' too). With ``pick``
+    (the learner's ``pick_exemplar``), each question gets the one exemplar
     ``pick(question, pool)`` returns; without, the loop's default (``exemplars=None``).
     """
     from tqdm.auto import tqdm
@@ -117,8 +132,8 @@ def ladder_change(old: str = "baseline", new: str = "pool_k1", split: str = "tes
     solved = {c: {t: o[0] for t, o in rows[c]["outcomes"].items()} for c in (old, new)}
     when = rows[new]["describe"].split(" computed ")[1].split(" in ")[0]
     return (
-        f"files ladder-{split}-{old} and ladder-{split}-{new} ({rows[new]['rate'].n} test questions, "
-        f"the lab's loop, computed {when}):\n"
+        f"files ladder-{split}-{old} and ladder-{split}-{new} "
+        f"({rows[new]['rate'].n} test questions, the lab's loop, computed {when}):\n"
         f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
         f"  paired   {stats.paired_comparison(solved[old], solved[new])}"
     )
@@ -139,13 +154,19 @@ def gold_reason(task: Task) -> str:
                 "LIMIT 1",
                 (customer,),
             ).fetchone()
-            return f"gold answer: {task.gold} - {customer}'s latest invoice is {row['id']}, issued {row['issued']}."
+            return (
+                f"gold answer: {task.gold} - {customer}'s latest invoice is {row['id']}, "
+                f"issued {row['issued']}."
+            )
         found = conn.execute(task.sql, task.params).fetchone()[0]
     return f"gold answer: {task.gold} (by SQL: {found})."
 
 
 def seed_report(run: Run) -> str:
-    """A seed question's run in three lines: the calls made, the answer scored, what the database says (and why wrong)."""
+    """A seed question's run in three lines.
+
+    The calls made, the answer scored, what the database says (and why wrong).
+    """
     calls = run.calls()
     made = " -> ".join(f"{tool}[{args}]" for tool, args, _ in calls) or "no tool"
     lines = [
