@@ -1,4 +1,6 @@
-"""Chat backends for native tool calling: the embedded model under a grammar, any OpenAI endpoint, a script.
+"""Chat backends for native tool calling.
+
+The embedded model under a grammar, any OpenAI endpoint, a script.
 
 Every backend answers ``chat(messages, tools=[openai tool schemas], max_tokens=N) -> ChatReply``
 (the OpenAI chat completions shape: a reply's calls sit in ``tool_calls``, each with an
@@ -76,9 +78,10 @@ class LocalChatModel:
     Renders the messages with SmolLM2's ChatML template (``<|im_start|>role ...<|im_end|>``),
     the tool schemas written into the system turn (what a provider's chat template does
     with ``tools=``), and generates with a llama.cpp grammar built from
-    :func:`react_lab.lab.backends.grammar.reply_schema`. Wraps a :class:`react_lab.lab.backends.local.LocalModel`
-    (``inner``; default: the one loaded model, :func:`react_lab.lab.backends.local.local_model`).
-    ``max_calls`` is how many calls one reply may hold.
+    :func:`react_lab.lab.backends.grammar.reply_schema`. Wraps a
+    :class:`react_lab.lab.backends.local.LocalModel` (``inner``; default: the one loaded
+    model, :func:`react_lab.lab.backends.local.local_model`). ``max_calls`` is how many
+    calls one reply may hold.
     """
 
     def __init__(self, model=None, *, max_calls: int = 1):
@@ -91,7 +94,10 @@ class LocalChatModel:
         return f"{self.inner.name}+grammar"
 
     def render(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
-        """Render the conversation as ChatML, ending with an open assistant turn (:func:`render_messages`)."""
+        """Render the conversation as ChatML, ending with an open assistant turn.
+
+        See :func:`render_messages`.
+        """
         return render_messages(messages, tools)
 
     def chat(
@@ -102,16 +108,17 @@ class LocalChatModel:
         max_tokens: int = MAX_TOKENS,
         tool_choice: str | dict = "auto",
     ) -> ChatReply:
-        """Generate one reply that follows :func:`react_lab.lab.backends.grammar.reply_schema`; see :class:`ChatReply`.
+        """Generate one reply that follows :func:`react_lab.lab.backends.grammar.reply_schema`.
 
-        Greedy decoding under the reply grammar (:meth:`react_lab.lab.backends.local.LocalModel.decode`:
-        the grammar is parsed once per tool set and checks one token per step; the
-        tokens equal ``create_completion(grammar=..., temperature=0)``'s). ``tool_choice``
-        is honoured by the grammar: ``"required"`` allows only calls, ``"none"`` only an
-        answer, a named tool only calls to it. The prompt is the same whatever the
-        choice (the tools stay in the system turn), so the cached prefix is reused. A
-        reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
-        and ``finish_reason="length"``. Raises ValueError for a bad ``tool_choice``
+        See :class:`ChatReply`. Greedy decoding under the reply grammar
+        (:meth:`react_lab.lab.backends.local.LocalModel.decode`: the grammar is parsed once per
+        tool set and checks one token per step; the tokens equal
+        ``create_completion(grammar=..., temperature=0)``'s). ``tool_choice`` is honoured by
+        the grammar: ``"required"`` allows only calls, ``"none"`` only an answer, a named
+        tool only calls to it. The prompt is the same whatever the choice (the tools stay in
+        the system turn), so the cached prefix is reused. A reply cut off by ``max_tokens``
+        is not valid JSON: it comes back with no calls and ``finish_reason="length"``.
+        Raises ValueError for a bad ``tool_choice``
         (:func:`react_lab.tool_calls.check_tool_choice`) or a grammar that cannot be built.
         """
         tools = list(tools or [])
@@ -151,7 +158,10 @@ def render_messages(messages: Sequence[dict], tools: Sequence[dict] | None = Non
 
 
 def describe_tool_schemas(tools: Sequence[dict]) -> str:
-    """Write the tool schemas and the reply format for the system turn (a local model needs both)."""
+    """Write the tool schemas and the reply format for the system turn.
+
+    A local model needs both.
+    """
     lines = ["Tools (JSON Schema of each tool's arguments):"]
     for t in tools:
         f = t["function"]
@@ -269,8 +279,10 @@ class OpenAIChatModel(EndpointBackend):
         schemas go through :func:`react_lab.lab.backends.grammar.decodable`: llama-cpp-python's
         server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
         drops, the loop's schema check still checks.
-        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.tool_calls.check_tool_choice`),
-        :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
+        Raises ValueError for a bad ``tool_choice``
+        (:func:`react_lab.tool_calls.check_tool_choice`),
+        :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot
+        serve the request.
         """
         import openai
 
@@ -364,7 +376,10 @@ class ScriptedChatModel:
         max_tokens: int = MAX_TOKENS,
         tool_choice: str | dict = "auto",
     ) -> ChatReply:
-        """Replay the next reply; record the request and ``tool_choice`` (ValueError for a bad one)."""
+        """Replay the next reply; record the request and ``tool_choice``.
+
+        ValueError for a bad ``tool_choice``.
+        """
         check_tool_choice(tool_choice, list(tools or []))
         text = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((copy.deepcopy(list(messages)), list(tools or [])))
