@@ -4,9 +4,10 @@ The notebooks ask "Was cus_8812 charged twice for INV-2041 in July?" and similar
 questions that are not in the evaluation set. :func:`check_charges` answers the
 duplicate-charge kind by SQL (a real duplicate is two *succeeded* charges; an invoice
 listed twice was usually emailed twice), and :meth:`ChargeCheck.task` turns the answer
-into a :class:`react_lab.lab.experiments.tasks.Task`, so :func:`react_lab.lab.experiments.tasks.score` judges the model's
-answer exactly as the evaluation does. :func:`why_wrong` names, from what a run did, the
-usual reasons a small model misses it.
+into a :class:`react_lab.lab.experiments.tasks.Task`, so
+:func:`react_lab.lab.experiments.tasks.score` judges the model's answer exactly as the
+evaluation does. :func:`why_wrong` names, from what a run did, the usual reasons a small
+model misses it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ class ChargeCheck:
         return "yes" if len(self.succeeded) > 1 else "no"
 
     def task(self, question: str) -> Task:
-        """``question`` as a yes/no :class:`~react_lab.lab.experiments.tasks.Task` with this gold answer."""
+        """``question`` as a yes/no task with this gold answer.
+
+        A :class:`~react_lab.lab.experiments.tasks.Task`.
+        """
         return Task(
             id=f"charged_twice:{self.invoice_id}",
             category="duplicate",
@@ -74,7 +78,10 @@ class ChargeCheck:
         return score(answer, self.task(question))
 
     def facts(self) -> str:
-        """The short form of :meth:`explain`: the invoice, when it was issued, how often it was charged."""
+        """The short form of :meth:`explain`.
+
+        The invoice, when it was issued, how often it was charged.
+        """
         ok = self.succeeded
         times = {0: "never charged", 1: "charged once", 2: "charged twice"}.get(
             len(ok), f"charged {len(ok)} times"
@@ -82,7 +89,10 @@ class ChargeCheck:
         return f"{self.invoice_id} ({self.customer_id}, issued {self.issued}) was {times}."
 
     def explain(self) -> str:
-        """One sentence: how many charges took money, and why the invoice may be listed more than once."""
+        """One sentence: how many charges took money.
+
+        And why the invoice may be listed more than once.
+        """
         ok = self.succeeded
         times = {1: "once"}.get(len(ok), "twice" if len(ok) == 2 else f"{len(ok)} times")
         charged = (
@@ -154,7 +164,10 @@ class PaidCheck:
         return "yes" if self.paid >= self.total else "no"
 
     def task(self, question: str) -> Task:
-        """``question`` as a yes/no :class:`~react_lab.lab.experiments.tasks.Task` with this gold answer."""
+        """``question`` as a yes/no task with this gold answer.
+
+        A :class:`~react_lab.lab.experiments.tasks.Task`.
+        """
         return Task(
             id=f"paid:{self.invoice_id}",
             category="paid",
@@ -265,7 +278,10 @@ def why_wrong(
 
 @dataclass(frozen=True)
 class Verdict:
-    """A run's answer beside the gold one: ``right`` by :func:`react_lab.lab.experiments.tasks.score`, ``why`` if not."""
+    """A run's answer beside the gold one.
+
+    ``right`` by :func:`react_lab.lab.experiments.tasks.score`, ``why`` if not.
+    """
 
     answer: str | None
     gold: str
@@ -325,11 +341,11 @@ def run_of(question: str, transcript: str) -> str:
 
 
 def run_parts(question: str, transcript: str) -> tuple[list[str], list[str]]:
-    """What the model wrote and what the loop wrote back, after ``question``, in a loop's transcript.
+    """What the model wrote and what the loop wrote back, in a loop's transcript.
 
-    The loop writes ``"\nObservation: <result>\nThought:"`` after each completion without an
-    answer (notebook 02's rule 4), so the run after the question's ``Thought:`` splits into
-    the model's completions and the observations between them.
+    After ``question``. The loop writes ``"\nObservation: <result>\nThought:"`` after each
+    completion without an answer (notebook 02's rule 4), so the run after the question's
+    ``Thought:`` splits into the model's completions and the observations between them.
     """
     run = run_of(question, transcript)
     rest = run.split("\nThought:", 1)[1] if "\nThought:" in run else run
@@ -385,7 +401,10 @@ def judge_run(question: str, texts, observations, check, *, answer=FROM_TEXTS) -
 
 
 def answer_of(texts) -> str | None:
-    """The rest of the line after the first ``Answer:`` in ``texts``, stripped; None if none has one."""
+    """The rest of the line after the first ``Answer:`` in ``texts``, stripped.
+
+    None if none has one.
+    """
     for text in texts:
         if "Answer:" in text:
             return text.split("Answer:", 1)[1].split("\n", 1)[0].strip()
