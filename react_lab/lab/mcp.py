@@ -1,4 +1,5 @@
-"""The billing tools over the Model Context Protocol (MCP), and any MCP server's tools for the loops.
+"""The billing tools over the Model Context Protocol (MCP), and any MCP server's tools for the
+loops.
 
 MCP is how tools are declared today: a server lists each tool's name, description, JSON
 Schema and *annotations* (``readOnlyHint``, ``destructiveHint``), and any client calls it.
@@ -22,8 +23,10 @@ a tool the lab vouches for -- by default one of its own read-only tools, same na
 same schema -- runs without approval, and even that one is gated when the server marks it
 destructive. A ``readOnlyHint`` never removes the gate.
 
-A learner's own MCP client (an editor, a desktop assistant) runs the same server with
-``{"mcpServers": {"react-lab": {"command": "/path/to/.venv/bin/python", "args": ["-m", "react_lab.lab.mcp"]}}}``.
+A learner's own MCP client (an editor, a desktop assistant) runs the same server with::
+
+    {"mcpServers": {"react-lab": {"command": "/path/to/.venv/bin/python",
+                                  "args": ["-m", "react_lab.lab.mcp"]}}}
 """
 
 from __future__ import annotations
@@ -134,7 +137,10 @@ def call_result(
 
 
 def build_server(tools: Mapping[str, Tool], instructions: str | None = None) -> Server:
-    """The low-level MCP server for ``tools``: it lists the lab's schemas exactly and checks calls itself."""
+    """The low-level MCP server for ``tools``.
+
+    It lists the lab's schemas exactly and checks calls itself.
+    """
     entries = listing(tools)
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
@@ -179,9 +185,12 @@ def _flag(name: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m react_lab.lab.mcp [--payments] [--db PATH]``: serve the billing tools over stdio."""
+    """``python -m react_lab.lab.mcp [--payments] [--db PATH]``.
+
+    Serve the billing tools over stdio.
+    """
     p = argparse.ArgumentParser(
-        prog="python -m react_lab.lab.mcp", description=__doc__.split("\n")[0]
+        prog="python -m react_lab.lab.mcp", description=__doc__.split("\n\n")[0]
     )
     p.add_argument(
         "--payments",
@@ -329,7 +338,10 @@ class MCPSession:
             self._done.set()
 
     def call(self, name: str, arguments: dict) -> types.CallToolResult:
-        """Send one ``tools/call`` and wait for its result; :class:`MCPServerError` if none comes."""
+        """Send one ``tools/call`` and wait for its result.
+
+        :class:`MCPServerError` if none comes.
+        """
         if self._closed or self._client is None:
             raise MCPServerError(f"the MCP session with {self.label!r} is closed")
         future = asyncio.run_coroutine_threadsafe(
@@ -436,7 +448,10 @@ def needs_approval(tool: types.Tool, vouched: Mapping[str, dict | None]) -> bool
 
 
 def _vouched(read_only: Mapping[str, dict] | Collection[str] | None) -> dict[str, dict | None]:
-    """``read_only`` as name -> schema (None: any schema); None means the lab's own read-only tools."""
+    """``read_only`` as name -> schema (None: any schema).
+
+    ``read_only`` None means the lab's own read-only tools.
+    """
     if read_only is None:
         return lab_read_only()
     if isinstance(read_only, Mapping):
@@ -533,10 +548,11 @@ def remote_tool(session: MCPSession, listed: types.Tool, side_effect: bool) -> T
 
 
 def _remote_function(session: MCPSession, name: str, schema: dict) -> Callable[..., Any]:
-    """A function with the schema's parameters (required first) that sends its arguments to the server.
+    """A function with the schema's parameters that sends its arguments to the server.
 
-    The signature lets :func:`react_lab.tools.call_tool` bind positional arguments (the
-    text protocol's) and report a wrong count as it does for the lab's own tools.
+    The required parameters come first. The signature lets :func:`react_lab.tools.call_tool`
+    bind positional arguments (the text protocol's) and report a wrong count as it does for
+    the lab's own tools.
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = [p for p in props if p in (schema.get("required") or [])]
@@ -585,7 +601,8 @@ def _block_text(block: Any) -> str:
     """A content block as text: its text, or what it is (an image, a resource) when it has none."""
     if isinstance(block, types.TextContent):
         return block.text
-    return f"[{getattr(block, 'type', 'other')} content: {getattr(block, 'mime_type', None) or 'not shown'}]"
+    kind, mime_type = getattr(block, "type", "other"), getattr(block, "mime_type", None)
+    return f"[{kind} content: {mime_type or 'not shown'}]"
 
 
 if __name__ == "__main__":
