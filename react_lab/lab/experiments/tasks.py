@@ -1,4 +1,6 @@
-"""The evaluation's task sets and their scorer: questions with gold answers, and how an answer is judged.
+"""The evaluation's task sets and their scorer.
+
+Questions with gold answers, and how an answer is judged.
 
 The tasks are questions over the billing database and the help articles; their gold
 answers are computed by SQL (``react_lab/lab/builders/build_tasks.py`` writes ``tasks.json``).
@@ -10,8 +12,8 @@ use: ``paraphrase`` (``paraphrase.json``, never used for tuning), beside ``seeds
 seed articles' own three questions); ``react_lab/lab/builders/build_paraphrase.py`` writes both.
 :func:`load_tasks` returns any of them, or the tasks of any file in the same format.
 :func:`score` compares an answer to the gold one after normalising numbers, dates, ids
-and yes/no (the rules are in its docstring). :mod:`react_lab.lab.experiments.evals` runs a model over
-the set and computes the metrics.
+and yes/no (the rules are in its docstring). :mod:`react_lab.lab.experiments.evals` runs a
+model over the set and computes the metrics.
 
 **The task file format** (``tasks.json``, ``paraphrase.json``, ``seeds.json``, or a set
 of your own: ``react-lab eval --config NAME --tasks FILE.json``): a JSON list of objects,
@@ -85,7 +87,10 @@ class Task:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Task":
-        """A task from one object of a task file (see the module docstring); KeyError names a missing field."""
+        """A task from one object of a task file (see the module docstring).
+
+        KeyError names a missing field.
+        """
         return cls(
             id=d["id"],
             category=d["category"],
@@ -217,12 +222,13 @@ def dates_in(text: str) -> list[str]:
 
 
 def numbers_in(text: str) -> list[tuple[float, str | None]]:
-    """Return ``(value, unit)`` for every number in ``text``; unit is ``"cents"``, ``"dollars"`` or None.
+    """Return ``(value, unit)`` for every number in ``text``.
 
-    Dates (timestamps included), times of day and ids (``INV-2041``, ``cus_8812``,
-    ``ch_1KZq8f``) are removed first, so their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
-    the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
-    words are too common in text that is not an answer ("write one line").
+    The unit is ``"cents"``, ``"dollars"`` or None. Dates (timestamps included), times of
+    day and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so their
+    digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or the word
+    dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number words are too
+    common in text that is not an answer ("write one line").
     """
     for regex in (_ISO, _MDY, _DMY, _CLOCK, ID_RE):
         text = regex.sub(" ", text)
@@ -240,7 +246,10 @@ def numbers_in(text: str) -> list[tuple[float, str | None]]:
 
 
 def _in_unit(value: float, said: str | None, wanted: str | None) -> float:
-    """Convert a number said in ``said`` units to the gold's ``wanted`` unit (cents <-> dollars only)."""
+    """Convert a number said in ``said`` units to the gold's ``wanted`` unit.
+
+    Cents <-> dollars only.
+    """
     if wanted == "dollars" and said == "cents":
         return value / 100
     if wanted == "cents" and said == "dollars":
@@ -254,7 +263,10 @@ def _words(text: str) -> str:
 
 
 def _compact(text: str) -> str:
-    """Casefold and join a letter prefix to its digits: ``"INV - 2041"`` -> ``"inv2041"`` (for ids)."""
+    """Casefold and join a letter prefix to its digits (for ids).
+
+    ``"INV - 2041"`` -> ``"inv2041"``.
+    """
     return re.sub(r"([a-z])[\s_\-]+(?=\d)", r"\1", text.casefold())
 
 
@@ -308,12 +320,13 @@ def _same_subject(answer: str, question: str) -> bool:
 
 
 def stances(text: str, question: str = "") -> set[str]:
-    """Return the answers (``"yes"``/``"no"``) that phrases in ``text`` give to the question's topic.
+    """Return the answers that phrases in ``text`` give to the question's topic.
 
-    ``"no, the invoice was charged twice"`` -> ``{"no", "yes"}`` for a duplicate question:
-    the leading word says no, the clause after it says yes. The topics are a duplicate
-    charge and being paid (:data:`_STANCES`), read from ``question`` (both when it names
-    neither). A phrase preceded by a negation in its clause counts the other way.
+    Each answer is ``"yes"`` or ``"no"``. ``"no, the invoice was charged twice"`` ->
+    ``{"no", "yes"}`` for a duplicate question: the leading word says no, the clause after
+    it says yes. The topics are a duplicate charge and being paid (:data:`_STANCES`), read
+    from ``question`` (both when it names neither). A phrase preceded by a negation in its
+    clause counts the other way.
     """
     topics = [t for t, regex in _TOPICS.items() if regex.search(question)] or list(_TOPICS)
     said = set()
