@@ -119,7 +119,7 @@ def test_cli_parse(capsys, monkeypatch):
     assert out["kind"] == "action" and out["forged"] is True  # the invented Observation is reported
 
 
-# --------------------------------------------------------------------------- arguments the loop refuses
+# ----------------------------------------------------------------------- arguments the loop refuses
 
 ANSWER = " I know this.\nAnswer: 42"
 

@@ -121,7 +121,7 @@ def test_answers_are_not_calls(text):
     assert leaked_calls(text) == []
 
 
-# --------------------------------------------------------------------------- the native loop's policy
+# ------------------------------------------------------------------------- the native loop's policy
 
 from helpers.fake_openai import FakeOpenAI  # noqa: E402
 

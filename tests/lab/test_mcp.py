@@ -132,7 +132,7 @@ def test_call_result_keeps_a_list_as_is_on_the_modern_protocol():
     assert error.is_error and error.content[0].text.startswith("exponent 1000 is out of range")
 
 
-# --------------------------------------------------------------------------- the lab's client, its own server
+# ----------------------------------------------------------------- the lab's client, its own server
 
 
 @pytest.fixture(scope="module")
@@ -355,7 +355,7 @@ def test_a_dead_server_is_an_error_observation(tmp_path):
     assert "\n" not in died.error + after.error
 
 
-# --------------------------------------------------------------------------- commands that are not MCP servers
+# ---------------------------------------------------------------- commands that are not MCP servers
 
 
 @pytest.mark.parametrize(
@@ -385,7 +385,7 @@ def test_a_silent_command_times_out_at_start():
     assert time.perf_counter() - t0 < 12  # the SDK's bounded shutdown: stdin closed, then SIGTERM
 
 
-# --------------------------------------------------------------------------- payments, on a working copy only
+# ----------------------------------------------------------------- payments, on a working copy only
 
 
 def test_payments_are_served_on_a_working_copy_only_and_gated(tmp_path, scheduled, shipped_sum):

@@ -159,7 +159,7 @@ def select(
     return [e.exemplar for e in reversed(chosen)]
 
 
-# --------------------------------------------------------------------------- what a question asks for
+# ------------------------------------------------------------------------- what a question asks for
 
 #: What a question asks for, read from its words, in order: the first rule that matches wins.
 #: Each is (intent, regex); the intents are those of :func:`answer_intent`.

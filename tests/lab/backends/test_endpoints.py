@@ -281,7 +281,7 @@ def test_eval_over_an_unreachable_endpoint_is_one_line(env):
     assert code == 2 and len(lines) == 1 and lines[0].startswith("react-lab: error: cannot reach")
 
 
-# --------------------------------------------------------------------------- one place for the backend
+# ------------------------------------------------------------------------ one place for the backend
 
 
 def test_load_model_reads_the_backend_from_one_variable(env):

@@ -354,7 +354,7 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
     assert pairs >= 2  # at least baseline's and best's subset and whole-half files
 
 
-# --------------------------------------------------------------------------- the working agent's kinds
+# ------------------------------------------------------------------------ the working agent's kinds
 
 
 def test_the_grammar_offers_no_call_already_made_and_reads_ids_as_typed(tools):

@@ -162,7 +162,7 @@ def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
     assert "your run_loop" in table and "1/1" in table and "file migration-test" in table
 
 
-# --------------------------------------------------------------------------- the diff and the labels
+# -------------------------------------------------------------------------- the diff and the labels
 
 
 def test_source_of_is_the_code_only_and_names_a_reference_standing_in_as_the_piece():
