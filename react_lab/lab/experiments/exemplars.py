@@ -66,7 +66,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PoolExemplar(Exemplar):
-    """An :class:`react_lab.protocol.Exemplar` that names the dev task it was written from (``source``)."""
+    """An :class:`react_lab.protocol.Exemplar` that names the dev task it was written from.
+
+    The task's id is ``source``.
+    """
 
     source: str = ""
 
@@ -255,7 +258,10 @@ LATEST_SINCE = "2026-01-01"
 
 
 def stated(task: Task) -> str:
-    """Return the gold answer as an exemplar states it, its unit written out ("129.0 dollars", "Yes.")."""
+    """Return the gold answer as an exemplar states it, its unit written out.
+
+    For example "129.0 dollars", "Yes."
+    """
     gold = task.gold
     if task.kind == "number":
         return {"dollars": f"{gold} dollars", "cents": f"{gold} cents", "days": f"{gold} days"}.get(
@@ -288,7 +294,10 @@ def _field_stating(observation: str, gold: str) -> tuple[str, object] | None:
 
 
 def _calls(task: Task, variant: set[str]) -> list[tuple[str, list[str]]]:
-    """The exemplar's calls: the task's oracle calls, adapted to what the tool variant makes necessary."""
+    """The exemplar's calls.
+
+    The task's oracle calls, adapted to what the tool variant makes necessary.
+    """
     calls = [(tool, list(args)) for tool, args in task.oracle]
     if task.category in ("latest_date", "latest_id"):
         calls = [
@@ -354,7 +363,10 @@ def _closing_thought(task: Task, observations: list[str], variant: set[str]) -> 
             (f for f in (_field_stating(o, str(float(task.gold) * 100)) for o in obs) if f), None
         )
         if cents:
-            return f'The observation shows "{cents[0]}": {json.dumps(cents[1])} cents, that is {task.gold} dollars.'
+            return (
+                f'The observation shows "{cents[0]}": {json.dumps(cents[1])} cents, '
+                f"that is {task.gold} dollars."
+            )
     if hit is not None:
         return f'The observation shows "{hit[0]}": {json.dumps(hit[1])}.'
     return f"The observation shows the answer: {task.gold}."
@@ -366,9 +378,9 @@ def pool_exemplar(
     """Write the exemplar of one dev task; return it and the ids its question and observations show.
 
     The calls are the task's oracle calls (adapted to the tool ``variant``, see
-    :mod:`react_lab.lab.experiments.tool_designs`), run through ``tools``: the observations are real.
-    The answer is the task's gold answer (:func:`stated`). Raises ``ValueError`` for a
-    task that is not in the dev half.
+    :mod:`react_lab.lab.experiments.tool_designs`), run through ``tools``: the observations
+    are real. The answer is the task's gold answer (:func:`stated`). Raises ``ValueError``
+    for a task that is not in the dev half.
     """
     if task_split(task.id) != "dev":
         raise ValueError(f"{task.id} is not a dev task: only dev tasks go into the exemplar pool")
@@ -460,17 +472,17 @@ def _clean_run(record: dict, task: Task) -> bool:
 def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     """Turn successful dev runs into pool entries: the model's own thoughts, actions and answer.
 
-    ``records`` are ladder run records (:func:`react_lab.lab.experiments.ladder.run_one`) of **dev** tasks
-    run with tool ``variant``; returns one :class:`PoolEntry` per kept run (trial 0 only,
-    so one per task). A run is kept when it is correct, ended with its own ``Answer:``,
-    called every tool of the task's oracle, and every step before the answer was a call
-    the tools accepted (see :func:`_clean_run`). Its calls are run again through the
-    tools: the record keeps the calls, not the observations, and since no step was
-    refused or truncated by a guard, the tool output is what the model saw. The thoughts
-    and the answer are the model's, as it wrote them (a missing last thought becomes
-    "I can answer this now."). ``shown`` holds every id in the question, the thoughts,
-    the observations and the answer. Raises ``ValueError`` for a record of a task that
-    is not in the dev half.
+    ``records`` are ladder run records (:func:`react_lab.lab.experiments.ladder.run_one`) of
+    **dev** tasks run with tool ``variant``; returns one :class:`PoolEntry` per kept run
+    (trial 0 only, so one per task). A run is kept when it is correct, ended with its own
+    ``Answer:``, called every tool of the task's oracle, and every step before the answer
+    was a call the tools accepted (see :func:`_clean_run`). Its calls are run again through
+    the tools: the record keeps the calls, not the observations, and since no step was
+    refused or truncated by a guard, the tool output is what the model saw. The thoughts and
+    the answer are the model's, as it wrote them (a missing last thought becomes "I can
+    answer this now."). ``shown`` holds every id in the question, the thoughts, the
+    observations and the answer. Raises ``ValueError`` for a record of a task that is not in
+    the dev half.
     """
     from .tool_designs import get_tools
 
@@ -519,7 +531,8 @@ def runs_pool(variant: str = "default") -> list[PoolEntry]:
     """The runs pool of tool ``variant``: :func:`harvest` of its shipped dev results file.
 
     Raises ``ValueError`` for a variant with no harvested dev run (:data:`HARVESTED_FROM`)
-    and :class:`react_lab.lab.experiments.results.StaleResults` when that file no longer matches the code.
+    and :class:`react_lab.lab.experiments.results.StaleResults` when that file no longer
+    matches the code.
     """
     from . import results
 
