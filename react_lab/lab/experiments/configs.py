@@ -1,4 +1,6 @@
-"""The agent's named configurations: how the prompt is built and how the model decodes, over the same loop.
+"""The agent's named configurations.
+
+How the prompt is built and how the model decodes, over the same loop.
 
 A :class:`Config` names everything that changes between the ladder's rungs (the
 grammar on the Action line, grounded ids, the tool design, the exemplars and how
@@ -94,7 +96,10 @@ LATER_FIELDS = {
 
 
 def settings(cfg: Config) -> dict:
-    """The configuration as a results file fingerprints it (:data:`LATER_FIELDS` at their defaults left out)."""
+    """The configuration as a results file fingerprints it.
+
+    :data:`LATER_FIELDS` at their defaults are left out.
+    """
     return {
         k: v
         for k, v in dataclasses.asdict(cfg).items()
@@ -343,7 +348,10 @@ def tools_for(cfg: Config) -> dict[str, Tool]:
 
 
 def exemplars_for(cfg: Config, task: Task) -> list:
-    """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
+    """The exemplars of ``task``'s prompt.
+
+    The default one, or ``cfg.k`` chosen from the dev pool.
+    """
     if cfg.exemplars in ("default", "none"):
         return list(EXEMPLARS[: 1 if cfg.exemplars == "default" else 0])
     if cfg.exemplars in ("pool", "runs"):
@@ -405,7 +413,10 @@ def guards_for(cfg: Config) -> LadderGuards:
 
 
 def first_prompt(cfg: Config, task: Task) -> str:
-    """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
+    """The prompt of ``task``'s first step under ``cfg``.
+
+    Instructions, tools, exemplars, question.
+    """
     guards = guards_for(cfg)
     if (
         cfg.protocol == "native"
@@ -509,7 +520,10 @@ class GrammarModel:
 
 
 def _as_written(text: str) -> str:
-    """An id the way the tools write it: ``inv-2041`` -> ``INV-2041``, ``CUS_8812`` -> ``cus_8812``."""
+    """An id the way the tools write it.
+
+    ``inv-2041`` -> ``INV-2041``, ``CUS_8812`` -> ``cus_8812``.
+    """
     head, sep, tail = re.match(r"([A-Za-z]+)([_-])(.*)", text).groups()
     return (head.upper() if sep == "-" else head.lower()) + sep + tail
 
@@ -521,7 +535,10 @@ def _calls_made(prompt: str, tool: str) -> set[str]:
 
 
 def _without_calls(tool: Tool, made: set[str]) -> Tool:
-    """``tool`` with its one id argument unable to take a value in ``made`` (a grounded grammar only)."""
+    """``tool`` with its one id argument unable to take a value in ``made``.
+
+    For a grounded grammar only.
+    """
     props = tool.parameters["properties"]
     if not made or len(props) != 1:
         return tool
@@ -537,7 +554,10 @@ def _without_calls(tool: Tool, made: set[str]) -> Tool:
 
 
 def _more_tool() -> Tool:
-    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar (never called from here)."""
+    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar.
+
+    It is never called from here.
+    """
     schema = {
         "type": "object",
         "properties": {"page": {"type": "string", "pattern": "^p[0-9]+$"}},
@@ -548,9 +568,9 @@ def _more_tool() -> Tool:
 
 
 def base_model() -> LocalModel:
-    """The embedded model: :func:`react_lab.lab.backends.local.local_model`, the one instance per process.
+    """The embedded model: :func:`react_lab.lab.backends.local.local_model`.
 
-    Sharing it with the rest of the lab (``warm_up``, notebooks) keeps one copy of the
-    weights and one KV cache in memory.
+    The one instance per process. Sharing it with the rest of the lab (``warm_up``,
+    notebooks) keeps one copy of the weights and one KV cache in memory.
     """
     return local_model()
