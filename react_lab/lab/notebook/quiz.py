@@ -66,7 +66,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
         Question(
             "How does ReAct differ from native function calling (seed 000's distinction)?",
             (
-                "Both keep ReAct's finding, interleaving; function calling replaces its text carrier",
+                "Both keep ReAct's finding, interleaving; "
+                "function calling replaces its text carrier",
                 "ReAct is the agent loop itself; function calling is a loop that the provider runs",
                 "Function calling is ReAct's text protocol renamed, with JSON inside the brackets",
             ),
@@ -81,7 +82,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             "action. Which one did your agent's answer follow?",
             (
                 "The green one your loop wrote from the tool, since it came last in the transcript",
-                "Neither: the model answered from the question alone, as if no tool had been called",
+                "Neither: the model answered from the question alone, "
+                "as if no tool had been called",
                 'The red one the model wrote itself, the exemplar\'s row with `"status": "paid"`',
             ),
             2,
@@ -109,15 +111,17 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                 "Stopped the loop with a TypeError, since the id has the wrong length",
             ),
             1,
-            "The regex and the comma split count pieces; nothing between them and the database knows "
-            "what a customer id looks like.",
+            "The regex and the comma split count pieces; nothing between them and the database "
+            "knows what a customer id looks like.",
         ),
         Question(
             "What does the grammar add to the schema check in your `observe`?",
             (
-                "It checks the call after the model wrote it, as the schema does, only inside llama.cpp",
+                "It checks the call after the model wrote it, "
+                "as the schema does, only inside llama.cpp",
                 "It replaces the tool list: the grammar already names every tool and argument",
-                "A call outside the schema cannot be written at all; a valid but wrong id still can",
+                "A call outside the schema cannot be written at all; "
+                "a valid but wrong id still can",
             ),
             2,
             "Constrained decoding masks the tokens that would leave the schema: shape, not sense.",
@@ -165,7 +169,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                 "Did not run it, and wrote an observation saying that call already ran",
             ),
             2,
-            "Guard 1: a repeat costs a model call, not a tool call; the step limit still ends the run.",
+            "Guard 1: a repeat costs a model call, not a tool call; "
+            "the step limit still ends the run.",
         ),
     ),
     "07": (
@@ -238,11 +243,12 @@ def grade(number: str, picks) -> list[bool]:
 
 
 def make_quiz_widget(number: str):
-    """Return a VBox with the quiz of notebook ``number``: radio buttons per question, a Check button.
+    """Return a VBox with the quiz of notebook ``number``.
 
-    Attributes: ``radios`` (one RadioButtons per question, ``.index`` None until picked),
-    ``check_button``, ``feedback`` (one HTML per question: ✓ or ✗ and why, after a check),
-    ``results`` (list of bool, empty until the first check).
+    Radio buttons per question, a Check button. Attributes: ``radios`` (one RadioButtons per
+    question, ``.index`` None until picked), ``check_button``, ``feedback`` (one HTML per
+    question: ✓ or ✗ and why, after a check), ``results`` (list of bool, empty until the
+    first check).
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
