@@ -48,7 +48,8 @@ MEMORY_PROBE = (
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
-#: A call of one of the lab's figure functions (react_lab.lab.notebook.plots), which return a Figure.
+#: A call of one of the lab's figure functions (react_lab.lab.notebook.plots), which return a
+#: Figure.
 PLOT_CALL = re.compile(r"\bplot_\w+\(")
 #: What react_lab.lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
@@ -60,7 +61,10 @@ def is_checker(cell) -> bool:
 
 
 def prepare(nb) -> list[str]:
-    """Clear outputs and run metadata, upgrade to nbformat 4.5 with ids; return what was re-marked."""
+    """Clear outputs and run metadata, upgrade to nbformat 4.5 with ids.
+
+    Returns what was re-marked.
+    """
     from nbformat.corpus.words import generate_corpus_id
 
     notes = []
@@ -125,7 +129,10 @@ def progress_text(model_id: str, state: dict) -> str | None:
 
 
 def finish(nb, kernel_name: str) -> None:
-    """Set the kernelspec JupyterLab would write; rewrite stored progress bars' text to their end."""
+    """Set the kernelspec JupyterLab would write.
+
+    Rewrites stored progress bars' text to their end.
+    """
     nb.metadata["kernelspec"] = kernelspec(kernel_name)
     state = widget_state(nb)
     for cell in nb.cells:
@@ -140,10 +147,11 @@ def problems(nb) -> list[str]:
     """What keeps ``nb`` from being a stored learner's view; empty when it is one.
 
     Checks: nbformat 4.5 with cell ids; the executed code cells numbered 1..N in order;
-    no error output; a figure stored as image/png in every cell that calls
-    ``plt.show()`` or one of the lab's ``plot_...`` functions; stored state for every widget view; every exercise checker stored
-    with the "not written yet" message (the stub, not a solution); no run timings; the
-    kernelspec of the installed kernel (what JupyterLab writes on opening).
+    no error output; a figure stored as image/png in every cell that calls ``plt.show()`` or
+    one of the lab's ``plot_...`` functions; stored state for every widget view; every
+    exercise checker stored with the "not written yet" message (the stub, not a solution);
+    no run timings; the kernelspec of the installed kernel (what JupyterLab writes on
+    opening).
     """
     found = []
     if (nb.nbformat, nb.nbformat_minor) < (4, 5) or any("id" not in c for c in nb.cells):
@@ -208,7 +216,10 @@ def kernelspec(kernel_name: str) -> dict:
 
 
 def cell_seconds(nb) -> list[tuple[int, float]]:
-    """``(cell index, seconds)`` of every timed code cell: nbclient's execute_input to execute_reply."""
+    """``(cell index, seconds)`` of every timed code cell.
+
+    From nbclient's execute_input to execute_reply.
+    """
     from datetime import datetime
 
     timed = []
@@ -233,7 +244,8 @@ def store(
     computed for longer stops the store (nothing is written).
     """
     # nbclient's client, but a reply waits at most a second unseen (a lost wake-up of its
-    # asyncio poll once held notebook 05 for its whole cell timeout): react_lab.lab.notebook.headless
+    # asyncio poll once held notebook 05 for its whole cell timeout):
+    # react_lab.lab.notebook.headless
     from react_lab.lab.notebook.headless import SteadyNotebookClient as NotebookClient
 
     nb = nbformat.read(path, as_version=4)
