@@ -111,7 +111,10 @@ def openai_client(settings: dict):
 
 
 def extra_body_from_env() -> dict | None:
-    """The JSON object in ``REACT_LAB_EXTRA_BODY`` (None when unset); ValueError if not an object."""
+    """The JSON object in ``REACT_LAB_EXTRA_BODY`` (None when unset).
+
+    ValueError if it is not an object.
+    """
     text = os.environ.get(EXTRA_BODY_ENV, "").strip()
     if not text:
         return None
@@ -230,12 +233,13 @@ def refuses_stop(exc: Exception) -> bool:
 
 
 def resolve_chat_template(template: str | None, model: str) -> str:
-    """The chat template to render client-side: ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto.
+    """The chat template to render client-side.
 
-    ``auto`` (the default) is ``chatml`` when the model name mentions SmolLM (the
-    embedded model, as ``python -m react_lab.lab.backends.serve`` names it) and ``none`` otherwise: a
-    hosted completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab
-    cannot know another model's template. Raises ``ValueError`` for an unknown name.
+    ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto. ``auto`` (the default) is
+    ``chatml`` when the model name mentions SmolLM (the embedded model, as
+    ``python -m react_lab.lab.backends.serve`` names it) and ``none`` otherwise: a hosted
+    completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab cannot know
+    another model's template. Raises ``ValueError`` for an unknown name.
     """
     choice = (template or os.environ.get(CHAT_TEMPLATE_ENV) or "auto").strip().lower()
     if choice == "auto":
@@ -249,11 +253,12 @@ def resolve_chat_template(template: str | None, model: str) -> str:
 
 
 def client_cut(text: str, stop: Sequence[str]) -> int | None:
-    """Where a client-side stop cuts ``text``: the earliest stop string or model-written ``Observation`` line.
+    """Where a client-side stop cuts ``text``.
 
-    The stop strings are cut as a provider would (:func:`apply_stop`); the
-    ``Observation`` line by the parser's rule (:func:`react_lab.parser.find_forged`),
-    which also catches ``**Observation:**`` and ``Observation 1:``. None when neither occurs.
+    At the earliest stop string or model-written ``Observation`` line. The stop strings are
+    cut as a provider would (:func:`apply_stop`); the ``Observation`` line by the parser's
+    rule (:func:`react_lab.parser.find_forged`), which also catches ``**Observation:**`` and
+    ``Observation 1:``. None when neither occurs.
     """
     from ...parser import find_forged
 
@@ -296,7 +301,10 @@ class EndpointBackend:
         return str(getattr(self.client, "base_url", ""))
 
     def _error(self, exc: Exception) -> Exception:
-        """The SDK exception ``exc`` as an :class:`EndpointError` naming what to fix (:func:`endpoint_error`)."""
+        """The SDK exception ``exc`` as an :class:`EndpointError` naming what to fix.
+
+        See :func:`endpoint_error`.
+        """
         return endpoint_error(
             exc,
             model=self.name,
@@ -341,12 +349,12 @@ class OpenAIModel(EndpointBackend):
     def complete(
         self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = MAX_TOKENS
     ) -> Completion:
-        """Continue ``prompt`` by at most ``max_tokens`` tokens; the first four stop strings are sent.
+        """Continue ``prompt`` by at most ``max_tokens`` tokens.
 
-        When the provider refuses ``stop`` with HTTP 400 (:func:`refuses_stop`), the
-        request is sent once more without it, streamed, and cut client-side
-        (:func:`client_cut`) as soon as the stream reaches a stop string or a
-        model-written ``Observation`` line; the stream is then closed, so the provider
+        The first four stop strings are sent. When the provider refuses ``stop`` with HTTP
+        400 (:func:`refuses_stop`), the request is sent once more without it, streamed, and
+        cut client-side (:func:`client_cut`) as soon as the stream reaches a stop string or
+        a model-written ``Observation`` line; the stream is then closed, so the provider
         stops generating. A trailing cut-off start of ``Observation`` is trimmed
         (:func:`react_lab.parser.trim_partial_stop`). Later calls go straight to the
         client-side path. The completion's ``stop_mode`` says which path ran and
