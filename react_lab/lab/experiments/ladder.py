@@ -41,10 +41,11 @@ embedded model; only one thing changes per rung:
 Tune on ``split="dev"``; every figure the lab reports as a result comes from a held-out set:
 ``split="test"`` (the same templates as dev, other entities) and ``split="paraphrase"`` (the
 test half's entities in the words people use, :mod:`react_lab.lab.experiments.tasks`).
-:func:`run_ladder` runs one config over tasks (resumably, within a time budget), :func:`save`
-writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
-:func:`load_results` reads the shipped ones back as rows for notebook 09, and ``react-lab eval
---config NAME`` is the command line (:func:`react_lab.lab.cli.commands.cmd_ladder`).
+:func:`run_ladder` runs one config over tasks (resumably, within a time budget),
+:func:`save` writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
+:func:`load_results` reads the shipped ones back as rows for notebook 09, and
+``react-lab eval --config NAME`` is the command line
+(:func:`react_lab.lab.cli.commands.cmd_ladder`).
 """
 
 from __future__ import annotations
