@@ -1,4 +1,7 @@
-"""Tool calls leaked into a native reply's text: every shape and markup format is found, answers are left alone."""
+"""Tool calls leaked into a native reply's text.
+
+Every shape and markup format is found, answers are left alone.
+"""
 
 import json
 
@@ -8,35 +11,74 @@ from react_lab._parsing.leaks import find_leaks, leaked_calls
 
 CALL = {"invoice_id": "INV-2041"}
 SHAPES = {
-    "tool_call block": '<tool_call>\n{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}\n</tool_call>',
-    "name/arguments object": 'Let me look. {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}',
-    "tool_name/tool_input object": '{\n  "tool_name": "get_payments",\n  "tool_input": {"invoice_id": "INV-2041"}\n}',
+    "tool_call block": (
+        '<tool_call>\n{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}\n'
+        "</tool_call>"
+    ),
+    "name/arguments object": (
+        'Let me look. {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}'
+    ),
+    "tool_name/tool_input object": (
+        '{\n  "tool_name": "get_payments",\n  "tool_input": {"invoice_id": "INV-2041"}\n}'
+    ),
     "JSON list": '[{"name": "get_payments", "parameters": {"invoice_id": "INV-2041"}}]',
-    "fenced JSON": 'I will call it:\n```json\n{"name": "get_payments", "arguments": "{\\"invoice_id\\": \\"INV-2041\\"}"}\n```',
-    "OpenAI shape as text": '{"type": "function", "function": {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}}',
-    "the grammar's shape": '{"thought": "x", "tool_calls": [{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}]}',
-    "Python literal in a block": "<tool_call>{'name': 'get_payments', 'arguments': {'invoice_id': 'INV-2041'}}</tool_call>",
+    "fenced JSON": (
+        'I will call it:\n```json\n{"name": "get_payments", '
+        '"arguments": "{\\"invoice_id\\": \\"INV-2041\\"}"}\n```'
+    ),
+    "OpenAI shape as text": (
+        '{"type": "function", '
+        '"function": {"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}}'
+    ),
+    "the grammar's shape": (
+        '{"thought": "x", '
+        '"tool_calls": [{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}]}'
+    ),
+    "Python literal in a block": (
+        "<tool_call>{'name': 'get_payments', 'arguments': {'invoice_id': 'INV-2041'}}</tool_call>"
+    ),
 }
 #: The same call in each model's own markup, and the format it is named by.
 MARKUP = {
-    "Harmony": "<|channel|>analysis<|message|>Check payments.<|end|><|start|>assistant<|channel|>commentary "
-    'to=functions.get_payments <|constrain|>json<|message|>{"invoice_id": "INV-2041"}<|call|>',
-    "DeepSeek": "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
-    '<\uff5ctool\u2581sep\uff5c>get_payments\n```json\n{"invoice_id": "INV-2041"}\n```'
-    "<\uff5ctool\u2581call\u2581end\uff5c><\uff5ctool\u2581calls\u2581end\uff5c>",
-    "Kimi K2": "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_payments:0<|tool_call_argument_begin|>"
-    '{"invoice_id": "INV-2041"}<|tool_call_end|><|tool_calls_section_end|>',
+    "Harmony": (
+        "<|channel|>analysis<|message|>Check payments.<|end|>"
+        "<|start|>assistant<|channel|>commentary "
+        'to=functions.get_payments <|constrain|>json<|message|>{"invoice_id": "INV-2041"}<|call|>'
+    ),
+    "DeepSeek": (
+        "<\uff5ctool\u2581calls\u2581begin\uff5c><\uff5ctool\u2581call\u2581begin\uff5c>function"
+        '<\uff5ctool\u2581sep\uff5c>get_payments\n```json\n{"invoice_id": "INV-2041"}\n```'
+        "<\uff5ctool\u2581call\u2581end\uff5c><\uff5ctool\u2581calls\u2581end\uff5c>"
+    ),
+    "Kimi K2": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_payments:0"
+        '<|tool_call_argument_begin|>{"invoice_id": "INV-2041"}'
+        "<|tool_call_end|><|tool_calls_section_end|>"
+    ),
     "Mistral": '[TOOL_CALLS]get_payments{"invoice_id": "INV-2041"}',
     "Gemma": '<|tool_call>call:get_payments{invoice_id:<|"|>INV-2041<|"|>}<tool_call|>',
-    "Qwen3-Coder": "<tool_call>\n<function=get_payments>\n<parameter=invoice_id>\nINV-2041\n</parameter>\n"
-    "</function>\n</tool_call>",
-    "MiniMax": '<minimax:tool_call><invoke name="get_payments"><parameter name="invoice_id">INV-2041</parameter>'
-    "</invoke></minimax:tool_call>",
-    "GLM": "<tool_call>get_payments\n<arg_key>invoice_id</arg_key>\n<arg_value>INV-2041</arg_value>\n</tool_call>",
+    "Qwen3-Coder": (
+        "<tool_call>\n<function=get_payments>\n<parameter=invoice_id>\nINV-2041\n</parameter>\n"
+        "</function>\n</tool_call>"
+    ),
+    "MiniMax": (
+        '<minimax:tool_call><invoke name="get_payments">'
+        '<parameter name="invoice_id">INV-2041</parameter>'
+        "</invoke></minimax:tool_call>"
+    ),
+    "GLM": (
+        "<tool_call>get_payments\n<arg_key>invoice_id</arg_key>\n<arg_value>INV-2041</arg_value>\n"
+        "</tool_call>"
+    ),
     "Llama 3.1": '<function=get_payments>{"invoice_id": "INV-2041"}</function>',
-    "Llama 3": '<|python_tag|>{"name": "get_payments", "parameters": {"invoice_id": "INV-2041"}}<|eom_id|>',
+    "Llama 3": (
+        '<|python_tag|>{"name": "get_payments", "parameters": {"invoice_id": "INV-2041"}}<|eom_id|>'
+    ),
     "LFM2": '<|tool_call_start|>[get_payments(invoice_id="INV-2041")]<|tool_call_end|>',
-    "Hermes": '<tool_call>\n{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}\n</tool_call>',
+    "Hermes": (
+        '<tool_call>\n{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}\n'
+        "</tool_call>"
+    ),
 }
 SHAPES.update({f"{fmt} markup": text for fmt, text in MARKUP.items()})
 
@@ -84,7 +126,8 @@ def test_a_leak_in_markup_that_is_cut_off_is_passed_on_so_that_it_is_refused():
         'get_payments(invoice_id="INV-2041")',  # a call alone on a line: text protocol only
         "<|channel|>final<|message|>INV-2041 was paid once.<|return|>",  # Harmony's answer channel
         '<tool_call>{"foo": 1}</tool_call>',  # markup that names no tool
-        '[TOOL_CALLS]\u2581[{"name":\u2581"get_payments"',  # cut before its arguments: no call to name
+        # cut before its arguments: no call to name
+        '[TOOL_CALLS]\u2581[{"name":\u2581"get_payments"',
     ],
 )
 def test_answers_and_nameless_markup_are_not_leaks(text):
@@ -92,7 +135,10 @@ def test_answers_and_nameless_markup_are_not_leaks(text):
 
 
 def test_spaces_written_as_sentencepiece_markers_are_decoded_first():
-    text = '[TOOL_CALLS]\u2581[{"name":\u2581"get_payments",\u2581"arguments":\u2581{"invoice_id":\u2581"INV-2041"}}]'
+    text = (
+        '[TOOL_CALLS]\u2581[{"name":\u2581"get_payments",'
+        '\u2581"arguments":\u2581{"invoice_id":\u2581"INV-2041"}}]'
+    )
     assert json.loads(leaked_calls(text)[0]["function"]["arguments"]) == CALL
 
 
