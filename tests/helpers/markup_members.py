@@ -29,7 +29,8 @@ DS = {
 TAKEN = {
     # GLM (<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>)
     "GLM, <arg_value> left out (vllm#49248)": (
-        "<tool_call>search<arg_key>query</arg_key>how many vacation days left</arg_value></tool_call>",
+        "<tool_call>search<arg_key>query</arg_key>"
+        "how many vacation days left</arg_value></tool_call>",
         "search",
         {"query": "how many vacation days left"},
     ),
@@ -56,7 +57,8 @@ TAKEN = {
         {"city": "Berlin", "days": 3},
     ),
     "GLM, name run into its first key, split at a declared tool (vllm PR#47190)": (
-        "<tool_call>send_command_to_shellcommand</arg_key><arg_value>echo test</arg_value></tool_call>",
+        "<tool_call>send_command_to_shellcommand</arg_key>"
+        "<arg_value>echo test</arg_value></tool_call>",
         "send_command_to_shell",
         {"command": "echo test"},
     ),
@@ -93,7 +95,8 @@ TAKEN = {
         {"query": "refunds"},
     ),
     "Qwen3-Coder, <tool_call> left out, orphan </tool_call> (ollama#16686)": (
-        "I'll use the Glob tool.\n\n<function=Glob>\n<parameter=pattern>\n*.md\n</parameter>\n</function>\n</tool_call>",
+        "I'll use the Glob tool.\n\n"
+        "<function=Glob>\n<parameter=pattern>\n*.md\n</parameter>\n</function>\n</tool_call>",
         "Glob",
         {"pattern": "*.md"},
     ),
@@ -114,7 +117,8 @@ TAKEN = {
     ),
     # Claude-style <invoke>: a parameter closed by a tag named after it (claude-code#83088, #44826)
     "invoke, a parameter closed by </content>": (
-        '<function_calls>\n<invoke name="remember">\n<parameter name="content">a long note</content>\n'
+        '<function_calls>\n<invoke name="remember">\n'
+        '<parameter name="content">a long note</content>\n'
         '<parameter name="reason">{"tags": "a,b"}</parameter>\n</invoke>\n</function_calls>',
         "remember",
         {"content": "a long note", "reason": {"tags": "a,b"}},
@@ -138,14 +142,16 @@ TAKEN = {
     ),
     # Harmony with its special tokens stripped, the recipient kept
     "Harmony, markers stripped, recipient kept": (
-        'analysisWe need the weather.assistantcommentary to=functions.get_weather json{"city": "Berlin"}',
+        "analysisWe need the weather."
+        'assistantcommentary to=functions.get_weather json{"city": "Berlin"}',
         "get_weather",
         {"city": "Berlin"},
     ),
     # Kimi K2 and DeepSeek section tokens
     "Kimi K2, the section's end token cut": (
-        "<|tool_calls_section_begin|> <|tool_call_begin|> functions.bash:0 <|tool_call_argument_begin|> "
-        '{"command": "ls"} <|tool_call_end|> <|tool_calls_section_end|',
+        "<|tool_calls_section_begin|> <|tool_call_begin|> functions.bash:0 "
+        '<|tool_call_argument_begin|> {"command": "ls"} <|tool_call_end|> '
+        "<|tool_calls_section_end|",
         "bash",
         {"command": "ls"},
     ),
@@ -162,7 +168,8 @@ TAKEN = {
         {"command": "ls"},
     ),
     "DeepSeek, the call's begin token left out": (
-        f'{DS["calls"]}function{DS["sep"]}search\n```json\n{{"query": "refunds"}}\n```{DS["end"]}{DS["calls_end"]}',
+        f'{DS["calls"]}function{DS["sep"]}search\n```json\n{{"query": "refunds"}}\n```'
+        f"{DS['end']}{DS['calls_end']}",
         "search",
         {"query": "refunds"},
     ),
@@ -182,7 +189,8 @@ TAKEN = {
 #: Members that are refused: (text, tools, words the refusal holds: the format and what is missing).
 REFUSED = {
     "GLM, name run into its first key, no tools to split it": (
-        "<tool_call>send_command_to_shellcommand</arg_key><arg_value>echo test</arg_value></tool_call>",
+        "<tool_call>send_command_to_shellcommand</arg_key>"
+        "<arg_value>echo test</arg_value></tool_call>",
         None,
         [
             "GLM",
@@ -197,7 +205,8 @@ REFUSED = {
         ["GLM", "<arg_key> missing", "grep or grep_tool"],
     ),
     "GLM, name run into its first key, no declared tool fits": (
-        "<tool_call>send_command_to_shellcommand</arg_key><arg_value>echo test</arg_value></tool_call>",
+        "<tool_call>send_command_to_shellcommand</arg_key>"
+        "<arg_value>echo test</arg_value></tool_call>",
         ["search"],
         ["GLM", "'send_command_to_shellcommand' is not a tool"],
     ),
@@ -228,8 +237,8 @@ REFUSED = {
     ),
     "Qwen3-Coder, a value holding a whole parameter pair (ninfer#138)": (
         "<tool_call>\n<function=bash>\n<parameter=command>\npython3 - <<'PY'\nimport re\n"
-        "pattern = r'<parameter=edits>\\n(.*?)\\n</parameter>'\nprint(pattern)\nPY\n</parameter>\n</function>\n"
-        "</tool_call>",
+        "pattern = r'<parameter=edits>\\n(.*?)\\n</parameter>'\nprint(pattern)\nPY\n"
+        "</parameter>\n</function>\n</tool_call>",
         W,
         ["Qwen3-Coder", "text outside its parameters"],
     ),
@@ -239,7 +248,8 @@ REFUSED = {
         ["Hermes", "names no tool"],
     ),
     "Harmony, markers and recipient stripped (strands harness-sdk#1949)": (
-        'User asks for the weather. Let\'s list files.{"cmd": ["bash", "lc", "ls -R /tmp/workspace"]}',
+        "User asks for the weather. Let's list files."
+        '{"cmd": ["bash", "lc", "ls -R /tmp/workspace"]}',
         None,
         ["arguments object", "names no tool"],
     ),
