@@ -42,7 +42,10 @@ def server():
 
 @pytest.fixture
 def served_env(server):
-    """The environment a learner sets: exactly the line ``python -m react_lab.lab.backends.serve`` prints."""
+    """The environment a learner sets.
+
+    Exactly the line ``python -m react_lab.lab.backends.serve`` prints.
+    """
     host, port = server.split("//")[1].split("/")[0].split(":")
     exports = shlex.split(learner_exports(host, int(port)))
     assert exports[0] == "export"
@@ -115,7 +118,10 @@ def test_doctor_reports_the_endpoint(served_env):
 
 
 def test_the_forgery_experiment_over_http(server):
-    """With stop no completion forges an observation; the text arm agrees with client-side truncation."""
+    """With stop no completion forges an observation.
+
+    The text arm agrees with client-side truncation.
+    """
     result = forge.run_experiment(
         forge.questions(3), http_model(server), max_tokens=64, progress=False
     )
@@ -140,7 +146,7 @@ def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     )  # the schema check's error or the database's answer, written by the loop
 
 
-# ---- native tool calling as the server does it: every tool_choice, several calls, results by id ----
+# ---- native tool calling as the server does it: every tool_choice, several calls, results by id
 
 ASK = [
     {"role": "system", "content": "You answer questions about a billing system. Call the tools."},
@@ -164,7 +170,10 @@ def _valid_calls(reply, tools):
 
 
 def test_every_tool_choice_the_server_takes(server):
-    """auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500."""
+    """Each tool_choice the server takes.
+
+    auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500.
+    """
     from react_lab.lab.backends.endpoints import EndpointError
     from react_lab.tools import tool_schemas
 
@@ -187,11 +196,12 @@ def test_every_tool_choice_the_server_takes(server):
 
 
 def test_a_turn_with_several_calls_and_their_results_goes_back_to_the_server(server):
-    """The request side of parallel calls: two calls in one assistant turn, each result keyed to its id.
+    """The request side of parallel calls.
 
-    The server takes it (the schemas are sent llama.cpp-decodable: a ``\\d`` in a
-    pattern would crash it) and answers with calls of its own; what it cannot do is show
-    the model the results (its template drops ``tool`` messages: tests/test_native.py).
+    Two calls in one assistant turn, each result keyed to its id. The server takes it (the
+    schemas are sent llama.cpp-decodable: a ``\\d`` in a pattern would crash it) and answers
+    with calls of its own; what it cannot do is show the model the results (its template
+    drops ``tool`` messages: tests/test_native.py).
     """
     from react_lab.tools import tool_schemas
 
