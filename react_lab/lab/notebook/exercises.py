@@ -71,7 +71,8 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         _repeat_cases,
     ),
     "parse_action": (
-        "parse_action(text) -> (tool, args) or None: the anchored action line, args split on commas",
+        "parse_action(text) -> (tool, args) or None: "
+        "the anchored action line, args split on commas",
         lambda: [
             Case(("Thought: x\nAction: get_charge[ch_1KZq8f]",), ("get_charge", ["ch_1KZq8f"])),
             Case(
@@ -117,7 +118,8 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "missing_fields": (
-        "missing_fields(schema, args) -> list[str]: the schema's required properties absent from args, in order",
+        "missing_fields(schema, args) -> list[str]: "
+        "the schema's required properties absent from args, in order",
         lambda: [
             Case((_tools()["list_invoices"].parameters, {"customer_id": "cus_8812"}), ["since"]),
             Case((_tools()["list_invoices"].parameters, {}), ["customer_id", "since"]),
@@ -136,8 +138,9 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "truncate_observation": (
-        "truncate_observation(text, max_chars) -> str: text unchanged if it fits; otherwise its first "
-        "max_chars characters + ' ...[truncated N characters]' where N is how many were cut",
+        "truncate_observation(text, max_chars) -> str: "
+        "text unchanged if it fits; otherwise its first max_chars characters "
+        "+ ' ...[truncated N characters]' where N is how many were cut",
         lambda: [
             Case(("short", 10), "short"),
             Case(("abcdefghij", 4), "abcd ...[truncated 6 characters]"),
@@ -145,7 +148,9 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "normalise_amount": (
-        "normalise_amount(text) -> float | None: the first number in the text, thousands separators dropped ('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
+        "normalise_amount(text) -> float | None: "
+        "the first number in the text, thousands separators dropped "
+        "('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
         lambda: [
             Case(("$129.00",), 129.0),
             Case(("It was 1,290.50 dollars",), 1290.5),
@@ -246,10 +251,10 @@ def failed_rule(failure: str | None) -> tuple[int, str] | None:
 
 
 def choose(name: str, fn: Callable) -> Callable:
-    """Return ``fn`` when it passes exercise ``name``'s cases, else the reference solution; say which.
+    """Return ``fn`` when it passes exercise ``name``'s cases, else the reference solution.
 
-    The cell after an exercise runs on what this returns, so a notebook runs top to
-    bottom before the exercise is written, and on the learner's own function once it
+    Says which. The cell after an exercise runs on what this returns, so a notebook runs top
+    to bottom before the exercise is written, and on the learner's own function once it
     passes. In solutions mode (CI) it returns the reference solution.
     """
     reference = getattr(solutions, name)
