@@ -36,16 +36,20 @@ _AMOUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.
 
 
 def _id(text: str) -> str:
-    """One spelling per id: letter prefixes as the tools write them (``INV-``, ``KB-``, ``cus_``)."""
+    """One spelling per id: letter prefixes as the tools write them.
+
+    ``INV-``, ``KB-``, ``cus_``.
+    """
     head, sep, tail = re.match(r"([A-Za-z]+)([_-])(.*)", text).groups()
     return (head.upper() if sep == "-" else head.lower()) + sep + tail
 
 
 def values_in(text: str) -> list[str]:
-    """Return the values ``text`` states, in order: ``"date:2026-07-14"``, ``"id:INV-2041"``, ``"amount:129.00"``.
+    """Return the values ``text`` states, in order.
 
-    Dates and ids are taken out before amounts, so their digits are not read as numbers;
-    so are times of day. Amounts are numbers with a decimal part or at least two digits.
+    Such as ``"date:2026-07-14"``, ``"id:INV-2041"``, ``"amount:129.00"``. Dates and ids are
+    taken out before amounts, so their digits are not read as numbers; so are times of day.
+    Amounts are numbers with a decimal part or at least two digits.
     """
     found: list[tuple[int, str]] = []
     for m in _DATE.finditer(text):
@@ -76,10 +80,11 @@ def _amounts(values: set[str]) -> set[str]:
 
 
 def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[str]:
-    """The values of ``answer`` that ``exemplar`` shows and none of ``sources`` does, in answer order.
+    """The values of ``answer`` that ``exemplar`` shows and none of ``sources`` does.
 
-    ``sources`` are the run's own texts (the question and every observation). A value
-    comes out as written for a reader: ``"58.00"``, ``"2026-07-14"``, ``"INV-2088"``.
+    In answer order. ``sources`` are the run's own texts (the question and every
+    observation). A value comes out as written for a reader: ``"58.00"``, ``"2026-07-14"``,
+    ``"INV-2088"``.
     """
     shown = set(values_in(exemplar))
     own = _amounts({v for text in sources for v in values_in(text)})
@@ -88,7 +93,10 @@ def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[st
 
 
 def copied_reason(answer: str, exemplar: str, sources: Iterable[str]) -> str | None:
-    """The one-line reason to refuse ``answer`` for a value copied from ``exemplar`` (None: none copied)."""
+    """The one-line reason to refuse ``answer`` for a value copied from ``exemplar``.
+
+    None when none was copied.
+    """
     copied = copied_values(answer, exemplar, sources)
     if not copied:
         return None
@@ -113,5 +121,8 @@ def is_guess(answer: str, observations: Iterable[str]) -> bool:
 
 
 def exemplar_text(exemplars) -> str:
-    """The rendered exemplars a prompt shows (``None``: the prompt's default, the first of EXEMPLARS)."""
+    """The rendered exemplars a prompt shows.
+
+    ``None``: the prompt's default, the first of EXEMPLARS.
+    """
     return "\n".join(e.render() for e in (EXEMPLARS[:1] if exemplars is None else exemplars))
