@@ -133,7 +133,10 @@ def dedupe(tools: Tools) -> Tools:
 
 
 def dollars(tools: Tools) -> Tools:
-    """Variant ``dollars``: get_charge shows ``amount_cents`` and ``amount_dollars`` in place of ``amount``."""
+    """Variant ``dollars``: get_charge shows two amounts in place of ``amount``.
+
+    ``amount_cents`` and ``amount_dollars``.
+    """
 
     def both(d, *a, **k):
         out = {}
@@ -148,7 +151,10 @@ def dollars(tools: Tools) -> Tools:
 
 
 def sums(tools: Tools) -> Tools:
-    """Variant ``sums``: get_payments adds ``invoice_total``, ``total_paid`` and ``paid_in_full``."""
+    """Variant ``sums``: get_payments adds three fields.
+
+    ``invoice_total``, ``total_paid`` and ``paid_in_full``.
+    """
     find = tools["find_invoice"].fn
 
     def add(d, invoice_id, *a, **k):
@@ -165,8 +171,11 @@ def sums(tools: Tools) -> Tools:
 
 
 def statuses(tools: Tools) -> Tools:
-    """Variant ``statuses``: find_invoice shows ``charges`` (id and status) in place of ``charge_ids``,
-    so a duplicate-charge check needs no get_charge calls."""
+    """Variant ``statuses``: find_invoice shows ``charges`` in place of ``charge_ids``.
+
+    ``charges`` holds each charge's id and status, so a duplicate-charge check needs no
+    get_charge calls.
+    """
     get = tools["get_charge"].fn
 
     def add(d, *a, **k):
@@ -413,7 +422,10 @@ def _distractor(name: str, description: str, argument: str, table: dict) -> Tool
 
 
 def with_distractors(tools: Tools, n: int) -> Tools:
-    """Return ``tools`` plus the first ``n`` tools of :data:`DISTRACTORS` (ValueError above their number)."""
+    """Return ``tools`` plus the first ``n`` tools of :data:`DISTRACTORS`.
+
+    ValueError when ``n`` is above their number.
+    """
     if not 0 <= n <= len(DISTRACTORS):
         raise ValueError(f"n must be 0..{len(DISTRACTORS)}, not {n}")
     return {**tools, **{spec[0]: _distractor(*spec) for spec in DISTRACTORS[:n]}}
@@ -436,7 +448,10 @@ ABOUT: dict[str, str] = {
 
 
 def describe(variant: str) -> str:
-    """The one-line description of ``variant`` (:data:`ABOUT`); ``ValueError`` for an unknown one."""
+    """The one-line description of ``variant`` (:data:`ABOUT`).
+
+    ``ValueError`` for an unknown one.
+    """
     if variant not in ABOUT:
         raise ValueError(f"unknown tool variant {variant!r}; known: {', '.join(VARIANTS)}")
     return ABOUT[variant]
