@@ -240,7 +240,7 @@ def test_the_text_path_refuses_the_same_queries_at_the_tool():
     assert call_tool(tools, "calc", ["+"]).error  # calc already refused: cannot parse '+'
 
 
-# ---- kind 6: messages the model can act on --------------------------------------------------------
+# ---- kind 6: messages the model can act on -------------------------------------------------------
 
 LIST = TOOLS["list_invoices"]
 JULY = json.dumps({"customer_id": "cus_8812", "since": "2026-07-01"})

@@ -421,7 +421,7 @@ def test_run_native_sends_tool_choice_until_a_call_has_run():
         )
 
 
-# ---- the native exemplar (exemplar_messages: tests/test_tool_calls.py) ----------------------------
+# ---- the native exemplar (exemplar_messages: tests/test_tool_calls.py) ---------------------------
 
 
 def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
@@ -495,7 +495,7 @@ def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server(
             )
 
 
-# ---- what llama-cpp-python's chatml-function-calling handler does with a request ------------------
+# ---- what llama-cpp-python's chatml-function-calling handler does with a request -----------------
 
 
 class _PromptSpy:

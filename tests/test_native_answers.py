@@ -203,7 +203,7 @@ def test_a_best_effort_reply_in_harmony_gives_its_final_channel():
     )
 
 
-# ---- argument messages speak JSON -------------------------------------------------------------------
+# ---- argument messages speak JSON ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
