@@ -34,7 +34,10 @@ from helpers.model_like import (  # noqa: E402
 
 
 def longer(value, times: int = 10):
-    """``value`` made ``times`` times as long: text repeated; in arguments, each string value repeated."""
+    """``value`` made ``times`` times as long.
+
+    Text is repeated; in arguments, each string value is repeated.
+    """
     if isinstance(value, str):
         try:
             decoded = json.loads(value)
@@ -55,7 +58,10 @@ def timed(check, item) -> float:
 
 
 def fuzz(label: str, inputs: int, make, check) -> bool:
-    """Run ``inputs`` inputs from ``make(i)`` through ``check``; print the report; True if all held."""
+    """Run ``inputs`` inputs from ``make(i)`` through ``check``; print the report.
+
+    Returns True if all held.
+    """
     check(*make(-1))  # warm up (imports, compiled patterns) outside the measurement
     exceptions, violations, times = [], [], []
     t_start = time.perf_counter()
@@ -81,10 +87,11 @@ def fuzz(label: str, inputs: int, make, check) -> bool:
         f"{label}: {inputs} inputs in {wall:.1f} s; exceptions {len(exceptions)}; "
         f"property violations {len(violations)}"
     )
+    median = times[len(times) // 2][0]
     print(
-        f"  slowest input: {slowest * 1000:.2f} ms, best of 3 (first pass: {first_pass * 1000:.2f} ms); "
-        f"input {at}, {size} characters, "
-        f"{slowest / max(size, 1) * 1e6:.2f} us/char; median input {times[len(times) // 2][0] * 1e6:.0f} us"
+        f"  slowest input: {slowest * 1000:.2f} ms, best of 3 "
+        f"(first pass: {first_pass * 1000:.2f} ms); input {at}, {size} characters, "
+        f"{slowest / max(size, 1) * 1e6:.2f} us/char; median input {median * 1e6:.0f} us"
     )
     print(f"  it starts: {repr(item[-1])[:100]}")
     ratios = []
@@ -94,7 +101,8 @@ def fuzz(label: str, inputs: int, make, check) -> bool:
             ratios.append(min(timed(check, (*item[:-1], bigger)) for _ in range(3)) / seconds)
     if ratios:
         print(
-            f"  10x longer copies of the slowest inputs took {min(ratios):.1f}x to {max(ratios):.1f}x "
+            "  10x longer copies of the slowest inputs took "
+            f"{min(ratios):.1f}x to {max(ratios):.1f}x "
             "as long (linear: about 10x; quadratic: about 100x)"
         )
     for i, message in (exceptions + violations)[:5]:

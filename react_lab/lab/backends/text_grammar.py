@@ -1,7 +1,8 @@
-"""The text-protocol reply grammar: constrained decoding of the ``Action:`` line, built from the tool schemas.
+"""The text-protocol reply grammar.
 
-:mod:`react_lab.lab.backends.grammar` constrains a *native* reply (one JSON object). This module does
-the same for the text protocol of notebooks 01-03: the loop's prompt ends with
+Constrained decoding of the ``Action:`` line, built from the tool schemas.
+:mod:`react_lab.lab.backends.grammar` constrains a *native* reply (one JSON object). This
+module does the same for the text protocol of notebooks 01-03: the loop's prompt ends with
 ``Thought:``, so a completion is ``<thought>\\nAction: tool[args]`` or
 ``<thought>\\nAnswer: ...``. :func:`protocol_grammar` writes a GBNF grammar (llama.cpp's
 grammar format, passed as ``create_completion(grammar=...)``) over that completion:
@@ -9,17 +10,18 @@ grammar format, passed as ``create_completion(grammar=...)``) over that completi
 * the tool name is one of the declared tools, and each argument follows its JSON
   Schema property -- an id its ``pattern`` (``^INV-[0-9]{4}$``), a date an ISO date,
   anything else one line of free text without ``]``;
-* with ``context`` (the live question and the observations so far, :func:`grounding_context`)
-  an id argument may only be an id *written there*: the model cannot call
-  ``find_invoice`` on an id it made up or copied from the exemplar ("grounded" ids);
+* with ``context`` (the live question and the observations so far,
+  :func:`grounding_context`) an id argument may only be an id *written there*: the model
+  cannot call ``find_invoice`` on an id it made up or copied from the exemplar ("grounded"
+  ids);
 * the thought is free (``thought="free"``: one line, the ladder's rung 1), empty
   (``"none"``), or a fixed template (``"short"``: "I call find_invoice." / "I know the
   answer.") -- the two controls ask whether constraining the *reasoning* costs
   accuracy, the "format tax" of Tam et al., 2024, "Let Me Speak Freely? A Study on the
   Impact of Format Restrictions on Performance of Large Language Models" (arXiv:2408.02442).
 
-Nothing here runs the model; :class:`react_lab.lab.experiments.ladder.GrammarModel` passes the grammar
-to llama.cpp, which masks every token that would leave it.
+Nothing here runs the model; :class:`react_lab.lab.experiments.ladder.GrammarModel` passes
+the grammar to llama.cpp, which masks every token that would leave it.
 """
 
 from __future__ import annotations
@@ -95,7 +97,10 @@ def regex_to_gbnf(pattern: str) -> str:
 
 
 def _id_prefix(prop: dict) -> str | None:
-    """The literal prefix of an id-typed property's pattern (``cus_``, ``INV-``, ``ch_``), or None."""
+    """The literal prefix of an id-typed property's pattern, or None.
+
+    Such as ``cus_``, ``INV-``, ``ch_``.
+    """
     m = _ID_PREFIX.match(prop.get("pattern", ""))
     return m.group(1) if m and prop.get("type") == "string" else None
 
@@ -214,7 +219,10 @@ def protocol_grammar(
 
 
 def answer_only_grammar(answer: str | None = None) -> str:
-    """Return the grammar of the loop's best-effort step, whose prompt already ends in ``Answer:``."""
+    """Return the grammar of the loop's best-effort step.
+
+    Its prompt already ends in ``Answer:``.
+    """
     return 'root ::= " "? ' + (answer or FREE_ANSWER) + "\n"
 
 
