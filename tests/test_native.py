@@ -499,7 +499,10 @@ def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server(
 
 
 class _PromptSpy:
-    """Stands in for ``llama_cpp.Llama`` in a chat handler: keeps each prompt, completes with ``text``."""
+    """Stands in for ``llama_cpp.Llama`` in a chat handler.
+
+    It keeps each prompt, and completes with ``text``.
+    """
 
     verbose = False
 
@@ -519,12 +522,12 @@ class _PromptSpy:
 
 
 def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refuses_required():
-    """Where llama-cpp-python's server (0.3.36) does not serve native calling; if this fails, it was fixed.
+    """Where llama-cpp-python's server (0.3.36) does not serve native calling.
 
-    Its template has no branch for the ``tool`` role: a result is written as an empty
-    ``<|im_start|>tool`` line, content and call id gone, so the model never reads it.
-    ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own test server
-    (tests/helpers/fake_openai.py) stands in for those.
+    If this fails, it was fixed. Its template has no branch for the ``tool`` role: a result
+    is written as an empty ``<|im_start|>tool`` line, content and call id gone, so the model
+    never reads it. ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own
+    test server (tests/helpers/fake_openai.py) stands in for those.
     """
     handler = pytest.importorskip("llama_cpp.llama_chat_format").chatml_function_calling
     messages = [

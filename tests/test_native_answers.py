@@ -31,7 +31,10 @@ REASONING_WORDS = ("<think>", "</think>", "<|channel|>", "analysis<|message|>")
 
 
 def native_run(*contents, **kwargs):
-    """One native run whose model replies with each of ``contents`` as its text, the last repeated."""
+    """One native run whose model replies with each of ``contents`` as its text.
+
+    The last is repeated.
+    """
     model = ScriptedChatModel([{"thought": "", "answer": c} for c in contents])
     return ask_native(QUESTION, model, TOOLS, **kwargs), model
 
@@ -99,7 +102,8 @@ def test_an_answer_given_after_markup_that_was_refused_is_taken():
         "<tool_call>\n<function=get_payments>\n<parameter=invoice_id>\nINV-2041\n</function>\n</tool_call>",
         "<tool_call>get_payments<arg_key>invoice_id</arg_key>INV-2041</arg_value></tool_call>",
         "<tool_call>get_paymentsinvoice_id</arg_key><arg_value>INV-2041</arg_value></tool_call>",
-        '<|tool_calls_section_begin|>functions.get_payments:0<|tool_call_argument_begin|>{"invoice_id": "INV-2041"}',
+        "<|tool_calls_section_begin|>functions.get_payments:0"
+        '<|tool_call_argument_begin|>{"invoice_id": "INV-2041"}',
         '<|python_start|>{"name": "get_payments", "parameters": {"invoice_id": "INV-2041"}}',
     ],
 )
@@ -195,7 +199,10 @@ def test_a_best_effort_reply_in_harmony_gives_its_final_channel():
         "thought": "",
         "tool_calls": [{"name": "get_payments", "arguments": {"invoice_id": "INV-2041"}}],
     }
-    final = "<|channel|>analysis<|message|>One payment.<|end|><|start|>assistant<|channel|>final<|message|>Paid once."
+    final = (
+        "<|channel|>analysis<|message|>One payment.<|end|>"
+        "<|start|>assistant<|channel|>final<|message|>Paid once."
+    )
     model = ScriptedChatModel([loop_calls, {"thought": "", "answer": final}])
     result = ask_native(QUESTION, model, TOOLS, max_steps=1)
     assert (
