@@ -1,10 +1,12 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
-``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
+``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]
+[--mcp COMMAND]``
 ``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME [--overwrite]]``
-``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json]
+[--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -197,7 +199,8 @@ def _add_ask(sub) -> None:
         default="text",
         help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
         "react_lab.parser); native: structured tool calls (react_lab.native; the "
-        "local model's replies constrained by a JSON-Schema grammar, react_lab.lab.backends.grammar)",
+        "local model's replies constrained by a JSON-Schema grammar, "
+        "react_lab.lab.backends.grammar)",
     )
     a.add_argument(
         "--no-stop",
@@ -439,9 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
     file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
     prints ``react-lab: error: ...`` on stderr and returns 2, and so does an endpoint
-    that cannot serve a request (:class:`react_lab.lab.backends.endpoints.EndpointError`: unreachable,
-    unknown model, refused key, timeout, still failing after the retries); any other
-    exception is a bug and keeps its traceback.
+    that cannot serve a request (:class:`react_lab.lab.backends.endpoints.EndpointError`:
+    unreachable, unknown model, refused key, timeout, still failing after the retries); any
+    other exception is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
     try:
