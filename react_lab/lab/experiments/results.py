@@ -1,4 +1,6 @@
-"""Saved results of the lab's long experiments, fingerprinted so a stale file is never shown as current.
+"""Saved results of the lab's long experiments.
+
+They are fingerprinted, so a stale file is never shown as current.
 
 A notebook has minutes, not hours: a full evaluation or a ladder of models runs from the
 command line (``react-lab eval ... --save-results NAME``), its results are saved here, and
@@ -59,8 +61,9 @@ def cache_dir() -> Path:
 #: Where the shipped results live (package data).
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "results"
 
-#: experiment name -> "module:function" that maps a config to its :class:`Inputs`. Each experiment
-#: keeps that function in its own module; this store imports them only by name, when it checks a file.
+#: experiment name -> "module:function" that maps a config to its :class:`Inputs`. Each
+#: experiment keeps that function in its own module; this store imports them only by name, when
+#: it checks a file.
 EXPERIMENTS = {
     "forge": "react_lab.lab.experiments.forge:fingerprint_inputs",
     "eval": "react_lab.lab.experiments.evals:fingerprint_inputs",
@@ -70,7 +73,10 @@ EXPERIMENTS = {
 
 
 class StaleResults(RuntimeError):
-    """A saved results file no longer matches the code; the message names what changed and the fix."""
+    """A saved results file no longer matches the code.
+
+    The message names what changed and the fix.
+    """
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,8 @@ class Results:
         return (
             f"{self.name}: {self.experiment} results computed {self.created}{took} on "
             f"{self.machine.get('cpus', '?')} CPUs ({self.machine.get('threads', '?')} llama.cpp "
-            f"threads), fingerprint matches this code; regenerate: {regenerate_command(self.command)}"
+            "threads), fingerprint matches this code; "
+            f"regenerate: {regenerate_command(self.command)}"
         )
 
 
