@@ -36,7 +36,10 @@ LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
 def _spies(received: list) -> dict:
-    """Every tool, with a function that records what it receives instead of querying the database."""
+    """Every tool, with a function that records what it receives.
+
+    Instead of querying the database.
+    """
 
     def spy(name):
         return lambda *args, **kwargs: received.append((name, args, kwargs)) or {"ok": True}
@@ -369,7 +372,10 @@ def test_the_example_shown_in_messages_is_itself_valid(name):
     ],
 )
 def test_numbers_json_does_not_have_are_refused_not_passed_on(raw):
-    """Python's json reads NaN/Infinity and turns 1e400 into inf; none is a JSON number (RFC 8259)."""
+    """Python's json reads NaN/Infinity and turns 1e400 into inf.
+
+    None of them is a JSON number (RFC 8259).
+    """
     args, errors = check_arguments(TOOLS["schedule_payment"], raw)
     assert args is None and len(errors) == 1 and "not valid JSON" in errors[0]
     assert "amount" in errors[0]  # the message shows the expected arguments

@@ -1,11 +1,11 @@
-"""Model-like inputs for property tests and the fuzz benchmark: the pieces real completions are made of.
+"""Model-like inputs for property tests and the fuzz benchmark.
 
-Not random bytes: labels (numbered, lower case, full-width colons, markdown), tool names
-(real, misspelled, sentences), brackets and call syntax, JSON call fragments (every key
-spelling, cut off, braces inside strings), other models' markup, control characters and
-line breaks, and long runs of any of them. ``tests/test_fuzz.py`` draws from these with
-hypothesis; ``benchmarks/fuzz_parser.py`` draws with :class:`random.Random` for its
-100,000-input run.
+The pieces real completions are made of. Not random bytes: labels (numbered, lower case,
+full-width colons, markdown), tool names (real, misspelled, sentences), brackets and call
+syntax, JSON call fragments (every key spelling, cut off, braces inside strings), other
+models' markup, control characters and line breaks, and long runs of any of them.
+``tests/test_fuzz.py`` draws from these with hypothesis; ``benchmarks/fuzz_parser.py`` draws
+with :class:`random.Random` for its 100,000-input run.
 """
 
 from __future__ import annotations
@@ -222,7 +222,10 @@ def _value(rng: random.Random, good):
 
 
 def model_like_arguments(rng: random.Random, example: dict) -> str | dict | list | None:
-    """One ``arguments`` value as a model might send it for a tool whose valid arguments are ``example``."""
+    """One ``arguments`` value as a model might send it.
+
+    For a tool whose valid arguments are ``example``.
+    """
     args = {k: _value(rng, v) if rng.random() < 0.5 else v for k, v in example.items()}
     if rng.random() < 0.2:
         args[rng.choice(["properties", "parameters", "arguments", "x", "include_deleted"])] = (
@@ -295,7 +298,10 @@ def check_parse_result(text: str, tools) -> float:
 
 
 def check_argument_result(tool: Tool, arguments) -> float:
-    """Check ``arguments`` and assert the check's properties; return the seconds ``check_arguments`` took."""
+    """Check ``arguments`` and assert the check's properties.
+
+    Returns the seconds ``check_arguments`` took.
+    """
     t0 = time.perf_counter()
     args, errors = check_arguments(tool, arguments)
     seconds = time.perf_counter() - t0
