@@ -129,7 +129,8 @@ return view.state.doc.toString() === arguments[1] ? 'ok' : 'the editor did not t
 # The index (among all cells) of the first cell whose input holds arguments[0], or -1.
 _CELL_INDEX_JS = """
 const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
-return cells.findIndex(c => (c.querySelector('.jp-InputArea') || c).textContent.includes(arguments[0]));
+return cells.findIndex(c => (c.querySelector('.jp-InputArea') || c)\
+.textContent.includes(arguments[0]));
 """
 
 
@@ -149,8 +150,10 @@ def cell_outputs(driver, marker: str) -> str:
     return driver.execute_script(
         """
       const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell')];
-      const cell = cells.find(c => (c.querySelector('.jp-InputArea') || c).textContent.includes(arguments[0]));
-      return cell ? [...cell.querySelectorAll('.jp-OutputArea-output')].map(e => e.textContent).join('\\n') : '';
+      const cell = cells.find(c => (c.querySelector('.jp-InputArea') || c)\
+.textContent.includes(arguments[0]));
+      return cell ? [...cell.querySelectorAll('.jp-OutputArea-output')]\
+.map(e => e.textContent).join('\\n') : '';
     """,
         marker,
     )

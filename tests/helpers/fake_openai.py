@@ -343,7 +343,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def unanswered_tool_message(messages: list[dict]) -> str | None:
-    """What OpenAI answers (HTTP 400) when a ``tool`` message is keyed to no call of the assistant turn before it."""
+    """What OpenAI answers (HTTP 400) when a ``tool`` message is keyed to no call.
+
+    To no call of the assistant turn before it.
+    """
     ids: set[str] = set()
     for m in messages:
         if m.get("role") == "assistant":
