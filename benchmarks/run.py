@@ -5,7 +5,8 @@ Run it alone on the machine (it is the only model user it measures), from the re
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
         .venv/bin/python benchmarks/run.py [--tasks 10] [--notebooks] [--memory [NOTEBOOK ...]]
 
-Measures, in this order, after :func:`react_lab.lab.notebook.warm_up` (whose one-off costs it reports):
+Measures, in this order, after :func:`react_lab.lab.notebook.warm_up` (whose one-off costs it
+reports):
 
 1. the physical limit: the embedded model's prompt-evaluation and generation speed here
    (tokens/s, median of a few repetitions, at the context length the experiments use);
@@ -152,7 +153,10 @@ def forge_experiment(model, raw: dict, n: int, batch: int) -> dict:
 
 
 def evaluation(model, raw: dict, protocol: str, n_tasks: int, exemplar: bool = False) -> dict:
-    """One evaluation; ``exemplar``: a native run with the text protocol's default exemplar as messages."""
+    """One evaluation.
+
+    ``exemplar``: a native run with the text protocol's default exemplar as messages.
+    """
     from react_lab.lab.backends.chat import LocalChatModel
     from react_lab.lab.experiments import evals
     from react_lab.lab.experiments.tasks import load_tasks
@@ -257,7 +261,10 @@ def notebook_suite() -> dict:
 
 
 def kernel_memory(notebooks: list[Path]) -> dict:
-    """Peak RSS of a fresh kernel running each notebook (empty results cache); the heaviest first."""
+    """Peak RSS of a fresh kernel running each notebook (empty results cache).
+
+    The heaviest first.
+    """
     from kernel_memory import peak_mib
 
     each = []

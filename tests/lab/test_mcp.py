@@ -433,7 +433,10 @@ def test_the_server_refuses_bad_settings_before_serving(argv, env, expected, mon
 
 
 def test_the_old_server_command_names_the_new_one():
-    """``python -m react_lab.mcp`` (in editors' MCP configs) stops, naming the command that moved."""
+    """``python -m react_lab.mcp`` (in editors' MCP configs) stops.
+
+    It names the command that moved.
+    """
     done = subprocess.run(
         [sys.executable, "-m", "react_lab.mcp"], capture_output=True, text=True, timeout=60
     )

@@ -251,7 +251,10 @@ def greedy_decode_batch(
 
 
 class _BatchDecoder:
-    """One call of :func:`greedy_decode_batch`: its own llama.cpp context, batch and live sequences."""
+    """One call of :func:`greedy_decode_batch`.
+
+    Its own llama.cpp context, batch and live sequences.
+    """
 
     def __init__(
         self, llm, prompts: list[list[int]], max_tokens: int, width: int, on_token, on_done
@@ -296,7 +299,10 @@ class _BatchDecoder:
         self.ctx.close()
 
     def run(self, items) -> list[int]:
-        """Decode ``(token, position, sequence, wants_logits)`` items; the best next token per logit row."""
+        """Decode ``(token, position, sequence, wants_logits)`` items.
+
+        Returns the best next token per logit row.
+        """
         import llama_cpp
         import numpy as np
 
@@ -325,7 +331,10 @@ class _BatchDecoder:
         ]
 
     def evaluate(self, tokens, start, seq) -> int | None:
-        """Evaluate ``tokens`` in calls of at most ``n_batch``, never one token alone (:func:`eval_cuts`)."""
+        """Evaluate ``tokens`` in calls of at most ``n_batch``.
+
+        Never one token alone (:func:`eval_cuts`).
+        """
         best = None
         for at, end in eval_cuts(len(tokens), self.n_batch):
             out = self.run(

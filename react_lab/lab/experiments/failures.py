@@ -49,7 +49,8 @@ FAILURE_MODES = {
     "over_time_budget": "the run took longer than its wall-clock budget",
 }
 
-#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each mode.
+#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each
+#: mode.
 GUARDS = {
     "forged_observation": "stop sequence, then the parser drops the forged span",
     "repeated_action": "repeats: an identical call is refused",
@@ -143,7 +144,10 @@ def invented_questions(steps: Sequence[Step], question: str) -> list[str]:
 
 
 def reworded(steps: Sequence[Step], times: int = 3) -> bool:
-    """True if one tool was called ``times`` times with arguments one word apart (a reworded search)."""
+    """True if one tool was called ``times`` times with arguments one word apart.
+
+    That is a reworded search.
+    """
     calls: list[tuple[str, list[str]]] = []
     for wrote in map(written, steps):
         if wrote.kind != "action":
@@ -239,8 +243,9 @@ class StopProbe:
     If that continuation starts an ``Observation`` line (:func:`react_lab.parser.find_forged`),
     the completion is returned with the continuation as ``cut_text`` and its tokens as
     ``forged_tokens``, as a client-side stop reports a forgery it cut
-    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step ``forged``, and the
-    transcript still holds only the text before the stop. ``probes`` keeps every continuation.
+    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step
+    ``forged``, and the transcript still holds only the text before the stop. ``probes``
+    keeps every continuation.
     """
 
     def __init__(self, model, tokens: int = 8):
