@@ -169,8 +169,11 @@ def best_effort_step(
     saw: str | None = None,
     **fields,
 ) -> Step:
-    """The step of either loop's best-effort request: the answer labelled, or an error saying none came
-    (and, when the reply held something else, what: ``saw``)."""
+    """The step of either loop's best-effort request.
+
+    The answer labelled, or an error saying none came (and, when the reply held something
+    else, what: ``saw``).
+    """
     error = (
         None
         if answer

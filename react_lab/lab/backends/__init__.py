@@ -1,4 +1,6 @@
-"""The backends the loops talk to: the embedded model, any OpenAI-compatible server, scripted models.
+"""The backends the loops talk to.
+
+The embedded model, any OpenAI-compatible server, scripted models.
 
 Completion backends (the text protocol) answer ``complete(prompt, stop=, max_tokens=)``:
 :mod:`.local` (SmolLM2 in-process through llama-cpp-python), :mod:`.endpoints` (the

@@ -1,4 +1,6 @@
-"""What every completion backend shares: the :class:`Completion` it returns, ``stop`` as providers apply it, the chat rendering.
+"""What every completion backend shares.
+
+The :class:`Completion` it returns, ``stop`` as providers apply it, the chat rendering.
 
 Every backend answers the same call, ``model.complete(prompt, stop=[...], max_tokens=N)``,
 and returns a :class:`Completion`: the text, the finish reason, and the prompt and

@@ -1,9 +1,9 @@
-"""Check that the lab is ready offline: model file, llama.cpp, database; ``python -m react_lab.lab.backends.doctor``.
+"""Check that the lab is ready offline: model file, llama.cpp, database.
 
-Prints one line per check and exits 1 with a hint when one fails. The setup script
-runs it last so a broken install is reported before the workshop starts. With
-``OPENAI_BASE_URL`` set it also checks that endpoint and ``OPENAI_MODEL`` (a room on one
-server: see docs/workshop.md).
+``python -m react_lab.lab.backends.doctor``. Prints one line per check and exits 1 with a
+hint when one fails. The setup script runs it last so a broken install is reported before
+the workshop starts. With ``OPENAI_BASE_URL`` set it also checks that endpoint and
+``OPENAI_MODEL`` (a room on one server: see docs/workshop.md).
 """
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def checks():
 
 
 def endpoint_checks():
-    """Yield ``(name, ok, detail)`` for the OpenAI-compatible endpoint, when ``OPENAI_BASE_URL`` is set.
+    """Yield ``(name, ok, detail)`` for the OpenAI-compatible endpoint.
+
+    Only when ``OPENAI_BASE_URL`` is set.
 
     Lists the served models, then asks ``OPENAI_MODEL`` for a 4-token completion with the
     text protocol's stop sequence, and reports the address, the model, the chat template

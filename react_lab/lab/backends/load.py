@@ -18,7 +18,9 @@ def model_spec(spec: str | None = None) -> str:
 
 
 def load_model(spec: str | None = None):
-    """Build a backend from a short spec string; with none, from ``REACT_LAB_MODEL`` (default local).
+    """Build a backend from a short spec string.
+
+    With none, from ``REACT_LAB_MODEL`` (default local).
 
     ``"local"`` (the embedded model), ``"scripted:FILE.json"``, ``"openai"`` (model from
     ``OPENAI_MODEL``) or ``"openai:MODEL_NAME"``. The notebooks call ``load_model()``, so

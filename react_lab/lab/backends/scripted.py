@@ -1,4 +1,6 @@
-"""Scripted backends: fixed completions with ``stop`` applied as a provider applies it, and teacher forcing.
+"""Scripted backends.
+
+Fixed completions with ``stop`` applied as a provider applies it, and teacher forcing.
 
 :class:`ScriptedModel` replays fixed completions (cut at the first stop string, stop
 string not returned, ``finish_reason="stop"``); :class:`ForcedModel` wraps a real backend

@@ -71,9 +71,10 @@ def server_command(
 ) -> list[str]:
     """The ``python -m llama_cpp.server`` command line (a list) that serves the embedded model.
 
-    ``threads`` defaults to :func:`react_lab.lab.backends.threads.default_threads` (``REACT_LAB_THREADS``);
-    ``gguf`` to :func:`react_lab.lab.backends.local.smollm2_path`; ``python`` to this interpreter.
-    Raises ``FileNotFoundError`` when the GGUF file is missing.
+    ``threads`` defaults to :func:`react_lab.lab.backends.threads.default_threads`
+    (``REACT_LAB_THREADS``); ``gguf`` to :func:`react_lab.lab.backends.local.smollm2_path`;
+    ``python`` to this interpreter. Raises ``FileNotFoundError`` when the GGUF file is
+    missing.
     """
     from .local import smollm2_path
     from .threads import default_threads

@@ -147,7 +147,9 @@ def cgroup_cpu_quota(
 
 
 def usable_cpus(**where) -> int:
-    """Whole CPUs this process may use: the affinity mask, capped by the cgroup quota rounded down; >= 1.
+    """Whole CPUs this process may use, at least 1.
+
+    The affinity mask, capped by the cgroup quota rounded down.
 
     ``where`` is passed to :func:`cgroup_cpu_quota` (the tests point it at fake trees).
     """
@@ -159,7 +161,9 @@ def usable_cpus(**where) -> int:
 
 
 def default_threads(cap: int = MAX_DEFAULT_THREADS) -> int:
-    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else :func:`usable_cpus` (at most ``cap``).
+    """Threads for llama.cpp.
+
+    ``REACT_LAB_THREADS`` if set, else :func:`usable_cpus` (at most ``cap``).
 
     Used for both of llama.cpp's thread counts: generation (``n_threads``) and prompt
     evaluation (``n_threads_batch``, which llama-cpp-python otherwise sets to the host's

@@ -1,4 +1,6 @@
-"""Build the phrasing test sets: ``python -m react_lab.lab.builders.build_paraphrase`` writes two task files.
+"""Build the phrasing test sets.
+
+``python -m react_lab.lab.builders.build_paraphrase`` writes two task files.
 
 ``paraphrase.json`` -- the **paraphrase** set: questions about the *test* half's entities,
 written by hand the ways people ask (terse, imperative, the id first or last, "fully

@@ -1,4 +1,6 @@
-"""Build the evaluation set: ``python -m react_lab.lab.builders.build_tasks [OUT]`` writes ``tasks.json``.
+"""Build the evaluation set.
+
+``python -m react_lab.lab.builders.build_tasks [OUT]`` writes ``tasks.json``.
 
 Every gold answer is computed from the billing database by SQL (or, for the few
 questions about the protocol itself, read from the prompt's own instructions);
@@ -16,9 +18,9 @@ split, so an exemplar built from a development run never shows a test task's ans
 Each task records:
 
 * ``question`` -- what the agent is asked;
-* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.lab.experiments.tasks.score` compares it
-  (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with ``choices``,
-  ``text``);
+* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.lab.experiments.tasks.score`
+  compares it (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with
+  ``choices``, ``text``);
 * ``oracle`` -- the tool calls an oracle would make, ``[tool, [args...]]`` in order;
 * ``sql`` and ``params`` -- the query that produced the gold answer, to read or re-run;
 * ``split`` -- ``"dev"`` or ``"test"``.

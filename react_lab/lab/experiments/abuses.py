@@ -189,7 +189,10 @@ def schema_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
 
 
 def reply_text(abuse: Abuse) -> str:
-    """The whole native reply that would carry the abuse: ``{"thought": "", "tool_calls": [...]}``."""
+    """The whole native reply that would carry the abuse.
+
+    ``{"thought": "", "tool_calls": [...]}``.
+    """
     call = f'{{"name": "{abuse.tool}", "arguments": {abuse.arguments}}}'
     return f'{{"thought": "", "tool_calls": [{call}]}}'
 
@@ -224,7 +227,10 @@ def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, model=None) -> Outc
 
 
 def sample_call(abuse: Abuse, model, tools: dict[str, Tool]) -> dict:
-    """Ask the model for the abuse in words; return ``{"tool", "args", "valid", "errors", "text"}``."""
+    """Ask the model for the abuse in words.
+
+    Returns ``{"tool", "args", "valid", "errors", "text"}``.
+    """
     messages = [
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": abuse.invitation},

@@ -3,8 +3,8 @@
 :func:`question_set` asks for ``n`` questions of seven kinds (duplicate charges, latest
 invoice, totals since a date, payment status, charge status, invoices listed twice, help
 lookups), the same ``n`` every time, each with the answer the database gives;
-:func:`questions` is their text. :mod:`react_lab.lab.experiments.forge` asks them (``forge.questions`` is
-this function).
+:func:`questions` is their text. :mod:`react_lab.lab.experiments.forge` asks them
+(``forge.questions`` is this function).
 """
 
 from __future__ import annotations

@@ -51,7 +51,10 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Rate:
-    """A success rate over ``n`` tasks with its Wilson interval (fractions in [0, 1]) at ``confidence``."""
+    """A success rate over ``n`` tasks with its Wilson interval at ``confidence``.
+
+    Fractions in [0, 1].
+    """
 
     successes: int
     n: int
@@ -97,7 +100,10 @@ def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
 
 
 def _count(name: str, value) -> int:
-    """``value`` as an int if it is a whole number (an int, a bool, a NumPy integer); else TypeError."""
+    """``value`` as an int if it is a whole number; else TypeError.
+
+    A whole number: an int, a bool, a NumPy integer.
+    """
     try:
         return index(value)
     except TypeError:

@@ -1,9 +1,10 @@
-"""Figures this lab quotes from the ReAct paper and from the seed articles, and a table to check them.
+"""Figures this lab quotes from the ReAct paper and from the seed articles.
 
-Wherever a notebook states a figure from elsewhere it prints a :class:`ClaimTable`:
-the claim, what this run measured, and why the two differ. The quoted figures live
-here, once, with where they come from; the "measured here" column is always computed
-in the notebook's own run. "The seed" is the set of articles this lab was built from.
+And a table to check them. Wherever a notebook states a figure from elsewhere it prints a
+:class:`ClaimTable`: the claim, what this run measured, and why the two differ. The quoted
+figures live here, once, with where they come from; the "measured here" column is always
+computed in the notebook's own run. "The seed" is the set of articles this lab was built
+from.
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ class ClaimTable:
 
 
 def holds(statement: str, true: bool) -> None:
-    """Print ``statement``, which the text beside it relies on, marked by whether this run bears it out.
+    """Print ``statement``, marked by whether this run bears it out.
+
+    The text beside it relies on ``statement``.
 
     ``✓ statement`` when ``true``; otherwise ``✗ not in this run: statement`` (another model,
     another version of llama.cpp), so a learner sees the text and the output part ways. In

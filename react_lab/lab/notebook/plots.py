@@ -98,10 +98,10 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
     that grows: the quadratic term) -- with the prompt tokens the backend reported as
     dots and the cost model with the run's mean A and O as a dashed line. Right: the
     cumulative prompt tokens, prefix and re-sent stacked, and the tokens the backend
-    actually evaluated (its KV cache reused the rest) where it reports them. Both y axes start at 0; ``unit``
-    names the tokenizer in their labels. ``measured`` is the dict of
-    :func:`react_lab.lab.experiments.costs.measure_run`.
-    Returns a ``matplotlib.figure.Figure``.
+    actually evaluated (its KV cache reused the rest) where it reports them. Both y axes
+    start at 0; ``unit`` names the tokenizer in their labels. ``measured`` is the dict of
+    :func:`react_lab.lab.experiments.costs.measure_run`. Returns a
+    ``matplotlib.figure.Figure``.
     """
     from matplotlib.figure import Figure  # heavy, optional: only plots need it
 
@@ -166,7 +166,10 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
 
 
 def plot_trust_boundary():
-    """Draw where "these characters are a tool call" is decided, text vs native; return the figure."""
+    """Draw where "these characters are a tool call" is decided, text vs native.
+
+    Returns the figure.
+    """
     import matplotlib.pyplot as plt  # heavy, optional: only plots need it
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 

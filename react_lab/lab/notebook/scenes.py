@@ -73,7 +73,10 @@ class FirstStepScripted:
 
 
 class WindowedModel(ScriptedModel):
-    """A scripted model that raises ``RuntimeError("context_length_exceeded: ...")`` past ``window`` tokens."""
+    """A scripted model that raises past ``window`` tokens.
+
+    It raises ``RuntimeError("context_length_exceeded: ...")``.
+    """
 
     def __init__(self, completions, window: int):
         super().__init__(completions)

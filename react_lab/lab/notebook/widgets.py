@@ -92,9 +92,10 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
-    :func:`react_lab.lab.notebook.tables.highlight_forged`), ``status`` (HTML: finish reason, tokens,
-    forged or not), ``completion`` (the last :class:`react_lab.lab.backends.base.Completion`).
-    ``model`` defaults to the embedded model, loaded on the first click.
+    :func:`react_lab.lab.notebook.tables.highlight_forged`), ``status`` (HTML: finish
+    reason, tokens, forged or not), ``completion`` (the last
+    :class:`react_lab.lab.backends.base.Completion`). ``model`` defaults to the embedded
+    model, loaded on the first click.
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
@@ -203,7 +204,9 @@ def make_approval_widget():
 
 
 def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
-    """Return (do not display) a widget with IntSliders for P, O, A, N that redraws :func:`plot_cost`.
+    """Return (do not display) a widget with IntSliders for P, O, A, N.
+
+    It redraws :func:`plot_cost`.
 
     State lives on the returned ``VBox``: ``.sliders`` (dict by letter), ``.cost``
     (the latest :func:`run_cost` dict), ``.figure`` (the latest Figure), ``.summary``
