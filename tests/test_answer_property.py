@@ -2,10 +2,11 @@
 text, no loop's answer ever holds one of those fragments.
 
 The fragments are the pieces of every format the leak reader knows (react_lab/_parsing/formats.py,
-react_lab/_parsing/tokens.py: frames, their closing tags, their special tokens, in both bar spellings) and
-the reasoning tags; the text is labels, words, calls and JSON pieces. Each generated reply is the
-model's every reply in one run of each loop in :data:`LOOPS` (a best-effort request included),
-and the run's answer, and every step's, must hold no fragment.
+react_lab/_parsing/tokens.py: frames, their closing tags, their special tokens, in both bar
+spellings) and the reasoning tags; the text is labels, words, calls and JSON pieces. Each
+generated reply is the model's every reply in one run of each loop in :data:`LOOPS` (a
+best-effort request included), and the run's answer, and every step's, must hold no
+fragment.
 
 :data:`LOOPS` maps a name to a function from a reply's text to the answers of one run. The
 learner's reference loops join it when they exist (the core-path issue that follows issue 33):
@@ -67,8 +68,9 @@ FRAGMENTS = [
     "<start_function_call>",
     "<end_function_call>",
     "<escape>",
-    # wrappers: Hermes/Qwen/GLM, Granite, Nemotron, Jamba, Command R, Apertus, LM Studio, Llama 3 and 4,
-    # LFM2, Olmo 3 / Claude-style, Seed-OSS, MiniMax, LongCat, DeepSeek DSML, Gemma 3
+    # wrappers: Hermes/Qwen/GLM, Granite, Nemotron, Jamba, Command R, Apertus, LM Studio,
+    # Llama 3 and 4, LFM2, Olmo 3 / Claude-style, Seed-OSS, MiniMax, LongCat, DeepSeek DSML,
+    # Gemma 3
     "<tool_call>",
     "</tool_call>",
     "<|tool_call|>",

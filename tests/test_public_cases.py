@@ -1,4 +1,6 @@
-"""Every public failure case as a test with its right value; the package's copy matches the shared one.
+"""Every public failure case as a test with its right value.
+
+The package's copy matches the shared one.
 
 The cases ship inside the package (``react_lab/data/cases/``, read by
 :func:`react_lab.data.load_cases`), so they are found on Binder too. When the course's
@@ -50,7 +52,8 @@ def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
 # ---- text cases: the parser's result is one of the case's accepted values ----------------
 
 GENERIC = "no action and no answer found"
-#: What an accepted refusal names: a quoted name, a code point, a format or label name, an identifier.
+#: What an accepted refusal names: a quoted name, a code point, a format or label name, an
+#: identifier.
 _NAMES = re.compile(r"'[^']+'|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
 _NOT_NAMES = {"The", "This", "That", "JSON", "NAME"}
 

@@ -49,7 +49,8 @@ QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
             "Action: search[x]",
         ),
         (
-            "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>12 C.<|return|>",
+            "<|channel|>analysis<|message|>Easy.<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>12 C.<|return|>",
             "final",
             "12 C.",
             "Easy.",

@@ -1,4 +1,7 @@
-"""Where an answer's values came from: the exemplar-values guard and the unsure best effort, in the real loop."""
+"""Where an answer's values came from.
+
+The exemplar-values guard and the unsure best effort, in the real loop.
+"""
 
 import pytest
 

@@ -1,4 +1,6 @@
-"""The core path fits its room: minutes, words, cells, a checked quiz and "what to try next" in each.
+"""The core path fits its room.
+
+Minutes, words, cells, a checked quiz and "what to try next" in each.
 
 The core path is the notebooks directly in notebooks/ (the bench is notebooks/bench/). Each
 core notebook states its minutes once, in its metadata, and prints them from its first cell;

@@ -55,7 +55,10 @@ def source_data() -> list[str]:
 
 @pytest.fixture(scope="module")
 def unpacked(tmp_path_factory) -> Path:
-    """The wheel of a copy of the checkout (the build's own folders stay out of the repository), unzipped."""
+    """The wheel of a copy of the checkout, unzipped.
+
+    The build's own folders stay out of the repository.
+    """
     source = tmp_path_factory.mktemp("source")
     shutil.copytree(PACKAGE, source / "react_lab", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):

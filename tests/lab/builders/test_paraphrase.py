@@ -1,4 +1,7 @@
-"""The phrasing test sets: rebuilt identically, gold from SQL, the oracle at 100%, never in a prompt."""
+"""The phrasing test sets.
+
+Rebuilt identically, gold from SQL, the oracle at 100%, never in a prompt.
+"""
 
 import json
 import re

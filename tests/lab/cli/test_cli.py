@@ -1,4 +1,6 @@
-"""The react-lab command: bad options are refused up front, with a message that names what to change.
+"""The react-lab command.
+
+Bad options are refused up front, with a message that names what to change.
 
 Option values (argparse ``type=`` helpers: exit code 2, ``error: argument --x``), models
 and files that cannot be loaded (``react-lab: error: ...``, no traceback), ``--no-stop``,

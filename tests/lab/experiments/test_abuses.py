@@ -1,4 +1,7 @@
-"""Three abuses x three defences: what the regex runs, what the schema names, what the grammar refuses."""
+"""Three abuses x three defences.
+
+What the regex runs, what the schema names, what the grammar refuses.
+"""
 
 import json
 import re

@@ -1,4 +1,6 @@
-"""One generation read as both arms: the reader's rules, and the experiment's two paths agreeing (no model).
+"""One generation read as both arms.
+
+The reader's rules, and the experiment's two paths agreeing (no model).
 
 The embedded model's own check (real tokens, against two real create_completion calls) is
 tests/lab/experiments/test_forge_model.py. Here a stand-in "greedy model" replays a script one
@@ -143,7 +145,10 @@ class ReplayedGreedy(LocalModel):
 
 
 REPLIES = {
-    "q1": ' I need the charge.\nAction: get_charge[ch_1]\nObservation: {"status": "refunded"}\nAnswer: refunded',
+    "q1": (
+        " I need the charge.\nAction: get_charge[ch_1]\n"
+        'Observation: {"status": "refunded"}\nAnswer: refunded'
+    ),
     "q2": " I know.\nAnswer: 42",
     "q3": " Search.\nAction: search[refund policy]\nObservation 1: made up\nThought: so",
     "q4": " Look it up.\nAction: list_invoices[cus_1, 2026-07-01]\n**Observation:** [] and on",

@@ -210,8 +210,8 @@ PAID = Task(
         # yes / no that also states the opposite: wrong
         ("no, the invoice was charged twice, with two successful card charges", DUPLICATE, False),
         (
-            "no, the invoice was charged twice, with two successful card charges, but only once with "
-            "the second successful charge.",
+            "no, the invoice was charged twice, with two successful card charges, "
+            "but only once with the second successful charge.",
             DUPLICATE,
             False,
         ),
@@ -621,7 +621,10 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
 
 
 def test_notebook_08s_self_contradicting_answers_are_wrong_now():
-    """The three native answers that made notebook 08's native duplicate bar: each says no, then yes."""
+    """The three native answers that made notebook 08's native duplicate bar.
+
+    Each says no, then yes.
+    """
     from react_lab.lab.experiments.tasks import load_tasks
 
     task = {t.id: t for t in load_tasks()}["duplicate-03"]

@@ -1,4 +1,7 @@
-"""The failure-mode detectors of react_lab.lab.experiments.failures, each on a scripted run that shows it and one that does not."""
+"""The failure-mode detectors of react_lab.lab.experiments.failures.
+
+Each on a scripted run that shows it and one that does not.
+"""
 
 import pytest
 

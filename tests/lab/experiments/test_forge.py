@@ -79,10 +79,8 @@ def test_questions_are_grounded_in_what_the_tools_return():
             charge_ids = billing.find_invoice(conn, invoice)["charge_ids"]
             ok = [c for c in charge_ids if billing.get_charge(conn, c)["status"] == "succeeded"]
             assert billing.find_invoice(conn, invoice)["customer_id"] == customer
-            assert (
-                q.answer
-                == f"{'yes' if len(ok) >= 2 else 'no'}: {len(ok)} succeeded of {len(charge_ids)} charges"
-            )
+            verdict = "yes" if len(ok) >= 2 else "no"
+            assert q.answer == f"{verdict}: {len(ok)} succeeded of {len(charge_ids)} charges"
         elif q.kind == "listed_twice":
             invoice, customer = ids
             rows = [

@@ -363,7 +363,8 @@ def test_the_grammar_offers_no_call_already_made_and_reads_ids_as_typed(tools):
     best = configs.tools_for(ladder.get_config("best"))
     model = configs.GrammarModel(None, best, thought="free", grounded=True, no_repeat=True)
     prompt = (
-        "Example:\nQuestion: x INV-1111\nAction: get_payments[INV-1111]\n\nQuestion: is inv-2041 paid?\n"
+        "Example:\nQuestion: x INV-1111\nAction: get_payments[INV-1111]\n\n"
+        "Question: is inv-2041 paid?\n"
         "Thought: a\nAction: get_payments[INV-2041]\n"
         'Observation: {"invoice_id": "INV-2041", "charge_ids": ["ch_1KZq8f"]}\nThought:'
     )

@@ -183,7 +183,10 @@ def test_the_shipped_results_are_package_data():
 
 @pytest.mark.parametrize("name", results.saved())
 def test_every_shipped_results_file_matches_the_code(name):
-    """Fails when the code moved on since the file was made; the message names the command to rerun."""
+    """Fails when the code moved on since the file was made.
+
+    The message names the command to rerun.
+    """
     results.load(name)
 
 
@@ -290,7 +293,10 @@ def test_a_bad_results_name_stops_the_cli_before_any_work(
 def test_an_existing_results_file_is_refused_without_overwrite(
     where, monkeypatch, tmp_path, capsys
 ):
-    """A short run must not replace a shipped result: refused naming the file, unless --overwrite."""
+    """A short run must not replace a shipped result.
+
+    It is refused naming the file, unless --overwrite.
+    """
     import shutil
 
     shipped = where / "shipped"

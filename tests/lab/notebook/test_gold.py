@@ -1,4 +1,7 @@
-"""Gold answers from the database for the notebooks' own question, and the reasons a run missed it."""
+"""Gold answers from the database for the notebooks' own question.
+
+And the reasons a run missed it.
+"""
 
 import pytest
 

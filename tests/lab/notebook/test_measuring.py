@@ -1,4 +1,7 @@
-"""Notebook 08's pieces: the learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports."""
+"""Notebook 08's pieces.
+
+The learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports.
+"""
 
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.notebook import solutions

@@ -1,4 +1,7 @@
-"""One-off costs paid in react_lab.lab.notebook.warm_up(), not inside a learner's first step (no model)."""
+"""One-off costs paid in react_lab.lab.notebook.warm_up().
+
+Not inside a learner's first step (no model).
+"""
 
 import subprocess
 import sys
@@ -28,7 +31,10 @@ def test_one_validator_per_schema():
 
 
 def test_after_warm_up_the_first_schema_check_in_a_fresh_process_is_quick():
-    """The first check used to import jsonschema inside the step (1.3 s where Jupyter is installed)."""
+    """The first check used to import jsonschema inside the step.
+
+    That took 1.3 s where Jupyter is installed.
+    """
     code = (
         "import time, react_lab.lab.notebook; from react_lab.schema import validate_call;"
         "from react_lab.tools import default_tools; tool = default_tools()['list_invoices'];"
