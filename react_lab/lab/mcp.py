@@ -558,13 +558,14 @@ def _remote_function(session: MCPSession, name: str, schema: dict) -> Callable[.
     required = [p for p in props if p in (schema.get("required") or [])]
     optional = [p for p in props if p not in required]
     try:
+        # bind() leaves an argument not given out: no None is sent
         signature = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in required]
             + [
                 inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
                 for p in optional
             ]
-        )  # bind() leaves an argument not given out: no None is sent
+        )
         keywords_only = False
     except ValueError:  # a property name that is no Python identifier (or a keyword): by name only
         signature = inspect.Signature(

@@ -283,9 +283,8 @@ class _BatchDecoder:
         params.kv_unified = True  # one cache, so the prefix cells are shared, not copied
         # Small calls: the prefix usually comes from its snapshot, and llama.cpp sizes its
         # scratch memory for the largest call.
-        params.n_batch = params.n_ubatch = self.n_batch = max(
-            BATCH_CALL_TOKENS, width + 1
-        )  # >= n_seq_max
+        # >= n_seq_max
+        params.n_batch = params.n_ubatch = self.n_batch = max(BATCH_CALL_TOKENS, width + 1)
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self.vocab, self.n_vocab = llm._model.vocab, llm.n_vocab()
@@ -416,9 +415,8 @@ class _BatchDecoder:
         while waiting or live:
             while waiting and free:
                 i, seq = waiting.pop(), free.pop()
-                self.start(
-                    i, seq, t0 if i == 0 else time.perf_counter(), loaded
-                )  # the first waited for the prefix
+                # the first waited for the prefix
+                self.start(i, seq, t0 if i == 0 else time.perf_counter(), loaded)
                 if seq not in live:
                     free.append(seq)
             if not live:

@@ -91,9 +91,8 @@ def load_llama(model_path: str, **params):
 
     params.setdefault("n_batch", EVAL_CALL_TOKENS)
     n_ctx = params.get("n_ctx") or params["n_batch"]  # llama-cpp-python: n_ctx 0 = the model's own
-    eval_cuts(
-        0, min(params["n_batch"], n_ctx)
-    )  # checks the call size (Llama caps n_batch at n_ctx)
+    # checks the call size (Llama caps n_batch at n_ctx)
+    eval_cuts(0, min(params["n_batch"], n_ctx))
 
     class CuttingLlama(Llama):
         """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts`.

@@ -183,9 +183,8 @@ class LocalModel:
             t0 = time.perf_counter()
             try:
                 out = self.llm.create_completion(text, **options)
-            except (
-                ValueError
-            ) as exc:  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+            except ValueError as exc:
+                # llama-cpp-python: "Requested tokens (N) exceed context window of M"
                 if "context window" in str(exc):
                     raise ContextWindowExceeded(str(exc)) from exc
                 raise

@@ -71,9 +71,8 @@ def cmd_ask(args) -> int:
     ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
     grammar and answer checks; :func:`react_lab.lab.experiments.ladder.ask_config`).
     """
-    if (
-        args.list_configs or args.config
-    ):  # a named configuration (react_lab.lab.experiments.configs)
+    # a named configuration (react_lab.lab.experiments.configs)
+    if args.list_configs or args.config:
         return _ask_config(args)
     if args.question is None:
         args.usage_error("the following arguments are required: question")

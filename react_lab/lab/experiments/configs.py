@@ -418,9 +418,8 @@ def first_prompt(cfg: Config, task: Task) -> str:
     Instructions, tools, exemplars, question.
     """
     guards = guards_for(cfg)
-    if (
-        cfg.protocol == "native"
-    ):  # what the embedded model reads: system turn with schemas, exemplars, question
+    # what the embedded model reads: system turn with schemas, exemplars, question
+    if cfg.protocol == "native":
         from ...tool_calls import first_messages
         from ..backends.chat import render_messages
 

@@ -535,9 +535,8 @@ def completion_problems(text: str, tools: dict[str, Tool]) -> dict[str, int]:
         name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
         invalid = int(call_problem(tools, name, named_args(tools, name, args)) is not None)
     after_answer = text.split("Answer:", 1)[1].partition("\n")[2] if answered else ""
-    ran_on = bool(
-        after_answer.strip()
-    )  # the loop keeps the answer's line; the rest is another step
+    # the loop keeps the answer's line; the rest is another step
+    ran_on = bool(after_answer.strip())
     return {
         "unreadable": int(forged or (attempted and not match and not answered)),
         "invalid": invalid,
