@@ -275,9 +275,8 @@ def store(
         + memory
     )
     for cell in nb.cells:
-        cell.metadata.pop(
-            "execution", None
-        )  # timings are noise in every diff: reported, not stored
+        # timings are noise in every diff: reported, not stored
+        cell.metadata.pop("execution", None)
     if max_cell_seconds is not None and slowest and slowest[0][1] > max_cell_seconds:
         raise SystemExit(
             f"{path}: not stored: cell {slowest[0][0]} computed for {slowest[0][1]:.1f} s "

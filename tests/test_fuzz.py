@@ -371,9 +371,8 @@ def test_every_reader_is_linear_on_adversarial_text(shape):
     kind, build = SHAPES[shape]
     small, large = build(N), build(10 * N)
     _read_all(kind, small)  # warm up: compiled patterns, caches
-    for attempt in range(
-        3
-    ):  # a busy machine can stall one measurement; a quadratic reader fails all
+    # a busy machine can stall one measurement; a quadratic reader fails all
+    for attempt in range(3):
         t_small = max(_seconds(kind, small, 3), FLOOR)
         t_large = _seconds(kind, large, 2)
         if t_large <= RATIO * t_small:

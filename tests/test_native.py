@@ -57,11 +57,8 @@ def test_valid_call_has_no_errors():
         ({"customer_id": "cus_8812"}, "since", "required argument is missing"),
         ({**JULY, "include_deleted": True}, "include_deleted", "not a declared argument"),
         ({"customer_id": "cus_8812", "since": "July 1st"}, "since", "is not a 'date'"),
-        (
-            {"customer_id": "cus_8812", "since": "2026-02-30"},
-            "since",
-            "is not a 'date'",
-        ),  # format, not pattern
+        # format, not pattern
+        ({"customer_id": "cus_8812", "since": "2026-02-30"}, "since", "is not a 'date'"),
         ({"customer_id": "8812", "since": "2026-07-01"}, "customer_id", "does not match"),
         ({"customer_id": 8812, "since": "2026-07-01"}, "customer_id", "is not of type 'string'"),
     ],
@@ -287,10 +284,11 @@ def test_openai_chat_model_passes_tools_and_reads_tool_calls():
     model = OpenAIChatModel("gpt-test", client=client)
     reply = model.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS))
     assert sent["model"] == "gpt-test" and sent["tools"] != tool_schemas(TOOLS)
+    # no \d a server cannot parse
     assert sent["tools"] == [
         {**t, "function": {**t["function"], "parameters": decodable(t["function"]["parameters"])}}
         for t in tool_schemas(TOOLS)
-    ]  # no \d a server cannot parse
+    ]
     assert "\\d" not in json.dumps(sent["tools"]) and "\\d" in json.dumps(tool_schemas(TOOLS))
     assert reply.tool_calls[0]["function"]["arguments"] == json.dumps(JULY)
     assert reply.finish_reason == "tool_calls" and reply.prompt_tokens == 120
@@ -566,6 +564,5 @@ def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
     assert "Result of example_1_1: " in with_exemplar and task.question in with_exemplar
     assert "example_1_1" not in first_prompt(get_config("native"), task)
     pooled = first_prompt(get_config("native_pool_k1"), task)
-    assert (
-        "Result of example_1_1: " in pooled and pooled != with_exemplar
-    )  # chosen for the question
+    # chosen for the question
+    assert "Result of example_1_1: " in pooled and pooled != with_exemplar

@@ -58,9 +58,8 @@ def test_a_reply_of_markup_is_never_the_answer_and_the_refusal_names_what_it_saw
     first, last = result.steps[0], result.steps[-1]
     if leaks:
         assert first.leaked and first.answer is None
-        if (
-            first.action is not None
-        ):  # declared tools, valid arguments: run as if sent in tool_calls
+        # declared tools, valid arguments: run as if sent in tool_calls
+        if first.action is not None:
             assert first.action["tool"] == leaks[0].call["function"]["name"] and not first.error
         else:  # each call written in the text is named, and none of them ran
             assert all(leak.call["function"]["name"] in first.error for leak in leaks)
@@ -90,9 +89,8 @@ def test_an_answer_given_after_markup_that_was_refused_is_taken():
     result, model = native_run(CASES["harmony-channel-markup-call"], "No, INV-2041 was paid once.")
     first, second = result.steps
     assert first.answer is None and first.action is None and "get_weather" in first.error
-    assert (
-        model.requests[1][0][-1]["content"] == first.observation
-    )  # the refusal went back to the model
+    # the refusal went back to the model
+    assert model.requests[1][0][-1]["content"] == first.observation
     assert result.answer == "No, INV-2041 was paid once."
 
 
@@ -153,10 +151,8 @@ def test_text_that_is_no_answer_is_sent_back_saying_what_it_holds(text, saw):
         ),
         ("Final Answer: No, it was paid once.", "No, it was paid once."),
         ('finish(answer="\u5317\u4eac\u662f\u9996\u90fd")', "\u5317\u4eac\u662f\u9996\u90fd"),
-        (
-            "No, INV-2041 was paid once.  ",
-            "No, INV-2041 was paid once.  ",
-        ),  # plain text: byte for byte
+        # plain text: byte for byte
+        ("No, INV-2041 was paid once.  ", "No, INV-2041 was paid once.  "),
     ],
 )
 def test_the_answer_is_what_the_text_parser_reads(text, answer):

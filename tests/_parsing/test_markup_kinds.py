@@ -35,9 +35,8 @@ def test_a_member_that_is_ambiguous_is_refused_naming_the_format_and_what_is_mis
     assert r.kind == "error" and "\n" not in r.reason, r
     assert all(w in r.reason for w in words), r.reason
     assert "no action and no answer found" not in r.reason  # never the generic words
-    for leak in find_leaks(
-        text, tools
-    ):  # the leak reader never passes it on as a call that can run
+    # the leak reader never passes it on as a call that can run
+    for leak in find_leaks(text, tools):
         assert leak.problem is not None or (
             tools is not None and leak.call["function"]["name"] not in tools
         )

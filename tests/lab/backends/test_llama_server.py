@@ -141,9 +141,8 @@ def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     first = result.steps[0]
     assert first.action is not None and first.action["tool"] in default_tools()
     assert not first.leaked and first.finish_reason == "tool_calls"
-    assert (
-        first.observation
-    )  # the schema check's error or the database's answer, written by the loop
+    # the schema check's error or the database's answer, written by the loop
+    assert first.observation
 
 
 # ---- native tool calling as the server does it: every tool_choice, several calls, results by id
@@ -247,9 +246,8 @@ def test_the_native_loop_over_the_server_runs_every_call_it_returns(server):
     )
     ran = [s for s in result.steps if s.action]
     assert ran and all(s.finish_reason == "tool_calls" and not s.leaked for s in ran)
-    for (
-        step
-    ) in ran:  # the loop ran each call and wrote its result (the database's, or the schema check's)
+    # the loop ran each call and wrote its result (the database's, or the schema check's)
+    for step in ran:
         assert step.observation and len(step.observation.splitlines()) == len(
             step.action.get("calls", [1])
         )

@@ -232,7 +232,6 @@ def test_load_llama_refuses_calls_too_small_before_loading_anything():
         load_llama("no-such-file.gguf", n_batch=2)
     with pytest.raises(ValueError, match="more than 2"):
         load_llama("no-such-file.gguf", n_ctx=2)
-    with pytest.raises(
-        ValueError, match="no-such-file"
-    ):  # n_ctx 0 is the model's own: the size passes
+    # n_ctx 0 is the model's own: the size passes
+    with pytest.raises(ValueError, match="no-such-file"):
         load_llama("no-such-file.gguf", n_ctx=0)

@@ -48,9 +48,8 @@ def test_several_questions_per_category_about_test_entities_only():
         assert TEMPLATES[d["rephrases"]]["split"] == "test", d["id"]
         asked = {_canonical(i) for i in ID_RE.findall(d["question"])}
         assert asked <= test_ids and not asked & dev_ids, d["id"]
-        assert d["question"] not in {
-            t["question"] for t in TEMPLATES.values()
-        }  # not a template's words
+        # not a template's words
+        assert d["question"] not in {t["question"] for t in TEMPLATES.values()}
     questions = [t.question for t in PARA]
     assert len(set(questions)) == len(questions)
     # the seed articles' questions about test entities are in it, as the articles word them

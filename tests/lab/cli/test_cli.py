@@ -185,9 +185,8 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("react_lab.lab.cli.commands.load_model", broken)
-    monkeypatch.setattr(
-        "react_lab.lab.cli.commands.warm_up", lambda **_: None
-    )  # no real model here
+    # no real model here
+    monkeypatch.setattr("react_lab.lab.cli.commands.warm_up", lambda **_: None)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 

@@ -172,11 +172,8 @@ PAID = Task(
         ("four invoices", _task("4", "number", "count"), False),  # digits only
         ("no action found; write one line", _task("1", "number", "count"), False),
         ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
-        (
-            "emailed 2026-07-14T08:10:47",
-            _task("7", "number", "count"),
-            False,
-        ),  # a timestamp's digits
+        # a timestamp's digits
+        ("emailed 2026-07-14T08:10:47", _task("7", "number", "count"), False),
         ("sent at 08:10:47Z", _task("10", "number", "count"), False),  # a time's digits
         ("2 sends, at 08:10 and 09:30", _task("2", "number", "count"), True),
         ("[best effort] 60 days", _task("60", "number", "days"), True),  # the loop's tag is ignored
@@ -266,11 +263,8 @@ PAID = Task(
         ("58.00 or 129.00 dollars", _task("58.00", "number", "dollars"), False),
         ("either 3 days or 7 days", _task("3", "number", "days"), False),
         ("$58.00 (maybe $129.00)", _task("58.00", "number", "dollars"), False),
-        (
-            "12900 cents (129.00 dollars)",
-            _task("129.00", "number", "dollars"),
-            True,
-        ),  # one amount, twice
+        # one amount, twice
+        ("12900 cents (129.00 dollars)", _task("129.00", "number", "dollars"), True),
         ("174.50 dollars, out of 349.00 dollars", _task("174.50", "number", "dollars"), True),
         ("4200.0 dollars\n\nExample 4:", _task("4200.00", "number", "dollars"), True),
         # choices: longest match first
@@ -323,9 +317,8 @@ def test_score_never_raises_on_model_text(answer, task):
         and len(answer) + 14 <= MAX_ANSWER_CHARS
     ):
         assert score(f"[best effort] {answer}", task) is verdict  # the loop's label changes nothing
-    assert (
-        score(answer + " " * MAX_ANSWER_CHARS, task) is False
-    )  # a dump of text is never an answer
+    # a dump of text is never an answer
+    assert score(answer + " " * MAX_ANSWER_CHARS, task) is False
 
 
 def test_dates_and_numbers_in():

@@ -150,9 +150,8 @@ def test_stop_probe_reports_an_observation_the_stop_sequence_cut(tools):
     assert run.result.steps[0].forged and run.result.steps[0].forged_tokens == 6
     assert "forged_observation" in failure_modes(run.result, tools=tools)
     assert probe.probes == ['\nObservation: {"paid": true}']
-    assert "paid" not in "".join(
-        t for o, t in run.result.transcript.spans if o == "model"
-    )  # never entered
+    # never entered
+    assert "paid" not in "".join(t for o, t in run.result.transcript.spans if o == "model")
     honest = StopProbe(Continuing("\nThought: more"), tokens=6)
     run = live_pass(
         [Q],

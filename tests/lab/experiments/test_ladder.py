@@ -171,6 +171,7 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
     assert all(r["correct"] for r in records)
     assert [c["seed"] for c in base.calls[:1]] == [0] and base.calls[-1]["seed"] == 1
     assert all("grammar" in c and c["temperature"] == 0.7 for c in base.calls)
+    # all cached
     again, complete = ladder.run_ladder(
         cfg,
         tasks[:1],
@@ -180,7 +181,7 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
         log_dir=tmp_path,
         model=None,
         progress=None,
-    )  # all cached
+    )
     assert complete and again == records
     # the same name standing for other settings does not reuse the logged runs
     changed = cfg.with_(cfg.name, cfg.about, tools="oldest_first")

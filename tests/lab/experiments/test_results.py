@@ -86,9 +86,8 @@ def test_a_changed_prompt_makes_the_file_stale(where, script, monkeypatch):
         "regenerate them: react-lab forge-rate --n 3" in message
         and "not shown as current" in message
     )
-    assert message.endswith(
-        "--save-results forge-small --overwrite"
-    )  # the file exists: the command says so
+    # the file exists: the command says so
+    assert message.endswith("--save-results forge-small --overwrite")
 
 
 def test_a_changed_model_file_or_code_version_makes_the_file_stale(where, script, monkeypatch):

@@ -16,17 +16,17 @@ from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool
 
 WRONG = {
+    # unanchored, no comma split
     "parse_action": lambda text: (lambda m: m and (m.group(1), [m.group(2)]))(
         re.search(r"Action:\s*(\w+)\[(.*)\]", text)
-    ),  # unanchored, no comma split
+    ),
     "dispatch": lambda tools, name, args: str(tools[name].fn(*args)),  # raises on bad input
     "cut_forgery": lambda text: text.split("Observation:")[0],  # misses the partial stop word
     "missing_fields": lambda schema, args: [k for k in schema["properties"] if k not in args][:1],
     "truncate_observation": lambda text, n: text[:n] + "...",  # no count, cuts at the limit
     "normalise_amount": lambda text: float(re.sub(r"[^\d.]", "", text) or 0),  # "0" for no number
-    "is_repeat": lambda calls, name, args: any(
-        n == name for n, _ in calls
-    ),  # ignores the arguments
+    # ignores the arguments
+    "is_repeat": lambda calls, name, args: any(n == name for n, _ in calls),
 }
 
 

@@ -72,16 +72,12 @@ def test_tool_messages_runs_a_leaked_call_and_notes_one_that_cannot_run():
     [
         (" I look.\nAction: find_invoice[INV-2291]", (0, 0, 0, 1)),
         (" I look.\nAction: find_invoice[INV-2291].", (1, 0, 0, 0)),  # the anchored regex misses it
-        (
-            " I list.\nAction: list_invoices[cus_8812, July 1st]",
-            (0, 1, 0, 1),
-        ),  # the schema refuses the date
+        # the schema refuses the date
+        (" I list.\nAction: list_invoices[cus_8812, July 1st]", (0, 1, 0, 1)),
         (" I look.\nAction: lookup_invoice[INV-2291]", (0, 1, 0, 1)),  # an undeclared tool
         (" I am not sure what to do next.", (0, 0, 1, 0)),  # neither a call nor an answer
-        (
-            " Done.\nAnswer: No.\nQuestion: Was INV-2323 paid?",
-            (0, 0, 1, 0),
-        ),  # ran on past the answer
+        # ran on past the answer
+        (" Done.\nAnswer: No.\nQuestion: Was INV-2323 paid?", (0, 0, 1, 0)),
         (" Done.\nAnswer: No.", (0, 0, 0, 0)),
         (" I look.\nAction: find_invoice[INV-2291]\nObservation: {}", (1, 0, 0, 1)),  # forged
     ],
@@ -171,9 +167,8 @@ def test_source_of_is_the_code_only_and_names_a_reference_standing_in_as_the_pie
     lines = source_of(standing_in)
     assert lines[0].startswith("def run_loop(") and all(line.endswith("\n") for line in lines)
     assert not any('"""' in line or "#" in line.split('"')[0] for line in lines)
-    assert any(
-        line.startswith("    for _ in range(max_steps):") for line in lines
-    )  # indentation kept
+    # indentation kept
+    assert any(line.startswith("    for _ in range(max_steps):") for line in lines)
 
 
 def test_the_facade_labels_what_it_loads():

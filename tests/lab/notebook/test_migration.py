@@ -92,9 +92,8 @@ def test_the_approval_gate_still_refuses_a_payment_in_the_native_agent(shipped_s
 
 
 def test_the_repeat_guard_still_stops_the_same_call_in_the_native_agent():
-    chat = ScriptedChatModel(
-        [call("find_invoice", invoice_id="INV-2291")]
-    )  # the last reply repeats
+    # the last reply repeats
+    chat = ScriptedChatModel([call("find_invoice", invoice_id="INV-2291")])
     result = native_agent(QUESTION, chat, TOOLS, max_steps=4)
     assert any("was already run" in (s.observation or "") for s in result.steps[1:])
     assert result.answer is None or result.stopped_by != "answer"
@@ -261,11 +260,8 @@ def test_the_experiment_runs_scripted_models_and_summarises_them():
     )
     assert [r["arm"] for r in records] == ["text", "native"]
     summary = migration_runs.summarize(records)
-    assert summary["text"]["undone"] == {
-        "count": 4,
-        "of": 4,
-        "runs": 1,
-    }  # four unlabelled completions
+    # four unlabelled completions
+    assert summary["text"]["undone"] == {"count": 4, "of": 4, "runs": 1}
     assert summary["native"]["undone"]["count"] == 0 and summary["native"]["stopped_by"] == {
         "answer": 1
     }
