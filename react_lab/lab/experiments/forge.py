@@ -202,7 +202,10 @@ def batching_differences(
                 (k for k, (a, b) in enumerate(zip(alone, batched)) if a != b),
                 min(len(alone), len(batched)),
             )
-            text = lambda tokens: model.llm.detokenize(tokens[at:]).decode("utf-8", errors="ignore")  # noqa: E731
+
+            def text(tokens):
+                return model.llm.detokenize(tokens[at:]).decode("utf-8", errors="ignore")
+
             parted.append(
                 {"question": question, "at": at, "alone": text(alone), "batched": text(batched)}
             )
