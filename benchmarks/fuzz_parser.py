@@ -11,6 +11,7 @@ repeated 10 times should take about 10 times as long (a quadratic reader: 100 ti
 Exits 1 if anything raised or broke a property. Timings are wall-clock and noisy on a
 shared machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,10 @@ from helpers.model_like import (  # noqa: E402
 
 
 def longer(value, times: int = 10):
-    """``value`` made ``times`` times as long: text repeated; in arguments, each string value repeated."""
+    """``value`` made ``times`` times as long.
+
+    Text is repeated; in arguments, each string value is repeated.
+    """
     if isinstance(value, str):
         try:
             decoded = json.loads(value)
@@ -54,7 +58,10 @@ def timed(check, item) -> float:
 
 
 def fuzz(label: str, inputs: int, make, check) -> bool:
-    """Run ``inputs`` inputs from ``make(i)`` through ``check``; print the report; True if all held."""
+    """Run ``inputs`` inputs from ``make(i)`` through ``check``; print the report.
+
+    Returns True if all held.
+    """
     check(*make(-1))  # warm up (imports, compiled patterns) outside the measurement
     exceptions, violations, times = [], [], []
     t_start = time.perf_counter()
@@ -76,11 +83,16 @@ def fuzz(label: str, inputs: int, make, check) -> bool:
         retimed.append((min(timed(check, item) for _ in range(3)), i, item))
     slowest, at, item = max(retimed, key=lambda t: t[0])
     size = len(item[-1]) if isinstance(item[-1], str) else len(repr(item[-1]))
-    print(f"{label}: {inputs} inputs in {wall:.1f} s; exceptions {len(exceptions)}; "
-          f"property violations {len(violations)}")
-    print(f"  slowest input: {slowest * 1000:.2f} ms, best of 3 (first pass: {first_pass * 1000:.2f} ms); "
-          f"input {at}, {size} characters, "
-          f"{slowest / max(size, 1) * 1e6:.2f} us/char; median input {times[len(times) // 2][0] * 1e6:.0f} us")
+    print(
+        f"{label}: {inputs} inputs in {wall:.1f} s; exceptions {len(exceptions)}; "
+        f"property violations {len(violations)}"
+    )
+    median = times[len(times) // 2][0]
+    print(
+        f"  slowest input: {slowest * 1000:.2f} ms, best of 3 "
+        f"(first pass: {first_pass * 1000:.2f} ms); input {at}, {size} characters, "
+        f"{slowest / max(size, 1) * 1e6:.2f} us/char; median input {median * 1e6:.0f} us"
+    )
     print(f"  it starts: {repr(item[-1])[:100]}")
     ratios = []
     for seconds, _, item in sorted(retimed, key=lambda t: t[0], reverse=True)[:10]:
@@ -88,8 +100,11 @@ def fuzz(label: str, inputs: int, make, check) -> bool:
         if bigger != item[-1] and seconds > 1e-4:
             ratios.append(min(timed(check, (*item[:-1], bigger)) for _ in range(3)) / seconds)
     if ratios:
-        print(f"  10x longer copies of the slowest inputs took {min(ratios):.1f}x to {max(ratios):.1f}x "
-              "as long (linear: about 10x; quadratic: about 100x)")
+        print(
+            "  10x longer copies of the slowest inputs took "
+            f"{min(ratios):.1f}x to {max(ratios):.1f}x "
+            "as long (linear: about 10x; quadratic: about 100x)"
+        )
     for i, message in (exceptions + violations)[:5]:
         print(f"  input {i}: {message}")
     return not exceptions and not violations
@@ -97,17 +112,28 @@ def fuzz(label: str, inputs: int, make, check) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inputs", type=int, default=100_000, help="inputs per target (default 100000)")
+    parser.add_argument(
+        "--inputs", type=int, default=100_000, help="inputs per target (default 100000)"
+    )
     parser.add_argument("--seed", type=int, default=17, help="random seed (default 17)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     names, tool_list = sorted(TOOLS), list(TOOLS)
-    ok = fuzz("parser", args.inputs, lambda i: (model_like_text(rng), tool_list if i % 2 else None)[::-1],
-              lambda tools, text: check_parse_result(text, tools))
-    ok &= fuzz("argument check", args.inputs,
-               lambda i: (TOOLS[names[i % len(names)]],
-                          model_like_arguments(rng, EXAMPLE_ARGS[names[i % len(names)]])),
-               check_argument_result)
+    ok = fuzz(
+        "parser",
+        args.inputs,
+        lambda i: (model_like_text(rng), tool_list if i % 2 else None)[::-1],
+        lambda tools, text: check_parse_result(text, tools),
+    )
+    ok &= fuzz(
+        "argument check",
+        args.inputs,
+        lambda i: (
+            TOOLS[names[i % len(names)]],
+            model_like_arguments(rng, EXAMPLE_ARGS[names[i % len(names)]]),
+        ),
+        check_argument_result,
+    )
     sys.exit(0 if ok else 1)
 
 

@@ -6,6 +6,7 @@ kernel for its own peak resident set size (``VmHWM`` in ``/proc/self/status``, K
 ``ru_maxrss``: Linux carries that across ``execve``, so a kernel started by a process that
 holds the model would report at least that process's size. Nothing is saved.
 """
+
 from __future__ import annotations
 
 import sys
@@ -15,8 +16,10 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-PROBE = ("print('PEAK_KIB', next(line.split()[1] for line in open('/proc/self/status') "
-         "if line.startswith('VmHWM:')))")
+PROBE = (
+    "print('PEAK_KIB', next(line.split()[1] for line in open('/proc/self/status') "
+    "if line.startswith('VmHWM:')))"
+)
 
 
 def peak_mib(path: Path) -> tuple[float, float]:
@@ -24,8 +27,9 @@ def peak_mib(path: Path) -> tuple[float, float]:
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=1800, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
     kib = int(text.split("PEAK_KIB")[1].split()[0])
     return kib / 1024, time.perf_counter() - t0

@@ -5,6 +5,7 @@ it prints a table and the loop's overhead as a share of model time (target: unde
 Overhead is everything in a step that is not the model call: parsing, the SQL query,
 JSON encoding and transcript bookkeeping.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,9 @@ def main() -> None:
     model.complete("warm up", max_tokens=1)  # load the weights outside the measurement
     rows, t_start = [], time.perf_counter()
     for question in QUESTIONS:
-        for step in run(question, model, tools, max_steps=args.steps, max_tokens=128,
-                        guards=LabGuards()):
+        for step in run(
+            question, model, tools, max_steps=args.steps, max_tokens=128, guards=LabGuards()
+        ):
             rows.append((question[:38], step.number, step.model_seconds, step.seconds))
     wall = time.perf_counter() - t_start
     print(f"{'question':40} {'step':>4} {'model s':>8} {'step s':>8} {'overhead':>9}")
@@ -39,8 +41,12 @@ def main() -> None:
         print(f"{q:40} {n:>4} {m:>8.3f} {s:>8.3f} {(s - m) / m:>9.2%}")
     model_total = sum(r[2] for r in rows)
     step_total = sum(r[3] for r in rows)
-    print(f"\n{len(rows)} steps in {wall:.1f} s; model {model_total:.2f} s, steps {step_total:.2f} s")
-    print(f"loop overhead: {(step_total - model_total) / model_total:.2%} of model time (target < 5%)")
+    print(
+        f"\n{len(rows)} steps in {wall:.1f} s; model {model_total:.2f} s, steps {step_total:.2f} s"
+    )
+    print(
+        f"loop overhead: {(step_total - model_total) / model_total:.2%} of model time (target < 5%)"
+    )
 
 
 if __name__ == "__main__":

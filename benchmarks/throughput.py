@@ -17,6 +17,7 @@ For each N it runs the same tasks with the text protocol and prints tasks per se
 the speed-up over N=1, and whether the records equal the serial run's (timings left
 out). Prints one JSON object at the end; ``--plot`` saves the figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,20 +51,30 @@ def sweep(model, tasks, levels) -> list[dict]:
     with tempfile.TemporaryDirectory() as cache:
         for n in levels:
             t0 = time.perf_counter()
-            run = evaluate(tasks, model, use_cache=False, progress=False, concurrency=n,
-                           cache_dir=cache)
+            run = evaluate(
+                tasks, model, use_cache=False, progress=False, concurrency=n, cache_dir=cache
+            )
             seconds = time.perf_counter() - t0
             steps = sum(len(r["steps"]) for r in run.records)
             same = None if serial is None else [content(r) for r in run.records] == serial
             serial = serial or [content(r) for r in run.records]
-            rows.append({"concurrency": n, "tasks": len(tasks), "model_calls": steps,
-                         "seconds": round(seconds, 2),
-                         "tasks_per_second": round(len(tasks) / seconds, 3),
-                         "same_as_serial": same})
+            rows.append(
+                {
+                    "concurrency": n,
+                    "tasks": len(tasks),
+                    "model_calls": steps,
+                    "seconds": round(seconds, 2),
+                    "tasks_per_second": round(len(tasks) / seconds, 3),
+                    "same_as_serial": same,
+                }
+            )
             base = rows[0]["tasks_per_second"]
             rows[-1]["speedup"] = round(rows[-1]["tasks_per_second"] / base, 2)
-            print(f"  N={n:<2} {seconds:6.1f} s  {rows[-1]['tasks_per_second']:6.2f} tasks/s  "
-                  f"x{rows[-1]['speedup']:<5} same as serial: {same}", flush=True)
+            print(
+                f"  N={n:<2} {seconds:6.1f} s  {rows[-1]['tasks_per_second']:6.2f} tasks/s  "
+                f"x{rows[-1]['speedup']:<5} same as serial: {same}",
+                flush=True,
+            )
     return rows
 
 
@@ -77,13 +88,17 @@ def plot(results: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 4))
     levels = [r["concurrency"] for r in results["fake"]["rows"]]
     ax.plot(levels, levels, ":", color="grey", label="ideal: N x")
-    for key, label, marker in (("fake", f"latency-bound server ({results['fake']['delay']} s "
-                                          "per request, parallel)", "o"),
-                               ("llama", "llama-cpp-python server (one generation at a time)",
-                                "s")):
+    for key, label, marker in (
+        ("fake", f"latency-bound server ({results['fake']['delay']} s per request, parallel)", "o"),
+        ("llama", "llama-cpp-python server (one generation at a time)", "s"),
+    ):
         rows = results[key]["rows"]
-        ax.plot([r["concurrency"] for r in rows], [r["speedup"] for r in rows], marker=marker,
-                label=label)
+        ax.plot(
+            [r["concurrency"] for r in rows],
+            [r["speedup"] for r in rows],
+            marker=marker,
+            label=label,
+        )
     ax.set_xlabel("runs in flight (react-lab eval --concurrency N)")
     ax.set_ylabel("throughput / throughput at N=1")
     ax.set_xticks(levels)
@@ -109,12 +124,15 @@ def main() -> None:
     print(f"latency-bound fake server, {args.delay} s per request:")
     with FakeOpenAI(delay=args.delay) as server:
         model = OpenAIModel("fake-model", base_url=server.base_url)
-        results["fake"] = {"delay": args.delay,
-                           "rows": sweep(model, load_tasks(n=args.fake_tasks), levels)}
+        results["fake"] = {
+            "delay": args.delay,
+            "rows": sweep(model, load_tasks(n=args.fake_tasks), levels),
+        }
     print("llama-cpp-python's server on the embedded model:")
     with llama_server() as base_url:
-        model = OpenAIModel(MODEL_ALIAS, base_url=base_url, extra_body=json.loads(EXTRA_BODY),
-                            timeout=300)
+        model = OpenAIModel(
+            MODEL_ALIAS, base_url=base_url, extra_body=json.loads(EXTRA_BODY), timeout=300
+        )
         results["llama"] = {"rows": sweep(model, load_tasks(n=args.llama_tasks), levels)}
     if args.plot:
         plot(results, args.plot)

@@ -11,4 +11,5 @@ tolerant parser), ``tools`` (the billing tools on SQLite), ``loop`` (the text lo
 Nothing is loaded on import; the embedded model loads on first use, or in
 :func:`react_lab.lab.notebook.warm_up`.
 """
+
 __version__ = "0.1.0"

@@ -10,6 +10,7 @@ How a step is summarised decides what the model can still use: :func:`keep_ids_s
 keeps error text and every id, :func:`naive_summary` keeps the first characters and
 loses the id a later step needs (notebook 07 shows the difference).
 """
+
 from __future__ import annotations
 
 import re
@@ -86,8 +87,9 @@ def naive_summary(observation: str, chars: int = 100) -> str:
     return text if len(text) <= chars else f"{text[:chars]}… ({len(text)} characters summarised)"
 
 
-def compact(transcript, summarize: Callable[[str], str] = keep_ids_summary, *,
-            keep_last: int = 2) -> bool:
+def compact(
+    transcript, summarize: Callable[[str], str] = keep_ids_summary, *, keep_last: int = 2
+) -> bool:
     """Replace all but the last ``keep_last`` steps of ``transcript`` with one summary span.
 
     Each old step keeps its ``Action:`` (or ``Answer:``) line verbatim and its observation
@@ -102,7 +104,10 @@ def compact(transcript, summarize: Callable[[str], str] = keep_ids_summary, *,
             groups.append([])
         groups[-1].append((span, kind))
     groups = [g for g in groups if g]
-    old, recent = groups[:-keep_last] if keep_last else groups, groups[-keep_last:] if keep_last else []
+    old, recent = (
+        groups[:-keep_last] if keep_last else groups,
+        groups[-keep_last:] if keep_last else [],
+    )
     steps_in_old = sum(1 for g in old if g[0][0][0] == "model")
     if steps_in_old == 0 or (steps_in_old == 1 and not recent):
         return False
@@ -110,8 +115,9 @@ def compact(transcript, summarize: Callable[[str], str] = keep_ids_summary, *,
     for group in old:
         for (owner, text), kind in group:
             if owner == "model":
-                lines += [ln.strip() for ln in text.splitlines()
-                          if re.match(r"\s*(Action|Answer)\b", ln)][:1]
+                lines += [
+                    ln.strip() for ln in text.splitlines() if re.match(r"\s*(Action|Answer)\b", ln)
+                ][:1]
             elif kind == "summary":
                 lines += text.split("\n")[1:-1]  # an earlier summary, carried over
             else:

@@ -46,7 +46,6 @@ from .billing import (
 from .protocol import unknown_tool_message
 from .schema import clean_arguments
 
-
 DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-
 OWNERS = ("prompt", "model", "loop")
 #: What a span of the loop's holds (``Transcript.kinds``).
 KINDS = ("observation", "error", "nudge", "summary")

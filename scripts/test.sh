@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh clone: the development environment and the unit tests
-# (the browser test included), then the Binder environment and every notebook under nbval
-# with the network off.
+# The whole test suite from a fresh clone: the development environment, ruff's format and lint
+# checks and the unit tests (the browser test included), then the Binder environment and every
+# notebook under nbval with the network off.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The browser test (tests/browser) drives JupyterLab in the distribution's Chromium.
@@ -19,6 +19,10 @@ elif ! command -v "${REACT_LAB_CHROMIUM:-chromium}" >/dev/null \
   exit 1
 fi
 bash scripts/setup-env.sh
+echo "==> ruff: the format and the lint rules of pyproject.toml (${SECONDS} s so far)"
+# Two commands, not `a && b`: set -e does not stop on a failure before `&&`.
+.venv/bin/ruff format --check .
+.venv/bin/ruff check .
 # The Binder environment is built from the binder/ files alone, while the unit tests run
 # (pip leaves a core idle much of the time); its log is shown if the build fails.
 binder_log="$(mktemp)"

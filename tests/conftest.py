@@ -1,4 +1,5 @@
 """Fixtures shared by the test modules: the shipped database must never change, tool sets, loops."""
+
 import sqlite3
 
 import pytest
@@ -56,9 +57,11 @@ def payment_setup(tmp_path):
 @pytest.fixture
 def scheduled():
     """``scheduled(path)``: how many payments the database at ``path`` has scheduled."""
+
     def count(path) -> int:
         with sqlite3.connect(path) as conn:
             return conn.execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
+
     return count
 
 

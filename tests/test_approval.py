@@ -10,17 +10,16 @@ from helpers.two_loops import injected
 
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
-from react_lab.native import ask_native
 from react_lab.lab.sandbox import db_checksum
+from react_lab.native import ask_native
 
 
 def test_injected_payment_is_refused_without_approval(loop, payment_setup, scheduled, shipped_sum):
     copy, tools = payment_setup
     before = scheduled(copy)
     result = loop.ask("How do late payment reminders work?", loop.model(injected(loop)), tools)
-    assert (
-        "schedule_payment[INV-2291, 48200]" in result.steps[0].observation
-    )  # the injection arrived...
+    # the injection arrived...
+    assert "schedule_payment[INV-2291, 48200]" in result.steps[0].observation
     assert result.steps[1].guard == "approval" and "not approved" in result.steps[1].observation
     assert scheduled(copy) == before and db_checksum() == shipped_sum  # ...and nothing moved
     assert result.stopped_by == "answer"

@@ -6,6 +6,7 @@ before the tool runs; refuse a control character left inside, naming the field.
 Kind 3: a free-text argument with nothing in it to work on. Kind 6: messages that say what
 happened and show the expected arguments, on one line.
 """
+
 import json
 import re
 
@@ -13,26 +14,40 @@ import jsonschema
 import pytest
 
 import react_lab.schema as schema_module
-from react_lab.lab.backends.grammar import decodable
+from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.guards import Guards
+from react_lab.lab.backends.grammar import decodable
 from react_lab.native import execute_call
 from react_lab.parser import parse
 from react_lab.schema import NEEDS, check_arguments, example_args, validate_call
-from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.tools import Tool, call_tool, default_tools
 
-TOOLS = {**default_tools(),
-         "schedule_payment": Tool("schedule_payment", lambda invoice_id, amount: {}, "test double",
-                                  SCHEDULE_PAYMENT, side_effect=True)}
+TOOLS = {
+    **default_tools(),
+    "schedule_payment": Tool(
+        "schedule_payment",
+        lambda invoice_id, amount: {},
+        "test double",
+        SCHEDULE_PAYMENT,
+        side_effect=True,
+    ),
+}
 LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
 def _spies(received: list) -> dict:
-    """Every tool, with a function that records what it receives instead of querying the database."""
+    """Every tool, with a function that records what it receives.
+
+    Instead of querying the database.
+    """
+
     def spy(name):
         return lambda *args, **kwargs: received.append((name, args, kwargs)) or {"ok": True}
-    return {name: Tool(name, spy(name), t.description, t.parameters, t.side_effect)
-            for name, t in TOOLS.items()}
+
+    return {
+        name: Tool(name, spy(name), t.description, t.parameters, t.side_effect)
+        for name, t in TOOLS.items()
+    }
 
 
 def _one_line(errors):
@@ -42,26 +57,41 @@ def _one_line(errors):
 
 # ---- kind 2: surrounding whitespace, in every pattern-guarded argument of every tool ----------
 
-PATTERNED = [(name, field, spec) for name, tool in TOOLS.items()
-             for field, spec in tool.parameters["properties"].items() if "pattern" in spec
-             and spec["pattern"] not in NEEDS]
+PATTERNED = [
+    (name, field, spec)
+    for name, tool in TOOLS.items()
+    for field, spec in tool.parameters["properties"].items()
+    if "pattern" in spec and spec["pattern"] not in NEEDS
+]
 
 
 def _good(name):
-    return {k: spec.get("examples", [None])[0] for k, spec in TOOLS[name].parameters["properties"].items()}
+    return {
+        k: spec.get("examples", [None])[0]
+        for k, spec in TOOLS[name].parameters["properties"].items()
+    }
 
 
 def test_every_id_and_date_argument_is_covered():
     fields = {(n, f) for n, f, _ in PATTERNED}
-    assert {("list_invoices", "customer_id"), ("list_invoices", "since"), ("get_charge", "charge_id"),
-            ("find_invoice", "invoice_id"), ("get_payments", "invoice_id"),
-            ("schedule_payment", "invoice_id")} <= fields
+    assert {
+        ("list_invoices", "customer_id"),
+        ("list_invoices", "since"),
+        ("get_charge", "charge_id"),
+        ("find_invoice", "invoice_id"),
+        ("get_payments", "invoice_id"),
+        ("schedule_payment", "invoice_id"),
+    } <= fields
 
 
 def test_the_pitfall_is_real():
     # JSON Schema's pattern is re.search: "$" matches before a final newline
-    assert re.search(TOOLS["find_invoice"].parameters["properties"]["invoice_id"]["pattern"], "INV-2041\n")
-    assert jsonschema.Draft202012Validator(TOOLS["find_invoice"].parameters).is_valid({"invoice_id": "INV-2041\n"})
+    assert re.search(
+        TOOLS["find_invoice"].parameters["properties"]["invoice_id"]["pattern"], "INV-2041\n"
+    )
+    assert jsonschema.Draft202012Validator(TOOLS["find_invoice"].parameters).is_valid(
+        {"invoice_id": "INV-2041\n"}
+    )
 
 
 @pytest.mark.parametrize("name,field,spec", PATTERNED, ids=[f"{n}.{f}" for n, f, _ in PATTERNED])
@@ -73,7 +103,9 @@ def test_surrounding_whitespace_is_stripped_before_the_check_and_the_tool(name, 
     # native path: valid, decoded to the stripped value, and the tool receives that
     assert check_arguments(TOOLS[name], json.dumps(args)) == (good, [])
     received = []
-    obs = execute_call(_spies(received), {"function": {"name": name, "arguments": json.dumps(args)}})
+    obs = execute_call(
+        _spies(received), {"function": {"name": name, "arguments": json.dumps(args)}}
+    )
     assert obs.error is None and received == [(name, (), good)]
     # text path: the JSON input and the positional input reach the tool stripped too
     received.clear()
@@ -84,7 +116,9 @@ def test_surrounding_whitespace_is_stripped_before_the_check_and_the_tool(name, 
     assert Guards.off().start().run_tool(tools, name, parsed.args).error is None
     positional = [args[k] for k in good]
     assert call_tool(tools, name, positional).error is None
-    assert all(call == (name, (), good) for call in received[:2]) and received[2:] == [(name, tuple(good.values()), {})]
+    assert all(call == (name, (), good) for call in received[:2]) and received[2:] == [
+        (name, tuple(good.values()), {})
+    ]
 
 
 @pytest.mark.parametrize("name,field,spec", PATTERNED, ids=[f"{n}.{f}" for n, f, _ in PATTERNED])
@@ -105,17 +139,31 @@ def test_a_control_character_inside_is_refused_naming_the_field(name, field, spe
 
 
 def test_the_rule_holds_for_every_string_argument_not_only_ids():
-    assert check_arguments(TOOLS["search"], '{"query": "  refund policy\\n"}') == ({"query": "refund policy"}, [])
-    assert check_arguments(TOOLS["calc"], '{"expression": "\\t1 + 1 "}') == ({"expression": "1 + 1"}, [])
+    assert check_arguments(TOOLS["search"], '{"query": "  refund policy\\n"}') == (
+        {"query": "refund policy"},
+        [],
+    )
+    assert check_arguments(TOOLS["calc"], '{"expression": "\\t1 + 1 "}') == (
+        {"expression": "1 + 1"},
+        [],
+    )
     _, errors = check_arguments(TOOLS["search"], '{"query": "refund\\npolicy"}')
     assert errors[0].startswith("query:") and "control character" in errors[0]
 
 
 def test_the_rule_holds_for_any_tool_an_enum_too():
     # the report's own shape (can1357/oh-my-pi#4461): an enum value "init\n"
-    todo = Tool("todo", lambda op: op, "test double", {
-        "type": "object", "required": ["op"], "additionalProperties": False,
-        "properties": {"op": {"type": "string", "enum": ["init", "add"]}}})
+    todo = Tool(
+        "todo",
+        lambda op: op,
+        "test double",
+        {
+            "type": "object",
+            "required": ["op"],
+            "additionalProperties": False,
+            "properties": {"op": {"type": "string", "enum": ["init", "add"]}},
+        },
+    )
     assert check_arguments(todo, '{"op": "init\\n"}') == ({"op": "init"}, [])
     assert call_tool({"todo": todo}, "todo", {"op": "init\n"}).value == "init"
     assert call_tool({"todo": todo}, "todo", ["\tadd "]).value == "add"
@@ -124,7 +172,10 @@ def test_the_rule_holds_for_any_tool_an_enum_too():
 def test_the_real_tools_answer_for_the_stripped_id():
     tools = default_tools()
     padded = call_tool(tools, "find_invoice", {"invoice_id": "INV-2041\n"})
-    assert padded.error is None and padded.value == call_tool(tools, "find_invoice", ["INV-2041"]).value
+    assert (
+        padded.error is None
+        and padded.value == call_tool(tools, "find_invoice", ["INV-2041"]).value
+    )
 
 
 def test_the_rule_is_stated_in_the_argument_check_module():
@@ -134,10 +185,14 @@ def test_the_rule_is_stated_in_the_argument_check_module():
 
 # ---- kind 3: free-text arguments need something to work on ----------------------------------
 
-FREE_TEXT = [(name, field) for name, tool in TOOLS.items()
-             for field, spec in tool.parameters["properties"].items()
-             if spec.get("type") == "string" and "format" not in spec  # not an id, not a date
-             and ("pattern" not in spec or spec["pattern"] in NEEDS)]
+FREE_TEXT = [
+    (name, field)
+    for name, tool in TOOLS.items()
+    for field, spec in tool.parameters["properties"].items()
+    if spec.get("type") == "string"
+    and "format" not in spec  # not an id, not a date
+    and ("pattern" not in spec or spec["pattern"] in NEEDS)
+]
 
 
 def test_every_free_text_argument_requires_a_word_or_a_number():
@@ -147,7 +202,9 @@ def test_every_free_text_argument_requires_a_word_or_a_number():
 
 
 @pytest.mark.parametrize("pattern", sorted(NEEDS))
-@pytest.mark.parametrize("value", ["???", "refund policy", "  a", "\u9000\u6b3e", "", "!!7!!", "_", "a\nb"])
+@pytest.mark.parametrize(
+    "value", ["???", "refund policy", "  a", "\u9000\u6b3e", "", "!!7!!", "_", "a\nb"]
+)
 def test_a_needs_pattern_means_the_same_matched_anywhere_or_whole(pattern, value):
     # JSON Schema matches a pattern anywhere; grammar engines (llama.cpp, providers) the whole value
     assert bool(re.search(pattern, value)) == bool(re.fullmatch(pattern, value))
@@ -159,7 +216,9 @@ def test_the_grammar_leaves_the_needs_patterns_to_the_check():
 
 
 @pytest.mark.parametrize("name,field", FREE_TEXT)
-@pytest.mark.parametrize("value", ["???", "   ", "", "...", "\u2014", "()", "*", "\u3002", "_", "!?!?"])
+@pytest.mark.parametrize(
+    "value", ["???", "   ", "", "...", "\u2014", "()", "*", "\u3002", "_", "!?!?"]
+)
 def test_a_free_text_argument_without_content_is_refused_naming_the_field(name, field, value):
     args, errors = check_arguments(TOOLS[name], json.dumps({field: value}))
     text = _one_line(errors)
@@ -176,11 +235,15 @@ def test_the_text_path_refuses_the_same_queries_at_the_tool():
     tools = default_tools()
     for query in ("???", "  ", "\u3002"):
         obs = call_tool(tools, "search", [query])
-        assert obs.value is None and obs.error.startswith("query") and "nothing to search for" in obs.error
+        assert (
+            obs.value is None
+            and obs.error.startswith("query")
+            and "nothing to search for" in obs.error
+        )
     assert call_tool(tools, "calc", ["+"]).error  # calc already refused: cannot parse '+'
 
 
-# ---- kind 6: messages the model can act on --------------------------------------------------------
+# ---- kind 6: messages the model can act on -------------------------------------------------------
 
 LIST = TOOLS["list_invoices"]
 JULY = json.dumps({"customer_id": "cus_8812", "since": "2026-07-01"})
@@ -194,25 +257,31 @@ def test_every_cut_off_point_is_reported_as_cut_off_with_the_expected_object(cut
     assert "Expecting" not in text
 
 
-@pytest.mark.parametrize("arguments,words", [
-    ('{}""', ["extra text after the JSON object"]),
-    ('{"query": "x"}}', ["extra text after the JSON object"]),
-    ('{"query": "x"} {"query": "y"}', ["extra text after the JSON object"]),
-    ('{"query": "x"}<|im_end|>', ["extra text after the JSON object"]),
-    ("<function=search>\n<parameter=query>\nrefunds\n</parameter>\n</function>", ["XML-like markup", "JSON object"]),
-    ("<parameter=query>refunds</parameter>", ["XML-like markup"]),
-    ('<tool_call>{"query": "refunds"}</tool_call>', ["XML-like markup"]),
-    ("<arg_key>query</arg_key><arg_value>refunds</arg_value>", ["XML-like markup"]),
-    ('```json\n{"query": "refunds"}\n```', ["code fence", "JSON object alone"]),
-    ("{'query': 'refunds'}", ["double quotes"]),
-    ('{query: "refunds"}', ["double quotes"]),
-    ("", ["empty"]),
-    ("   ", ["empty"]),
-    (json.dumps(json.dumps({"query": "refunds"})), ["encoded twice"]),
-    ('["refunds"]', ["must be a JSON object", 'not an array (["refunds"])']),
-    ("null", ["must be a JSON object", "not null"]),
-    ("[" * 100_000, ["nested too deeply"]),
-])
+@pytest.mark.parametrize(
+    "arguments,words",
+    [
+        ('{}""', ["extra text after the JSON object"]),
+        ('{"query": "x"}}', ["extra text after the JSON object"]),
+        ('{"query": "x"} {"query": "y"}', ["extra text after the JSON object"]),
+        ('{"query": "x"}<|im_end|>', ["extra text after the JSON object"]),
+        (
+            "<function=search>\n<parameter=query>\nrefunds\n</parameter>\n</function>",
+            ["XML-like markup", "JSON object"],
+        ),
+        ("<parameter=query>refunds</parameter>", ["XML-like markup"]),
+        ('<tool_call>{"query": "refunds"}</tool_call>', ["XML-like markup"]),
+        ("<arg_key>query</arg_key><arg_value>refunds</arg_value>", ["XML-like markup"]),
+        ('```json\n{"query": "refunds"}\n```', ["code fence", "JSON object alone"]),
+        ("{'query': 'refunds'}", ["double quotes"]),
+        ('{query: "refunds"}', ["double quotes"]),
+        ("", ["empty"]),
+        ("   ", ["empty"]),
+        (json.dumps(json.dumps({"query": "refunds"})), ["encoded twice"]),
+        ('["refunds"]', ["must be a JSON object", 'not an array (["refunds"])']),
+        ("null", ["must be a JSON object", "not null"]),
+        ("[" * 100_000, ["nested too deeply"]),
+    ],
+)
 def test_an_undecodable_arguments_string_gets_a_message_naming_what_happened(arguments, words):
     args, errors = check_arguments(TOOLS["search"], arguments)
     text = _one_line(errors)
@@ -229,26 +298,42 @@ def test_arguments_wrapped_one_level_too_deep_are_named_with_the_flat_form(wrapp
 
 
 def test_a_schema_shaped_reply_names_the_wrapper():
-    args, errors = check_arguments(TOOLS["search"], '{"type": "object", "properties": {"query": "Paris"}}')
+    args, errors = check_arguments(
+        TOOLS["search"], '{"type": "object", "properties": {"query": "Paris"}}'
+    )
     text = _one_line(errors)
     assert "properties: not a declared argument" in text and '{"query": "Paris"}' in text
 
 
 @pytest.mark.parametrize("amount", ['"130"', '"130.50"', '" 130 "', '"1e3"'])
 def test_a_number_sent_as_a_string_is_named_with_the_fix(amount):
-    args, errors = check_arguments(TOOLS["schedule_payment"], f'{{"invoice_id": "INV-2291", "amount": {amount}}}')
+    args, errors = check_arguments(
+        TOOLS["schedule_payment"], f'{{"invoice_id": "INV-2291", "amount": {amount}}}'
+    )
     text = _one_line(errors)
-    assert errors[0].startswith("amount:") and "is a string, not a number" in text and "without quotes" in text
+    assert (
+        errors[0].startswith("amount:")
+        and "is a string, not a number" in text
+        and "without quotes" in text
+    )
 
 
 def test_a_word_sent_for_a_number_keeps_the_type_message():
-    _, errors = check_arguments(TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": "all"}')
+    _, errors = check_arguments(
+        TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": "all"}'
+    )
     assert errors[0].startswith("amount:") and "not of type 'number'" in errors[0]
 
 
-@pytest.mark.parametrize("leak", ["</arg_value><arg_key>since</arg_key>\n<arg_value>2026-07-01",
-                                  "</parameter>\n<parameter=since>2026-07-01",
-                                  "<|im_end|>", "</tool_call>"])
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "</arg_value><arg_key>since</arg_key>\n<arg_value>2026-07-01",
+        "</parameter>\n<parameter=since>2026-07-01",
+        "<|im_end|>",
+        "</tool_call>",
+    ],
+)
 def test_markup_leaked_into_a_value_is_named_once_for_that_field(leak):
     args = json.dumps({"customer_id": "cus_4417" + leak})
     _, errors = check_arguments(LIST, args)
@@ -260,10 +345,14 @@ def test_markup_leaked_into_a_value_is_named_once_for_that_field(leak):
 
 def test_the_model_reads_one_line_with_a_valid_example_call():
     received = []
-    obs = execute_call(_spies(received), {"function": {"name": "list_invoices",
-                                                       "arguments": '{"customer_id": "cus_8812"'}})
+    obs = execute_call(
+        _spies(received),
+        {"function": {"name": "list_invoices", "arguments": '{"customer_id": "cus_8812"'}},
+    )
     assert received == [] and not LINE_BREAKS.search(obs.text)
-    assert "cut off" in obs.error and f"a valid call: list_invoices({example_args(LIST)})" in obs.error
+    assert (
+        "cut off" in obs.error and f"a valid call: list_invoices({example_args(LIST)})" in obs.error
+    )
 
 
 @pytest.mark.parametrize("name", sorted(TOOLS))
@@ -273,17 +362,27 @@ def test_the_example_shown_in_messages_is_itself_valid(name):
     assert validate_call(TOOLS[name], json.loads(example)) == []
 
 
-@pytest.mark.parametrize("raw", ['{"invoice_id": "INV-2291", "amount": NaN}',
-                                 '{"invoice_id": "INV-2291", "amount": Infinity}',
-                                 '{"invoice_id": "INV-2291", "amount": -Infinity}',
-                                 '{"invoice_id": "INV-2291", "amount": 1e400}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"invoice_id": "INV-2291", "amount": NaN}',
+        '{"invoice_id": "INV-2291", "amount": Infinity}',
+        '{"invoice_id": "INV-2291", "amount": -Infinity}',
+        '{"invoice_id": "INV-2291", "amount": 1e400}',
+    ],
+)
 def test_numbers_json_does_not_have_are_refused_not_passed_on(raw):
-    """Python's json reads NaN/Infinity and turns 1e400 into inf; none is a JSON number (RFC 8259)."""
+    """Python's json reads NaN/Infinity and turns 1e400 into inf.
+
+    None of them is a JSON number (RFC 8259).
+    """
     args, errors = check_arguments(TOOLS["schedule_payment"], raw)
     assert args is None and len(errors) == 1 and "not valid JSON" in errors[0]
     assert "amount" in errors[0]  # the message shows the expected arguments
 
 
 def test_a_large_but_finite_number_still_decodes():
-    args, errors = check_arguments(TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": 1e300}')
+    args, errors = check_arguments(
+        TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": 1e300}'
+    )
     assert errors == [] and args["amount"] == 1e300  # the tool itself then refuses the sum

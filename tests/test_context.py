@@ -20,7 +20,6 @@ from react_lab.native import run_native
 from react_lab.tools import ID_RE
 from react_lab.trace import Transcript
 
-
 # --------------------------------------------------------------------------- the text loop
 
 

@@ -1,4 +1,5 @@
 """react_lab.cost: offline token counting, the linear/quadratic cost model, the CLI, the widget."""
+
 import hashlib
 import json
 import socket
@@ -13,16 +14,18 @@ from tiktoken.load import load_tiktoken_bpe
 from react_lab import cost
 from react_lab.lab.backends.scripted import ForcedModel
 from react_lab.lab.cli import main
-from react_lab.loop import ask
 from react_lab.lab.notebook.plots import plot_cost
 from react_lab.lab.notebook.widgets import make_cost_widget
+from react_lab.loop import ask
 from react_lab.tools import default_tools
 
 # ---- counting tokens offline ------------------------------------------------------------
 
+
 @pytest.fixture
 def no_network(monkeypatch):
     """Any attempt to open a socket fails the test."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("tried to open a network socket")
 
@@ -45,19 +48,29 @@ def test_encoding_loads_with_the_network_blocked(no_network, fresh_encoding):
     assert enc.encode("hello world") == [15339, 1917]
 
 
-@pytest.mark.parametrize("text,ids", [
-    ("hello world", [15339, 1917]),
-    ("tiktoken is great!", [83, 1609, 5963, 374, 2294, 0]),
-])
+@pytest.mark.parametrize(
+    "text,ids",
+    [
+        ("hello world", [15339, 1917]),
+        ("tiktoken is great!", [83, 1609, 5963, 374, 2294, 0]),
+    ],
+)
 def test_known_cl100k_token_ids(text, ids):
     assert cost.encoding().encode(text) == ids
     assert cost.count_tokens(text) == len(ids)
 
 
-@pytest.mark.parametrize("text", [
-    "", "Action: list_invoices[cus_8812, 2026-07-01]", "Observation: {\"amount\": 12900}\n",
-    "naïve café — 12,900 ¢ 🧾", "  leading and trailing  \n\n", "<|endoftext|> is text here",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "Action: list_invoices[cus_8812, 2026-07-01]",
+        'Observation: {"amount": 12900}\n',
+        "naïve café — 12,900 ¢ 🧾",
+        "  leading and trailing  \n\n",
+        "<|endoftext|> is text here",
+    ],
+)
 def test_round_trip(text):
     enc = cost.encoding()
     assert enc.decode(enc.encode_ordinary(text)) == text
@@ -113,6 +126,7 @@ def test_tampered_file_is_rejected(tmp_path, fresh_encoding, monkeypatch):
 
 # ---- the cost model ---------------------------------------------------------------------
 
+
 def brute_force(P, O, A, N):
     """Simulate the transcript: each step sends everything written so far."""
     sent, transcript = [], P
@@ -122,8 +136,17 @@ def brute_force(P, O, A, N):
     return sent
 
 
-@pytest.mark.parametrize("P,O,A,N", [(1000, 600, 100, 10), (0, 5, 0, 7), (3, 0, 0, 1),
-                                     (1400, 250, 37, 8), (17, 1, 2, 40), (500, 0, 0, 5)])
+@pytest.mark.parametrize(
+    "P,O,A,N",
+    [
+        (1000, 600, 100, 10),
+        (0, 5, 0, 7),
+        (3, 0, 0, 1),
+        (1400, 250, 37, 8),
+        (17, 1, 2, 40),
+        (500, 0, 0, 5),
+    ],
+)
 def test_formulas_match_a_step_by_step_sum(P, O, A, N):
     sent = brute_force(P, O, A, N)
     c = cost.run_cost(P, O, A, N)
@@ -133,8 +156,9 @@ def test_formulas_match_a_step_by_step_sum(P, O, A, N):
     assert c["resent_tokens"] == sum(s - P for s in sent)
 
 
-@pytest.mark.parametrize("P,O,A", [(1000, 600, 100), (700, 600, 100), (1400, 600, 100), (0, 1, 0),
-                                   (99, 3, 7)])
+@pytest.mark.parametrize(
+    "P,O,A", [(1000, 600, 100), (700, 600, 100), (1400, 600, 100), (0, 1, 0), (99, 3, 7)]
+)
 def test_crossovers_are_the_first_steps_where_resent_wins(P, O, A):
     sent = brute_force(P, O, A, 200)
     first_step = next(k for k, s in enumerate(sent, 1) if s - P > P)
@@ -171,15 +195,29 @@ def test_cached_cost():
 
 # ---- the CLI ----------------------------------------------------------------------------
 
-SEED_ARGS = ["cost", "--prefix", "1000", "--observation", "600", "--assistant", "100", "--steps", "10"]
+SEED_ARGS = [
+    "cost",
+    "--prefix",
+    "1000",
+    "--observation",
+    "600",
+    "--assistant",
+    "100",
+    "--steps",
+    "10",
+]
 
 
 def test_cli_json(capsys):
     assert main(SEED_ARGS + ["--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out == {"per_step": [1000, 1700, 2400, 3100, 3800, 4500, 5200, 5900, 6600, 7300],
-                   "total_tokens": 41500, "prefix_tokens": 10000, "resent_tokens": 31500,
-                   "naive_tokens": 10000}
+    assert out == {
+        "per_step": [1000, 1700, 2400, 3100, 3800, 4500, 5200, 5900, 6600, 7300],
+        "total_tokens": 41500,
+        "prefix_tokens": 10000,
+        "resent_tokens": 31500,
+        "naive_tokens": 10000,
+    }
 
 
 def test_cli_table_and_plot(capsys, tmp_path):
@@ -191,11 +229,15 @@ def test_cli_table_and_plot(capsys, tmp_path):
 
 
 def test_cli_rejects_negative_sizes(capsys):
-    assert main(["cost", "--prefix", "-5", "--observation", "1", "--assistant", "1", "--steps", "2"]) == 2
+    assert (
+        main(["cost", "--prefix", "-5", "--observation", "1", "--assistant", "1", "--steps", "2"])
+        == 2
+    )
     assert "prefix P must be" in capsys.readouterr().err
 
 
 # ---- plots and the widget ---------------------------------------------------------------
+
 
 def test_plot_cost_marks_both_crossovers():
     fig = plot_cost(1000, 600, 100, 10)
@@ -217,6 +259,7 @@ def test_widget_redraws_when_a_slider_moves():
 
 
 # ---- prompts and real runs --------------------------------------------------------------
+
 
 class WordModel:
     """A stand-in for a real model: counts words, remembers prompts, writes "x"."""

@@ -10,6 +10,7 @@ One table of adversarial shapes and one time bound: each shape is read at n and 
 characters in the same run, and the second must take at most :data:`RATIO` times as long
 (a linear reader takes about 10 times as long; a quadratic one 100 times).
 """
+
 import json
 import os
 import time
@@ -36,33 +37,134 @@ EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: Other models' native call markup, in pieces (see react_lab/_parsing/formats.py for the formats).
-NATIVE = ["<|channel|>analysis", "<|channel|>commentary", "<|channel|>final", "<|message|>",
-          " to=functions.search", " to=browser.open", "<|constrain|>json", "<|end|>", "<|call|>",
-          "<|start|>assistant", "<\uff5ctool\u2581calls\u2581begin\uff5c>", "<\uff5ctool\u2581call\u2581begin\uff5c>",
-          "function", "<\uff5ctool\u2581sep\uff5c>", "<\uff5ctool\u2581call\u2581end\uff5c>", "<|tool_call_begin|>",
-          "functions.search:0", "<|tool_call_argument_begin|>", "<|tool_calls_section_begin|>", "[TOOL_CALLS]",
-          "[ARGS]", "[CALL_ID]", "<|tool_call>", "call:search", '<|"|>', "<tool_call|>", "<start_function_call>",
-          "<escape>", "<|python_tag|>", ".call(", "<function=search>", "</function>", "<parameter=query>",
-          "</parameter>", '<invoke name="search">', "</invoke>", '<parameter name="query">', "<arg_key>",
-          "</arg_key>", "<arg_value>", "</arg_value>", "<|tool_call|>", "<TOOLCALL>", "functools",
-          "<|START_ACTION|>", "<|tools_prefix|>", "[TOOL_REQUEST]", "<|tool_call_start|>", "```tool_code\n",
-          "<function_calls>", ">>>search\n", '<\uff5cDSML\uff5cinvoke name="search">', '<steptml:invoke name="x">',
-          "properties=", "{city:", "search{", "[search(", "true", "null", "\u2581", "\u0120", "\u010a", "<0x0A>",
-          "<think>", "</think>", "<|im_end|>"]
+NATIVE = [
+    "<|channel|>analysis",
+    "<|channel|>commentary",
+    "<|channel|>final",
+    "<|message|>",
+    " to=functions.search",
+    " to=browser.open",
+    "<|constrain|>json",
+    "<|end|>",
+    "<|call|>",
+    "<|start|>assistant",
+    "<\uff5ctool\u2581calls\u2581begin\uff5c>",
+    "<\uff5ctool\u2581call\u2581begin\uff5c>",
+    "function",
+    "<\uff5ctool\u2581sep\uff5c>",
+    "<\uff5ctool\u2581call\u2581end\uff5c>",
+    "<|tool_call_begin|>",
+    "functions.search:0",
+    "<|tool_call_argument_begin|>",
+    "<|tool_calls_section_begin|>",
+    "[TOOL_CALLS]",
+    "[ARGS]",
+    "[CALL_ID]",
+    "<|tool_call>",
+    "call:search",
+    '<|"|>',
+    "<tool_call|>",
+    "<start_function_call>",
+    "<escape>",
+    "<|python_tag|>",
+    ".call(",
+    "<function=search>",
+    "</function>",
+    "<parameter=query>",
+    "</parameter>",
+    '<invoke name="search">',
+    "</invoke>",
+    '<parameter name="query">',
+    "<arg_key>",
+    "</arg_key>",
+    "<arg_value>",
+    "</arg_value>",
+    "<|tool_call|>",
+    "<TOOLCALL>",
+    "functools",
+    "<|START_ACTION|>",
+    "<|tools_prefix|>",
+    "[TOOL_REQUEST]",
+    "<|tool_call_start|>",
+    "```tool_code\n",
+    "<function_calls>",
+    ">>>search\n",
+    '<\uff5cDSML\uff5cinvoke name="search">',
+    '<steptml:invoke name="x">',
+    "properties=",
+    "{city:",
+    "search{",
+    "[search(",
+    "true",
+    "null",
+    "\u2581",
+    "\u0120",
+    "\u010a",
+    "<0x0A>",
+    "<think>",
+    "</think>",
+    "<|im_end|>",
+]
 #: Labels and the characters around them, as the property tests of the parser always drew them.
-LABELLY = ["Thought:", "Action:", "Action 2:", "Action Input:", "Observation", "Observation:", "observations",
-           "Answer:", "Final Answer:", "[", "]", "{", "}", '"', "'", "\\", "```", "```json", "Finish[", "None",
-           ",", "\x00", "\n", "\r", "\r\n", "\u2028", " ", "*", "_", "-", "1", "(", ")", "<b>", "</b>",
-           "\u00a0", "\u200b", ":", "\uff1a", "search", "x", "<observation>", "<|im_end|>",
-           "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e"]
+LABELLY = [
+    "Thought:",
+    "Action:",
+    "Action 2:",
+    "Action Input:",
+    "Observation",
+    "Observation:",
+    "observations",
+    "Answer:",
+    "Final Answer:",
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "'",
+    "\\",
+    "```",
+    "```json",
+    "Finish[",
+    "None",
+    ",",
+    "\x00",
+    "\n",
+    "\r",
+    "\r\n",
+    "\u2028",
+    " ",
+    "*",
+    "_",
+    "-",
+    "1",
+    "(",
+    ")",
+    "<b>",
+    "</b>",
+    "\u00a0",
+    "\u200b",
+    ":",
+    "\uff1a",
+    "search",
+    "x",
+    "<observation>",
+    "<|im_end|>",
+    "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e",
+]
 
 piece = st.sampled_from(PIECES + NATIVE + LABELLY)
 run = st.tuples(piece, st.integers(50, 2000)).map(lambda t: t[0] * t[1])  # a long run of one piece
-model_text = st.lists(st.one_of(piece, piece, piece, run, st.text(max_size=8)), max_size=40).map("".join)
-any_text = st.one_of(model_text, st.binary(max_size=300).map(lambda b: b.decode("utf-8", errors="replace")))
+model_text = st.lists(st.one_of(piece, piece, piece, run, st.text(max_size=8)), max_size=40).map(
+    "".join
+)
+any_text = st.one_of(
+    model_text, st.binary(max_size=300).map(lambda b: b.decode("utf-8", errors="replace"))
+)
 
 
 # ---- never raises, whatever the text ---------------------------------------------------------
+
 
 @FUZZ
 @given(any_text, st.booleans(), st.sampled_from([None, "stop", "length"]))
@@ -79,8 +181,9 @@ def test_parser_and_leak_reader_keep_their_properties_on_any_text(text, with_too
         assert r.reason and not LINE_BREAKS.search(r.reason), r.reason
         assert finish_reason != "length" or "token limit (64 tokens)" in r.reason
     else:  # the finish reason changes what an error says, never what is read
-        assert (r.kind, r.tool, r.input, r.answer) == (lambda p: (p.kind, p.tool, p.input, p.answer))(
-            parse(text, tools=tools))
+        assert (r.kind, r.tool, r.input, r.answer) == (
+            lambda p: (p.kind, p.tool, p.input, p.answer)
+        )(parse(text, tools=tools))
     strict = strict_parse(text)
     assert (strict.kind == "final") == ("Answer:" in text)  # the classic loop's order
     assert (strict.reason is not None) == (strict.kind == "error")
@@ -96,8 +199,9 @@ def test_find_forged_is_a_line_start_and_line_breaks_do_not_matter(parts):
     at = find_forged(text)
     line_start = at is None or at == 0 or text[at - 1] in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
     # or an Observation label after the call on an Action line: the action before it is kept
-    assert line_start or text[at:at + 40].translate(FULL_WIDTH).lstrip("*_").lower().startswith(
-        "observation"), (text, at)
+    assert line_start or text[at : at + 40].translate(FULL_WIDTH).lstrip("*_").lower().startswith(
+        "observation"
+    ), (text, at)
     assert find_forged(text.replace("\n", "\u2028")) == at
     settled = settled_forgery(text)
     assert settled is None or settled == at
@@ -121,8 +225,8 @@ def test_argument_check_on_model_like_text(name, text):
 
 # ---- linear time: one table of shapes, one bound ----------------------------------------------
 
-N = 20_000   # characters; each shape is read at N and at 10 * N
-RATIO = 25   # time(10N) / time(N): about 10 when linear, about 100 when quadratic
+N = 20_000  # characters; each shape is read at N and at 10 * N
+RATIO = 25  # time(10N) / time(N): about 10 when linear, about 100 when quadratic
 FLOOR = 2e-3  # seconds: below this the clock's noise is the measurement, so time(N) counts as this
 
 
@@ -131,11 +235,18 @@ def _run(piece: str, prefix: str = "", suffix: str = ""):
 
 
 TEXT = {  # completions read by the parser, the forgery finders and the leak reader
-    "bare Action lines": _run("Action:\n"), "bare Action then brace": _run("Action:\n{\n"),
-    "Action with brace": _run("Action: {\n"), "Action with bracket": _run("Action: x[\n"),
-    "one unclosed call": _run("[", prefix="Action: a["), "brackets": _run("["), "open braces": _run("{"),
-    "open braces, one close": _run("{", suffix="}"), "braces never balancing": _run("{{}"),
-    "braces and quotes": _run("{'"), "double quotes": _run('"'), "single quotes": _run("'"),
+    "bare Action lines": _run("Action:\n"),
+    "bare Action then brace": _run("Action:\n{\n"),
+    "Action with brace": _run("Action: {\n"),
+    "Action with bracket": _run("Action: x[\n"),
+    "one unclosed call": _run("[", prefix="Action: a["),
+    "brackets": _run("["),
+    "open braces": _run("{"),
+    "open braces, one close": _run("{", suffix="}"),
+    "braces never balancing": _run("{{}"),
+    "braces and quotes": _run("{'"),
+    "double quotes": _run('"'),
+    "single quotes": _run("'"),
     "backslashes in an object": _run("\\", prefix='Action:\n{"a": "'),
     "Action Input braces": _run("{", prefix="Action: x\nAction Input: "),
     "Action Input blank lines": _run("\n", prefix="Action: x\nAction Input:"),
@@ -147,57 +258,92 @@ TEXT = {  # completions read by the parser, the forgery finders and the leak rea
     "spaces after Answer": _run(" ", prefix="Answer", suffix="x"),
     "spaces after a label in an answer": _run(" ", prefix="Answer: y\nThought", suffix="x"),
     "spaces inside a tool name": _run(" ", prefix="Action: a", suffix="b"),
-    "markdown before a label": _run("*", suffix="x"), "Observation without colon": _run("Observation x\n"),
+    "markdown before a label": _run("*", suffix="x"),
+    "Observation without colon": _run("Observation x\n"),
     "Observation words": _run("- Observation shows that\n"),
-    "Observation then non-letters": _run("Observation (1) *_ ", suffix="x"), "HTML tags": _run("<b>Observation</b>"),
-    "carriage returns": _run("Action:\r{\r"), "unicode line separators": _run("Action:\u2028{\u2029"),
+    "Observation then non-letters": _run("Observation (1) *_ ", suffix="x"),
+    "HTML tags": _run("<b>Observation</b>"),
+    "carriage returns": _run("Action:\r{\r"),
+    "unicode line separators": _run("Action:\u2028{\u2029"),
     "nested Python literals": _run("1,", prefix="Action:\n" + "{" * 16, suffix="1" + "}" * 16),
-    "many small Python literals": _run("{'a': [1, 2, 3]} "), "many JSON non-actions": _run('{"a": 1} ', prefix="Action:\n"),
-    "call syntax, unclosed": _run("(", prefix="Action: search("), "call syntax per line": _run("Action: a(\n"),
+    "many small Python literals": _run("{'a': [1, 2, 3]} "),
+    "many JSON non-actions": _run('{"a": 1} ', prefix="Action:\n"),
+    "call syntax, unclosed": _run("(", prefix="Action: search("),
+    "call syntax per line": _run("Action: a(\n"),
     "call syntax with quotes": _run("'\"(", prefix="Action: search("),
     "call syntax, JSON never closed": _run('{"a": ', prefix="Action: search("),
-    "answer then JSON": _run("Answer: {\n"), "answer, fence, JSON": _run("```json\n", prefix="Final Answer: ", suffix="{"),
-    "answer then brackets": _run("[", prefix="Answer: ", suffix="{"), "name keys": _run('{"tool_name": '),
-    "unknown keys": _run('{"command": "x"} '), "name key, no input": _run('{"tool": "x", "q": 1} '),
-    "markup": _run("<function=search>"), "markup without a name": _run("<function="),
-    "full-width colons": _run("Action\uff1a\uff1a"), "cut-off call and a name": _run('"action": "search", ', prefix="{"),
+    "answer then JSON": _run("Answer: {\n"),
+    "answer, fence, JSON": _run("```json\n", prefix="Final Answer: ", suffix="{"),
+    "answer then brackets": _run("[", prefix="Answer: ", suffix="{"),
+    "name keys": _run('{"tool_name": '),
+    "unknown keys": _run('{"command": "x"} '),
+    "name key, no input": _run('{"tool": "x", "q": 1} '),
+    "markup": _run("<function=search>"),
+    "markup without a name": _run("<function="),
+    "full-width colons": _run("Action\uff1a\uff1a"),
+    "cut-off call and a name": _run('"action": "search", ', prefix="{"),
     "action input never closed": _run("{", prefix="Action: search\nAction Input: "),
-    "a long name": _run("a ", prefix="Action: "), "words with dots": _run("a.", prefix="Action: "),
+    "a long name": _run("a ", prefix="Action: "),
+    "words with dots": _run("a.", prefix="Action: "),
     # other models' markup: frames never closed, frames repeated, separators with nothing between
     "Harmony messages": _run("<|channel|>analysis<|message|>a<|end|>"),
     "Harmony headers, no message": _run("<|start|>assistant<|channel|>commentary to=functions.x "),
-    "Harmony JSON never closed": _run('{"a": ', prefix="<|channel|>commentary to=functions.search<|message|>"),
-    "DeepSeek begins": _run("<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>x\n"),
+    "Harmony JSON never closed": _run(
+        '{"a": ', prefix="<|channel|>commentary to=functions.search<|message|>"
+    ),
+    "DeepSeek begins": _run(
+        "<\uff5ctool\u2581call\u2581begin\uff5c>function<\uff5ctool\u2581sep\uff5c>x\n"
+    ),
     "DeepSeek section tokens": _run("<\uff5ctool\u2581calls\u2581begin\uff5c>"),
     "Kimi begins": _run("<|tool_call_begin|>functions.x:0"),
-    "Mistral markers": _run("[TOOL_CALLS]x"), "Mistral JSON never closed": _run("{", prefix="[TOOL_CALLS]search"),
+    "Mistral markers": _run("[TOOL_CALLS]x"),
+    "Mistral JSON never closed": _run("{", prefix="[TOOL_CALLS]search"),
     "Gemma strings never closed": _run('<|"|>', prefix="<|tool_call>call:search{a:"),
     "Gemma nesting": _run("{a:", prefix="<|tool_call>call:search"),
-    "Gemma calls": _run("<|tool_call>call:x{"), "parameters never closed": _run("<parameter=a>", prefix="<function=search>"),
-    "invokes": _run('<invoke name="x">'), "GLM keys": _run("<arg_key>a</arg_key>", prefix="<tool_call>search\n"),
-    "GLM values never closed": _run("<arg_value>", prefix="<tool_call>search\n<arg_key>a</arg_key>"),
-    "wrappers": _run("<tool_call>"), "wrappers with a name": _run("<tool_call>x\n"),
-    "python tags": _run("<|python_tag|>x.call("), "tool_code fences": _run("```tool_code\nx(\n"),
-    "Python-style lists": _run("[a(", prefix="[search(query="), "glued names": _run("a{"),
-    "glued bare keys": _run("a: 1, ", prefix="search{"), "bare call lines": _run("search(x\n"),
-    "SentencePiece markers": _run("\u2581{"), "byte-level markers": _run("\u0120{\u010a"),
+    "Gemma calls": _run("<|tool_call>call:x{"),
+    "parameters never closed": _run("<parameter=a>", prefix="<function=search>"),
+    "invokes": _run('<invoke name="x">'),
+    "GLM keys": _run("<arg_key>a</arg_key>", prefix="<tool_call>search\n"),
+    "GLM values never closed": _run(
+        "<arg_value>", prefix="<tool_call>search\n<arg_key>a</arg_key>"
+    ),
+    "wrappers": _run("<tool_call>"),
+    "wrappers with a name": _run("<tool_call>x\n"),
+    "python tags": _run("<|python_tag|>x.call("),
+    "tool_code fences": _run("```tool_code\nx(\n"),
+    "Python-style lists": _run("[a(", prefix="[search(query="),
+    "glued names": _run("a{"),
+    "glued bare keys": _run("a: 1, ", prefix="search{"),
+    "bare call lines": _run("search(x\n"),
+    "SentencePiece markers": _run("\u2581{"),
+    "byte-level markers": _run("\u0120{\u010a"),
     "byte tokens": _run("<0xE2>", prefix="\u2581Action:\u2581"),
-    "answer labels repeated": _run("Answer: "), "answer label, then a label": _run("Answer: Action: "),
+    "answer labels repeated": _run("Answer: "),
+    "answer label, then a label": _run("Answer: Action: "),
     "an invisible answer": _run("\u200b\ufeff", prefix="Answer: "),
     "Observation labels on an Action line": _run("] Observation x ", prefix="Action: a["),
     "brackets then Observation labels": _run("[[ Observation: ", prefix="Action: a"),
-    "full-width Observation words": _run("\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e "),
-    "observation tags": _run("<observation", suffix=">"), "special tokens": _run("<|im_end|>", suffix="Observation"),
+    "full-width Observation words": _run(
+        "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e "
+    ),
+    "observation tags": _run("<observation", suffix=">"),
+    "special tokens": _run("<|im_end|>", suffix="Observation"),
 }
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 ARGUMENTS = {  # arguments read by the argument check
-    "cut off": _run('{"query": "', prefix="{"), "markup in arguments": _run("<function=search>"),
-    "extra data": _run('""', prefix="{}"), "a long value": lambda n: json.dumps({"query": _run("a ")(n)}),
+    "cut off": _run('{"query": "', prefix="{"),
+    "markup in arguments": _run("<function=search>"),
+    "extra data": _run('""', prefix="{}"),
+    "a long value": lambda n: json.dumps({"query": _run("a ")(n)}),
     "a long value with markup": lambda n: json.dumps({"query": _run("</arg_value>")(n)}),
-    "control characters": lambda n: json.dumps({"query": _run("\n\x00")(n)}), "deep nesting": _run("["),
+    "control characters": lambda n: json.dumps({"query": _run("\n\x00")(n)}),
+    "deep nesting": _run("["),
     "a long wrapper": lambda n: json.dumps({"properties": {"query": _run("x")(n)}}),
 }
-SHAPES = {**{k: ("text", v) for k, v in TEXT.items()}, **{k: ("arguments", v) for k, v in ARGUMENTS.items()}}
+SHAPES = {
+    **{k: ("text", v) for k, v in TEXT.items()},
+    **{k: ("arguments", v) for k, v in ARGUMENTS.items()},
+}
 
 
 def _read_all(kind: str, value) -> None:
@@ -225,9 +371,12 @@ def test_every_reader_is_linear_on_adversarial_text(shape):
     kind, build = SHAPES[shape]
     small, large = build(N), build(10 * N)
     _read_all(kind, small)  # warm up: compiled patterns, caches
-    for attempt in range(3):  # a busy machine can stall one measurement; a quadratic reader fails all
+    # a busy machine can stall one measurement; a quadratic reader fails all
+    for attempt in range(3):
         t_small = max(_seconds(kind, small, 3), FLOOR)
         t_large = _seconds(kind, large, 2)
         if t_large <= RATIO * t_small:
             break
-    assert t_large <= RATIO * t_small, f"{shape}: {t_large:.3f}s at 10x vs {t_small:.3f}s (x{t_large / t_small:.0f})"
+    assert t_large <= RATIO * t_small, (
+        f"{shape}: {t_large:.3f}s at 10x vs {t_small:.3f}s (x{t_large / t_small:.0f})"
+    )

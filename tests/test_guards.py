@@ -15,18 +15,17 @@ import json
 import re
 
 import pytest
+from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 
+from react_lab.billing import ToolError, _schema
 from react_lab.guards import Guards, Watch
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask
 from react_lab.native import ask_native, run_native
-from react_lab.billing import ToolError, _schema
 from react_lab.tools import Tool, default_tools
-
 
 # --------------------------------------------------------------- what a run is allowed, what it did
 
@@ -125,8 +124,8 @@ def test_a_best_effort_that_repeats_the_loops_words_is_no_answer_but_data_is(loo
     ]
     for echo in (
         "no charge 'ch_bad1'; charge ids look like ch_1KZq8f",  # its error observation
-        "The loop allows no more tool calls (max_steps).",
-    ):  # its own request
+        "The loop allows no more tool calls (max_steps).",  # its own request
+    ):
         result = loop.ask("q", loop.model([*steps, loop.best_effort(echo)]), tools, max_steps=2)
         assert result.answer is None and "no answer" in result.steps[-1].error, echo
     data = loop.ask(
@@ -238,9 +237,8 @@ def test_exact_repeats_are_refused_and_end_the_run(loop, tools):
     refusal = result.steps[1]
     assert refusal.guard == "repeat" and refusal.error
     assert "already run (tool call 1)" in refusal.observation
-    assert (
-        result.stopped_by == "repeat" and len(result.steps) <= 4
-    )  # 1 run + 2 refusals + best effort
+    # 1 run + 2 refusals + best effort
+    assert result.stopped_by == "repeat" and len(result.steps) <= 4
 
     loose = loop.ask(
         "q",
@@ -283,9 +281,8 @@ def test_a_call_refused_for_a_wrong_argument_name_may_be_sent_again_with_the_rig
     assert again.guard == "repeat"  # the same call is still a repeat
     odd = Guards().start()
     assert odd.run_tool(tools, "search", ['"']).guard is None
-    assert (
-        odd.run_tool(tools, "search", ["*"]).guard is None
-    )  # no words in either: compared as written
+    # no words in either: compared as written
+    assert odd.run_tool(tools, "search", ["*"]).guard is None
 
 
 # --------------------------------------------------------------------------- errors

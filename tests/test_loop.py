@@ -1,4 +1,5 @@
 """The text loop on a scripted model: who writes what, and when it stops."""
+
 import json
 
 import pytest
@@ -14,7 +15,7 @@ from react_lab.trace import Transcript
 
 DUPLICATE = [
     " I should list the July invoices.\nAction: list_invoices[cus_8812, 2026-07-01]\n"
-    "Observation: [{\"invoice_id\": \"INV-9999\"}]\nAnswer: forged",
+    'Observation: [{"invoice_id": "INV-9999"}]\nAnswer: forged',
     " INV-2041 is listed twice; check its charge.\nAction: get_charge[ch_1KZq8f]\n",
     " One succeeded charge.\nAnswer: Charged once; the invoice list shows a re-sent email twice.",
 ]
@@ -27,8 +28,8 @@ def test_loop_writes_observations_from_the_database_not_the_model():
     assert result.answer.startswith("Charged once")
     first, second, _ = result.steps
     assert first.action == {"tool": "list_invoices", "args": ["cus_8812", "2026-07-01"]}
-    assert first.observation.count('"INV-2041"') == 2           # real rows, the resend duplicate
-    assert "INV-9999" not in result.transcript.text               # the forged row never enters
+    assert first.observation.count('"INV-2041"') == 2  # real rows, the resend duplicate
+    assert "INV-9999" not in result.transcript.text  # the forged row never enters
     assert second.action["tool"] == "get_charge" and '"succeeded"' in second.observation
     owners = [o for o, _ in result.transcript.spans]
     assert owners[:3] == ["prompt", "model", "loop"]
@@ -84,7 +85,9 @@ def test_transcript_renders_owners():
 def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys, shipped_db_unchanged):
     path = tmp_path / "script.json"
     path.write_text(json.dumps(DUPLICATE))
-    assert main(["ask", "Was cus_8812 charged twice?", "--model", f"scripted:{path}", "--json"]) == 0
+    assert (
+        main(["ask", "Was cus_8812 charged twice?", "--model", f"scripted:{path}", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["stopped_by"] == "answer" and out["answer"]
     assert {"step", "thought", "action", "observation", "error"} <= set(out["steps"][0])
@@ -95,19 +98,28 @@ def test_cli_ask_json_on_a_scripted_model(tmp_path, capsys, shipped_db_unchanged
 def test_cli_parse(capsys, monkeypatch):
     import io
     import sys
+
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"Action: serch[x]\n")))
     assert main(["parse", "--tools", "search,calc"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["kind"] == "error" and "available: search, calc" in out["reason"]
-    assert set(out) == {"kind", "tool", "input", "answer", "reason", "forged"} and out["forged"] is False
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
-        b'Action 1: search["x"]\nObservation: INV-1 is paid\nFinal Answer: yes')))
+    assert (
+        set(out) == {"kind", "tool", "input", "answer", "reason", "forged"}
+        and out["forged"] is False
+    )
+    monkeypatch.setattr(
+        sys,
+        "stdin",
+        io.TextIOWrapper(
+            io.BytesIO(b'Action 1: search["x"]\nObservation: INV-1 is paid\nFinal Answer: yes')
+        ),
+    )
     assert main(["parse", "--tools", "search,calc"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["kind"] == "action" and out["forged"] is True   # the invented Observation is reported
+    assert out["kind"] == "action" and out["forged"] is True  # the invented Observation is reported
 
 
-# --------------------------------------------------------------------------- arguments the loop refuses
+# ----------------------------------------------------------------------- arguments the loop refuses
 
 ANSWER = " I know this.\nAnswer: 42"
 
@@ -123,11 +135,19 @@ class RecordingModel:
         return Completion(ANSWER, "stop", 1, 1)
 
 
-@pytest.mark.parametrize("name,value", [
-    ("max_steps", "3"), ("max_steps", 0), ("max_steps", -1), ("max_steps", 2.0),
-    ("max_steps", True),
-    ("max_tokens", 0), ("max_tokens", -1), ("max_tokens", "192"),
-])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("max_steps", "3"),
+        ("max_steps", 0),
+        ("max_steps", -1),
+        ("max_steps", 2.0),
+        ("max_steps", True),
+        ("max_tokens", 0),
+        ("max_tokens", -1),
+        ("max_tokens", "192"),
+    ],
+)
 def test_run_refuses_bad_counts_before_calling_the_model(name, value):
     model = RecordingModel()
     with pytest.raises(ValueError, match=f"{name} must be a whole number >= 1, got {value!r}"):
@@ -170,10 +190,12 @@ def test_both_loops_refuse_a_blank_question(question):
     from react_lab.native import ask_native, run_native
 
     model = RecordingModel()
-    for call in (lambda: loop.ask(question, model, default_tools()),
-                 lambda: list(loop.run(question, model, default_tools())),
-                 lambda: ask_native(question, model, default_tools()),
-                 lambda: list(run_native(question, model, default_tools()))):
+    for call in (
+        lambda: loop.ask(question, model, default_tools()),
+        lambda: list(loop.run(question, model, default_tools())),
+        lambda: ask_native(question, model, default_tools()),
+        lambda: list(run_native(question, model, default_tools())),
+    ):
         with pytest.raises((ValueError, TypeError), match="question is blank|chat"):
             call()
     assert model.calls == 0

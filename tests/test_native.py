@@ -1,4 +1,5 @@
 """Native tool calling: the schema check, the reply grammar, the native loop, the backends."""
+
 import json
 from types import SimpleNamespace
 
@@ -24,34 +25,44 @@ from react_lab.lab.cli import main
 from react_lab.lab.guards import LabGuards
 from react_lab.native import ask_native, run_native
 from react_lab.protocol import EXEMPLARS
-from react_lab.tool_calls import SYSTEM
 from react_lab.schema import check_arguments, clean_arguments, validate_call
+from react_lab.tool_calls import SYSTEM
 from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()
 LIST = TOOLS["list_invoices"]
 JULY = {"customer_id": "cus_8812", "since": "2026-07-01"}
 CALL_THEN_ANSWER = [
-    {"thought": "I need the July invoices.",
-     "tool_calls": [{"name": "list_invoices", "arguments": JULY}]},
-    {"thought": "Two invoices, one emailed twice.", "answer": "Two invoices: INV-2041 and INV-2116."},
+    {
+        "thought": "I need the July invoices.",
+        "tool_calls": [{"name": "list_invoices", "arguments": JULY}],
+    },
+    {
+        "thought": "Two invoices, one emailed twice.",
+        "answer": "Two invoices: INV-2041 and INV-2116.",
+    },
 ]
 
 
 # ---- validate_call: errors name the field --------------------------------------------------
 
+
 def test_valid_call_has_no_errors():
     assert validate_call(LIST, JULY) == []
 
 
-@pytest.mark.parametrize("args,field,words", [
-    ({"customer_id": "cus_8812"}, "since", "required argument is missing"),
-    ({**JULY, "include_deleted": True}, "include_deleted", "not a declared argument"),
-    ({"customer_id": "cus_8812", "since": "July 1st"}, "since", "is not a 'date'"),
-    ({"customer_id": "cus_8812", "since": "2026-02-30"}, "since", "is not a 'date'"),  # format, not pattern
-    ({"customer_id": "8812", "since": "2026-07-01"}, "customer_id", "does not match"),
-    ({"customer_id": 8812, "since": "2026-07-01"}, "customer_id", "is not of type 'string'"),
-])
+@pytest.mark.parametrize(
+    "args,field,words",
+    [
+        ({"customer_id": "cus_8812"}, "since", "required argument is missing"),
+        ({**JULY, "include_deleted": True}, "include_deleted", "not a declared argument"),
+        ({"customer_id": "cus_8812", "since": "July 1st"}, "since", "is not a 'date'"),
+        # format, not pattern
+        ({"customer_id": "cus_8812", "since": "2026-02-30"}, "since", "is not a 'date'"),
+        ({"customer_id": "8812", "since": "2026-07-01"}, "customer_id", "does not match"),
+        ({"customer_id": 8812, "since": "2026-07-01"}, "customer_id", "is not of type 'string'"),
+    ],
+)
 def test_each_error_starts_with_the_field_it_is_about(args, field, words):
     errors = validate_call(LIST, args)
     assert any(e.startswith(f"{field}:") and words in e for e in errors), errors
@@ -64,21 +75,30 @@ def test_non_objects_are_errors_not_exceptions():
     assert check_arguments(LIST, json.dumps(JULY)) == (JULY, [])
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def test_two_undeclared_names_that_print_alike_get_two_messages():
     # found by the property below: " " and "\r" both printed as a blank before the colon
     errors = validate_call(TOOLS["calc"], {" ": None, "\r": None})
     assert len(set(errors)) == len(errors) == 3
-    assert "' ': not a declared argument" in errors[1] and "'\\r': not a declared argument" in errors[2]
+    assert (
+        "' ': not a declared argument" in errors[1]
+        and "'\\r': not a declared argument" in errors[2]
+    )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.one_of(st.text(max_size=16), st.integers(), st.none()), JSON, max_size=6),
-       st.sampled_from(sorted(TOOLS)))
+@given(
+    st.dictionaries(st.one_of(st.text(max_size=16), st.integers(), st.none()), JSON, max_size=6),
+    st.sampled_from(sorted(TOOLS)),
+)
 def test_validate_call_never_raises_on_arbitrary_dicts(args, name):
     errors = validate_call(TOOLS[name], args)
     assert all(isinstance(e, str) and e for e in errors)
@@ -86,9 +106,13 @@ def test_validate_call_never_raises_on_arbitrary_dicts(args, name):
     # the schema check and jsonschema agree on what is valid, after the argument rule
     # (strings stripped; a control character inside is refused: see react_lab.schema)
     cleaned, refused = clean_arguments(TOOLS[name], args)
-    valid = jsonschema.Draft202012Validator(
-        TOOLS[name].parameters, format_checker=jsonschema.FormatChecker()).is_valid(cleaned) \
-        if all(isinstance(k, str) for k in args) else None
+    valid = (
+        jsonschema.Draft202012Validator(
+            TOOLS[name].parameters, format_checker=jsonschema.FormatChecker()
+        ).is_valid(cleaned)
+        if all(isinstance(k, str) for k in args)
+        else None
+    )
     if valid is not None:
         assert (errors == []) == (valid and not refused)
 
@@ -97,7 +121,7 @@ def test_validate_call_never_raises_on_arbitrary_dicts(args, name):
 @given(st.one_of(st.text(max_size=80), JSON))
 def test_check_arguments_and_parse_reply_never_raise(value):
     args, errors = check_arguments(LIST, value)
-    assert errors or isinstance(args, dict)          # no errors only for a decoded object
+    assert errors or isinstance(args, dict)  # no errors only for a decoded object
     reply = parse_reply(value if isinstance(value, str) else json.dumps(value))
     assert bool(reply.tool_calls) == (reply.finish_reason == "tool_calls")
     assert reply.finish_reason != "length" or (reply.content is None and not reply.tool_calls)
@@ -105,12 +129,15 @@ def test_check_arguments_and_parse_reply_never_raise(value):
 
 # ---- the reply schema and the grammar's schema ----------------------------------------------
 
+
 def test_reply_schema_accepts_calls_and_answers_and_refuses_abuses():
     schema = reply_schema(tool_schemas(TOOLS))
     check = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     assert check.is_valid(CALL_THEN_ANSWER[0]) and check.is_valid(CALL_THEN_ANSWER[1])
-    bad = {"thought": "", "tool_calls": [{"name": "list_invoices",
-                                          "arguments": {"customer_id": "cus_8812"}}]}
+    bad = {
+        "thought": "",
+        "tool_calls": [{"name": "list_invoices", "arguments": {"customer_id": "cus_8812"}}],
+    }
     assert not check.is_valid(bad)
     assert not check.is_valid({"thought": "", "tool_calls": [{"name": "serch", "arguments": {}}]})
     required = reply_schema(tool_schemas(TOOLS), tool_choice="required")
@@ -121,7 +148,7 @@ def test_reply_schema_accepts_calls_and_answers_and_refuses_abuses():
 
 def test_decodable_rewrites_what_the_converter_cannot_parse():
     schema = decodable(LIST.parameters)
-    assert "pattern" not in schema["properties"]["since"]          # the date rule is stricter
+    assert "pattern" not in schema["properties"]["since"]  # the date rule is stricter
     assert schema["properties"]["since"]["format"] == "date"
     assert decodable({"pattern": r"^\d{4}$"}) == {"pattern": "^[0-9]{4}$"}
     assert LIST.parameters["properties"]["since"]["pattern"] == r"^\d{4}-\d{2}-\d{2}$"  # a copy
@@ -131,11 +158,17 @@ def test_decodable_rewrites_what_the_converter_cannot_parse():
 
 # ---- parsing replies --------------------------------------------------------------------------
 
+
 def test_parse_reply_shapes_openai_tool_calls():
     reply = parse_reply(json.dumps(CALL_THEN_ANSWER[0]), call_prefix="call_2")
     assert reply.finish_reason == "tool_calls" and reply.thought == "I need the July invoices."
-    assert reply.tool_calls == [{"id": "call_2_1", "type": "function", "function": {
-        "name": "list_invoices", "arguments": json.dumps(JULY)}}]
+    assert reply.tool_calls == [
+        {
+            "id": "call_2_1",
+            "type": "function",
+            "function": {"name": "list_invoices", "arguments": json.dumps(JULY)},
+        }
+    ]
     assert reply.message()["tool_calls"] == reply.tool_calls
     answer = parse_reply(json.dumps(CALL_THEN_ANSWER[1]))
     assert answer.content.startswith("Two invoices") and answer.finish_reason == "stop"
@@ -146,10 +179,12 @@ def test_parse_reply_shapes_openai_tool_calls():
 
 # ---- the native loop on a scripted model --------------------------------------------------------
 
+
 def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     model = ScriptedChatModel(CALL_THEN_ANSWER)
-    result = ask_native("How many invoices did cus_8812 receive in July 2026?", model, TOOLS,
-                        guards=LabGuards())
+    result = ask_native(
+        "How many invoices did cus_8812 receive in July 2026?", model, TOOLS, guards=LabGuards()
+    )
     assert result.stopped_by == "answer" and result.answer.startswith("Two invoices")
     first, second = result.steps
     assert first.action == {"tool": "list_invoices", "args": JULY}
@@ -157,8 +192,8 @@ def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     messages, tools = model.requests[1]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
     assert messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
-    assert tools[:len(TOOLS)] == tool_schemas(TOOLS)  # then `more`: long observations are paged
-    assert [t["function"]["name"] for t in tools[len(TOOLS):]] == ["more"]
+    assert tools[: len(TOOLS)] == tool_schemas(TOOLS)  # then `more`: long observations are paged
+    assert [t["function"]["name"] for t in tools[len(TOOLS) :]] == ["more"]
     owners = [o for o, _ in result.transcript.spans]
     assert owners == ["prompt", "model", "loop", "model"]
     assert "Question: How many invoices" in result.transcript.render_text()
@@ -169,15 +204,29 @@ def test_native_loop_sends_schemas_and_returns_results_by_call_id():
 
 def test_invalid_arguments_are_refused_before_the_tool_runs():
     ran = []
-    spy = Tool("list_invoices", lambda customer_id, since: ran.append(1) or [], "spy",
-               LIST.parameters)
-    model = ScriptedChatModel([{"thought": "", "tool_calls": [
-        {"name": "list_invoices", "arguments": {"customer_id": "cus_8812", "since": "July 1st"}}]},
-        {"thought": "", "answer": "done"}])
+    spy = Tool(
+        "list_invoices", lambda customer_id, since: ran.append(1) or [], "spy", LIST.parameters
+    )
+    model = ScriptedChatModel(
+        [
+            {
+                "thought": "",
+                "tool_calls": [
+                    {
+                        "name": "list_invoices",
+                        "arguments": {"customer_id": "cus_8812", "since": "July 1st"},
+                    }
+                ],
+            },
+            {"thought": "", "answer": "done"},
+        ]
+    )
     step = next(run_native("q", model, {"list_invoices": spy}))
     assert ran == [] and step.observation.startswith("Error: list_invoices was not run")
     assert "since: 'July 1st' is not a 'date'" in step.error
-    unknown = ScriptedChatModel([{"thought": "", "tool_calls": [{"name": "serch", "arguments": {}}]}])
+    unknown = ScriptedChatModel(
+        [{"thought": "", "tool_calls": [{"name": "serch", "arguments": {}}]}]
+    )
     step = next(run_native("q", unknown, TOOLS))
     assert step.error.startswith("unknown tool 'serch'; available: list_invoices")
 
@@ -191,12 +240,23 @@ def test_cut_off_reply_is_an_error_step_and_the_limit_ends_the_run():
 
 
 def test_several_calls_in_one_reply_are_all_recorded_on_the_step():
-    model = ScriptedChatModel([{"thought": "both", "tool_calls": [
-        {"name": "get_charge", "arguments": {"charge_id": "ch_1KZq8f"}},
-        {"name": "find_invoice", "arguments": {"invoice_id": "INV-2041"}}]}, {"thought": "", "answer": "ok"}])
+    model = ScriptedChatModel(
+        [
+            {
+                "thought": "both",
+                "tool_calls": [
+                    {"name": "get_charge", "arguments": {"charge_id": "ch_1KZq8f"}},
+                    {"name": "find_invoice", "arguments": {"invoice_id": "INV-2041"}},
+                ],
+            },
+            {"thought": "", "answer": "ok"},
+        ]
+    )
     step = next(run_native("q", model, TOOLS))
     assert step.action["tool"] == "get_charge" and [c["tool"] for c in step.action["calls"]] == [
-        "get_charge", "find_invoice"]
+        "get_charge",
+        "find_invoice",
+    ]
     assert len(step.observation.splitlines()) == 2
     messages = model.requests[0][0]
     assert messages[0]["role"] == "system"
@@ -204,23 +264,31 @@ def test_several_calls_in_one_reply_are_all_recorded_on_the_step():
 
 # ---- the OpenAI-compatible backend, with a fake client ------------------------------------------
 
+
 def test_openai_chat_model_passes_tools_and_reads_tool_calls():
     sent = {}
 
     def create(**kwargs):
         sent.update(kwargs)
-        call = SimpleNamespace(id="call_abc", function=SimpleNamespace(
-            name="list_invoices", arguments=json.dumps(JULY)))
+        call = SimpleNamespace(
+            id="call_abc",
+            function=SimpleNamespace(name="list_invoices", arguments=json.dumps(JULY)),
+        )
         message = SimpleNamespace(content=None, tool_calls=[call])
-        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="tool_calls")],
-                               usage=SimpleNamespace(prompt_tokens=120, completion_tokens=20))
+        return SimpleNamespace(
+            choices=[SimpleNamespace(message=message, finish_reason="tool_calls")],
+            usage=SimpleNamespace(prompt_tokens=120, completion_tokens=20),
+        )
 
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     model = OpenAIChatModel("gpt-test", client=client)
     reply = model.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS))
     assert sent["model"] == "gpt-test" and sent["tools"] != tool_schemas(TOOLS)
-    assert sent["tools"] == [{**t, "function": {**t["function"], "parameters": decodable(
-        t["function"]["parameters"])}} for t in tool_schemas(TOOLS)]  # no \d a server cannot parse
+    # no \d a server cannot parse
+    assert sent["tools"] == [
+        {**t, "function": {**t["function"], "parameters": decodable(t["function"]["parameters"])}}
+        for t in tool_schemas(TOOLS)
+    ]
     assert "\\d" not in json.dumps(sent["tools"]) and "\\d" in json.dumps(tool_schemas(TOOLS))
     assert reply.tool_calls[0]["function"]["arguments"] == json.dumps(JULY)
     assert reply.finish_reason == "tool_calls" and reply.prompt_tokens == 120
@@ -230,8 +298,20 @@ def test_openai_chat_model_passes_tools_and_reads_tool_calls():
 def test_cli_ask_native_json_keeps_the_text_keys(tmp_path, capsys):
     path = tmp_path / "replies.json"
     path.write_text(json.dumps(CALL_THEN_ANSWER))
-    assert main(["ask", "How many invoices?", "--protocol", "native", "--model",
-                 f"scripted:{path}", "--json"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                "How many invoices?",
+                "--protocol",
+                "native",
+                "--model",
+                f"scripted:{path}",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["stopped_by"] == "answer" and out["answer"].startswith("Two invoices")
     assert {"step", "thought", "action", "observation", "error"} <= set(out["steps"][0])
@@ -239,6 +319,7 @@ def test_cli_ask_native_json_keeps_the_text_keys(tmp_path, capsys):
 
 
 # ---- the reply grammar, on the embedded model's vocabulary ------------------------------------
+
 
 @pytest.mark.model
 def test_the_reply_grammar_refuses_a_missing_argument_character_by_character():
@@ -252,10 +333,18 @@ def test_the_reply_grammar_refuses_a_missing_argument_character_by_character():
 
 
 def test_a_native_run_with_several_calls_in_a_reply_keys_each_result_to_its_call():
-    model = ScriptedChatModel([{"thought": "both", "tool_calls": [
-        {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
-        {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]},
-        {"thought": "", "answer": "approved, unpaid"}])
+    model = ScriptedChatModel(
+        [
+            {
+                "thought": "both",
+                "tool_calls": [
+                    {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
+                    {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}},
+                ],
+            },
+            {"thought": "", "answer": "approved, unpaid"},
+        ]
+    )
     result = ask_native("Has INV-2291 been paid?", model, TOOLS)
     messages = model.requests[1][0]
     ids = [c["id"] for c in messages[2]["tool_calls"]]
@@ -273,9 +362,15 @@ def test_the_reply_schema_follows_tool_choice():
     schemas = tool_schemas(TOOLS)
 
     def valid(choice, reply):
-        return jsonschema.Draft202012Validator(reply_schema(schemas, tool_choice=choice)).is_valid(reply)
+        return jsonschema.Draft202012Validator(reply_schema(schemas, tool_choice=choice)).is_valid(
+            reply
+        )
+
     call, answer = CALL_THEN_ANSWER
-    find = {"thought": "", "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}]}
+    find = {
+        "thought": "",
+        "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}],
+    }
     assert valid("auto", call) and valid("auto", answer)
     assert valid("required", call) and not valid("required", answer)
     assert not valid("none", call) and valid("none", answer)
@@ -288,19 +383,27 @@ def test_every_chat_backend_takes_tool_choice():
     scripted.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS), tool_choice=NAMED)
     assert scripted.tool_choices == [NAMED]
     with pytest.raises(ValueError, match="tool_choice"):
-        scripted.chat([{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS), tool_choice="any")
+        scripted.chat(
+            [{"role": "user", "content": "q"}], tools=tool_schemas(TOOLS), tool_choice="any"
+        )
     sent = {}
 
     def create(**kwargs):
         sent.update(kwargs)
         message = SimpleNamespace(content="ok", tool_calls=None)
-        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="stop")],
-                               usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1))
+        return SimpleNamespace(
+            choices=[SimpleNamespace(message=message, finish_reason="stop")],
+            usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1),
+        )
 
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
-    messages = [{"role": "user", "content": "q"},
-                {"role": "assistant", "content": "a", "thought": "the lab's own key"}]
-    OpenAIChatModel("m", client=client).chat(messages, tools=tool_schemas(TOOLS), tool_choice="required")
+    messages = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "thought": "the lab's own key"},
+    ]
+    OpenAIChatModel("m", client=client).chat(
+        messages, tools=tool_schemas(TOOLS), tool_choice="required"
+    )
     assert sent["tool_choice"] == "required" and "thought" not in sent["messages"][1]
 
 
@@ -309,17 +412,33 @@ def test_run_native_sends_tool_choice_until_a_call_has_run():
     ask_native("q", model, TOOLS, tool_choice="required")
     assert model.tool_choices == ["required", "auto"]
     with pytest.raises(ValueError, match="serch"):
-        list(run_native("q", model, TOOLS, tool_choice={"type": "function", "function": {"name": "serch"}}))
+        list(
+            run_native(
+                "q", model, TOOLS, tool_choice={"type": "function", "function": {"name": "serch"}}
+            )
+        )
 
 
-# ---- the native exemplar (exemplar_messages: tests/test_tool_calls.py) ----------------------------
+# ---- the native exemplar (exemplar_messages: tests/test_tool_calls.py) ---------------------------
+
 
 def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
     model = ScriptedChatModel(CALL_THEN_ANSWER)
-    result = ask_native("How many invoices did cus_8812 receive in July 2026?", model, TOOLS,
-                        exemplars=EXEMPLARS[:1])
+    result = ask_native(
+        "How many invoices did cus_8812 receive in July 2026?",
+        model,
+        TOOLS,
+        exemplars=EXEMPLARS[:1],
+    )
     first = model.requests[0][0]
-    assert [m["role"] for m in first] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert [m["role"] for m in first] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
     assert first[-1]["content"].startswith("How many invoices")
     owners = [o for o, _ in result.transcript.spans]
     assert owners == ["prompt", "model", "loop", "model"]
@@ -327,16 +446,24 @@ def test_a_run_with_the_exemplar_starts_from_it_and_shows_it_as_prompt():
     assert "cus_4417" in prompt and "Question: How many invoices" in prompt
     rendered = LocalChatModel.render(None, first, tool_schemas(TOOLS))
     assert rendered.count("<|im_start|>") == 7 and "Result of example_1_1: [" in rendered
-    assert json.dumps({"thought": EXEMPLARS[0].final_thought, "answer": EXEMPLARS[0].answer}) in rendered
+    assert (
+        json.dumps({"thought": EXEMPLARS[0].final_thought, "answer": EXEMPLARS[0].answer})
+        in rendered
+    )
 
 
 # ---- over HTTP: the lab's own test server, for what llama-cpp-python's does not do ---------------
 
+
 def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server():
     from helpers.fake_openai import FakeOpenAI
 
-    both = {"tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
-                           {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}]}
+    both = {
+        "tool_calls": [
+            {"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}},
+            {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}},
+        ]
+    }
     with FakeOpenAI(chat_replies=[both, {"content": "INV-2291 is approved but unpaid."}]) as server:
         model = OpenAIChatModel("fake-model", base_url=server.base_url)
         result = ask_native("Has INV-2291 been paid?", model, TOOLS, tool_choice="required")
@@ -347,21 +474,33 @@ def test_parallel_calls_and_every_tool_choice_over_http_against_the_fake_server(
         assert [r["tool_choice"] for r in server.requests] == ["required", "auto"]
         assert result.answer == "INV-2291 is approved but unpaid."
         messages = [{"role": "user", "content": "q"}]
-        named = model.chat(messages, tools=tool_schemas(TOOLS),
-                           tool_choice={"type": "function", "function": {"name": "get_payments"}})
+        named = model.chat(
+            messages,
+            tools=tool_schemas(TOOLS),
+            tool_choice={"type": "function", "function": {"name": "get_payments"}},
+        )
         assert [c["function"]["name"] for c in named.tool_calls] == ["get_payments"]
         none = model.chat(messages, tools=tool_schemas(TOOLS), tool_choice="none")
         assert none.tool_calls == [] and none.content
         with pytest.raises(Exception, match="tool_call_id 'call_9'"):  # results keyed to no call
-            model.chat(messages + [{"role": "assistant", "content": "", "tool_calls": []},
-                                   {"role": "tool", "tool_call_id": "call_9", "content": "{}"}],
-                       tools=tool_schemas(TOOLS))
+            model.chat(
+                messages
+                + [
+                    {"role": "assistant", "content": "", "tool_calls": []},
+                    {"role": "tool", "tool_call_id": "call_9", "content": "{}"},
+                ],
+                tools=tool_schemas(TOOLS),
+            )
 
 
-# ---- what llama-cpp-python's chatml-function-calling handler does with a request ------------------
+# ---- what llama-cpp-python's chatml-function-calling handler does with a request -----------------
+
 
 class _PromptSpy:
-    """Stands in for ``llama_cpp.Llama`` in a chat handler: keeps each prompt, completes with ``text``."""
+    """Stands in for ``llama_cpp.Llama`` in a chat handler.
+
+    It keeps each prompt, and completes with ``text``.
+    """
 
     verbose = False
 
@@ -370,32 +509,50 @@ class _PromptSpy:
 
     def create_completion(self, prompt, **options):
         self.prompts.append(prompt)
-        return {"id": "x", "object": "text_completion", "created": 0, "model": "m",
-                "choices": [{"text": self.text, "index": 0, "logprobs": None, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        return {
+            "id": "x",
+            "object": "text_completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"text": self.text, "index": 0, "logprobs": None, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
 
 
 def test_the_servers_chatml_function_calling_handler_drops_tool_results_and_refuses_required():
-    """Where llama-cpp-python's server (0.3.36) does not serve native calling; if this fails, it was fixed.
+    """Where llama-cpp-python's server (0.3.36) does not serve native calling.
 
-    Its template has no branch for the ``tool`` role: a result is written as an empty
-    ``<|im_start|>tool`` line, content and call id gone, so the model never reads it.
-    ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own test server
-    (tests/helpers/fake_openai.py) stands in for those.
+    If this fails, it was fixed. Its template has no branch for the ``tool`` role: a result
+    is written as an empty ``<|im_start|>tool`` line, content and call id gone, so the model
+    never reads it. ``tool_choice="required"`` fails an ``assert`` (HTTP 500). The lab's own
+    test server (tests/helpers/fake_openai.py) stands in for those.
     """
     handler = pytest.importorskip("llama_cpp.llama_chat_format").chatml_function_calling
-    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"},
-                {"role": "assistant", "content": "", "tool_calls": [
-                    {"id": "call_a", "type": "function", "function": {"name": "find_invoice",
-                                                                      "arguments": '{"invoice_id": "INV-2291"}'}}]},
-                {"role": "tool", "tool_call_id": "call_a", "content": "RESULT-ONE"}]
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "find_invoice", "arguments": '{"invoice_id": "INV-2291"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "RESULT-ONE"},
+    ]
     for choice in ("auto", "none"):
         spy = _PromptSpy()
         handler(llama=spy, messages=messages, tools=tool_schemas(TOOLS), tool_choice=choice)
         assert "RESULT-ONE" not in spy.prompts[0] and "call_a" not in spy.prompts[0]
         assert "<|im_start|>tool\n<|im_start|>assistant\n" in spy.prompts[0]
     with pytest.raises(AssertionError):
-        handler(llama=_PromptSpy(), messages=messages, tools=tool_schemas(TOOLS), tool_choice="required")
+        handler(
+            llama=_PromptSpy(), messages=messages, tools=tool_schemas(TOOLS), tool_choice="required"
+        )
 
 
 def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
@@ -407,4 +564,5 @@ def test_the_native_ladder_rungs_start_from_the_prompt_the_model_reads():
     assert "Result of example_1_1: " in with_exemplar and task.question in with_exemplar
     assert "example_1_1" not in first_prompt(get_config("native"), task)
     pooled = first_prompt(get_config("native_pool_k1"), task)
-    assert "Result of example_1_1: " in pooled and pooled != with_exemplar  # chosen for the question
+    # chosen for the question
+    assert "Result of example_1_1: " in pooled and pooled != with_exemplar

@@ -254,9 +254,8 @@ def test_an_empty_final_answer_is_an_error_and_loses_nothing():
     assert r.kept.startswith("The latest invoice is INV-2088") and r.thought.startswith(
         "The latest"
     )
-    r = parse(
-        "Final Answer:\nINV-2088 was issued on 2026-07-14."
-    )  # on the next line: still an answer
+    # on the next line: still an answer
+    r = parse("Final Answer:\nINV-2088 was issued on 2026-07-14.")
     assert (r.kind, r.answer) == ("final", "INV-2088 was issued on 2026-07-14.")
 
 
@@ -389,9 +388,8 @@ def test_a_completion_cut_at_the_token_limit_says_so(text):
         reason.startswith("a completion cut at the token limit (256 tokens)")
         and GENERIC not in reason
     )
-    assert "token limit (" not in one_line_reason(
-        parse(text, finish_reason="length")
-    )  # no count known
+    # no count known
+    assert "token limit (" not in one_line_reason(parse(text, finish_reason="length"))
 
 
 def test_the_token_limit_changes_what_an_error_says_never_what_is_read():

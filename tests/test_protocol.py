@@ -3,6 +3,7 @@
 The tolerant parser is tests/test_parser.py (its properties and time bounds tests/test_fuzz.py);
 the public cases are tests/test_public_cases.py.
 """
+
 import pytest
 
 from react_lab.parser import find_forged, parse, trim_partial_stop
@@ -10,15 +11,25 @@ from react_lab.protocol import ACTION_RE, STOP, strict_parse
 
 # ---- the seed's strict regex, kept exactly ---------------------------------------------------
 
+
 def test_seed_regex_is_anchored_and_exact():
     assert ACTION_RE.pattern == r"^Action:\s*(\w+)\[(.*)\]\s*$"
     assert ACTION_RE.search("I said Action: search[x] in passing") is None
-    assert strict_parse("Thought: t\nAction: list_invoices[cus_8812, 2026-07-01]").args == \
-        ["cus_8812", "2026-07-01"]
+    assert strict_parse("Thought: t\nAction: list_invoices[cus_8812, 2026-07-01]").args == [
+        "cus_8812",
+        "2026-07-01",
+    ]
 
 
-@pytest.mark.parametrize("text", ["Action 1: search[x]", "Action: search\nAction Input: x",
-                                  "Action: search[x] trailing", "  Action: search[x]"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Action 1: search[x]",
+        "Action: search\nAction Input: x",
+        "Action: search[x] trailing",
+        "  Action: search[x]",
+    ],
+)
 def test_seed_regex_rejects_drift_the_tolerant_parser_accepts(text):
     assert strict_parse(text).kind == "error"
     assert parse(text).kind == "action"
@@ -33,6 +44,7 @@ def test_stop_sequence_and_forgery_detection():
 
 
 # ---- the prompt ------------------------------------------------------------------------------
+
 
 def test_exemplars_match_the_tools():
     """An exemplar teaches by example, so its observations must be what the tools really return."""
@@ -74,6 +86,10 @@ def test_the_guards_add_to_the_prompt_through_build_prompt_only():
     guards = LabGuards(mark_data=True, require_citation=True)
     marked = build_prompt("q", tools.values(), notes=guards.notes(), mark=guards.mark)
     assert marked.startswith(f"{INSTRUCTIONS}\n{DATA_NOTE}\n{CITATION_NOTE}\n")
-    assert EXEMPLARS[0].question in marked and "Observation: <<data from list_invoices>> [" in marked
+    assert (
+        EXEMPLARS[0].question in marked and "Observation: <<data from list_invoices>> [" in marked
+    )
     assert build_prompt("q", tools.values(), notes=Guards().notes(), mark=Guards().mark) == plain
-    assert build_prompt("q", tools.values(), notes=LabGuards().notes(), mark=LabGuards().mark) == plain
+    assert (
+        build_prompt("q", tools.values(), notes=LabGuards().notes(), mark=LabGuards().mark) == plain
+    )

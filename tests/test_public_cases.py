@@ -1,20 +1,23 @@
-"""Every public failure case as a test with its right value; the package's copy matches the shared one.
+"""Every public failure case as a test with its right value.
+
+The package's copy matches the shared one.
 
 The cases ship inside the package (``react_lab/data/cases/``, read by
 :func:`react_lab.data.load_cases`), so they are found on Binder too. When the course's
 ``shared/cases`` folder sits beside the repository (as in CI), the copy must hold every
 case in it, unchanged.
 """
+
 import json
 import re
 from pathlib import Path
 
 import pytest
 
+from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.data import load_cases
 from react_lab.parser import parse
 from react_lab.schema import check_arguments
-from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.tools import Tool, default_tools
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "cases"
@@ -31,8 +34,10 @@ def test_the_package_carries_the_cases_with_their_sources():
         load_cases("text")
 
 
-@pytest.mark.parametrize("kind,name", [("parse", "public-parse-failures.jsonl"),
-                                       ("native-args", "public-native-arg-failures.jsonl")])
+@pytest.mark.parametrize(
+    "kind,name",
+    [("parse", "public-parse-failures.jsonl"), ("native-args", "public-native-arg-failures.jsonl")],
+)
 def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
     shared = SHARED / name
     if not shared.exists():
@@ -47,7 +52,8 @@ def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
 # ---- text cases: the parser's result is one of the case's accepted values ----------------
 
 GENERIC = "no action and no answer found"
-#: What an accepted refusal names: a quoted name, a code point, a format or label name, an identifier.
+#: What an accepted refusal names: a quoted name, a code point, a format or label name, an
+#: identifier.
 _NAMES = re.compile(r"'[^']+'|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
 _NOT_NAMES = {"The", "This", "That", "JSON", "NAME"}
 
@@ -66,17 +72,30 @@ def accepts(accepted: dict, result) -> bool:
     if accepted["kind"] == "final":
         return result.answer == accepted["answer"]
     reason = result.reason or ""
-    return (GENERIC not in reason and "\n" not in reason
-            and all(n.lower() in reason.lower() for n in _names(accepted.get("reason", ""))))
+    return (
+        GENERIC not in reason
+        and "\n" not in reason
+        and all(n.lower() in reason.lower() for n in _names(accepted.get("reason", "")))
+    )
 
 
 #: Cases that came with the 2025-2026 reports and fail until issue 35's fix lands (none now).
 ISSUE_35: set[str] = set()
 
 
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue 35: call markup with a tag missing"))
-    if c["id"] in ISSUE_35 else c for c in PARSE_CASES], ids=[c["id"] for c in PARSE_CASES])
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(
+            c,
+            marks=pytest.mark.xfail(strict=True, reason="issue 35: call markup with a tag missing"),
+        )
+        if c["id"] in ISSUE_35
+        else c
+        for c in PARSE_CASES
+    ],
+    ids=[c["id"] for c in PARSE_CASES],
+)
 def test_parse_case(case):
     result = parse(case["model_output"], tools=case.get("tools"))
     assert "\n" not in (result.reason or "")
@@ -105,20 +124,35 @@ def test_parse_case(case):
 def test_a_refusal_is_accepted_only_when_it_names_what_it_saw():
     class R:  # the shape accepts() reads
         def __init__(self, kind, reason=None):
-            self.kind, self.reason, self.tool, self.input, self.answer = kind, reason, None, None, None
-    harmony = {"kind": "error", "reason": "a Harmony tool call (to=functions.get_weather) was found"}
+            self.kind, self.reason, self.tool, self.input, self.answer = (
+                kind,
+                reason,
+                None,
+                None,
+                None,
+            )
+
+    harmony = {
+        "kind": "error",
+        "reason": "a Harmony tool call (to=functions.get_weather) was found",
+    }
     assert accepts(harmony, R("error", "a Harmony tool call to functions.get_weather, not read"))
     assert not accepts(harmony, R("error", "a tool call to get_weather"))
-    assert not accepts({"kind": "error", "reason": "the model returned no text"},
-                       R("error", GENERIC + "; write one line"))
+    assert not accepts(
+        {"kind": "error", "reason": "the model returned no text"},
+        R("error", GENERIC + "; write one line"),
+    )
 
 
 # ---- native argument cases: refused naming the words, or decoded to the accepted arguments ----
 
-TOOLS = {**default_tools(),
-         # schedule_payment's schema is checked directly: no working copy of the database needed
-         "schedule_payment": Tool("schedule_payment", lambda **kw: kw, "test double", SCHEDULE_PAYMENT,
-                                  side_effect=True)}
+TOOLS = {
+    **default_tools(),
+    # schedule_payment's schema is checked directly: no working copy of the database needed
+    "schedule_payment": Tool(
+        "schedule_payment", lambda **kw: kw, "test double", SCHEDULE_PAYMENT, side_effect=True
+    ),
+}
 
 
 def _accepts(accept: dict, args, errors: list[str]) -> bool:

@@ -1,4 +1,5 @@
 """Tests for react_lab.tools: the database handle, Tool, call_tool and the tool sets."""
+
 import json
 import sqlite3
 
@@ -13,6 +14,7 @@ from react_lab.lab.sandbox import working_copy
 
 
 # --- the database file -------------------------------------------------------------------
+
 
 def test_open_db_is_read_only(conn):
     with pytest.raises(sqlite3.OperationalError):
@@ -48,6 +50,7 @@ def test_record_sql_collects_statements_and_stops(conn):
 
 # --- call_tool -----------------------------------------------------------------------------
 
+
 def test_call_tool_success_has_json_text_value_and_sql(tools):
     obs = T.call_tool(tools, "find_invoice", ["INV-2088"])
     assert obs.error is None and json.loads(obs.text) == obs.value
@@ -59,7 +62,9 @@ def test_call_tool_success_has_json_text_value_and_sql(tools):
 def test_call_tool_unknown_tool_lists_available(tools):
     obs = T.call_tool(tools, "lookup_invoice", ["INV-2041"])
     assert obs.text.startswith("Error: unknown tool 'lookup_invoice'")
-    assert "available: list_invoices, get_charge, search, find_invoice, get_payments, calc" in obs.text
+    assert (
+        "available: list_invoices, get_charge, search, find_invoice, get_payments, calc" in obs.text
+    )
     assert "no tools are available" in T.call_tool({}, "calc", ["1"]).text
 
 
@@ -71,10 +76,19 @@ def test_call_tool_wrong_arity_names_usage(tools):
     assert "get_charge takes 1 argument (charge_id)" in extra.error and "verbose" in extra.error
 
 
-@pytest.mark.parametrize("name, args", [
-    ("calc", None), ("calc", 5), ("calc", [["1"]]), (None, []), (["x"], []),
-    ("get_charge", [None]), ("list_invoices", [object(), object()]), ("find_invoice", [{"a": 1}]),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("calc", None),
+        ("calc", 5),
+        ("calc", [["1"]]),
+        (None, []),
+        (["x"], []),
+        ("get_charge", [None]),
+        ("list_invoices", [object(), object()]),
+        ("find_invoice", [{"a": 1}]),
+    ],
+)
 def test_call_tool_never_raises(tools, name, args):
     obs = T.call_tool(tools, name, args)
     assert isinstance(obs, T.Observation) and obs.error and obs.text.startswith("Error: ")
@@ -91,13 +105,20 @@ def test_usage_and_openai_schema(tools):
     assert tool.usage == "list_invoices[customer_id, since]"
     assert tools["calc"].usage == "calc[expression]"
     schema = tool.openai_schema()
-    assert schema == {"type": "function", "function": {
-        "name": "list_invoices", "description": tool.description, "parameters": tool.parameters}}
+    assert schema == {
+        "type": "function",
+        "function": {
+            "name": "list_invoices",
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
     assert [s["function"]["name"] for s in T.tool_schemas(tools)] == list(tools)
     assert T.tool_schemas(list(tools.values())) == T.tool_schemas(tools)
 
 
 # --- the payment tool and error observations ---------------------------------------------
+
 
 def test_payment_tool_binds_schedule_payment_to_the_connection_it_is_given(tmp_path):
     conn = sqlite3.connect(working_copy(tmp_path), check_same_thread=False)
@@ -119,9 +140,18 @@ def test_error_observations_have_one_builder():
 
 def test_a_tool_that_returns_text_is_observed_as_written():
     from react_lab.tools import Tool, call_tool
-    page = Tool("read_page", lambda page_id: "Line one.\nLine \"two\".", "Read a page.",
-                {"type": "object", "properties": {"page_id": {"type": "string"}}, "required": ["page_id"],
-                 "additionalProperties": False})
+
+    page = Tool(
+        "read_page",
+        lambda page_id: 'Line one.\nLine "two".',
+        "Read a page.",
+        {
+            "type": "object",
+            "properties": {"page_id": {"type": "string"}},
+            "required": ["page_id"],
+            "additionalProperties": False,
+        },
+    )
     out = call_tool({"read_page": page}, "read_page", ["p1"])
     assert out.text == 'Line one.\nLine "two".' and out.value == out.text and out.error is None
 
@@ -133,15 +163,20 @@ def test_arguments_that_are_neither_a_list_nor_an_object_get_the_expected_form(a
     assert "search[" in obs.text  # the usage line shows the expected form
 
 
-@pytest.mark.parametrize("tool, args, field, kind", [
-    ("find_invoice", {"invoice_id": ["INV-2041"]}, "invoice_id", "a list"),
-    ("find_invoice", [["INV-2041"]], "invoice_id", "a list"),
-    ("find_invoice", {"invoice_id": {"id": "INV-2041"}}, "invoice_id", "an object"),
-    ("list_invoices", {"customer_id": "cus_8812", "since": ["2026-07-01"]}, "since", "a list"),
-    ("get_charge", [("ch_0001",)], "charge_id", "a list"),
-    ("calc", {"expression": [1, 2]}, "expression", "a list"),
-])
-def test_a_list_or_object_where_one_value_belongs_is_refused_naming_the_field(tool, args, field, kind):
+@pytest.mark.parametrize(
+    "tool, args, field, kind",
+    [
+        ("find_invoice", {"invoice_id": ["INV-2041"]}, "invoice_id", "a list"),
+        ("find_invoice", [["INV-2041"]], "invoice_id", "a list"),
+        ("find_invoice", {"invoice_id": {"id": "INV-2041"}}, "invoice_id", "an object"),
+        ("list_invoices", {"customer_id": "cus_8812", "since": ["2026-07-01"]}, "since", "a list"),
+        ("get_charge", [("ch_0001",)], "charge_id", "a list"),
+        ("calc", {"expression": [1, 2]}, "expression", "a list"),
+    ],
+)
+def test_a_list_or_object_where_one_value_belongs_is_refused_naming_the_field(
+    tool, args, field, kind
+):
     """Never a database driver's binding error: the argument rule names the field first."""
     obs = T.call_tool(T.default_tools(), tool, args)
     assert obs.error and f"{field}: " in obs.error and f"is {kind}; give one" in obs.error
@@ -152,7 +187,9 @@ def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
     from react_lab.lab.backends.scripted import ScriptedModel
     from react_lab.loop import ask
 
-    model = ScriptedModel([" Look it up.\nAction: find_invoice[INV-20\x0041]", " Done.\nAnswer: none"])
+    model = ScriptedModel(
+        [" Look it up.\nAction: find_invoice[INV-20\x0041]", " Done.\nAnswer: none"]
+    )
     step = ask("What is INV-2041's total?", model, T.default_tools(), max_steps=2).steps[0]
     assert step.action["tool"] == "find_invoice"
     assert "invoice_id" in step.error and "control character '\\x00'" in step.error

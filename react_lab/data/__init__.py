@@ -5,6 +5,7 @@ model output from public bug reports, one JSON object a line, each with its sour
 and ``why``; :func:`load_cases` reads them from the installed package (importlib.resources),
 so a notebook on Binder finds them without the repository around it.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,10 @@ from importlib import resources
 
 #: The case files under ``react_lab/data/cases/``: text completions for the tolerant
 #: parser, and native ``arguments`` strings for the argument check.
-CASE_FILES = {"parse": "public-parse-failures.jsonl", "native-args": "public-native-arg-failures.jsonl"}
+CASE_FILES = {
+    "parse": "public-parse-failures.jsonl",
+    "native-args": "public-native-arg-failures.jsonl",
+}
 
 
 def load_cases(kind: str) -> list[dict]:
@@ -24,5 +28,7 @@ def load_cases(kind: str) -> list[dict]:
     """
     if kind not in CASE_FILES:
         raise ValueError(f"unknown case kind {kind!r}; use one of: {', '.join(CASE_FILES)}")
-    text = resources.files(f"{__name__}.cases").joinpath(CASE_FILES[kind]).read_text(encoding="utf-8")
+    text = (
+        resources.files(f"{__name__}.cases").joinpath(CASE_FILES[kind]).read_text(encoding="utf-8")
+    )
     return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,4 +1,5 @@
-"""The billing tools over the Model Context Protocol (MCP), and any MCP server's tools for the loops.
+"""The billing tools over the Model Context Protocol (MCP), and any MCP server's tools for the
+loops.
 
 MCP is how tools are declared today: a server lists each tool's name, description, JSON
 Schema and *annotations* (``readOnlyHint``, ``destructiveHint``), and any client calls it.
@@ -22,9 +23,12 @@ a tool the lab vouches for -- by default one of its own read-only tools, same na
 same schema -- runs without approval, and even that one is gated when the server marks it
 destructive. A ``readOnlyHint`` never removes the gate.
 
-A learner's own MCP client (an editor, a desktop assistant) runs the same server with
-``{"mcpServers": {"react-lab": {"command": "/path/to/.venv/bin/python", "args": ["-m", "react_lab.lab.mcp"]}}}``.
+A learner's own MCP client (an editor, a desktop assistant) runs the same server with::
+
+    {"mcpServers": {"react-lab": {"command": "/path/to/.venv/bin/python",
+                                  "args": ["-m", "react_lab.lab.mcp"]}}}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +54,10 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..billing import ToolError
 from ..native import execute_call
 from ..protocol import clip
 from ..schema import schema_validator
-from ..billing import ToolError
 from ..tools import Tool, default_tools, open_db
 from .sandbox import is_shipped, payment_tools, working_copy
 
@@ -71,6 +75,7 @@ CLOSE_TIMEOUT = 10.0
 
 # --------------------------------------------------------------------------- the server
 
+
 def served_tools(db: str | Path | None = None) -> dict[str, Tool]:
     """The tools ``python -m react_lab.lab.mcp`` serves: the six read-only ones, and with ``db``
     (a working copy; :func:`react_lab.lab.sandbox.payment_tools` refuses the shipped file)
@@ -81,18 +86,31 @@ def served_tools(db: str | Path | None = None) -> dict[str, Tool]:
 def annotations(tool: Tool) -> types.ToolAnnotations:
     """The MCP annotations the lab's server declares for one of its tools (hints for clients)."""
     if tool.side_effect:
-        return types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
+        return types.ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False
+        )
     return types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 
 def listing(tools: Mapping[str, Tool]) -> list[types.Tool]:
     """The ``tools/list`` entries: name, description, the lab's JSON Schema as is, annotations."""
-    return [types.Tool(name=t.name, description=t.description, input_schema=t.parameters,
-                       annotations=annotations(t)) for t in tools.values()]
+    return [
+        types.Tool(
+            name=t.name,
+            description=t.description,
+            input_schema=t.parameters,
+            annotations=annotations(t),
+        )
+        for t in tools.values()
+    ]
 
 
-def call_result(tools: Mapping[str, Tool], name: str, arguments: dict | None,
-                protocol_version: str | None = None) -> types.CallToolResult:
+def call_result(
+    tools: Mapping[str, Tool],
+    name: str,
+    arguments: dict | None,
+    protocol_version: str | None = None,
+) -> types.CallToolResult:
     """Run one ``tools/call`` the lab's way; never raises.
 
     The call goes through :func:`react_lab.native.execute_call`: an unknown tool, or
@@ -113,12 +131,16 @@ def call_result(tools: Mapping[str, Tool], name: str, arguments: dict | None,
         structured = value
     else:
         structured = {"result": value}
-    return types.CallToolResult(content=[types.TextContent(text=obs.text)],
-                                structured_content=structured)
+    return types.CallToolResult(
+        content=[types.TextContent(text=obs.text)], structured_content=structured
+    )
 
 
 def build_server(tools: Mapping[str, Tool], instructions: str | None = None) -> Server:
-    """The low-level MCP server for ``tools``: it lists the lab's schemas exactly and checks calls itself."""
+    """The low-level MCP server for ``tools``.
+
+    It lists the lab's schemas exactly and checks calls itself.
+    """
     entries = listing(tools)
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
@@ -128,43 +150,69 @@ def build_server(tools: Mapping[str, Tool], instructions: str | None = None) -> 
         # The tools are fast SQLite reads on one connection: run them in turn, on the loop.
         return call_result(tools, params.name, params.arguments, ctx.protocol_version)
 
-    return Server(SERVER_NAME, instructions=instructions,
-                  on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(
+        SERVER_NAME,
+        instructions=instructions,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
 
 
 def server_instructions(db: str | Path | None) -> str:
     """What the server tells every client about itself (``instructions``): data, writes, hints."""
-    writes = (f"schedule_payment writes only to a working copy, {db}; " if db is not None else
-              f"schedule_payment is not served (start the server with --payments or "
-              f"{PAYMENTS_ENV}=1 to serve it on a working copy); ")
-    return ("Billing tools of react_lab on its SQLite billing database: invoice totals and "
-            "payments in dollars, card charges in cents. The shipped database is opened "
-            f"read-only and never written; {writes}the annotations are hints: your client "
-            "decides what needs approval.")
+    writes = (
+        f"schedule_payment writes only to a working copy, {db}; "
+        if db is not None
+        else f"schedule_payment is not served (start the server with --payments or "
+        f"{PAYMENTS_ENV}=1 to serve it on a working copy); "
+    )
+    return (
+        "Billing tools of react_lab on its SQLite billing database: invoice totals and "
+        "payments in dollars, card charges in cents. The shipped database is opened "
+        f"read-only and never written; {writes}the annotations are hints: your client "
+        "decides what needs approval."
+    )
 
 
 def _flag(name: str) -> bool:
     """Read an on/off environment variable; ValueError naming it for any other value."""
     text = os.environ.get(name, "").strip().lower()
     if text not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
-        raise ValueError(f"{name}={os.environ[name]!r}: use 1 to serve schedule_payment or 0 not to")
+        raise ValueError(
+            f"{name}={os.environ[name]!r}: use 1 to serve schedule_payment or 0 not to"
+        )
     return text in ("1", "true", "yes", "on")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m react_lab.lab.mcp [--payments] [--db PATH]``: serve the billing tools over stdio."""
-    p = argparse.ArgumentParser(prog="python -m react_lab.lab.mcp", description=__doc__.split("\n")[0])
-    p.add_argument("--payments", action="store_true", default=None,
-                   help=f"also serve schedule_payment on a working copy (or set {PAYMENTS_ENV}=1)")
-    p.add_argument("--db", default=None, help="the working copy schedule_payment writes to "
-                   "(default: a fresh copy in a temporary folder); never the shipped database")
+    """``python -m react_lab.lab.mcp [--payments] [--db PATH]``.
+
+    Serve the billing tools over stdio.
+    """
+    p = argparse.ArgumentParser(
+        prog="python -m react_lab.lab.mcp", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--payments",
+        action="store_true",
+        default=None,
+        help=f"also serve schedule_payment on a working copy (or set {PAYMENTS_ENV}=1)",
+    )
+    p.add_argument(
+        "--db",
+        default=None,
+        help="the working copy schedule_payment writes to "
+        "(default: a fresh copy in a temporary folder); never the shipped database",
+    )
     args = p.parse_args(argv)
     try:
         payments = args.payments or _flag(PAYMENTS_ENV)
         if args.db is not None and not payments:
             raise ValueError("--db is the working copy for schedule_payment; add --payments")
         if args.db is not None and Path(args.db).is_file() and is_shipped(args.db):
-            raise ValueError(f"--db {args.db} is the shipped database (never written); leave --db out for a copy")
+            raise ValueError(
+                f"--db {args.db} is the shipped database (never written); leave --db out for a copy"
+            )
         db = (Path(args.db) if args.db is not None else working_copy()) if payments else None
         tools = served_tools(db)
     except (ValueError, FileNotFoundError, ToolError) as exc:
@@ -185,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 # --------------------------------------------------------------------------- the client
 
+
 class MCPServerError(RuntimeError):
     """An MCP server that cannot be started, listed or reached; the message is one line."""
 
@@ -200,7 +249,9 @@ def server_command(command: str | Sequence[str]) -> list[str]:
     except ValueError as exc:
         raise MCPServerError(f"cannot read the MCP server command {command!r}: {exc}") from None
     if not argv:
-        raise MCPServerError("the MCP server command is empty; give one such as 'python -m react_lab.lab.mcp'")
+        raise MCPServerError(
+            "the MCP server command is empty; give one such as 'python -m react_lab.lab.mcp'"
+        )
     if argv[0] in ("python", "python3"):
         argv[0] = sys.executable
     return argv
@@ -217,9 +268,15 @@ class MCPSession:
     ``start_timeout`` seconds.
     """
 
-    def __init__(self, command: str | Sequence[str], *, env: Mapping[str, str] | None = None,
-                 cwd: str | Path | None = None, start_timeout: float = START_TIMEOUT,
-                 call_timeout: float = CALL_TIMEOUT):
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        start_timeout: float = START_TIMEOUT,
+        call_timeout: float = CALL_TIMEOUT,
+    ):
         self.argv = server_command(command)
         self.label = command if isinstance(command, str) else shlex.join(self.argv)
         self.call_timeout = call_timeout
@@ -236,18 +293,23 @@ class MCPSession:
         if not sdk_log.handlers:
             sdk_log.addHandler(logging.NullHandler())
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-client", daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="mcp-client", daemon=True
+        )
         self._thread.start()
-        params = StdioServerParameters(command=self.argv[0], args=self.argv[1:],
-                                       env=dict(env) if env else None, cwd=cwd)
+        params = StdioServerParameters(
+            command=self.argv[0], args=self.argv[1:], env=dict(env) if env else None, cwd=cwd
+        )
         self._main = asyncio.run_coroutine_threadsafe(self._hold(params), self._loop)
         atexit.register(self.close)
         try:
             self.tools = self._ready.result(timeout=start_timeout)
         except Exception as exc:  # noqa: BLE001 -- whatever failed, one line that says so
-            why = (f"did not answer as an MCP server within {start_timeout:g} s"
-                   if isinstance(exc, concurrent.futures.TimeoutError)
-                   else f"is not a working MCP server: {_reason(exc)}")
+            why = (
+                f"did not answer as an MCP server within {start_timeout:g} s"
+                if isinstance(exc, concurrent.futures.TimeoutError)
+                else f"is not a working MCP server: {_reason(exc)}"
+            )
             why += self._stderr_tail()
             self.close()
             raise MCPServerError(f"{self.label!r} {why}") from None
@@ -256,7 +318,9 @@ class MCPSession:
         """Open the session, list the tools, then hold the session open until close()."""
         try:
             transport = stdio_client(params, errlog=self._errlog)
-            async with Client(transport, read_timeout_seconds=self.call_timeout, cache=None) as client:
+            async with Client(
+                transport, read_timeout_seconds=self.call_timeout, cache=None
+            ) as client:
                 page = await client.list_tools()
                 tools = list(page.tools)
                 while page.next_cursor:  # a server may page its listing
@@ -274,13 +338,19 @@ class MCPSession:
             self._done.set()
 
     def call(self, name: str, arguments: dict) -> types.CallToolResult:
-        """Send one ``tools/call`` and wait for its result; :class:`MCPServerError` if none comes."""
+        """Send one ``tools/call`` and wait for its result.
+
+        :class:`MCPServerError` if none comes.
+        """
         if self._closed or self._client is None:
             raise MCPServerError(f"the MCP session with {self.label!r} is closed")
         future = asyncio.run_coroutine_threadsafe(
-            self._client.call_tool(name, arguments, read_timeout_seconds=self.call_timeout), self._loop)
-        late = MCPServerError(f"the MCP server {self.label!r} did not answer {name} within "
-                              f"{self.call_timeout:g} s")
+            self._client.call_tool(name, arguments, read_timeout_seconds=self.call_timeout),
+            self._loop,
+        )
+        late = MCPServerError(
+            f"the MCP server {self.label!r} did not answer {name} within {self.call_timeout:g} s"
+        )
         try:
             return future.result(timeout=self.call_timeout + 2)
         except concurrent.futures.TimeoutError:
@@ -290,12 +360,17 @@ class MCPSession:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise late from None
             if exc.code == types.CONNECTION_CLOSED:
-                raise MCPServerError(f"the MCP server {self.label!r} has gone away (connection "
-                                     f"closed){self._stderr_tail()}") from None
-            raise MCPServerError(f"the MCP server {self.label!r} refused {name}: "
-                                 f"{_collapsed(exc.message)}") from None
+                raise MCPServerError(
+                    f"the MCP server {self.label!r} has gone away (connection "
+                    f"closed){self._stderr_tail()}"
+                ) from None
+            raise MCPServerError(
+                f"the MCP server {self.label!r} refused {name}: {_collapsed(exc.message)}"
+            ) from None
         except Exception as exc:  # noqa: BLE001 -- a reply the SDK could not read, a dead loop
-            raise MCPServerError(f"calling {name} on {self.label!r} failed: {_reason(exc)}") from None
+            raise MCPServerError(
+                f"calling {name} on {self.label!r} failed: {_reason(exc)}"
+            ) from None
 
     def close(self) -> None:
         """End the session and the server process; safe to call twice."""
@@ -344,6 +419,7 @@ def _collapsed(text: str, limit: int = 600) -> str:
 
 # --------------------------------------------------------------------------- the policy
 
+
 def lab_read_only() -> dict[str, dict]:
     """The tools the lab knows as read-only: name -> its JSON Schema (from default_tools)."""
     conn = open_db()
@@ -372,17 +448,23 @@ def needs_approval(tool: types.Tool, vouched: Mapping[str, dict | None]) -> bool
 
 
 def _vouched(read_only: Mapping[str, dict] | Collection[str] | None) -> dict[str, dict | None]:
-    """``read_only`` as name -> schema (None: any schema); None means the lab's own read-only tools."""
+    """``read_only`` as name -> schema (None: any schema).
+
+    ``read_only`` None means the lab's own read-only tools.
+    """
     if read_only is None:
         return lab_read_only()
     if isinstance(read_only, Mapping):
         return dict(read_only)
     if isinstance(read_only, str):
-        raise TypeError("read_only must be a collection of tool names or a dict name -> schema, not a str")
+        raise TypeError(
+            "read_only must be a collection of tool names or a dict name -> schema, not a str"
+        )
     return {name: None for name in read_only}
 
 
 # --------------------------------------------------------------------------- the tools
+
 
 class MCPTools(dict):
     """The tools one MCP server lists, by name, as :class:`react_lab.tools.Tool` objects.
@@ -392,8 +474,12 @@ class MCPTools(dict):
     server declared them: shown, never trusted).
     """
 
-    def __init__(self, tools: Mapping[str, Tool], session: MCPSession,
-                 hints: Mapping[str, types.ToolAnnotations | None]):
+    def __init__(
+        self,
+        tools: Mapping[str, Tool],
+        session: MCPSession,
+        hints: Mapping[str, types.ToolAnnotations | None],
+    ):
         super().__init__(tools)
         self.session = session
         self.hints = dict(hints)
@@ -409,10 +495,15 @@ class MCPTools(dict):
         self.close()
 
 
-def mcp_tools(command: str | Sequence[str], *, env: Mapping[str, str] | None = None,
-              cwd: str | Path | None = None,
-              read_only: Mapping[str, dict] | Collection[str] | None = None,
-              start_timeout: float = START_TIMEOUT, call_timeout: float = CALL_TIMEOUT) -> MCPTools:
+def mcp_tools(
+    command: str | Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    read_only: Mapping[str, dict] | Collection[str] | None = None,
+    start_timeout: float = START_TIMEOUT,
+    call_timeout: float = CALL_TIMEOUT,
+) -> MCPTools:
     """Start the MCP server ``command`` over stdio; return its tools for the loops.
 
     ``command``: a string split as a shell would (``"python -m react_lab.lab.mcp"``) or an argv
@@ -428,8 +519,9 @@ def mcp_tools(command: str | Sequence[str], *, env: Mapping[str, str] | None = N
     so pass ``read_only=()`` for a server you do not trust. Raises :class:`MCPServerError`
     (one line) when the command is not an MCP server that lists tools. Close the result.
     """
-    session = MCPSession(command, env=env, cwd=cwd, start_timeout=start_timeout,
-                         call_timeout=call_timeout)
+    session = MCPSession(
+        command, env=env, cwd=cwd, start_timeout=start_timeout, call_timeout=call_timeout
+    )
     try:
         if not session.tools:
             raise MCPServerError(f"the MCP server {session.label!r} lists no tools")
@@ -446,27 +538,39 @@ def remote_tool(session: MCPSession, listed: types.Tool, side_effect: bool) -> T
     schema = listed.input_schema if isinstance(listed.input_schema, dict) else {}
     parameters = {"type": "object", "properties": {}, **schema}  # a tool may declare none
     description = _collapsed(listed.description or listed.title or listed.name, 1000)
-    return Tool(listed.name, _remote_function(session, listed.name, parameters), description,
-                parameters, side_effect=side_effect)
+    return Tool(
+        listed.name,
+        _remote_function(session, listed.name, parameters),
+        description,
+        parameters,
+        side_effect=side_effect,
+    )
 
 
 def _remote_function(session: MCPSession, name: str, schema: dict) -> Callable[..., Any]:
-    """A function with the schema's parameters (required first) that sends its arguments to the server.
+    """A function with the schema's parameters that sends its arguments to the server.
 
-    The signature lets :func:`react_lab.tools.call_tool` bind positional arguments (the
-    text protocol's) and report a wrong count as it does for the lab's own tools.
+    The required parameters come first. The signature lets :func:`react_lab.tools.call_tool`
+    bind positional arguments (the text protocol's) and report a wrong count as it does for
+    the lab's own tools.
     """
     props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     required = [p for p in props if p in (schema.get("required") or [])]
     optional = [p for p in props if p not in required]
     try:
+        # bind() leaves an argument not given out: no None is sent
         signature = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in required]
-            + [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
-               for p in optional])  # bind() leaves an argument not given out: no None is sent
+            + [
+                inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+                for p in optional
+            ]
+        )
         keywords_only = False
     except ValueError:  # a property name that is no Python identifier (or a keyword): by name only
-        signature = inspect.Signature([inspect.Parameter("mcp_arguments", inspect.Parameter.VAR_KEYWORD)])
+        signature = inspect.Signature(
+            [inspect.Parameter("mcp_arguments", inspect.Parameter.VAR_KEYWORD)]
+        )
         keywords_only = True
 
     def call(*args, **kwargs):
@@ -498,7 +602,8 @@ def _block_text(block: Any) -> str:
     """A content block as text: its text, or what it is (an image, a resource) when it has none."""
     if isinstance(block, types.TextContent):
         return block.text
-    return f"[{getattr(block, 'type', 'other')} content: {getattr(block, 'mime_type', None) or 'not shown'}]"
+    kind, mime_type = getattr(block, "type", "other"), getattr(block, "mime_type", None)
+    return f"[{kind} content: {mime_type or 'not shown'}]"
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ The best-effort rule (``LadderGuards.unsure_best_effort``) reads the same values
 asked for after a limit ended the run, citing no value a tool returned, is a guess
 (:func:`is_guess`), and the run says :data:`UNSURE` instead.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,22 +36,28 @@ _AMOUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.
 
 
 def _id(text: str) -> str:
-    """One spelling per id: letter prefixes as the tools write them (``INV-``, ``KB-``, ``cus_``)."""
+    """One spelling per id: letter prefixes as the tools write them.
+
+    ``INV-``, ``KB-``, ``cus_``.
+    """
     head, sep, tail = re.match(r"([A-Za-z]+)([_-])(.*)", text).groups()
     return (head.upper() if sep == "-" else head.lower()) + sep + tail
 
 
 def values_in(text: str) -> list[str]:
-    """Return the values ``text`` states, in order: ``"date:2026-07-14"``, ``"id:INV-2041"``, ``"amount:129.00"``.
+    """Return the values ``text`` states, in order.
 
-    Dates and ids are taken out before amounts, so their digits are not read as numbers;
-    so are times of day. Amounts are numbers with a decimal part or at least two digits.
+    Such as ``"date:2026-07-14"``, ``"id:INV-2041"``, ``"amount:129.00"``. Dates and ids are
+    taken out before amounts, so their digits are not read as numbers; so are times of day.
+    Amounts are numbers with a decimal part or at least two digits.
     """
     found: list[tuple[int, str]] = []
     for m in _DATE.finditer(text):
         found.append((m.start(), f"date:{m.group()}"))
+
     def blank(m: re.Match) -> str:  # same length, so positions keep the text's order
         return " " * len(m.group())
+
     rest = _DATE.sub(blank, text)
     for m in ID_RE.finditer(rest):
         found.append((m.start(), f"id:{_id(m.group())}"))
@@ -73,10 +80,11 @@ def _amounts(values: set[str]) -> set[str]:
 
 
 def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[str]:
-    """The values of ``answer`` that ``exemplar`` shows and none of ``sources`` does, in answer order.
+    """The values of ``answer`` that ``exemplar`` shows and none of ``sources`` does.
 
-    ``sources`` are the run's own texts (the question and every observation). A value
-    comes out as written for a reader: ``"58.00"``, ``"2026-07-14"``, ``"INV-2088"``.
+    In answer order. ``sources`` are the run's own texts (the question and every
+    observation). A value comes out as written for a reader: ``"58.00"``, ``"2026-07-14"``,
+    ``"INV-2088"``.
     """
     shown = set(values_in(exemplar))
     own = _amounts({v for text in sources for v in values_in(text)})
@@ -85,12 +93,17 @@ def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[st
 
 
 def copied_reason(answer: str, exemplar: str, sources: Iterable[str]) -> str | None:
-    """The one-line reason to refuse ``answer`` for a value copied from ``exemplar`` (None: none copied)."""
+    """The one-line reason to refuse ``answer`` for a value copied from ``exemplar``.
+
+    None when none was copied.
+    """
     copied = copied_values(answer, exemplar, sources)
     if not copied:
         return None
-    return (f"{copied[0]} is from the example above, and no observation of this run shows it. "
-            "Answer from this run's observations.")
+    return (
+        f"{copied[0]} is from the example above, and no observation of this run shows it. "
+        "Answer from this run's observations."
+    )
 
 
 def yes_or_no(answer: str) -> str | None:
@@ -108,5 +121,8 @@ def is_guess(answer: str, observations: Iterable[str]) -> bool:
 
 
 def exemplar_text(exemplars) -> str:
-    """The rendered exemplars a prompt shows (``None``: the prompt's default, the first of EXEMPLARS)."""
+    """The rendered exemplars a prompt shows.
+
+    ``None``: the prompt's default, the first of EXEMPLARS.
+    """
     return "\n".join(e.render() for e in (EXEMPLARS[:1] if exemplars is None else exemplars))

@@ -210,9 +210,8 @@ def test_call_syntax_positional_arguments_dispatch_like_brackets():
 
 def test_call_syntax_is_never_evaluated():
     r = parse("Action: calc(__import__('os').system('echo pwned'))")
-    assert (
-        r.kind == "action" and r.input == "__import__('os').system('echo pwned')"
-    )  # text, not run
+    # text, not run
+    assert r.kind == "action" and r.input == "__import__('os').system('echo pwned')"
 
 
 @pytest.mark.parametrize(
@@ -365,10 +364,8 @@ def test_a_lone_wrapper_is_unwrapped_and_the_real_arguments_kept(line):
     "line,inp",
     [
         ('get_weather(properties="Berlin")', {"properties": "Berlin"}),  # not an object: a value
-        (
-            'get_weather(properties={"city": "Berlin"}, days=3)',
-            {"properties": BERLIN, "days": 3},
-        ),  # not alone
+        # not alone
+        ('get_weather(properties={"city": "Berlin"}, days=3)', {"properties": BERLIN, "days": 3}),
         (
             'get_weather(city="Berlin", metric=true, note=null)',
             {"city": "Berlin", "metric": True, "note": None},

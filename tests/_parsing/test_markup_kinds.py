@@ -7,6 +7,7 @@ parser and the leak reader (the native loop's) read each the same way: the same 
 call. No argument is ever dropped: a value ends where the next tag begins (parameters do not
 nest), and text that no tag accounts for is named in a refusal.
 """
+
 import json
 
 import pytest
@@ -34,27 +35,36 @@ def test_a_member_that_is_ambiguous_is_refused_naming_the_format_and_what_is_mis
     assert r.kind == "error" and "\n" not in r.reason, r
     assert all(w in r.reason for w in words), r.reason
     assert "no action and no answer found" not in r.reason  # never the generic words
-    for leak in find_leaks(text, tools):  # the leak reader never passes it on as a call that can run
-        assert leak.problem is not None or (tools is not None and leak.call["function"]["name"] not in tools)
+    # the leak reader never passes it on as a call that can run
+    for leak in find_leaks(text, tools):
+        assert leak.problem is not None or (
+            tools is not None and leak.call["function"]["name"] not in tools
+        )
 
 
 def test_a_glued_name_is_split_only_where_a_declared_parameter_follows():
     text = "<tool_call>grep_toolpattern</arg_key><arg_value>TODO</arg_value></tool_call>"
     # with parameters known (the native loop's schemas), only one split leaves a declared parameter
-    leak, = find_leaks(text, {"grep": ["query"], "grep_tool": ["pattern"]})
+    (leak,) = find_leaks(text, {"grep": ["query"], "grep_tool": ["pattern"]})
     assert leak.problem is None and leak.call["function"]["name"] == "grep_tool"
     assert json.loads(leak.call["function"]["arguments"]) == {"pattern": "TODO"}
-    leak, = find_leaks(text, {"grep": ["query"], "grep_tool": ["query"]})
+    (leak,) = find_leaks(text, {"grep": ["query"], "grep_tool": ["query"]})
     assert leak.problem is not None and "is not a tool" in leak.problem
 
 
 def test_parallel_calls_are_not_merged_when_the_first_loses_its_closing_tag():
-    text = ("<tool_call>\n<function=search>\n<parameter=query>\nrefunds\n</parameter>\n"
-            "<function=get_weather>\n<parameter=city>\nBerlin\n</parameter>\n</function>\n</tool_call>")
+    text = (
+        "<tool_call>\n<function=search>\n<parameter=query>\nrefunds\n</parameter>\n"
+        "<function=get_weather>\n<parameter=city>\nBerlin\n</parameter>\n</function>\n</tool_call>"
+    )
     leaks = find_leaks(text, W)
-    assert [(x.call["function"]["name"], json.loads(x.call["function"]["arguments"])) for x in leaks] == [
-        ("search", {"query": "refunds"}), ("get_weather", {"city": "Berlin"})]
-    assert (parse(text, tools=W).tool, parse(text, tools=W).input) == ("search", {"query": "refunds"})
+    assert [
+        (x.call["function"]["name"], json.loads(x.call["function"]["arguments"])) for x in leaks
+    ] == [("search", {"query": "refunds"}), ("get_weather", {"city": "Berlin"})]
+    assert (parse(text, tools=W).tool, parse(text, tools=W).input) == (
+        "search",
+        {"query": "refunds"},
+    )
 
 
 @pytest.mark.parametrize("member", [m for m in TAKEN if "left out" in m])

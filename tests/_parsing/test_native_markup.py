@@ -294,21 +294,16 @@ def test_markup_that_once_got_a_message_is_now_read_as_the_call(text, inp):
 @pytest.mark.parametrize(
     "text,tool,inp",
     [
+        # SentencePiece
         (
             '[TOOL_CALLS]\u2581[{"name":\u2581"get_weather",\u2581"arguments":\u2581{"city":\u2581"New\u2581York"}}]',
             "get_weather",
             {"city": "New York"},
-        ),  # SentencePiece
-        (
-            "\u2581Action:\u2581search[refund\u2581policy]<0x0A>",
-            "search",
-            "refund policy",
-        ),  # and a byte token
-        (
-            "Action:\u0120search\u010aAction\u0120Input:\u0120caf\u00c3\u00a9",
-            "search",
-            "caf\u00e9",
-        ),  # byte-level BPE
+        ),
+        # and a byte token
+        ("\u2581Action:\u2581search[refund\u2581policy]<0x0A>", "search", "refund policy"),
+        # byte-level BPE
+        ("Action:\u0120search\u010aAction\u0120Input:\u0120caf\u00c3\u00a9", "search", "caf\u00e9"),
     ],
 )
 def test_text_whose_tokens_were_joined_without_decoding_is_decoded(text, tool, inp):

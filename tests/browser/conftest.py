@@ -1,5 +1,6 @@
 """Fixtures for the browser tests: a JupyterLab server on a copy of the notebooks, headless
 Chromium, a screenshot directory. See labdriver.py for how each is started."""
+
 from __future__ import annotations
 
 import os

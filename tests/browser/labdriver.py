@@ -5,6 +5,7 @@ Nothing here downloads anything: the browser and its driver are the distribution
 (Debian: ``apt-get install chromium chromium-driver``), and Selenium Manager is told
 to stay offline.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,8 @@ INSTALL_HINT = (
     "the browser test needs Chromium and its driver: on Debian/Ubuntu "
     "`sudo apt-get install -y chromium chromium-driver` (or point REACT_LAB_CHROMIUM and "
     "REACT_LAB_CHROMEDRIVER at another install); to skip the browser test on your own "
-    f"machine, set {SKIP_ENV}=1")
+    f"machine, set {SKIP_ENV}=1"
+)
 
 
 def missing_browser() -> str | None:
@@ -66,8 +68,9 @@ class Lab:
 
     def api(self, path: str, method: str = "GET", timeout: float = 10):
         """Call the server's REST API; return the decoded JSON (or None for an empty body)."""
-        req = urllib.request.Request(f"{self.url}{path}", method=method,
-                                     headers={"Authorization": f"token {self.token}"})
+        req = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             body = resp.read()
         return json.loads(body) if body else None
@@ -98,12 +101,17 @@ def lab_environment(home: Path) -> dict[str, str]:
     notebook-signature database (where ``jupyter trust`` records trusted notebooks).
     """
     env = dict(os.environ)
-    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                     ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-                     ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")]:
+    for var, sub in [
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+        ("IPYTHONDIR", "ipython"),
+    ]:
         (home / sub).mkdir(parents=True, exist_ok=True)
         env[var] = str(home / sub)
-    env.pop("MPLBACKEND", None)      # a learner's kernel shows figures inline
+    env.pop("MPLBACKEND", None)  # a learner's kernel shows figures inline
     env.pop("REACT_LAB_SOLUTIONS", None)  # ... and runs the exercise stubs, not the solutions
     return env
 
@@ -123,12 +131,15 @@ def match_python(path: Path) -> str | None:
     if "version" not in info or info["version"] == here:
         return None
     was, info["version"] = info["version"], here
-    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return f"{path.name}: stored under Python {was}; the copy says {here}, this kernel's version"
 
 
-def start_lab(workdir: Path, *, notebooks: Path = REPO / "notebooks", trust: bool = True,
-              timeout: float = 90) -> Lab:
+def start_lab(
+    workdir: Path, *, notebooks: Path = REPO / "notebooks", trust: bool = True, timeout: float = 90
+) -> Lab:
     """Copy ``notebooks`` into ``workdir`` and start JupyterLab on the copy, as the workshop does.
 
     The workshop command (``scripts/workshop.sh``) marks the shipped notebooks trusted,
@@ -142,18 +153,32 @@ def start_lab(workdir: Path, *, notebooks: Path = REPO / "notebooks", trust: boo
     notes = [match_python(p) for p in sorted(nb_dir.glob("*.ipynb"))]
     env = lab_environment(workdir / "jupyter")
     if trust:
-        subprocess.run([sys.executable, "-m", "jupyter", "trust", *sorted(map(str, nb_dir.glob("*.ipynb")))],
-                       env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "jupyter", "trust", *sorted(map(str, nb_dir.glob("*.ipynb")))],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     port, token = free_port(), os.urandom(16).hex()
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-           f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--notebook-dir={nb_dir}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--notebook-dir={nb_dir}",
+    ]
     if hasattr(os, "getuid") and os.getuid() == 0:
-        cmd.append("--allow-root")   # as scripts/workshop.sh does in a container
+        cmd.append("--allow-root")  # as scripts/workshop.sh does in a container
     log = workdir / "jupyterlab.log"
     with log.open("w") as fh:
-        process = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            cmd, cwd=workdir, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
     lab = Lab(process, f"http://127.0.0.1:{port}", token, nb_dir, log, [n for n in notes if n])
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -180,13 +205,24 @@ def make_driver(profile: Path, log: Path | None = None, *, width: int = 1400, he
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which(CHROMIUM) or CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}",
-                 f"--window-size={width},{height}"):
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},{height}",
+    ):
         options.add_argument(flag)
-    service = Service(executable_path=shutil.which(CHROMEDRIVER) or CHROMEDRIVER,
-                      log_output=str(log) if log else subprocess.DEVNULL)
+    service = Service(
+        executable_path=shutil.which(CHROMEDRIVER) or CHROMEDRIVER,
+        log_output=str(log) if log else subprocess.DEVNULL,
+    )
     return webdriver.Chrome(service=service, options=options)
 
 
@@ -228,10 +264,14 @@ def stored_outputs(path: Path) -> dict[str, int]:
     """
     nb = json.loads(path.read_text(encoding="utf-8"))
     outs = [o for c in nb["cells"] for o in c.get("outputs", [])]
-    return {"cells": len(nb["cells"]),
-            "code": sum(c["cell_type"] == "code" for c in nb["cells"]),
-            "widgets": sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outs),
-            "images": sum("image/png" in o.get("data", {}) for o in outs)}
+    return {
+        "cells": len(nb["cells"]),
+        "code": sum(c["cell_type"] == "code" for c in nb["cells"]),
+        "widgets": sum(
+            "application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outs
+        ),
+        "images": sum("image/png" in o.get("data", {}) for o in outs),
+    }
 
 
 def page_state(driver) -> dict:
@@ -277,11 +317,14 @@ def open_notebook(driver, lab: Lab, name: str, timeout: float = 90) -> dict:
     try:
         state = wait_for(opened, timeout, f"{name} to open with an idle kernel")
     except TimeoutError as error:
-        raise TimeoutError(f"{error}: {cells} cells stored, last seen {seen.get('cells')} drawn, "
-                           f"kernel {seen.get('kernel')!r}, dialogs {seen.get('dialogs')}") from None
-    time.sleep(2)   # the kernel's info (language_info) arrives just after it turns idle
+        raise TimeoutError(
+            f"{error}: {cells} cells stored, last seen {seen.get('cells')} drawn, "
+            f"kernel {seen.get('kernel')!r}, dialogs {seen.get('dialogs')}"
+        ) from None
+    time.sleep(2)  # the kernel's info (language_info) arrives just after it turns idle
     toasts = driver.execute_script(
-        "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.textContent);")
+        "return [...document.querySelectorAll('.Toastify__toast')].map(t => t.textContent);"
+    )
     assert not [t for t in toasts if "news" in t.lower()], f"a news popup over {name}: {toasts}"
     return state
 
@@ -293,7 +336,10 @@ def scroll_to(driver, css: str, index: int = 0) -> None:
     for _ in range(2):
         driver.execute_script(
             "const e = document.querySelectorAll(arguments[0])[arguments[1]];"
-            "if (e) e.scrollIntoView({block: 'center'});", css, index)
+            "if (e) e.scrollIntoView({block: 'center'});",
+            css,
+            index,
+        )
         time.sleep(1)
 
 
@@ -307,5 +353,8 @@ def menu(driver, top: str, command: str) -> None:
             break
     else:
         raise LookupError(f"no {top!r} menu")
-    wait_for(lambda: driver.find_elements(By.CSS_SELECTOR, f'.lm-Menu-item[data-command="{command}"]'),
-             10, f"the {command} menu item")[0].click()
+    wait_for(
+        lambda: driver.find_elements(By.CSS_SELECTOR, f'.lm-Menu-item[data-command="{command}"]'),
+        10,
+        f"the {command} menu item",
+    )[0].click()

@@ -20,6 +20,7 @@ save); a test of another notebook's exercise (07's ``run_native``) puts its piec
 Screenshots of each stage go to a directory printed at the start (REACT_LAB_SCREENSHOTS
 keeps them). Run: ``flock /tmp/react_lab_model.lock .venv/bin/python -m pytest tests/browser``.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,10 +42,12 @@ from react_lab.lab.notebook.core_exercises import CORE
 pytestmark = pytest.mark.browser
 
 # What a widget view shows when it cannot render: its text/plain, e.g. VBox(children=(IntSlider(...
-RAW_WIDGET = re.compile(r"^(VBox|HBox|Box|GridBox|Tab|Accordion|IntSlider|FloatSlider|Button|"
-                        r"HTML|Label|Output|Dropdown|Checkbox|IntProgress|FloatProgress)\(")
+RAW_WIDGET = re.compile(
+    r"^(VBox|HBox|Box|GridBox|Tab|Accordion|IntSlider|FloatSlider|Button|"
+    r"HTML|Label|Output|Dropdown|Checkbox|IntProgress|FloatProgress)\("
+)
 WIDGET_ERROR = "Error displaying widget"
-RUN_ALL_TIMEOUT = 1800     # seconds per notebook on the embedded model, a busy 2-core machine
+RUN_ALL_TIMEOUT = 1800  # seconds per notebook on the embedded model, a busy 2-core machine
 
 
 def assert_stored_outputs_render(driver, lab, name: str) -> dict:
@@ -62,7 +65,7 @@ def assert_stored_outputs_render(driver, lab, name: str) -> dict:
 def test_stored_widgets_and_figures_render_before_anything_runs(lab, driver, screenshots):
     open_notebook(driver, lab, "05_cost.ipynb")
     stored = assert_stored_outputs_render(driver, lab, "05_cost.ipynb")
-    assert stored["widgets"] >= 1 and stored["images"] >= 1   # 05 stores sliders and plots
+    assert stored["widgets"] >= 1 and stored["images"] >= 1  # 05 stores sliders and plots
     scroll_to(driver, ".jp-OutputArea-output .jupyter-widgets")
     driver.save_screenshot(str(screenshots / "1_05_stored_widgets.png"))
 
@@ -74,10 +77,12 @@ def test_a_stored_notebook_opens_unchanged_and_closes_without_asking(lab, driver
     assert_stored_outputs_render(driver, lab, "02_the_loop.ipynb")
     scroll_to(driver, ".react-lab-quiz")
     driver.save_screenshot(str(screenshots / "2_02_opened.png"))
-    time.sleep(3)   # give JupyterLab time to rewrite metadata, as it does on a kernel's start
+    time.sleep(3)  # give JupyterLab time to rewrite metadata, as it does on a kernel's start
     state = page_state(driver)
     assert state["dirty"] == 0, "opening 02_the_loop.ipynb marked it changed"
-    driver.find_element("css selector", ".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").click()
+    driver.find_element(
+        "css selector", ".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon"
+    ).click()
     time.sleep(2)
     state = page_state(driver)
     assert state["dialogs"] == 0, "closing an unedited notebook asked something"
@@ -124,7 +129,8 @@ return view.state.doc.toString() === arguments[1] ? 'ok' : 'the editor did not t
 # The index (among all cells) of the first cell whose input holds arguments[0], or -1.
 _CELL_INDEX_JS = """
 const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-Cell')];
-return cells.findIndex(c => (c.querySelector('.jp-InputArea') || c).textContent.includes(arguments[0]));
+return cells.findIndex(c => (c.querySelector('.jp-InputArea') || c)\
+.textContent.includes(arguments[0]));
 """
 
 
@@ -141,11 +147,16 @@ def cell_index(driver, marker: str) -> int:
 
 def cell_outputs(driver, marker: str) -> str:
     """The rendered output text of the first code cell whose source contains ``marker``."""
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
       const cells = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell')];
-      const cell = cells.find(c => (c.querySelector('.jp-InputArea') || c).textContent.includes(arguments[0]));
-      return cell ? [...cell.querySelectorAll('.jp-OutputArea-output')].map(e => e.textContent).join('\\n') : '';
-    """, marker)
+      const cell = cells.find(c => (c.querySelector('.jp-InputArea') || c)\
+.textContent.includes(arguments[0]));
+      return cell ? [...cell.querySelectorAll('.jp-OutputArea-output')]\
+.map(e => e.textContent).join('\\n') : '';
+    """,
+        marker,
+    )
 
 
 def run_all(driver, lab, name: str) -> dict:
@@ -162,7 +173,9 @@ def run_all(driver, lab, name: str) -> dict:
     time.sleep(3)
     state = wait_for(finished, RUN_ALL_TIMEOUT, f"Run All Cells of {name} to finish", interval=2)
     print(f"{name}: Run All Cells in {time.monotonic() - t0:.0f} s")
-    errors = [o["text"][:500] for o in outputs(driver) if "error" in o["mime"] or "Traceback" in o["text"]]
+    errors = [
+        o["text"][:500] for o in outputs(driver) if "error" in o["mime"] or "Traceback" in o["text"]
+    ]
     assert state["prompts"] == [f"[{n}]:" for n in range(1, code + 1)], (state["prompts"], errors)
     assert not errors
     assert WIDGET_ERROR not in state["text"]
@@ -196,18 +209,19 @@ def shut_down_kernels(lab, but: str = "") -> None:
 
 
 @pytest.mark.model
-def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answer(lab, driver,
-                                                                                  screenshots):
+def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answer(
+    lab, driver, screenshots
+):
     do_exercises(driver, lab, "01_text_protocol.ipynb", ["observe"], screenshots)
     checked = cell_outputs(driver, 'check("observe", observe)')
     assert "✓ observe: 5/5 cases pass — saved to my_agent.py" in checked, checked
     loaded = cell_outputs(driver, 'load_agent("observe")')
-    assert "✓ observe: yours (my_agent.py)" in loaded, loaded   # the second completion used it
+    assert "✓ observe: yours (my_agent.py)" in loaded, loaded  # the second completion used it
     assert "def observe(text, tools):" in (lab.notebook_dir / "my_agent.py").read_text()
 
     do_exercises(driver, lab, "02_the_loop.ipynb", ["run_loop"], screenshots)
     first = cell_outputs(driver, 'show_minutes("02_the_loop.ipynb")')
-    assert "✓ observe: yours (my_agent.py)" in first, first   # their 01 piece, loaded in 02
+    assert "✓ observe: yours (my_agent.py)" in first, first  # their 01 piece, loaded in 02
     checked = cell_outputs(driver, 'check("run_loop", run_loop)')
     assert "✓ run_loop: 5/5 cases pass — saved to my_agent.py" in checked, checked
     ran = cell_outputs(driver, 'agent = load_agent(["observe", "run_loop"])')
@@ -215,7 +229,9 @@ def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answ
     answered = cell_outputs(driver, "exemplars=[paid_exemplar])")
     assert re.search(r"model's answer: No\b", answered), answered
     assert re.search(r"scored\s*: right", answered), answered
-    scroll_to(driver, ".jp-NotebookPanel .jp-Cell", cell_index(driver, "exemplars=[paid_exemplar])"))
+    scroll_to(
+        driver, ".jp-NotebookPanel .jp-Cell", cell_index(driver, "exemplars=[paid_exemplar])")
+    )
     driver.save_screenshot(str(screenshots / "4_02_the_loop_answers.png"))
     shut_down_kernels(lab)
     print("checker:", checked.strip()[:120])

@@ -25,6 +25,7 @@ tool only calls); a ``tool`` message keyed to no call of the assistant turn befo
 gets OpenAI's HTTP 400. Every request body is kept in ``requests``;
 ``max_in_flight`` is the most requests served at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,27 +34,54 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-REFUSE_STOP_BODY = {"error": {
-    "message": "Unsupported parameter: 'stop' is not supported with this model.",
-    "type": "invalid_request_error", "param": "stop", "code": "unsupported_parameter"}}
-UNAUTHORIZED_BODY = {"error": {
-    "message": "Incorrect API key provided. You can find your API key in your account "
-               "settings.",
-    "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
+REFUSE_STOP_BODY = {
+    "error": {
+        "message": "Unsupported parameter: 'stop' is not supported with this model.",
+        "type": "invalid_request_error",
+        "param": "stop",
+        "code": "unsupported_parameter",
+    }
+}
+UNAUTHORIZED_BODY = {
+    "error": {
+        "message": "Incorrect API key provided. You can find your API key in your account "
+        "settings.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_api_key",
+    }
+}
 
 
 def not_found_body(model: str) -> dict:
-    return {"error": {"message": f"The model `{model}` does not exist or you do not have "
-                                 "access to it.",
-                      "type": "invalid_request_error", "param": None, "code": "model_not_found"}}
+    return {
+        "error": {
+            "message": f"The model `{model}` does not exist or you do not have access to it.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "model_not_found",
+        }
+    }
 
 
 def status_body(status: int) -> dict:
     if status == 429:
-        return {"error": {"message": "Rate limit reached for requests", "type": "requests",
-                          "param": None, "code": "rate_limit_exceeded"}}
-    return {"error": {"message": "The server had an error while processing your request.",
-                      "type": "server_error", "param": None, "code": None}}
+        return {
+            "error": {
+                "message": "Rate limit reached for requests",
+                "type": "requests",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
+    return {
+        "error": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 #: A first step that forges its own observation and answer, then a step that answers.
@@ -76,7 +104,7 @@ def tokens(text: str) -> list[str]:
 def apply_stop(text: str, stop) -> tuple[str, bool]:
     stop = [stop] if isinstance(stop, str) else list(stop or [])
     hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
-    return (text[:min(hits)], True) if hits else (text, False)
+    return (text[: min(hits)], True) if hits else (text, False)
 
 
 class FakeOpenAI(ThreadingHTTPServer):
@@ -84,9 +112,18 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, *, delay: float = 0.0, completions=None, chat_replies=None,
-                 refuse_stop: bool = False, api_key: str | None = None,
-                 models=("fake-model",), fail_first=(), port: int = 0):
+    def __init__(
+        self,
+        *,
+        delay: float = 0.0,
+        completions=None,
+        chat_replies=None,
+        refuse_stop: bool = False,
+        api_key: str | None = None,
+        models=("fake-model",),
+        fail_first=(),
+        port: int = 0,
+    ):
         super().__init__(("127.0.0.1", port), _Handler)
         self.delay = delay
         self.completions = list(completions or FORGING_RUN)
@@ -106,8 +143,9 @@ class FakeOpenAI(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def __enter__(self) -> "FakeOpenAI":
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -137,8 +175,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [
-                {"id": m, "object": "model", "owned_by": "fake"} for m in self.server.models]})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "owned_by": "fake"} for m in self.server.models
+                    ],
+                },
+            )
         else:
             self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
@@ -172,7 +217,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _completion(self, body: dict) -> None:
         prompt = body.get("prompt") or ""
         prompt = prompt[0] if isinstance(prompt, list) else prompt
-        run = prompt[prompt.rfind("Question: "):]  # the exemplars' observations come before it
+        run = prompt[prompt.rfind("Question: ") :]  # the exemplars' observations come before it
         done = len(re.findall(r"^Observation: ", run, re.MULTILINE))
         script = self.server.completions
         text = script[min(done, len(script) - 1)]
@@ -183,13 +228,28 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             return self._stream(body, words[:max_tokens], reason)
         text, hit = apply_stop(text, body.get("stop"))
-        self._send(200, {"id": "cmpl-fake", "object": "text_completion", "created": 0,
-                         "model": body["model"],
-                         "choices": [{"index": 0, "text": text, "logprobs": None,
-                                      "finish_reason": "stop" if hit else reason}],
-                         "usage": {"prompt_tokens": len(prompt.split()),
-                                   "completion_tokens": len(tokens(text)),
-                                   "total_tokens": len(prompt.split()) + len(tokens(text))}})
+        self._send(
+            200,
+            {
+                "id": "cmpl-fake",
+                "object": "text_completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": text,
+                        "logprobs": None,
+                        "finish_reason": "stop" if hit else reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": len(prompt.split()),
+                    "completion_tokens": len(tokens(text)),
+                    "total_tokens": len(prompt.split()) + len(tokens(text)),
+                },
+            },
+        )
 
     def _stream(self, body: dict, words: list[str], reason: str) -> None:
         self.send_response(200)
@@ -199,10 +259,20 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for i, word in enumerate(words):
                 last = i == len(words) - 1
-                chunk = {"id": "cmpl-fake", "object": "text_completion", "created": 0,
-                         "model": body["model"],
-                         "choices": [{"index": 0, "text": word, "logprobs": None,
-                                      "finish_reason": reason if last else None}]}
+                chunk = {
+                    "id": "cmpl-fake",
+                    "object": "text_completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "text": word,
+                            "logprobs": None,
+                            "finish_reason": reason if last else None,
+                        }
+                    ],
+                }
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.flush()
             self.wfile.write(b"data: [DONE]\n\n")
@@ -213,40 +283,79 @@ class _Handler(BaseHTTPRequestHandler):
         messages = body.get("messages", [])
         problem = unanswered_tool_message(messages)
         if problem:
-            return self._send(400, {"error": {"message": problem, "type": "invalid_request_error",
-                                              "param": "messages", "code": None}})
+            return self._send(
+                400,
+                {
+                    "error": {
+                        "message": problem,
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": None,
+                    }
+                },
+            )
         done = sum(m.get("role") == "tool" for m in messages)
         script = self.server.chat_replies
         reply = dict(script[min(done, len(script) - 1)])
         calls, problem = honour_tool_choice(reply.get("tool_calls"), body)
         if problem:
-            return self._send(400, {"error": {"message": problem, "type": "invalid_request_error",
-                                              "param": "tool_choice", "code": None}})
+            return self._send(
+                400,
+                {
+                    "error": {
+                        "message": problem,
+                        "type": "invalid_request_error",
+                        "param": "tool_choice",
+                        "code": None,
+                    }
+                },
+            )
         message = {"role": "assistant", "content": reply.get("content")}
         if calls:
             message["tool_calls"] = [
-                {"id": f"call_{done}_{i}", "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}}
-                for i, c in enumerate(calls)]
+                {
+                    "id": f"call_{done}_{i}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                }
+                for i, c in enumerate(calls)
+            ]
         elif message["content"] is None:
             message["content"] = "Done."
-        self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "created": 0,
-                         "model": body["model"],
-                         "choices": [{"index": 0, "message": message, "logprobs": None,
-                                      "finish_reason": "tool_calls" if calls else "stop"}],
-                         "usage": {"prompt_tokens": 10, "completion_tokens": 5,
-                                   "total_tokens": 15}})
+        self._send(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "logprobs": None,
+                        "finish_reason": "tool_calls" if calls else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            },
+        )
 
 
 def unanswered_tool_message(messages: list[dict]) -> str | None:
-    """What OpenAI answers (HTTP 400) when a ``tool`` message is keyed to no call of the assistant turn before it."""
+    """What OpenAI answers (HTTP 400) when a ``tool`` message is keyed to no call.
+
+    To no call of the assistant turn before it.
+    """
     ids: set[str] = set()
     for m in messages:
         if m.get("role") == "assistant":
             ids = {c["id"] for c in m.get("tool_calls") or []}
         elif m.get("role") == "tool" and m.get("tool_call_id") not in ids:
-            return ("Invalid parameter: messages with role 'tool' must be a response to a preceding "
-                    f"message with 'tool_calls' (tool_call_id {m.get('tool_call_id')!r})")
+            return (
+                "Invalid parameter: messages with role 'tool' must be a response to a preceding "
+                f"message with 'tool_calls' (tool_call_id {m.get('tool_call_id')!r})"
+            )
     return None
 
 

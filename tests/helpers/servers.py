@@ -1,10 +1,14 @@
-"""Start and stop llama-cpp-python's server for the tests: loopback only, a free port, the embedded GGUF.
+"""Start and stop llama-cpp-python's server for the tests.
 
-:func:`llama_server` is a context manager: it runs :func:`react_lab.lab.backends.serve.server_command`
-on 127.0.0.1 with ``REACT_LAB_THREADS`` (default 2) threads, waits until ``GET /v1/models``
-answers, yields the base URL, and stops the server at the end (terminate, then kill).
-The server holds the model, so run the tests that use it under the model lock.
+Loopback only, a free port, the embedded GGUF.
+
+:func:`llama_server` is a context manager: it runs
+:func:`react_lab.lab.backends.serve.server_command` on 127.0.0.1 with ``REACT_LAB_THREADS``
+(default 2) threads, waits until ``GET /v1/models`` answers, yields the base URL, and stops
+the server at the end (terminate, then kill). The server holds the model, so run the tests
+that use it under the model lock.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +31,10 @@ def free_port() -> int:
 
 
 def wait_until_up(base_url: str, proc: subprocess.Popen, timeout: float = 90.0) -> None:
-    """Poll ``GET {base_url}/models`` until it answers 200; RuntimeError if the server died or timed out."""
+    """Poll ``GET {base_url}/models`` until it answers 200.
+
+    RuntimeError if the server died or timed out.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -48,8 +55,11 @@ def llama_server(threads: int | None = None):
     port = free_port()
     threads = threads or int(os.environ.get("REACT_LAB_THREADS") or 2)
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(server_command(host="127.0.0.1", port=port, threads=threads),
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        server_command(host="127.0.0.1", port=port, threads=threads),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         try:

@@ -10,11 +10,11 @@ its adapters.
 
 import time
 
+from react_lab.billing import _schema
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask, run
 from react_lab.native import ask_native, run_native
-from react_lab.billing import _schema
 from react_lab.tools import Tool
 
 

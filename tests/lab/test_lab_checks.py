@@ -6,10 +6,11 @@ pieces they are made of. The scenarios run over both loops with the lab's guards
 """
 
 import pytest
+from helpers.two_loops import injected
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers.two_loops import injected
 
+from react_lab.billing import _schema
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import (
     DATA_NOTE,
@@ -18,9 +19,8 @@ from react_lab.lab.guards import (
     invented_question,
     is_placeholder,
 )
-from react_lab.loop import ask
 from react_lab.lab.sandbox import db_checksum
-from react_lab.billing import _schema
+from react_lab.loop import ask
 from react_lab.tools import Tool, default_tools
 
 #: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
@@ -121,13 +121,11 @@ def test_pin_question_refuses_an_action_under_a_question_of_the_models_own(tools
         "Has INV-2291 been paid?" in first.observation
         and "When was the latest" in first.observation
     )
-    assert (
-        "Question: When" not in pinned.transcript.spans[2][1]
-    )  # the invented question is not kept
+    # the invented question is not kept
+    assert "Question: When" not in pinned.transcript.spans[2][1]
     assert pinned.steps[1].action["tool"] == "find_invoice" and pinned.stopped_by == "answer"
-    free = ask(
-        "Has INV-2291 been paid?", ScriptedModel(DRIFT), tools, guards=LabGuards()
-    )  # off by default
+    # off by default
+    free = ask("Has INV-2291 been paid?", ScriptedModel(DRIFT), tools, guards=LabGuards())
     assert free.steps[0].guard is None and free.steps[0].action["tool"] == "list_invoices"
     assert "own_question" in GUARD_NAMES
 

@@ -21,6 +21,7 @@ from helpers.two_loops import (
     walk,
 )
 
+from react_lab.billing import _schema
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
@@ -32,10 +33,9 @@ from react_lab.lab.guards import (
     more_tool,
 )
 from react_lab.lab.loops import ask as lab_ask
+from react_lab.lab.sandbox import db_checksum
 from react_lab.loop import ask
 from react_lab.native import ask_native
-from react_lab.lab.sandbox import db_checksum
-from react_lab.billing import _schema
 from react_lab.tools import Tool, default_tools
 
 #: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
@@ -127,9 +127,8 @@ def test_exact_repeats_are_refused_with_the_question_and_the_tools_not_yet_tried
         "Tools not yet tried: list_invoices, get_charge, search, get_payments, calc"
         in refusal.observation
     )
-    assert (
-        result.stopped_by == "repeat" and len(result.steps) <= 4
-    )  # 1 run + 2 refusals + best effort
+    # 1 run + 2 refusals + best effort
+    assert result.stopped_by == "repeat" and len(result.steps) <= 4
 
     loose = loop.ask(
         "q",
@@ -289,9 +288,8 @@ def test_truncation_with_a_marker_and_a_next_page(loop, tools):
     assert len(shown) <= 800 and full.startswith(shown)
     assert second.guard == "truncated" and "more[p2]" in second.observation and second.error is None
     assert second.observation.split(" [truncated")[0] in full  # the next page, verbatim
-    if (
-        loop.name == "native"
-    ):  # native loop only: `more` is offered as a tool from the first step on
+    # native loop only: `more` is offered as a tool from the first step on
+    if loop.name == "native":
         offered = [[t["function"]["name"] for t in schemas] for _, schemas in model.requests]
         assert all(names == offered[0] for names in offered) and "more" in offered[0]
     untouched = loop.ask(
@@ -313,9 +311,8 @@ def test_more_is_offered_from_the_first_step_only_while_truncation_is_on(tools):
     early = ScriptedChatModel([n.call("more", page="p1"), n.answer("nothing to read")])
     result = ask_native("q", early, tools, guards=LabGuards())  # long observations are paged
     assert "more" in [t["function"]["name"] for t in early.requests[0][1]]
-    assert (
-        result.steps[0].error and "no page 'p1'" in result.steps[0].observation
-    )  # no page waits yet
+    # no page waits yet
+    assert result.steps[0].error and "no page 'p1'" in result.steps[0].observation
     off = ScriptedChatModel([n.answer("x")])
     ask_native("q", off, tools, guards=LabGuards(observation_chars=None))
     assert "more" not in [t["function"]["name"] for t in off.requests[0][1]]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from react_lab.lab.sandbox import db_checksum, is_shipped, payment_tools, working_copy
 from react_lab.billing import ToolError
+from react_lab.lab.sandbox import db_checksum, is_shipped, payment_tools, working_copy
 from react_lab.tools import DB_PATH, call_tool
 
 

@@ -1,10 +1,13 @@
-"""The core path fits its room: minutes, words, cells, a checked quiz and "what to try next" in each.
+"""The core path fits its room.
+
+Minutes, words, cells, a checked quiz and "what to try next" in each.
 
 The core path is the notebooks directly in notebooks/ (the bench is notebooks/bench/). Each
 core notebook states its minutes once, in its metadata, and prints them from its first cell;
 the guide's plan (docs/workshop.md) carries the same minutes, plus the minutes planned for the
 notebooks not written yet, and the whole plan fits 150 minutes.
 """
+
 import importlib.util
 import json
 import re
@@ -51,15 +54,27 @@ def plan() -> list[tuple[str, str, int]]:
 
 def test_the_core_path_is_there():
     names = [p.name for p in core()]
-    assert names[:6] == ["01_text_protocol.ipynb", "02_the_loop.ipynb", "03_forged_observations.ipynb",
-                         "04_parser_vs_schema.ipynb", "05_cost.ipynb", "06_guards.ipynb"], names
+    assert names[:6] == [
+        "01_text_protocol.ipynb",
+        "02_the_loop.ipynb",
+        "03_forged_observations.ipynb",
+        "04_parser_vs_schema.ipynb",
+        "05_cost.ipynb",
+        "06_guards.ipynb",
+    ], names
     assert names[-1] == "08_measuring.ipynb" and set(names[6:-1]) <= {"07_native.ipynb"}, names
 
 
 def test_the_old_long_notebooks_live_in_the_bench():
-    assert not (NOTEBOOKS / "08_evaluation.ipynb").exists() and not (NOTEBOOKS / "09_working_agent.ipynb").exists()
+    assert (
+        not (NOTEBOOKS / "08_evaluation.ipynb").exists()
+        and not (NOTEBOOKS / "09_working_agent.ipynb").exists()
+    )
     for name in ("08_evaluation.ipynb", "09_working_agent.ipynb"):
-        assert read(NOTEBOOKS / "bench" / name)["metadata"]["react_lab"]["deepens"] == "08_measuring.ipynb"
+        assert (
+            read(NOTEBOOKS / "bench" / name)["metadata"]["react_lab"]["deepens"]
+            == "08_measuring.ipynb"
+        )
 
 
 @pytest.mark.parametrize("path", core(), ids=lambda p: p.name)
@@ -70,17 +85,23 @@ def test_each_core_notebook_states_its_minutes_once_and_prints_them_first(path):
     first_code = next(source(c) for c in nb["cells"] if c["cell_type"] == "code")
     assert f'show_minutes("{path.name}")' in first_code
     markdown = " ".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
-    assert not re.search(r"\b\d+\s*(to\s*\d+\s*)?minutes\b", markdown), "minutes stated in the text too"
+    assert not re.search(r"\b\d+\s*(to\s*\d+\s*)?minutes\b", markdown), (
+        "minutes stated in the text too"
+    )
 
 
 @pytest.mark.parametrize("path", core(), ids=lambda p: p.name)
 def test_each_core_notebook_ends_with_a_checked_quiz_and_what_to_try_next(path):
     cells = read(path)["cells"]
     number = path.name[:2]
-    calls = [source(c) for c in cells if c["cell_type"] == "code" and f'quiz("{number}")' in source(c)]
+    calls = [
+        source(c) for c in cells if c["cell_type"] == "code" and f'quiz("{number}")' in source(c)
+    ]
     assert len(calls) == 1, f"{path.name} calls quiz({number!r}) {len(calls)} times"
     assert len(QUIZZES[number]) in (2, 3)
-    quiz_cell = next(c for c in cells if c["cell_type"] == "code" and f'quiz("{number}")' in source(c))
+    quiz_cell = next(
+        c for c in cells if c["cell_type"] == "code" and f'quiz("{number}")' in source(c)
+    )
     stated = quiz_cell["metadata"].get("react_lab", {}).get("quiz")
     assert stated in (None, len(QUIZZES[number])), f"the quiz cell says {stated} questions"
     assert all(0 <= q.right < len(q.choices) for q in QUIZZES[number])
@@ -96,7 +117,9 @@ def test_each_core_notebook_ends_with_a_checked_quiz_and_what_to_try_next(path):
 ROOM_MINUTES = REPO.parent / "shared" / "tools" / "room_minutes.py"
 
 
-@pytest.mark.skipif(not ROOM_MINUTES.exists(), reason="../shared/tools/room_minutes.py not beside the clone")
+@pytest.mark.skipif(
+    not ROOM_MINUTES.exists(), reason="../shared/tools/room_minutes.py not beside the clone"
+)
 @pytest.mark.parametrize("path", core(), ids=lambda p: p.name)
 def test_each_core_notebook_states_the_minutes_the_room_tool_measures(path):
     spec = importlib.util.spec_from_file_location("room_minutes", ROOM_MINUTES)
@@ -104,12 +127,19 @@ def test_each_core_notebook_states_the_minutes_the_room_tool_measures(path):
     spec.loader.exec_module(tool)
     measured = tool.estimate(path)["estimate"]
     stated = read(path)["metadata"]["react_lab"]["minutes"]
-    assert abs(stated - measured) <= 0.5, f"{path.name} says {stated} minutes; the tool measures {measured}"
+    assert abs(stated - measured) <= 0.5, (
+        f"{path.name} says {stated} minutes; the tool measures {measured}"
+    )
 
 
 def test_the_core_path_fits_its_budget():
     notebooks = [read(p) for p in core()]
-    words = sum(len(source(c).split()) for nb in notebooks for c in nb["cells"] if c["cell_type"] == "markdown")
+    words = sum(
+        len(source(c).split())
+        for nb in notebooks
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+    )
     cells = sum(len(nb["cells"]) for nb in notebooks)
     assert words <= WORDS, f"{words} words of markdown in the core (budget {WORDS})"
     assert cells <= CELLS, f"{cells} cells in the core (budget {CELLS})"
@@ -122,7 +152,9 @@ def test_no_stored_table_in_the_core_is_over_20_rows():
         for cell in read(path)["cells"]:
             for out in cell.get("outputs", []):
                 html = "".join(out.get("data", {}).get("text/html", ""))
-                assert html.count("<tr") <= 21, f"{path.name}: a stored table of {html.count('<tr') - 1} rows"
+                assert html.count("<tr") <= 21, (
+                    f"{path.name}: a stored table of {html.count('<tr') - 1} rows"
+                )
 
 
 def test_the_guide_plans_150_minutes_from_the_notebooks_own():
@@ -130,15 +162,21 @@ def test_the_guide_plans_150_minutes_from_the_notebooks_own():
     assert [n for n, _, _ in rows] == [f"{i:02d}" for i in range(1, len(rows) + 1)]
     total = sum(m for _, _, m in rows)
     assert total <= MINUTES, f"the plan adds to {total} minutes"
-    stated = re.search(r"\|\s*\|\s*\*\*total\*\*\s*\|\s*\*\*(\d+)\*\*", GUIDE.read_text(encoding="utf-8"))
+    stated = re.search(
+        r"\|\s*\|\s*\*\*total\*\*\s*\|\s*\*\*(\d+)\*\*", GUIDE.read_text(encoding="utf-8")
+    )
     assert stated and int(stated.group(1)) == total
     by_name = {p.name: read(p)["metadata"]["react_lab"]["minutes"] for p in core()}
     planned = {name: m for _, name, m in rows if name}
-    assert set(by_name) <= set(planned), f"core notebooks missing from the plan: {set(by_name) - set(planned)}"
+    assert set(by_name) <= set(planned), (
+        f"core notebooks missing from the plan: {set(by_name) - set(planned)}"
+    )
     for name, minutes in by_name.items():
-        assert planned[name] == minutes, f"{name}: the guide plans {planned[name]}, the notebook says {minutes}"
+        assert planned[name] == minutes, (
+            f"{name}: the guide plans {planned[name]}, the notebook says {minutes}"
+        )
     slots = [n for n, name, _ in rows if not name or name not in by_name]
-    assert all(int(n) > 6 for n in slots)   # only the last notebooks are still to be written
+    assert all(int(n) > 6 for n in slots)  # only the last notebooks are still to be written
 
 
 @pytest.mark.parametrize("path", bench(), ids=lambda p: p.name)

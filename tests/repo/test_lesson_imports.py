@@ -57,9 +57,7 @@ EXTRAS_LIBRARIES = {
 
 #: The modules that still load one today, each with the change that takes it out (strict:
 #: the mark fails once the module is clean, so it is removed then).
-LOADS_TQDM = {
-
-}
+LOADS_TQDM = {}
 LOADS_THE_LAB: dict[str, str] = {}
 
 

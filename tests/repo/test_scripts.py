@@ -1,4 +1,5 @@
 """The shell scripts: ``scripts/workshop.sh`` run with stubbed setup, ``id`` and ``jupyter``."""
+
 import os
 import shutil
 import subprocess
@@ -23,22 +24,35 @@ def _workshop(tmp_path: Path, uid: str, *args: str) -> list[list[str]]:
     stubs.mkdir()
     calls = tmp_path / "jupyter-calls"
     # One line per call of the stub jupyter, its arguments separated by a tab.
-    for path, body in ((root / ".venv" / "bin" / "jupyter",
-                        f'(IFS="$(printf \'\\t\')"; echo "$*") >> {calls}'),
-                       (stubs / "id", f'echo {uid}')):
+    for path, body in (
+        (root / ".venv" / "bin" / "jupyter", f'(IFS="$(printf \'\\t\')"; echo "$*") >> {calls}'),
+        (stubs / "id", f"echo {uid}"),
+    ):
         path.write_text(f"#!/bin/sh\n{body}\n")
         path.chmod(0o755)
     env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
-    subprocess.run(["bash", str(root / "scripts" / "workshop.sh"), *args], env=env,
-                   capture_output=True, text=True, check=True)
+    subprocess.run(
+        ["bash", str(root / "scripts" / "workshop.sh"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [line.split("\t") for line in calls.read_text().splitlines()]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_workshop_allows_root_only_as_root_and_passes_arguments_through(tmp_path):
     *_, as_root = _workshop(tmp_path / "root", "0", "--port", "8899", "two words")
-    assert as_root == ["lab", "--notebook-dir=notebooks", "--allow-root", "--port", "8899",
-                       "two words", "notebooks/01_text_protocol.ipynb"]
+    assert as_root == [
+        "lab",
+        "--notebook-dir=notebooks",
+        "--allow-root",
+        "--port",
+        "8899",
+        "two words",
+        "notebooks/01_text_protocol.ipynb",
+    ]
     *_, as_user = _workshop(tmp_path / "user", "1000")
     assert as_user == ["lab", "--notebook-dir=notebooks", "notebooks/01_text_protocol.ipynb"]
 
@@ -47,10 +61,10 @@ def test_workshop_allows_root_only_as_root_and_passes_arguments_through(tmp_path
 def test_workshop_trusts_the_shipped_notebooks_before_starting_jupyterlab(tmp_path):
     # Trusted, a stored notebook's widgets render as controls before anything runs.
     calls = _workshop(tmp_path, "1000")
-    assert calls == [["trust", "notebooks/01_text_protocol.ipynb", "notebooks/02_the_loop.ipynb"],
-                     ["lab", "--notebook-dir=notebooks", "notebooks/01_text_protocol.ipynb"]]
-
-
+    assert calls == [
+        ["trust", "notebooks/01_text_protocol.ipynb", "notebooks/02_the_loop.ipynb"],
+        ["lab", "--notebook-dir=notebooks", "notebooks/01_text_protocol.ipynb"],
+    ]
 
 
 def test_binder_builds_with_a_python_the_package_and_its_pins_accept():

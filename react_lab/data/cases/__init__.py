@@ -1,1 +1,4 @@
-"""Public failure cases, one JSON object a line; read them with :func:`react_lab.data.load_cases`."""
+"""Public failure cases, one JSON object a line.
+
+Read them with :func:`react_lab.data.load_cases`.
+"""

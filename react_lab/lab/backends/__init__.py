@@ -1,4 +1,6 @@
-"""The backends the loops talk to: the embedded model, any OpenAI-compatible server, scripted models.
+"""The backends the loops talk to.
+
+The embedded model, any OpenAI-compatible server, scripted models.
 
 Completion backends (the text protocol) answer ``complete(prompt, stop=, max_tokens=)``:
 :mod:`.local` (SmolLM2 in-process through llama-cpp-python), :mod:`.endpoints` (the
@@ -9,4 +11,5 @@ protocol's Action line). llama.cpp's cache, snapshots and decoders are in
 :mod:`.llama_state`, its thread count in :mod:`.threads`. Build one from a spec with
 :func:`load_model` or :func:`load_chat_model`.
 """
+
 from .load import load_chat_model, load_model, model_spec  # noqa: F401

@@ -1,4 +1,6 @@
-"""What every completion backend shares: the :class:`Completion` it returns, ``stop`` as providers apply it, the chat rendering.
+"""What every completion backend shares.
+
+The :class:`Completion` it returns, ``stop`` as providers apply it, the chat rendering.
 
 Every backend answers the same call, ``model.complete(prompt, stop=[...], max_tokens=N)``,
 and returns a :class:`Completion`: the text, the finish reason, and the prompt and
@@ -7,11 +9,11 @@ needs nothing more: a string in, a string out, and a stop sequence. The backends
 :mod:`react_lab.lab.backends.local` (the embedded model), :mod:`react_lab.lab.backends.endpoints`
 (any OpenAI-compatible server) and :mod:`react_lab.lab.backends.scripted`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
-
 
 
 @dataclass
@@ -78,9 +80,10 @@ def render_chat(prompt: str, template: str = "chatml") -> str:
     if template == "none":
         return prompt
     if template != "chatml":
-        raise ValueError(f"unknown chat template {template!r}; use one of {', '.join(CHAT_TEMPLATES)}")
+        raise ValueError(
+            f"unknown chat template {template!r}; use one of {', '.join(CHAT_TEMPLATES)}"
+        )
     at = prompt.find("\n\nQuestion: ")
     end = prompt.find("\n", at + 2) if at >= 0 else -1
-    head, tail = (prompt[:end], prompt[end + 1:]) if end >= 0 else (prompt, "")
-    return (f"<|im_start|>user\n{head.strip()}<|im_end|>\n"
-            f"<|im_start|>assistant\n{tail}")
+    head, tail = (prompt[:end], prompt[end + 1 :]) if end >= 0 else (prompt, "")
+    return f"<|im_start|>user\n{head.strip()}<|im_end|>\n<|im_start|>assistant\n{tail}"

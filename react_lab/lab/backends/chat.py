@@ -1,4 +1,6 @@
-"""Chat backends for native tool calling: the embedded model under a grammar, any OpenAI endpoint, a script.
+"""Chat backends for native tool calling.
+
+The embedded model under a grammar, any OpenAI endpoint, a script.
 
 Every backend answers ``chat(messages, tools=[openai tool schemas], max_tokens=N) -> ChatReply``
 (the OpenAI chat completions shape: a reply's calls sit in ``tool_calls``, each with an
@@ -10,6 +12,7 @@ Every backend answers ``chat(messages, tools=[openai tool schemas], max_tokens=N
 * :class:`OpenAIChatModel` -- any OpenAI-compatible ``/chat/completions`` endpoint.
 * :class:`ScriptedChatModel` -- replays fixed replies, for tests.
 """
+
 from __future__ import annotations
 
 import copy
@@ -27,6 +30,7 @@ from .grammar import decodable, reply_grammar
 from .local import local_model
 
 # --------------------------------------------------------------------------- replies
+
 
 @dataclass
 class ChatReply:
@@ -65,8 +69,8 @@ def tool_call(call_id: str, name: str, args: Any) -> dict:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-
 # --------------------------------------------------------------------------- backends
+
 
 class LocalChatModel:
     """The embedded model as a tool-calling chat backend, its replies constrained by a grammar.
@@ -74,9 +78,10 @@ class LocalChatModel:
     Renders the messages with SmolLM2's ChatML template (``<|im_start|>role ...<|im_end|>``),
     the tool schemas written into the system turn (what a provider's chat template does
     with ``tools=``), and generates with a llama.cpp grammar built from
-    :func:`react_lab.lab.backends.grammar.reply_schema`. Wraps a :class:`react_lab.lab.backends.local.LocalModel`
-    (``inner``; default: the one loaded model, :func:`react_lab.lab.backends.local.local_model`).
-    ``max_calls`` is how many calls one reply may hold.
+    :func:`react_lab.lab.backends.grammar.reply_schema`. Wraps a
+    :class:`react_lab.lab.backends.local.LocalModel` (``inner``; default: the one loaded
+    model, :func:`react_lab.lab.backends.local.local_model`). ``max_calls`` is how many
+    calls one reply may hold.
     """
 
     def __init__(self, model=None, *, max_calls: int = 1):
@@ -89,29 +94,42 @@ class LocalChatModel:
         return f"{self.inner.name}+grammar"
 
     def render(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
-        """Render the conversation as ChatML, ending with an open assistant turn (:func:`render_messages`)."""
+        """Render the conversation as ChatML, ending with an open assistant turn.
+
+        See :func:`render_messages`.
+        """
         return render_messages(messages, tools)
 
-    def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
-        """Generate one reply that follows :func:`react_lab.lab.backends.grammar.reply_schema`; see :class:`ChatReply`.
+    def chat(
+        self,
+        messages: Sequence[dict],
+        tools: Sequence[dict] | None = None,
+        *,
+        max_tokens: int = MAX_TOKENS,
+        tool_choice: str | dict = "auto",
+    ) -> ChatReply:
+        """Generate one reply that follows :func:`react_lab.lab.backends.grammar.reply_schema`.
 
-        Greedy decoding under the reply grammar (:meth:`react_lab.lab.backends.local.LocalModel.decode`:
-        the grammar is parsed once per tool set and checks one token per step; the
-        tokens equal ``create_completion(grammar=..., temperature=0)``'s). ``tool_choice``
-        is honoured by the grammar: ``"required"`` allows only calls, ``"none"`` only an
-        answer, a named tool only calls to it. The prompt is the same whatever the
-        choice (the tools stay in the system turn), so the cached prefix is reused. A
-        reply cut off by ``max_tokens`` is not valid JSON: it comes back with no calls
-        and ``finish_reason="length"``. Raises ValueError for a bad ``tool_choice``
+        See :class:`ChatReply`. Greedy decoding under the reply grammar
+        (:meth:`react_lab.lab.backends.local.LocalModel.decode`: the grammar is parsed once per
+        tool set and checks one token per step; the tokens equal
+        ``create_completion(grammar=..., temperature=0)``'s). ``tool_choice`` is honoured by
+        the grammar: ``"required"`` allows only calls, ``"none"`` only an answer, a named
+        tool only calls to it. The prompt is the same whatever the choice (the tools stay in
+        the system turn), so the cached prefix is reused. A reply cut off by ``max_tokens``
+        is not valid JSON: it comes back with no calls and ``finish_reason="length"``.
+        Raises ValueError for a bad ``tool_choice``
         (:func:`react_lab.tool_calls.check_tool_choice`) or a grammar that cannot be built.
         """
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
         if key not in self._grammars:
-            self._grammars[key] = reply_grammar(tools, max_calls=self.max_calls, tool_choice=tool_choice)
-        out = self.inner.decode(self.render(messages, tools), grammar=self._grammars[key],
-                                max_tokens=max_tokens)
+            self._grammars[key] = reply_grammar(
+                tools, max_calls=self.max_calls, tool_choice=tool_choice
+            )
+        out = self.inner.decode(
+            self.render(messages, tools), grammar=self._grammars[key], max_tokens=max_tokens
+        )
         reply = parse_reply(out.text, call_prefix=f"call_{len(messages)}")
         reply.prompt_tokens, reply.completion_tokens = out.prompt_tokens, out.completion_tokens
         reply.evaluated_tokens, reply.seconds = out.evaluated_tokens, out.seconds
@@ -140,22 +158,40 @@ def render_messages(messages: Sequence[dict], tools: Sequence[dict] | None = Non
 
 
 def describe_tool_schemas(tools: Sequence[dict]) -> str:
-    """Write the tool schemas and the reply format for the system turn (a local model needs both)."""
+    """Write the tool schemas and the reply format for the system turn.
+
+    A local model needs both.
+    """
     lines = ["Tools (JSON Schema of each tool's arguments):"]
     for t in tools:
         f = t["function"]
-        params = {k: {kk: vv for kk, vv in v.items() if kk != "examples"}
-                  for k, v in f["parameters"].get("properties", {}).items()}
-        lines.append(json.dumps({"name": f["name"], "description": f["description"],
-                                 "arguments": params}, ensure_ascii=False))
-    example = {"thought": "I need the July invoices of cus_4417.", "tool_calls": [
-        {"name": "list_invoices", "arguments": {"customer_id": "cus_4417", "since": "2026-07-01"}}]}
-    lines += ["", "Reply with one JSON object: a tool call such as", json.dumps(example),
-              "or, once the tool results answer the question,",
-              '{"thought": "<what the results say>", "answer": "<the answer>"}']
+        params = {
+            k: {kk: vv for kk, vv in v.items() if kk != "examples"}
+            for k, v in f["parameters"].get("properties", {}).items()
+        }
+        lines.append(
+            json.dumps(
+                {"name": f["name"], "description": f["description"], "arguments": params},
+                ensure_ascii=False,
+            )
+        )
+    example = {
+        "thought": "I need the July invoices of cus_4417.",
+        "tool_calls": [
+            {
+                "name": "list_invoices",
+                "arguments": {"customer_id": "cus_4417", "since": "2026-07-01"},
+            }
+        ],
+    }
+    lines += [
+        "",
+        "Reply with one JSON object: a tool call such as",
+        json.dumps(example),
+        "or, once the tool results answer the question,",
+        '{"thought": "<what the results say>", "answer": "<the answer>"}',
+    ]
     return "\n".join(lines)
-
-
 
 
 def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
@@ -176,17 +212,30 @@ def parse_reply(text: str, *, call_prefix: str = "call") -> ChatReply:
     thought = obj.get("thought") if isinstance(obj.get("thought"), str) else None
     calls = obj.get("tool_calls")
     if calls not in (None, []):
-        good = [c for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)] \
-            if isinstance(calls, list) else []
+        good = (
+            [c for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)]
+            if isinstance(calls, list)
+            else []
+        )
         if not good or len(good) != len(calls):  # a thought is never promoted to an answer
             return ChatReply(content=None, thought=thought, finish_reason="stop", text=text)
-        return ChatReply(content=thought, thought=thought, finish_reason="tool_calls", text=text,
-                         tool_calls=[tool_call(f"{call_prefix}_{i}", c["name"],
-                                               c.get("arguments", {}))
-                                     for i, c in enumerate(good, 1)])
+        return ChatReply(
+            content=thought,
+            thought=thought,
+            finish_reason="tool_calls",
+            text=text,
+            tool_calls=[
+                tool_call(f"{call_prefix}_{i}", c["name"], c.get("arguments", {}))
+                for i, c in enumerate(good, 1)
+            ],
+        )
     answer = obj.get("answer")
-    return ChatReply(content=answer if isinstance(answer, str) else None, thought=thought,
-                     finish_reason="stop", text=text)
+    return ChatReply(
+        content=answer if isinstance(answer, str) else None,
+        thought=thought,
+        finish_reason="stop",
+        text=text,
+    )
 
 
 #: The message keys of the OpenAI chat completions API: all an endpoint is sent.
@@ -212,8 +261,14 @@ class OpenAIChatModel(EndpointBackend):
     ``"auto"``: :mod:`react_lab.lab.backends.serve` lists what it does with each request.
     """
 
-    def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
+    def chat(
+        self,
+        messages: Sequence[dict],
+        tools: Sequence[dict] | None = None,
+        *,
+        max_tokens: int = MAX_TOKENS,
+        tool_choice: str | dict = "auto",
+    ) -> ChatReply:
         """Send the conversation, the tool schemas and ``tool_choice``; return the provider's reply.
 
         Messages go in the OpenAI shape only (:data:`MESSAGE_KEYS`; the lab's own keys,
@@ -224,19 +279,36 @@ class OpenAIChatModel(EndpointBackend):
         schemas go through :func:`react_lab.lab.backends.grammar.decodable`: llama-cpp-python's
         server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
         drops, the loop's schema check still checks.
-        Raises ValueError for a bad ``tool_choice`` (:func:`react_lab.tool_calls.check_tool_choice`),
-        :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot serve the request.
+        Raises ValueError for a bad ``tool_choice``
+        (:func:`react_lab.tool_calls.check_tool_choice`),
+        :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot
+        serve the request.
         """
         import openai
 
         check_tool_choice(tool_choice, list(tools or []))
-        sent = [{k: ("" if k == "content" and v is None and m["role"] == "assistant" else v)
-                 for k, v in m.items() if k in MESSAGE_KEYS} for m in messages]
-        kwargs: dict[str, Any] = dict(model=self.name, messages=sent,
-                                      max_tokens=max_tokens, temperature=self.temperature)
+        sent = [
+            {
+                k: ("" if k == "content" and v is None and m["role"] == "assistant" else v)
+                for k, v in m.items()
+                if k in MESSAGE_KEYS
+            }
+            for m in messages
+        ]
+        kwargs: dict[str, Any] = dict(
+            model=self.name, messages=sent, max_tokens=max_tokens, temperature=self.temperature
+        )
         if tools:  # decodable: a server that builds a grammar from a schema can parse it
-            kwargs["tools"] = [{**t, "function": {**t["function"], "parameters": decodable(
-                t["function"]["parameters"])}} for t in tools]
+            kwargs["tools"] = [
+                {
+                    **t,
+                    "function": {
+                        **t["function"],
+                        "parameters": decodable(t["function"]["parameters"]),
+                    },
+                }
+                for t in tools
+            ]
             kwargs["tool_choice"] = tool_choice
         t0 = time.perf_counter()
         try:
@@ -245,14 +317,20 @@ class OpenAIChatModel(EndpointBackend):
             raise self._error(exc) from None
         choice, usage = out.choices[0], out.usage
         msg = choice.message
-        calls = [tool_call(c.id, c.function.name, c.function.arguments or "{}")
-                 for c in (msg.tool_calls or [])]
-        return ChatReply(content=msg.content, tool_calls=calls,
-                         thought=msg.content if calls else None,
-                         finish_reason=choice.finish_reason or ("tool_calls" if calls else "stop"),
-                         prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                         completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                         seconds=time.perf_counter() - t0, text=msg.content or "")
+        calls = [
+            tool_call(c.id, c.function.name, c.function.arguments or "{}")
+            for c in (msg.tool_calls or [])
+        ]
+        return ChatReply(
+            content=msg.content,
+            tool_calls=calls,
+            thought=msg.content if calls else None,
+            finish_reason=choice.finish_reason or ("tool_calls" if calls else "stop"),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            seconds=time.perf_counter() - t0,
+            text=msg.content or "",
+        )
 
 
 class ScriptedChatModel:
@@ -280,17 +358,28 @@ class ScriptedChatModel:
         if not isinstance(items, list) or not items:
             raise ValueError(f'{path}: expected a JSON list of replies or {{"replies": [...]}}')
         if all(isinstance(r, str) and not r.lstrip().startswith("{") for r in items):
-            raise ValueError(f"{path}: these look like text-protocol completions; a native script "
-                             'holds replies like {"thought": "...", "tool_calls": [{"name": ..., '
-                             '"arguments": {...}}]} or {"thought": "...", "answer": "..."}')
+            raise ValueError(
+                f"{path}: these look like text-protocol completions; a native script "
+                'holds replies like {"thought": "...", "tool_calls": [{"name": ..., '
+                '"arguments": {...}}]} or {"thought": "...", "answer": "..."}'
+            )
         bad = [i for i, r in enumerate(items, 1) if not isinstance(r, (dict, str))]
         if bad:
             raise ValueError(f"{path}: reply {bad[0]} is neither an object nor JSON text")
         return cls(items, name=f"scripted:{Path(path).name}")
 
-    def chat(self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *,
-             max_tokens: int = MAX_TOKENS, tool_choice: str | dict = "auto") -> ChatReply:
-        """Replay the next reply; record the request and ``tool_choice`` (ValueError for a bad one)."""
+    def chat(
+        self,
+        messages: Sequence[dict],
+        tools: Sequence[dict] | None = None,
+        *,
+        max_tokens: int = MAX_TOKENS,
+        tool_choice: str | dict = "auto",
+    ) -> ChatReply:
+        """Replay the next reply; record the request and ``tool_choice``.
+
+        ValueError for a bad ``tool_choice``.
+        """
         check_tool_choice(tool_choice, list(tools or []))
         text = self.replies[min(len(self.requests), len(self.replies) - 1)]
         self.requests.append((copy.deepcopy(list(messages)), list(tools or [])))

@@ -9,6 +9,7 @@ grammar checking *one* token per step instead of the whole vocabulary.
 llama.cpp call, as a server with continuous batching does. The cache rules and prefix
 snapshots both rely on are in :mod:`react_lab.lab.backends.llama_state`.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -37,11 +38,12 @@ def new_grammar_sampler(llm, grammar: str):
     """
     import llama_cpp  # heavy: loads llama.cpp
 
-    sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), b"root")
+    sampler = llama_cpp.llama_sampler_init_grammar(
+        llm._model.vocab, grammar.encode("utf-8"), b"root"
+    )
     if not sampler:
         raise ValueError("llama.cpp could not parse the grammar (see its message above)")
     return sampler
-
 
 
 class GrammarSampler:
@@ -62,8 +64,9 @@ class GrammarSampler:
 
         self.pointer = new_grammar_sampler(llm, grammar)
         self._one = (llama_cpp.llama_token_data * 1)()
-        self._one_array = llama_cpp.llama_token_data_array(data=self._one, size=1, selected=-1,
-                                                           sorted=False)
+        self._one_array = llama_cpp.llama_token_data_array(
+            data=self._one, size=1, selected=-1, sorted=False
+        )
         self._all = _internals.LlamaTokenDataArray(n_vocab=llm.n_vocab())
         self.full_checks = 0  # steps where the best token was refused
 
@@ -112,7 +115,6 @@ class GrammarSampler:
             pass
 
 
-
 @dataclass
 class Decoded:
     """The tokens :func:`greedy_decode` produced and why it ended.
@@ -130,10 +132,14 @@ class Decoded:
     started: float = 0.0  # time.perf_counter() when this prompt's evaluation began
 
 
-
-def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
-                  on_token: Callable[[int], bool] | None = None,
-                  grammar: GrammarSampler | None = None) -> Decoded:
+def greedy_decode(
+    llm,
+    prompt: Sequence[int],
+    *,
+    max_tokens: int,
+    on_token: Callable[[int], bool] | None = None,
+    grammar: GrammarSampler | None = None,
+) -> Decoded:
     """Evaluate the uncached rest of ``prompt``, then append the highest-scoring token until done.
 
     The cache is reused as :func:`trim_cache` allows (at least :data:`MIN_EVAL` prompt
@@ -154,15 +160,16 @@ def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
     check_fits(len(prompt), llm.n_ctx(), max_tokens)
     max_tokens = min(max_tokens, llm.n_ctx() - len(prompt))
     evaluated = trim_cache(llm, prompt)
-    llm.eval(list(prompt)[llm.n_tokens:])
+    llm.eval(list(prompt)[llm.n_tokens :])
     if grammar is not None:
         grammar.reset()
     vocab, n_vocab = llm._model.vocab, llm.n_vocab()
     tokens: list[int] = []
     finish = "length"
     while len(tokens) < max_tokens:
-        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1),
-                                       shape=(n_vocab,))
+        logits = np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(n_vocab,)
+        )
         token = int(np.argmax(logits))
         if grammar is not None and not grammar.allows(token):
             token = grammar.best_allowed(logits)
@@ -180,10 +187,16 @@ def greedy_decode(llm, prompt: Sequence[int], *, max_tokens: int,
     return Decoded(tokens, finish, evaluated, time.perf_counter() - t0, t0)
 
 
-def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: int, width: int = 8,
-                        on_token: Callable[[int, int], bool] | None = None,
-                        on_done: Callable[[int, Decoded], None] | None = None,
-                        prefix: PrefixState | None = None) -> list[Decoded]:
+def greedy_decode_batch(
+    llm,
+    prompts: Sequence[Sequence[int]],
+    *,
+    max_tokens: int,
+    width: int = 8,
+    on_token: Callable[[int, int], bool] | None = None,
+    on_done: Callable[[int, Decoded], None] | None = None,
+    prefix: PrefixState | None = None,
+) -> list[Decoded]:
     """Greedy-decode every prompt, ``width`` of them side by side (continuous batching).
 
     ``prompts`` are token ids; the result has one :class:`Decoded` per prompt, in order.
@@ -238,26 +251,40 @@ def greedy_decode_batch(llm, prompts: Sequence[Sequence[int]], *, max_tokens: in
 
 
 class _BatchDecoder:
-    """One call of :func:`greedy_decode_batch`: its own llama.cpp context, batch and live sequences."""
+    """One call of :func:`greedy_decode_batch`.
 
-    def __init__(self, llm, prompts: list[list[int]], max_tokens: int, width: int, on_token, on_done):
+    Its own llama.cpp context, batch and live sequences.
+    """
+
+    def __init__(
+        self, llm, prompts: list[list[int]], max_tokens: int, width: int, on_token, on_done
+    ):
         import llama_cpp  # heavy: loads llama.cpp
         from llama_cpp import _internals
 
         self.prompts, self.on_token, self.on_done, self.width = prompts, on_token, on_done, width
         n_ctx = llm.n_ctx()
         self.limits = [min(max_tokens, n_ctx - len(p)) for p in prompts]
-        self.shared = max(0, min(min(common_prefix(prompts[0], p) for p in prompts),
-                                 min(len(p) for p in prompts) - MIN_EVAL))
-        cells = self.shared + width * max(len(p) - self.shared + n
-                                          for p, n in zip(prompts, self.limits)) + 1
+        self.shared = max(
+            0,
+            min(
+                min(common_prefix(prompts[0], p) for p in prompts),
+                min(len(p) for p in prompts) - MIN_EVAL,
+            ),
+        )
+        cells = (
+            self.shared
+            + width * max(len(p) - self.shared + n for p, n in zip(prompts, self.limits))
+            + 1
+        )
         params = llama_cpp.llama_context_params.from_buffer_copy(llm.context_params)
         params.n_ctx = -(-cells // 256) * 256
         params.n_seq_max = width + 1  # sequence 0 holds the shared prefix
-        params.kv_unified = True      # one cache, so the prefix cells are shared, not copied
+        params.kv_unified = True  # one cache, so the prefix cells are shared, not copied
         # Small calls: the prefix usually comes from its snapshot, and llama.cpp sizes its
         # scratch memory for the largest call.
-        params.n_batch = params.n_ubatch = self.n_batch = max(BATCH_CALL_TOKENS, width + 1)  # >= n_seq_max
+        # >= n_seq_max
+        params.n_batch = params.n_ubatch = self.n_batch = max(BATCH_CALL_TOKENS, width + 1)
         self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
         self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self.vocab, self.n_vocab = llm._model.vocab, llm.n_vocab()
@@ -271,7 +298,10 @@ class _BatchDecoder:
         self.ctx.close()
 
     def run(self, items) -> list[int]:
-        """Decode ``(token, position, sequence, wants_logits)`` items; the best next token per logit row."""
+        """Decode ``(token, position, sequence, wants_logits)`` items.
+
+        Returns the best next token per logit row.
+        """
         import llama_cpp
         import numpy as np
 
@@ -285,15 +315,30 @@ class _BatchDecoder:
                 rows.append(k)
         code = llama_cpp.llama_decode(self.ctx.ctx, batch)
         if code != 0:
-            raise RuntimeError(f"llama.cpp could not decode the batch (llama_decode returned {code})")
-        return [int(np.argmax(np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(self.ctx.ctx, k),
-                                                    shape=(self.n_vocab,)))) for k in rows]
+            raise RuntimeError(
+                f"llama.cpp could not decode the batch (llama_decode returned {code})"
+            )
+        return [
+            int(
+                np.argmax(
+                    np.ctypeslib.as_array(
+                        llama_cpp.llama_get_logits_ith(self.ctx.ctx, k), shape=(self.n_vocab,)
+                    )
+                )
+            )
+            for k in rows
+        ]
 
     def evaluate(self, tokens, start, seq) -> int | None:
-        """Evaluate ``tokens`` in calls of at most ``n_batch``, never one token alone (:func:`eval_cuts`)."""
+        """Evaluate ``tokens`` in calls of at most ``n_batch``.
+
+        Never one token alone (:func:`eval_cuts`).
+        """
         best = None
         for at, end in eval_cuts(len(tokens), self.n_batch):
-            out = self.run([(tokens[k], start + k, seq, k == len(tokens) - 1) for k in range(at, end)])
+            out = self.run(
+                [(tokens[k], start + k, seq, k == len(tokens) - 1) for k in range(at, end)]
+            )
             best = out[0] if out else None
         return best
 
@@ -317,8 +362,9 @@ class _BatchDecoder:
         del self.live[seq]
         llama_cpp.llama_memory_seq_rm(self.ctx.memory, seq, -1, -1)
         now = time.perf_counter()
-        self.results[i] = Decoded(state["tokens"], finish, state["evaluated"], now - state["started"],
-                                  state["started"])
+        self.results[i] = Decoded(
+            state["tokens"], finish, state["evaluated"], now - state["started"], state["started"]
+        )
         if self.on_done is not None:
             self.on_done(i, self.results[i])
 
@@ -327,9 +373,18 @@ class _BatchDecoder:
         import llama_cpp
 
         first = self.prompts[0]
-        if prefix is None or len(prefix.tokens) > self.shared or prefix.tokens != first[:len(prefix.tokens)]:
+        if (
+            prefix is None
+            or len(prefix.tokens) > self.shared
+            or prefix.tokens != first[: len(prefix.tokens)]
+        ):
             return 0
-        if llama_cpp.llama_state_seq_set_data(self.ctx.ctx, c_view(prefix.data), len(prefix.data), 0) == 0:
+        if (
+            llama_cpp.llama_state_seq_set_data(
+                self.ctx.ctx, c_view(prefix.data), len(prefix.data), 0
+            )
+            == 0
+        ):
             raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
         return len(prefix.tokens)
 
@@ -341,21 +396,27 @@ class _BatchDecoder:
         if shared:
             llama_cpp.llama_memory_seq_cp(self.ctx.memory, 0, seq, 0, shared)
         rest = self.prompts[i][shared:]
-        self.live[seq] = {"i": i, "tokens": [], "pos": len(self.prompts[i]), "started": started,
-                          "evaluated": len(rest) + (shared - loaded if i == 0 else 0)}
+        self.live[seq] = {
+            "i": i,
+            "tokens": [],
+            "pos": len(self.prompts[i]),
+            "started": started,
+            "evaluated": len(rest) + (shared - loaded if i == 0 else 0),
+        }
         self.take(seq, self.evaluate(rest, shared, seq))
 
     def decode_all(self, prefix: PrefixState | None, t0: float) -> list[Decoded]:
         """Evaluate the shared prefix once, then decode every prompt, ``width`` live at a time."""
         loaded = self.load_prefix(prefix)
-        self.evaluate(self.prompts[0][loaded:self.shared], loaded, 0)
+        self.evaluate(self.prompts[0][loaded : self.shared], loaded, 0)
         waiting = list(range(len(self.prompts)))[::-1]
         free = list(range(self.width, 0, -1))
         live = self.live
         while waiting or live:
             while waiting and free:
                 i, seq = waiting.pop(), free.pop()
-                self.start(i, seq, t0 if i == 0 else time.perf_counter(), loaded)  # the first waited for the prefix
+                # the first waited for the prefix
+                self.start(i, seq, t0 if i == 0 else time.perf_counter(), loaded)
                 if seq not in live:
                     free.append(seq)
             if not live:

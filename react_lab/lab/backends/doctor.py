@@ -1,10 +1,11 @@
-"""Check that the lab is ready offline: model file, llama.cpp, database; ``python -m react_lab.lab.backends.doctor``.
+"""Check that the lab is ready offline: model file, llama.cpp, database.
 
-Prints one line per check and exits 1 with a hint when one fails. The setup script
-runs it last so a broken install is reported before the workshop starts. With
-``OPENAI_BASE_URL`` set it also checks that endpoint and ``OPENAI_MODEL`` (a room on one
-server: see docs/workshop.md).
+``python -m react_lab.lab.backends.doctor``. Prints one line per check and exits 1 with a
+hint when one fails. The setup script runs it last so a broken install is reported before
+the workshop starts. With ``OPENAI_BASE_URL`` set it also checks that endpoint and
+``OPENAI_MODEL`` (a room on one server: see docs/workshop.md).
 """
+
 from __future__ import annotations
 
 import sys
@@ -26,15 +27,25 @@ def checks():
     try:
         t0 = time.perf_counter()
         out = local_model().complete("Say OK.", max_tokens=4)
-        yield "llama-cpp-python", True, (f"loaded and completed {out.completion_tokens} tokens "
-                                         f"in {time.perf_counter() - t0:.1f} s")
+        yield (
+            "llama-cpp-python",
+            True,
+            (
+                f"loaded and completed {out.completion_tokens} tokens "
+                f"in {time.perf_counter() - t0:.1f} s"
+            ),
+        )
     except Exception as exc:  # report, don't crash: this is a diagnostic
         yield "llama-cpp-python", False, f"{type(exc).__name__}: {exc}"
     conn = open_db()
     n = conn.execute("select count(*) from invoices").fetchone()[0]
     yield "billing database", True, f"{DB_PATH.name}: {n} invoices, opened read-only"
     try:
-        yield "tiktoken cl100k_base (offline)", True, f"{len(encoding().encode('hello world'))} tokens"
+        yield (
+            "tiktoken cl100k_base (offline)",
+            True,
+            f"{len(encoding().encode('hello world'))} tokens",
+        )
     except ImportError:
         pass
     except Exception as exc:
@@ -42,7 +53,9 @@ def checks():
 
 
 def endpoint_checks():
-    """Yield ``(name, ok, detail)`` for the OpenAI-compatible endpoint, when ``OPENAI_BASE_URL`` is set.
+    """Yield ``(name, ok, detail)`` for the OpenAI-compatible endpoint.
+
+    Only when ``OPENAI_BASE_URL`` is set.
 
     Lists the served models, then asks ``OPENAI_MODEL`` for a 4-token completion with the
     text protocol's stop sequence, and reports the address, the model, the chat template
@@ -71,10 +84,15 @@ def endpoint_checks():
     try:
         t0 = time.perf_counter()
         out = model.complete("Say OK.", stop=STOP, max_tokens=4)
-        yield "endpoint model", True, (
-            f"OPENAI_MODEL={model.name} completed {out.completion_tokens} tokens in "
-            f"{time.perf_counter() - t0:.1f} s (chat template: {model.chat_template}; "
-            f"stop applied by the {out.stop_mode})")
+        yield (
+            "endpoint model",
+            True,
+            (
+                f"OPENAI_MODEL={model.name} completed {out.completion_tokens} tokens in "
+                f"{time.perf_counter() - t0:.1f} s (chat template: {model.chat_template}; "
+                f"stop applied by the {out.stop_mode})"
+            ),
+        )
     except (EndpointError, ValueError) as exc:
         yield "endpoint model", False, str(exc)
 

@@ -11,6 +11,7 @@ SDK's legacy completions endpoint. Around it: the settings it reads from the env
 
 Everything here is also importable from :mod:`react_lab.lab.backends`, where the backends meet.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,16 +52,22 @@ def _env_number(name: str, default: float, kind=float) -> float:
     try:
         value = kind(text)
     except ValueError:
-        raise ValueError(f"{name}={text!r} is not a number; set it to e.g. {kind(default)!r}, "
-                         "or unset it") from None
+        raise ValueError(
+            f"{name}={text!r} is not a number; set it to e.g. {kind(default)!r}, or unset it"
+        ) from None
     if value < 0:
         raise ValueError(f"{name}={text!r} must be >= 0")
     return value
 
 
-def endpoint_settings(model: str | None = None, *, base_url: str | None = None,
-                      api_key: str | None = None, timeout: float | None = None,
-                      max_retries: int | None = None) -> dict:
+def endpoint_settings(
+    model: str | None = None,
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+) -> dict:
     """Resolve an endpoint's settings: arguments first, then the environment, then defaults.
 
     Returns ``{"model", "base_url", "api_key", "timeout", "max_retries"}`` from
@@ -72,13 +79,19 @@ def endpoint_settings(model: str | None = None, *, base_url: str | None = None,
     model = model or os.environ.get("OPENAI_MODEL")
     if not model:
         raise ValueError("no model name: set OPENAI_MODEL (or pass openai:MODEL)")
-    return {"model": model,
-            "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
-            "timeout": float(timeout if timeout is not None
-                             else _env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)),
-            "max_retries": int(max_retries if max_retries is not None
-                               else _env_number(RETRIES_ENV, DEFAULT_RETRIES, int))}
+    return {
+        "model": model,
+        "base_url": base_url or os.environ.get("OPENAI_BASE_URL") or None,
+        "api_key": api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+        "timeout": float(
+            timeout if timeout is not None else _env_number(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+        ),
+        "max_retries": int(
+            max_retries
+            if max_retries is not None
+            else _env_number(RETRIES_ENV, DEFAULT_RETRIES, int)
+        ),
+    }
 
 
 def openai_client(settings: dict):
@@ -89,12 +102,19 @@ def openai_client(settings: dict):
     """
     from openai import OpenAI
 
-    return OpenAI(base_url=settings["base_url"], api_key=settings["api_key"],
-                  timeout=settings["timeout"], max_retries=settings["max_retries"])
+    return OpenAI(
+        base_url=settings["base_url"],
+        api_key=settings["api_key"],
+        timeout=settings["timeout"],
+        max_retries=settings["max_retries"],
+    )
 
 
 def extra_body_from_env() -> dict | None:
-    """The JSON object in ``REACT_LAB_EXTRA_BODY`` (None when unset); ValueError if not an object."""
+    """The JSON object in ``REACT_LAB_EXTRA_BODY`` (None when unset).
+
+    ValueError if it is not an object.
+    """
     text = os.environ.get(EXTRA_BODY_ENV, "").strip()
     if not text:
         return None
@@ -103,13 +123,16 @@ def extra_body_from_env() -> dict | None:
     except ValueError:
         value = None
     if not isinstance(value, dict):
-        raise ValueError(f"{EXTRA_BODY_ENV} must be a JSON object such as "
-                         f"'{{\"repeat_penalty\": 1.0}}', got {text!r}")
+        raise ValueError(
+            f"{EXTRA_BODY_ENV} must be a JSON object such as "
+            f"'{{\"repeat_penalty\": 1.0}}', got {text!r}"
+        )
     return value
 
 
-def endpoint_error(exc: Exception, *, model: str, base_url: str, retries: int,
-                   timeout: float, client=None) -> Exception:
+def endpoint_error(
+    exc: Exception, *, model: str, base_url: str, retries: int, timeout: float, client=None
+) -> Exception:
     """Turn an ``openai`` SDK exception into an :class:`EndpointError` a user can act on.
 
     Unreachable endpoint, timeout, 401/403, unknown model (404), rate limit or server
@@ -122,33 +145,50 @@ def endpoint_error(exc: Exception, *, model: str, base_url: str, retries: int,
     where = f"OPENAI_BASE_URL={base_url}"
     after = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
     if isinstance(exc, openai.APITimeoutError):
-        return EndpointError(f"no answer from {where} within {timeout:g} s{after}; raise "
-                             f"{TIMEOUT_ENV} (seconds per request) or check that the server "
-                             "is not overloaded")
+        return EndpointError(
+            f"no answer from {where} within {timeout:g} s{after}; raise "
+            f"{TIMEOUT_ENV} (seconds per request) or check that the server "
+            "is not overloaded"
+        )
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         why = f" ({_first_line(cause)})" if cause else ""
-        return EndpointError(f"cannot reach {where}{why}; start the server or set "
-                             "OPENAI_BASE_URL to its address (e.g. http://127.0.0.1:8000/v1)")
+        return EndpointError(
+            f"cannot reach {where}{why}; start the server or set "
+            "OPENAI_BASE_URL to its address (e.g. http://127.0.0.1:8000/v1)"
+        )
     if not isinstance(exc, openai.APIStatusError):
         return exc
     status, said = exc.status_code, _first_line(_error_message(exc))
     if status in (401, 403):
-        return EndpointError(f"{where} refused the API key (HTTP {status}: {said}); set "
-                             "OPENAI_API_KEY to a key for this endpoint", status)
+        return EndpointError(
+            f"{where} refused the API key (HTTP {status}: {said}); set "
+            "OPENAI_API_KEY to a key for this endpoint",
+            status,
+        )
     if status == 404:
         served = _served_models(client)
         listed = f" (it serves: {', '.join(served)})" if served else ""
-        return EndpointError(f"{where} has no model {model!r} (HTTP 404: {said}); set "
-                             f"OPENAI_MODEL to a model it serves{listed}", status)
+        return EndpointError(
+            f"{where} has no model {model!r} (HTTP 404: {said}); set "
+            f"OPENAI_MODEL to a model it serves{listed}",
+            status,
+        )
     if status == 429:
-        return EndpointError(f"{where} still rate-limits requests (HTTP 429){after}: {said}; "
-                             f"lower --concurrency or raise {RETRIES_ENV}", status)
+        return EndpointError(
+            f"{where} still rate-limits requests (HTTP 429){after}: {said}; "
+            f"lower --concurrency or raise {RETRIES_ENV}",
+            status,
+        )
     if status >= 500:
-        return EndpointError(f"{where} failed with HTTP {status}{after}: {said}; check the "
-                             f"server's log, or raise {RETRIES_ENV}", status)
-    return EndpointError(f"{where} refused the request for model {model!r} (HTTP {status}): "
-                         f"{said}", status)
+        return EndpointError(
+            f"{where} failed with HTTP {status}{after}: {said}; check the "
+            f"server's log, or raise {RETRIES_ENV}",
+            status,
+        )
+    return EndpointError(
+        f"{where} refused the request for model {model!r} (HTTP {status}): {said}", status
+    )
 
 
 def _first_line(obj: Any) -> str:
@@ -193,28 +233,32 @@ def refuses_stop(exc: Exception) -> bool:
 
 
 def resolve_chat_template(template: str | None, model: str) -> str:
-    """The chat template to render client-side: ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto.
+    """The chat template to render client-side.
 
-    ``auto`` (the default) is ``chatml`` when the model name mentions SmolLM (the
-    embedded model, as ``python -m react_lab.lab.backends.serve`` names it) and ``none`` otherwise: a
-    hosted completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab
-    cannot know another model's template. Raises ``ValueError`` for an unknown name.
+    ``template``, else ``REACT_LAB_CHAT_TEMPLATE``, else auto. ``auto`` (the default) is
+    ``chatml`` when the model name mentions SmolLM (the embedded model, as
+    ``python -m react_lab.lab.backends.serve`` names it) and ``none`` otherwise: a hosted
+    completions model (``gpt-3.5-turbo-instruct``) takes raw text, and the lab cannot know
+    another model's template. Raises ``ValueError`` for an unknown name.
     """
     choice = (template or os.environ.get(CHAT_TEMPLATE_ENV) or "auto").strip().lower()
     if choice == "auto":
         return "chatml" if "smollm" in model.lower() else "none"
     if choice not in CHAT_TEMPLATES:
-        raise ValueError(f"{CHAT_TEMPLATE_ENV}={choice!r} is not a chat template; use "
-                         f"{', '.join(CHAT_TEMPLATES)} or auto")
+        raise ValueError(
+            f"{CHAT_TEMPLATE_ENV}={choice!r} is not a chat template; use "
+            f"{', '.join(CHAT_TEMPLATES)} or auto"
+        )
     return choice
 
 
 def client_cut(text: str, stop: Sequence[str]) -> int | None:
-    """Where a client-side stop cuts ``text``: the earliest stop string or model-written ``Observation`` line.
+    """Where a client-side stop cuts ``text``.
 
-    The stop strings are cut as a provider would (:func:`apply_stop`); the
-    ``Observation`` line by the parser's rule (:func:`react_lab.parser.find_forged`),
-    which also catches ``**Observation:**`` and ``Observation 1:``. None when neither occurs.
+    At the earliest stop string or model-written ``Observation`` line. The stop strings are
+    cut as a provider would (:func:`apply_stop`); the ``Observation`` line by the parser's
+    rule (:func:`react_lab.parser.find_forged`), which also catches ``**Observation:**`` and
+    ``Observation 1:``. None when neither occurs.
     """
     from ...parser import find_forged
 
@@ -234,11 +278,20 @@ class EndpointBackend:
     :class:`react_lab.lab.backends.chat.OpenAIChatModel` build on it.
     """
 
-    def __init__(self, model: str | None = None, *, base_url: str | None = None,
-                 api_key: str | None = None, temperature: float = 0.0,
-                 timeout: float | None = None, max_retries: int | None = None, client=None):
-        self.settings = endpoint_settings(model, base_url=base_url, api_key=api_key,
-                                          timeout=timeout, max_retries=max_retries)
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        client=None,
+    ):
+        self.settings = endpoint_settings(
+            model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
         self.name = self.settings["model"]
         self.client = client if client is not None else openai_client(self.settings)
         self.temperature = temperature
@@ -248,10 +301,18 @@ class EndpointBackend:
         return str(getattr(self.client, "base_url", ""))
 
     def _error(self, exc: Exception) -> Exception:
-        """The SDK exception ``exc`` as an :class:`EndpointError` naming what to fix (:func:`endpoint_error`)."""
-        return endpoint_error(exc, model=self.name, base_url=self.base_url,
-                              retries=self.settings["max_retries"],
-                              timeout=self.settings["timeout"], client=self.client)
+        """The SDK exception ``exc`` as an :class:`EndpointError` naming what to fix.
+
+        See :func:`endpoint_error`.
+        """
+        return endpoint_error(
+            exc,
+            model=self.name,
+            base_url=self.base_url,
+            retries=self.settings["max_retries"],
+            timeout=self.settings["timeout"],
+            client=self.client,
+        )
 
 
 class OpenAIModel(EndpointBackend):
@@ -268,8 +329,14 @@ class OpenAIModel(EndpointBackend):
     client you built.
     """
 
-    def __init__(self, model: str | None = None, *, chat_template: str | None = None,
-                 extra_body: dict | None = None, **settings):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        chat_template: str | None = None,
+        extra_body: dict | None = None,
+        **settings,
+    ):
         super().__init__(model, **settings)
         self.chat_template = resolve_chat_template(chat_template, self.name)
         self.extra_body = extra_body if extra_body is not None else extra_body_from_env()
@@ -279,14 +346,15 @@ class OpenAIModel(EndpointBackend):
         """The string sent as ``prompt``: :func:`render_chat` with this endpoint's template."""
         return render_chat(prompt, self.chat_template)
 
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = MAX_TOKENS) -> Completion:
-        """Continue ``prompt`` by at most ``max_tokens`` tokens; the first four stop strings are sent.
+    def complete(
+        self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = MAX_TOKENS
+    ) -> Completion:
+        """Continue ``prompt`` by at most ``max_tokens`` tokens.
 
-        When the provider refuses ``stop`` with HTTP 400 (:func:`refuses_stop`), the
-        request is sent once more without it, streamed, and cut client-side
-        (:func:`client_cut`) as soon as the stream reaches a stop string or a
-        model-written ``Observation`` line; the stream is then closed, so the provider
+        The first four stop strings are sent. When the provider refuses ``stop`` with HTTP
+        400 (:func:`refuses_stop`), the request is sent once more without it, streamed, and
+        cut client-side (:func:`client_cut`) as soon as the stream reaches a stop string or
+        a model-written ``Observation`` line; the stream is then closed, so the provider
         stops generating. A trailing cut-off start of ``Observation`` is trimmed
         (:func:`react_lab.parser.trim_partial_stop`). Later calls go straight to the
         client-side path. The completion's ``stop_mode`` says which path ran and
@@ -299,8 +367,12 @@ class OpenAIModel(EndpointBackend):
 
         check_count("max_tokens", max_tokens)
         t0 = time.perf_counter()
-        kwargs: dict[str, Any] = dict(model=self.name, prompt=self.render(prompt),
-                                      max_tokens=max_tokens, temperature=self.temperature)
+        kwargs: dict[str, Any] = dict(
+            model=self.name,
+            prompt=self.render(prompt),
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+        )
         if self.extra_body:
             kwargs["extra_body"] = dict(self.extra_body)
         stop = [s for s in (stop or []) if s][:4]  # the API accepts at most four stop strings
@@ -326,10 +398,13 @@ class OpenAIModel(EndpointBackend):
     def _completion(self, out, t0: float, *, stop_mode: str | None) -> Completion:
         choice, usage = out.choices[0], out.usage
         return Completion(
-            text=choice.text or "", finish_reason=choice.finish_reason or "stop",
+            text=choice.text or "",
+            finish_reason=choice.finish_reason or "stop",
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-            seconds=time.perf_counter() - t0, raw=out, stop_mode=stop_mode,
+            seconds=time.perf_counter() - t0,
+            raw=out,
+            stop_mode=stop_mode,
         )
 
     def _stream_cut(self, kwargs: dict, stop: Sequence[str], t0: float) -> Completion:
@@ -375,8 +450,12 @@ class OpenAIModel(EndpointBackend):
         # prompt's tokens are then unknown (0); the provider's bill has them.
         billed = getattr(usage, "completion_tokens", None) or len(pieces)
         return Completion(
-            text=kept, finish_reason=reason,
+            text=kept,
+            finish_reason=reason,
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=billed, seconds=time.perf_counter() - t0,
-            stop_mode="client", forged_tokens=forged, cut_text=text[len(kept):],
+            completion_tokens=billed,
+            seconds=time.perf_counter() - t0,
+            stop_mode="client",
+            forged_tokens=forged,
+            cut_text=text[len(kept) :],
         )

@@ -8,14 +8,15 @@ would leave it, so the model cannot *write* a call outside the schema.
 :func:`grammar_check` runs llama.cpp's own grammar sampler over a given text and names
 the first character it refuses.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ...tool_calls import check_tool_choice
 from ...schema import NEEDS
+from ...tool_calls import check_tool_choice
 from .decode import GrammarSampler
 from .local import local_model
 
@@ -24,7 +25,9 @@ from .local import local_model
 MAX_THOUGHT, MAX_ANSWER = 160, 400
 
 
-def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto") -> dict:
+def reply_schema(
+    tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto"
+) -> dict:
     """Return the JSON Schema of one whole reply, given OpenAI tool schemas.
 
     ``{"thought": str, "tool_calls": [{"name": <a tool's name>, "arguments": <its
@@ -36,20 +39,40 @@ def reply_schema(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str 
     (:func:`react_lab.tool_calls.check_tool_choice`).
     """
     forced = check_tool_choice(tool_choice, tools)
-    calls = [{"type": "object", "additionalProperties": False, "required": ["name", "arguments"],
-              "properties": {"name": {"const": t["function"]["name"]},
-                             "arguments": t["function"]["parameters"]}}
-             for t in tools if forced in (None, t["function"]["name"])]
+    calls = [
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["name", "arguments"],
+            "properties": {
+                "name": {"const": t["function"]["name"]},
+                "arguments": t["function"]["parameters"],
+            },
+        }
+        for t in tools
+        if forced in (None, t["function"]["name"])
+    ]
     thought = {"type": "string", "maxLength": MAX_THOUGHT}
-    call_reply = {"type": "object", "additionalProperties": False,
-                  "required": ["thought", "tool_calls"],
-                  "properties": {"thought": thought,
-                                 "tool_calls": {"type": "array", "items": {"anyOf": calls},
-                                                "minItems": 1, "maxItems": max_calls}}}
-    answer_reply = {"type": "object", "additionalProperties": False,
-                    "required": ["thought", "answer"],
-                    "properties": {"thought": thought,
-                                   "answer": {"type": "string", "maxLength": MAX_ANSWER}}}
+    call_reply = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["thought", "tool_calls"],
+        "properties": {
+            "thought": thought,
+            "tool_calls": {
+                "type": "array",
+                "items": {"anyOf": calls},
+                "minItems": 1,
+                "maxItems": max_calls,
+            },
+        },
+    }
+    answer_reply = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["thought", "answer"],
+        "properties": {"thought": thought, "answer": {"type": "string", "maxLength": MAX_ANSWER}},
+    }
     if not calls or tool_choice == "none":
         return {"anyOf": [answer_reply]}
     return {"anyOf": [call_reply] if tool_choice != "auto" else [call_reply, answer_reply]}
@@ -75,16 +98,24 @@ def decodable(schema: Any) -> Any:
     out = {k: decodable(v) for k, v in schema.items()}
     if out.get("format") == "date":
         out.pop("pattern", None)
-    if isinstance(out.get("pattern"), str) and (out["pattern"] in NEEDS or not (
-            out["pattern"].startswith("^") and out["pattern"].endswith("$"))):
+    if isinstance(out.get("pattern"), str) and (
+        out["pattern"] in NEEDS
+        or not (out["pattern"].startswith("^") and out["pattern"].endswith("$"))
+    ):
         out.pop("pattern")
     if isinstance(out.get("pattern"), str):
-        out["pattern"] = (out["pattern"].replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]")
-                          .replace(r"\s", "[ \\t\\n]"))
+        out["pattern"] = (
+            out["pattern"]
+            .replace(r"\d", "[0-9]")
+            .replace(r"\w", "[A-Za-z0-9_]")
+            .replace(r"\s", "[ \\t\\n]")
+        )
     return out
 
 
-def reply_grammar(tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto") -> str:
+def reply_grammar(
+    tools: Sequence[dict], *, max_calls: int = 1, tool_choice: str | dict = "auto"
+) -> str:
     """Return the GBNF grammar (text) of :func:`reply_schema`, built by llama-cpp-python.
 
     ``llama_cpp.llama_grammar.json_schema_to_gbnf`` -- what ``LlamaGrammar.from_json_schema``
@@ -126,8 +157,11 @@ def grammar_check(grammar: str, text: str, llm=None) -> GrammarCheck:
     sampler = GrammarSampler(llm, grammar)
     try:
         for at, char in enumerate([*text, None]):  # None: the end of the text
-            tokens = [eos] if char is None else llm.tokenize(char.encode("utf-8"), add_bos=False,
-                                                             special=False)
+            tokens = (
+                [eos]
+                if char is None
+                else llm.tokenize(char.encode("utf-8"), add_bos=False, special=False)
+            )
             for token in tokens:
                 if not sampler.allows(token):
                     return GrammarCheck(False, at, char or "")

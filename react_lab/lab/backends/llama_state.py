@@ -1,4 +1,6 @@
-"""The embedded model's llama.cpp internals that decide its speed, and keep greedy output reproducible.
+"""The embedded model's llama.cpp internals.
+
+They decide its speed, and keep greedy output reproducible.
 
 :class:`react_lab.lab.backends.local.LocalModel` uses these; nothing here is needed to follow the
 agent. They reach into llama-cpp-python (``Llama._ctx``, ``input_ids``, ``n_tokens``,
@@ -16,19 +18,20 @@ and model tests check them against the stock calls (tests/lab/backends/test_spee
 * **Prompt prefixes.** Every run starts with the same prefix (instructions, tools,
   exemplar; or the native system turn). :class:`PrefixState` snapshots its cache entries
   once and restores them (a few milliseconds) when other prompts have pushed them out.
-* **Greedy decoding.** :func:`react_lab.lab.backends.decode.greedy_decode` picks the highest-scoring token at each step,
-  as ``create_completion(temperature=0)`` does, but hands each token to the caller, who
-  may end the completion (the forgery experiment ends one as soon as a made-up
-  ``Observation`` label is certain). With a :class:`react_lab.lab.backends.decode.GrammarSampler` it decodes under a
-  grammar checking *one* token per step instead of the whole vocabulary.
-* **Batched decoding.** :func:`react_lab.lab.backends.decode.greedy_decode_batch` decodes several prompts side by side,
-  one token of each per llama.cpp call, as a server with continuous batching does. On
-  these 2 cores a call with 8 tokens takes about 5x one with a single token, so 8
-  prompts finish in well under the time 8 single ones take. The price is arithmetic: a
-  call with several tokens runs other kernels than a call with one, so a batched greedy
-  completion may part from the one-at-a-time completion at a near-tie (about 4 in 10
-  did on the forgery experiment's prompts). Both are the model's greedy output; they are
-  not the same output. With ``width=1`` it gives the one-at-a-time tokens exactly.
+* **Greedy decoding.** :func:`react_lab.lab.backends.decode.greedy_decode` picks the
+  highest-scoring token at each step, as ``create_completion(temperature=0)`` does, but
+  hands each token to the caller, who may end the completion (the forgery experiment ends
+  one as soon as a made-up ``Observation`` label is certain). With a
+  :class:`react_lab.lab.backends.decode.GrammarSampler` it decodes under a grammar checking
+  *one* token per step instead of the whole vocabulary.
+* **Batched decoding.** :func:`react_lab.lab.backends.decode.greedy_decode_batch` decodes
+  several prompts side by side, one token of each per llama.cpp call, as a server with
+  continuous batching does. On these 2 cores a call with 8 tokens takes about 5x one with a
+  single token, so 8 prompts finish in well under the time 8 single ones take. The price is
+  arithmetic: a call with several tokens runs other kernels than a call with one, so a
+  batched greedy completion may part from the one-at-a-time completion at a near-tie (about
+  4 in 10 did on the forgery experiment's prompts). Both are the model's greedy output; they
+  are not the same output. With ``width=1`` it gives the one-at-a-time tokens exactly.
 * **Prompt evaluation in small calls.** :func:`load_llama` gives a ``Llama`` that
   evaluates a prompt in llama.cpp calls of at most :data:`EVAL_CALL_TOKENS` tokens
   (:func:`eval_cuts`: never one token alone, by the rule above). llama.cpp's scratch
@@ -39,6 +42,7 @@ and model tests check them against the stock calls (tests/lab/backends/test_spee
   build; tests/lab/backends/test_speed_model.py checks 128-token calls against one call), and the
   committed evaluation and ladder records re-ran word for word.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -72,7 +76,9 @@ def eval_cuts(n: int, size: int) -> list[tuple[int, int]]:
 
 
 def load_llama(model_path: str, **params):
-    """Load ``llama_cpp.Llama(model_path, **params)`` whose ``eval`` cuts prompts by :func:`eval_cuts`.
+    """Load ``llama_cpp.Llama(model_path, **params)``.
+
+    Its ``eval`` cuts prompts by :func:`eval_cuts`.
 
     ``n_batch`` and ``n_ubatch`` default to :data:`EVAL_CALL_TOKENS`; every other
     parameter is llama-cpp-python's. A one-token call remains only where there is one
@@ -85,10 +91,14 @@ def load_llama(model_path: str, **params):
 
     params.setdefault("n_batch", EVAL_CALL_TOKENS)
     n_ctx = params.get("n_ctx") or params["n_batch"]  # llama-cpp-python: n_ctx 0 = the model's own
-    eval_cuts(0, min(params["n_batch"], n_ctx))  # checks the call size (Llama caps n_batch at n_ctx)
+    # checks the call size (Llama caps n_batch at n_ctx)
+    eval_cuts(0, min(params["n_batch"], n_ctx))
 
     class CuttingLlama(Llama):
-        """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts` (no one-token last call)."""
+        """``Llama`` whose ``eval`` cuts what it evaluates by :func:`eval_cuts`.
+
+        No one-token last call.
+        """
 
         def eval(self, tokens: Sequence[int]) -> None:
             tokens = list(tokens)
@@ -128,7 +138,10 @@ def trim_cache(llm, tokens: Sequence[int], min_eval: int = MIN_EVAL) -> int:
 
 
 def shared_tokens(llm, texts: Sequence[str]) -> list[int]:
-    """The tokens every text in ``texts`` starts with, by ``llm``'s tokenizer (special tokens parsed)."""
+    """The tokens every text in ``texts`` starts with, by ``llm``'s tokenizer.
+
+    Special tokens are parsed.
+    """
     tokenized = [llm.tokenize(t.encode("utf-8"), add_bos=False, special=True) for t in texts]
     n = min(common_prefix(tokenized[0], t) for t in tokenized)
     return tokenized[0][:n]
@@ -143,11 +156,16 @@ class ContextWindowExceeded(ValueError):
 
 
 def check_fits(prompt_tokens: int, n_ctx: int, max_tokens: int) -> None:
-    """Refuse ``max_tokens < 1`` (``ValueError``) and a prompt that fills the window (:class:`ContextWindowExceeded`)."""
+    """Refuse ``max_tokens < 1`` and a prompt that fills the window.
+
+    The first raises ``ValueError``, the second :class:`ContextWindowExceeded`.
+    """
     if max_tokens < 1:
         raise ValueError(f"max_tokens must be at least 1, not {max_tokens}")
     if prompt_tokens >= n_ctx:
-        raise ContextWindowExceeded(f"the prompt is {prompt_tokens} tokens; the context window holds {n_ctx}")
+        raise ContextWindowExceeded(
+            f"the prompt is {prompt_tokens} tokens; the context window holds {n_ctx}"
+        )
 
 
 def c_view(data: bytearray):
@@ -180,7 +198,7 @@ class PrefixState:
         import llama_cpp  # heavy: loads llama.cpp
 
         trim_cache(llm, tokens, min_eval=0)
-        llm.eval(list(tokens)[llm.n_tokens:])
+        llm.eval(list(tokens)[llm.n_tokens :])
         size = llama_cpp.llama_state_seq_get_size(llm._ctx.ctx, 0)
         data = bytearray(size)
         written = llama_cpp.llama_state_seq_get_data(llm._ctx.ctx, c_view(data), size, 0)
@@ -193,12 +211,15 @@ class PrefixState:
 
     def starts(self, tokens: Sequence[int]) -> bool:
         """True if ``tokens`` begin with this prefix."""
-        return len(tokens) > len(self.tokens) and common_prefix(self.tokens, tokens) == len(self.tokens)
+        return len(tokens) > len(self.tokens) and common_prefix(self.tokens, tokens) == len(
+            self.tokens
+        )
 
     def ensure(self, llm) -> int:
-        """Restore the snapshot if the cache lost part of the prefix; return the prompt tokens saved.
+        """Restore the snapshot if the cache lost part of the prefix.
 
-        Raises ``RuntimeError`` (after clearing the cache) if llama.cpp refuses the data.
+        Returns the prompt tokens saved. Raises ``RuntimeError`` (after clearing the cache)
+        if llama.cpp refuses the data.
         """
         import llama_cpp  # heavy: loads llama.cpp
 
@@ -206,7 +227,10 @@ class PrefixState:
         if have >= len(self.tokens):
             return 0
         llm._ctx.kv_cache_seq_rm(-1, 0, -1)
-        if llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, c_view(self.data), len(self.data), 0) == 0:
+        if (
+            llama_cpp.llama_state_seq_set_data(llm._ctx.ctx, c_view(self.data), len(self.data), 0)
+            == 0
+        ):
             llm.reset()
             raise RuntimeError("llama.cpp refused the prompt-prefix snapshot")
         llm.input_ids[: len(self.tokens)] = self.tokens
@@ -218,7 +242,9 @@ class PrefixState:
 
 @dataclass
 class Usage:
-    """Running totals of one model's work: calls, prompt tokens sent and evaluated, tokens generated.
+    """Running totals of one model's work.
+
+    Calls, prompt tokens sent and evaluated, tokens generated.
 
     ``prompt_sent`` counts every prompt token of every call; ``prompt_evaluated`` only those
     llama.cpp ran (the rest came from its cache or a :class:`PrefixState`); ``seconds`` is
@@ -232,7 +258,9 @@ class Usage:
     generated: int = 0
     seconds: float = 0.0
 
-    def add(self, sent: int, evaluated: int, generated: int, seconds: float, calls: int = 1) -> None:
+    def add(
+        self, sent: int, evaluated: int, generated: int, seconds: float, calls: int = 1
+    ) -> None:
         self.calls += calls
         self.prompt_sent += sent
         self.prompt_evaluated += evaluated
@@ -240,15 +268,28 @@ class Usage:
         self.seconds += seconds
 
     def snapshot(self) -> "Usage":
-        return Usage(self.calls, self.prompt_sent, self.prompt_evaluated, self.generated, self.seconds)
+        return Usage(
+            self.calls, self.prompt_sent, self.prompt_evaluated, self.generated, self.seconds
+        )
 
     def __sub__(self, other: "Usage") -> "Usage":
-        return Usage(self.calls - other.calls, self.prompt_sent - other.prompt_sent,
-                     self.prompt_evaluated - other.prompt_evaluated,
-                     self.generated - other.generated, self.seconds - other.seconds)
+        return Usage(
+            self.calls - other.calls,
+            self.prompt_sent - other.prompt_sent,
+            self.prompt_evaluated - other.prompt_evaluated,
+            self.generated - other.generated,
+            self.seconds - other.seconds,
+        )
 
     def to_dict(self) -> dict:
-        """``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}`` (seconds rounded)."""
-        return {"calls": self.calls, "prompt_sent": self.prompt_sent,
-                "prompt_evaluated": self.prompt_evaluated, "generated": self.generated,
-                "seconds": round(self.seconds, 3)}
+        """The totals as a dict, seconds rounded.
+
+        ``{"calls", "prompt_sent", "prompt_evaluated", "generated", "seconds"}``.
+        """
+        return {
+            "calls": self.calls,
+            "prompt_sent": self.prompt_sent,
+            "prompt_evaluated": self.prompt_evaluated,
+            "generated": self.generated,
+            "seconds": round(self.seconds, 3),
+        }

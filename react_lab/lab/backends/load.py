@@ -3,6 +3,7 @@
 One variable, ``REACT_LAB_MODEL``, switches every notebook and command of a room to
 another backend. Nothing is imported until a backend is built.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,9 @@ def model_spec(spec: str | None = None) -> str:
 
 
 def load_model(spec: str | None = None):
-    """Build a backend from a short spec string; with none, from ``REACT_LAB_MODEL`` (default local).
+    """Build a backend from a short spec string.
+
+    With none, from ``REACT_LAB_MODEL`` (default local).
 
     ``"local"`` (the embedded model), ``"scripted:FILE.json"``, ``"openai"`` (model from
     ``OPENAI_MODEL``) or ``"openai:MODEL_NAME"``. The notebooks call ``load_model()``, so
@@ -34,8 +37,10 @@ def load_model(spec: str | None = None):
     if spec.startswith("scripted:"):
         path = spec.split(":", 1)[1].strip()
         if not path:
-            raise ValueError("scripted: needs a file name: scripted:FILE.json, holding a JSON "
-                             'list of strings or {"completions": [...]}')
+            raise ValueError(
+                "scripted: needs a file name: scripted:FILE.json, holding a JSON "
+                'list of strings or {"completions": [...]}'
+            )
         from .scripted import ScriptedModel
 
         return ScriptedModel.from_json(path)
@@ -43,8 +48,10 @@ def load_model(spec: str | None = None):
         from .endpoints import OpenAIModel
 
         return OpenAIModel(spec.split(":", 1)[1] if ":" in spec else None)
-    raise ValueError(f"unknown model {spec!r}; use local, scripted:FILE.json, openai or "
-                     f"openai:MODEL (in --model or {MODEL_ENV})")
+    raise ValueError(
+        f"unknown model {spec!r}; use local, scripted:FILE.json, openai or "
+        f"openai:MODEL (in --model or {MODEL_ENV})"
+    )
 
 
 def load_chat_model(spec: str | None = None):
@@ -62,6 +69,6 @@ def load_chat_model(spec: str | None = None):
         return ScriptedChatModel.from_json(spec.split(":", 1)[1])
     if spec == "openai" or spec.startswith("openai:"):
         return OpenAIChatModel(spec.split(":", 1)[1] if ":" in spec else None)
-    raise ValueError(f"unknown chat model {spec!r}; "
-                     "use local, scripted:FILE.json, openai or openai:MODEL")
-
+    raise ValueError(
+        f"unknown chat model {spec!r}; use local, scripted:FILE.json, openai or openai:MODEL"
+    )

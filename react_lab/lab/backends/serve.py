@@ -44,6 +44,7 @@ embedded model's native path in-process (:class:`react_lab.lab.backends.chat.Loc
 does all of it. The other ChatML format, ``chatml``, drops ``tool`` messages too; the
 ``functionary`` formats need a Functionary model and its Hugging Face tokenizer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,24 +61,50 @@ MODEL_ALIAS = "smollm2-135m-instruct"
 EXTRA_BODY = '{"repeat_penalty": 1.0}'
 
 
-def server_command(*, host: str = "127.0.0.1", port: int = 8000, threads: int | None = None,
-                   gguf: str | os.PathLike | None = None, python: str | None = None) -> list[str]:
+def server_command(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    threads: int | None = None,
+    gguf: str | os.PathLike | None = None,
+    python: str | None = None,
+) -> list[str]:
     """The ``python -m llama_cpp.server`` command line (a list) that serves the embedded model.
 
-    ``threads`` defaults to :func:`react_lab.lab.backends.threads.default_threads` (``REACT_LAB_THREADS``);
-    ``gguf`` to :func:`react_lab.lab.backends.local.smollm2_path`; ``python`` to this interpreter.
-    Raises ``FileNotFoundError`` when the GGUF file is missing.
+    ``threads`` defaults to :func:`react_lab.lab.backends.threads.default_threads`
+    (``REACT_LAB_THREADS``); ``gguf`` to :func:`react_lab.lab.backends.local.smollm2_path`;
+    ``python`` to this interpreter. Raises ``FileNotFoundError`` when the GGUF file is
+    missing.
     """
     from .local import smollm2_path
     from .threads import default_threads
 
     threads = threads or default_threads()
-    return [python or sys.executable, "-m", "llama_cpp.server",
-            "--model", str(Path(gguf) if gguf else smollm2_path()),
-            "--model_alias", MODEL_ALIAS, "--host", host, "--port", str(port),
-            "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads),
-            "--logits_all", "false", "--chat_format", "chatml-function-calling",
-            "--verbose", "false"]
+    return [
+        python or sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(Path(gguf) if gguf else smollm2_path()),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--n_ctx",
+        "4096",
+        "--n_threads",
+        str(threads),
+        "--n_threads_batch",
+        str(threads),
+        "--logits_all",
+        "false",
+        "--chat_format",
+        "chatml-function-calling",
+        "--verbose",
+        "false",
+    ]
 
 
 def learner_exports(host: str, port: int) -> str:
@@ -87,33 +114,54 @@ def learner_exports(host: str, port: int) -> str:
     puts in the address of the instructor's machine.
     """
     address = "HOST" if host in ("0.0.0.0", "::") else host  # every address: say which to use
-    return (f"export OPENAI_BASE_URL=http://{address}:{port}/v1 OPENAI_MODEL={MODEL_ALIAS} "
-            f"REACT_LAB_MODEL=openai REACT_LAB_EXTRA_BODY={shlex.quote(EXTRA_BODY)}")
+    return (
+        f"export OPENAI_BASE_URL=http://{address}:{port}/v1 OPENAI_MODEL={MODEL_ALIAS} "
+        f"REACT_LAB_MODEL=openai REACT_LAB_EXTRA_BODY={shlex.quote(EXTRA_BODY)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the server in the foreground (Ctrl-C stops it); return its exit code."""
-    p = argparse.ArgumentParser(prog="python -m react_lab.lab.backends.serve", description=__doc__.split("\n")[0])
-    p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default %(default)s; 0.0.0.0 for a room)")
+    p = argparse.ArgumentParser(
+        prog="python -m react_lab.lab.backends.serve", description=__doc__.split("\n")[0]
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default %(default)s; 0.0.0.0 for a room)",
+    )
     p.add_argument("--port", type=int, default=8000, help="port (default %(default)s)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="llama.cpp threads (default: REACT_LAB_THREADS or the usable cores, at most 4)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="llama.cpp threads (default: REACT_LAB_THREADS or the usable cores, at most 4)",
+    )
     args = p.parse_args(argv)
     try:
         import llama_cpp.server.app  # noqa: F401 -- only to say what is missing, early
     except ImportError as exc:
-        print(f"react-lab serve: error: llama-cpp-python's server is not installed ({exc}); "
-              "pip install 'react-lab[server]'", file=sys.stderr)
+        print(
+            f"react-lab serve: error: llama-cpp-python's server is not installed ({exc}); "
+            "pip install 'react-lab[server]'",
+            file=sys.stderr,
+        )
         return 2
     try:
         cmd = server_command(host=args.host, port=args.port, threads=args.threads)
     except (FileNotFoundError, ValueError) as exc:
         print(f"react-lab serve: error: {exc}", file=sys.stderr)
         return 2
-    where = " (HOST: this machine's address on the room's network)" if args.host in ("0.0.0.0", "::") else ""
-    print(f"serving {Path(cmd[4]).name} as {MODEL_ALIAS!r} on {args.host}:{args.port}; "
-          f"learners run{where}:\n  {learner_exports(args.host, args.port)}", flush=True)
+    where = (
+        " (HOST: this machine's address on the room's network)"
+        if args.host in ("0.0.0.0", "::")
+        else ""
+    )
+    print(
+        f"serving {Path(cmd[4]).name} as {MODEL_ALIAS!r} on {args.host}:{args.port}; "
+        f"learners run{where}:\n  {learner_exports(args.host, args.port)}",
+        flush=True,
+    )
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:

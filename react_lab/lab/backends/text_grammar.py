@@ -1,7 +1,8 @@
-"""The text-protocol reply grammar: constrained decoding of the ``Action:`` line, built from the tool schemas.
+"""The text-protocol reply grammar.
 
-:mod:`react_lab.lab.backends.grammar` constrains a *native* reply (one JSON object). This module does
-the same for the text protocol of notebooks 01-03: the loop's prompt ends with
+Constrained decoding of the ``Action:`` line, built from the tool schemas.
+:mod:`react_lab.lab.backends.grammar` constrains a *native* reply (one JSON object). This
+module does the same for the text protocol of notebooks 01-03: the loop's prompt ends with
 ``Thought:``, so a completion is ``<thought>\\nAction: tool[args]`` or
 ``<thought>\\nAnswer: ...``. :func:`protocol_grammar` writes a GBNF grammar (llama.cpp's
 grammar format, passed as ``create_completion(grammar=...)``) over that completion:
@@ -9,25 +10,36 @@ grammar format, passed as ``create_completion(grammar=...)``) over that completi
 * the tool name is one of the declared tools, and each argument follows its JSON
   Schema property -- an id its ``pattern`` (``^INV-[0-9]{4}$``), a date an ISO date,
   anything else one line of free text without ``]``;
-* with ``context`` (the live question and the observations so far, :func:`grounding_context`)
-  an id argument may only be an id *written there*: the model cannot call
-  ``find_invoice`` on an id it made up or copied from the exemplar ("grounded" ids);
+* with ``context`` (the live question and the observations so far,
+  :func:`grounding_context`) an id argument may only be an id *written there*: the model
+  cannot call ``find_invoice`` on an id it made up or copied from the exemplar ("grounded"
+  ids);
 * the thought is free (``thought="free"``: one line, the ladder's rung 1), empty
   (``"none"``), or a fixed template (``"short"``: "I call find_invoice." / "I know the
   answer.") -- the two controls ask whether constraining the *reasoning* costs
   accuracy, the "format tax" of Tam et al., 2024, "Let Me Speak Freely? A Study on the
   Impact of Format Restrictions on Performance of Large Language Models" (arXiv:2408.02442).
 
-Nothing here runs the model; :class:`react_lab.lab.experiments.ladder.GrammarModel` passes the grammar
-to llama.cpp, which masks every token that would leave it.
+Nothing here runs the model; :class:`react_lab.lab.experiments.ladder.GrammarModel` passes
+the grammar to llama.cpp, which masks every token that would leave it.
 """
+
 from __future__ import annotations
 
 import re
 from typing import Iterable
 
-__all__ = ["regex_to_gbnf", "schema_rule", "grounded_values", "call_rules", "protocol_grammar",
-           "answer_only_grammar", "grounding_context", "ISO_DATE", "THOUGHT_MODES"]
+__all__ = [
+    "regex_to_gbnf",
+    "schema_rule",
+    "grounded_values",
+    "call_rules",
+    "protocol_grammar",
+    "answer_only_grammar",
+    "grounding_context",
+    "ISO_DATE",
+    "THOUGHT_MODES",
+]
 
 #: The thought modes of :func:`protocol_grammar`.
 THOUGHT_MODES = ("free", "none", "short")
@@ -63,21 +75,21 @@ def regex_to_gbnf(pattern: str) -> str:
             raise ValueError(f"only literals, classes and quantifiers are supported: {pattern!r}")
         if ch == "[":
             end = body.index("]", i + 1)
-            items.append(body[i:end + 1])
+            items.append(body[i : end + 1])
             i = end + 1
         elif ch == "\\":
-            items.append(_SHORTHAND.get(body[i:i + 2]) or _lit(body[i + 1]))
+            items.append(_SHORTHAND.get(body[i : i + 2]) or _lit(body[i + 1]))
             i += 2
         elif ch == "{":
             end = body.index("}", i)
-            items[-1] += body[i:end + 1]      # GBNF has {n} and {m,n} too
+            items[-1] += body[i : end + 1]  # GBNF has {n} and {m,n} too
             i = end + 1
         elif ch in "+*?":
             items[-1] += ch
             i += 1
         else:
             if items and re.fullmatch(r'"[^"\\]*"', items[-1]):
-                items[-1] = items[-1][:-1] + _lit(ch)[1:]     # "I" "N" "V" -> "INV"
+                items[-1] = items[-1][:-1] + _lit(ch)[1:]  # "I" "N" "V" -> "INV"
             else:
                 items.append(_lit(ch))
             i += 1
@@ -85,7 +97,10 @@ def regex_to_gbnf(pattern: str) -> str:
 
 
 def _id_prefix(prop: dict) -> str | None:
-    """The literal prefix of an id-typed property's pattern (``cus_``, ``INV-``, ``ch_``), or None."""
+    """The literal prefix of an id-typed property's pattern, or None.
+
+    Such as ``cus_``, ``INV-``, ``ch_``.
+    """
     m = _ID_PREFIX.match(prop.get("pattern", ""))
     return m.group(1) if m and prop.get("type") == "string" else None
 
@@ -128,7 +143,7 @@ def schema_rule(prop: dict, context: str | None = None) -> str | None:
 
 
 def _rule_name(name: str) -> str:
-    return name.replace("_", "-")            # GBNF rule names: letters, digits, dashes
+    return name.replace("_", "-")  # GBNF rule names: letters, digits, dashes
 
 
 def call_rules(tools: Iterable, context: str | None = None) -> tuple[list[str], list[str]]:
@@ -159,8 +174,14 @@ def call_rules(tools: Iterable, context: str | None = None) -> tuple[list[str], 
     return alternatives, rules
 
 
-def protocol_grammar(tools: Iterable, *, thought: str = "free", context: str | None = None,
-                     answer: str | None = None, thought_chars: int = 200) -> str:
+def protocol_grammar(
+    tools: Iterable,
+    *,
+    thought: str = "free",
+    context: str | None = None,
+    answer: str | None = None,
+    thought_chars: int = 200,
+) -> str:
     """Return the GBNF grammar of one text-protocol completion (after the prompt's ``Thought:``).
 
     ``thought``: one of :data:`THOUGHT_MODES` (see the module docstring; at most
@@ -184,12 +205,24 @@ def protocol_grammar(tools: Iterable, *, thought: str = "free", context: str | N
         rules.append("tname ::= " + " | ".join(_lit(t.name) for t in tools))
     else:
         raise ValueError(f"unknown thought mode {thought!r}; use one of {', '.join(THOUGHT_MODES)}")
-    return "\n".join([f"root ::= {head} step", "step ::= " + " | ".join(step),
-                      f"ans ::= {answer or FREE_ANSWER}", *rules]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"root ::= {head} step",
+                "step ::= " + " | ".join(step),
+                f"ans ::= {answer or FREE_ANSWER}",
+                *rules,
+            ]
+        )
+        + "\n"
+    )
 
 
 def answer_only_grammar(answer: str | None = None) -> str:
-    """Return the grammar of the loop's best-effort step, whose prompt already ends in ``Answer:``."""
+    """Return the grammar of the loop's best-effort step.
+
+    Its prompt already ends in ``Answer:``.
+    """
     return 'root ::= " "? ' + (answer or FREE_ANSWER) + "\n"
 
 
@@ -200,8 +233,11 @@ def grounding_context(prompt: str) -> str:
     after it -- not the exemplars above the question, not the model's own thoughts, and
     not the loop's error observations (they echo the model's arguments back).
     """
-    live = prompt[prompt.rfind("\nQuestion: ") + 1:]
+    live = prompt[prompt.rfind("\nQuestion: ") + 1 :]
     lines = live.splitlines()
-    kept = lines[:1] + [line for line in lines[1:] if line.startswith("Observation: ")
-                        and not line.startswith("Observation: Error")]
+    kept = lines[:1] + [
+        line
+        for line in lines[1:]
+        if line.startswith("Observation: ") and not line.startswith("Observation: Error")
+    ]
     return "\n".join(kept)

@@ -18,6 +18,7 @@ threads wait for each other at every layer, and a thread pool throttled in the m
 that wait is far slower than one thread fewer (measured here beside one busy process:
 2 threads generated 8.9 tokens/s, 1 thread 49).
 """
+
 from __future__ import annotations
 
 import math
@@ -107,8 +108,11 @@ def _v1_quota(folder: Path) -> float | None:
     return quota / period if quota > 0 and period > 0 else None
 
 
-def cgroup_cpu_quota(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP,
-                     proc_mounts: Path | None = PROC_MOUNTS) -> float | None:
+def cgroup_cpu_quota(
+    root: Path = CGROUP_ROOT,
+    proc_cgroup: Path = PROC_CGROUP,
+    proc_mounts: Path | None = PROC_MOUNTS,
+) -> float | None:
     """CPUs the cgroup quotas allow this process (1.5 = one and a half); None = no quota.
 
     Reads cgroup v2 ``cpu.max`` and v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` in
@@ -120,23 +124,32 @@ def cgroup_cpu_quota(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP,
     v2_cgroup, v1_cgroup = _own_cgroups(proc_cgroup)
     v2_mount, v1_mount = _mounts(proc_mounts) if proc_mounts is not None else (None, None)
     if v2_mount is None:
-        v2_mount = next((p for p in (root, root / "unified") if (p / "cgroup.controllers").exists()),
-                        None)
+        v2_mount = next(
+            (p for p in (root, root / "unified") if (p / "cgroup.controllers").exists()), None
+        )
     if v1_mount is None:
-        v1_mount = next((p for p in (root / "cpu", root / "cpu,cpuacct")
-                         if (p / "cpu.cfs_quota_us").exists()), None)
+        v1_mount = next(
+            (p for p in (root / "cpu", root / "cpu,cpuacct") if (p / "cpu.cfs_quota_us").exists()),
+            None,
+        )
     limits: list[float] = []
     if v2_mount is not None and v2_cgroup is not None:
-        limits += [cpus for d in _ancestors(v2_mount, v2_cgroup)
-                   if (cpus := parse_cpu_max(_read(d / "cpu.max") or "")) is not None]
+        limits += [
+            cpus
+            for d in _ancestors(v2_mount, v2_cgroup)
+            if (cpus := parse_cpu_max(_read(d / "cpu.max") or "")) is not None
+        ]
     if v1_mount is not None and v1_cgroup is not None:
-        limits += [cpus for d in _ancestors(v1_mount, v1_cgroup)
-                   if (cpus := _v1_quota(d)) is not None]
+        limits += [
+            cpus for d in _ancestors(v1_mount, v1_cgroup) if (cpus := _v1_quota(d)) is not None
+        ]
     return min(limits) if limits else None
 
 
 def usable_cpus(**where) -> int:
-    """Whole CPUs this process may use: the affinity mask, capped by the cgroup quota rounded down; >= 1.
+    """Whole CPUs this process may use, at least 1.
+
+    The affinity mask, capped by the cgroup quota rounded down.
 
     ``where`` is passed to :func:`cgroup_cpu_quota` (the tests point it at fake trees).
     """
@@ -148,7 +161,9 @@ def usable_cpus(**where) -> int:
 
 
 def default_threads(cap: int = MAX_DEFAULT_THREADS) -> int:
-    """Threads for llama.cpp: ``REACT_LAB_THREADS`` if set, else :func:`usable_cpus` (at most ``cap``).
+    """Threads for llama.cpp.
+
+    ``REACT_LAB_THREADS`` if set, else :func:`usable_cpus` (at most ``cap``).
 
     Used for both of llama.cpp's thread counts: generation (``n_threads``) and prompt
     evaluation (``n_threads_batch``, which llama-cpp-python otherwise sets to the host's
@@ -159,6 +174,8 @@ def default_threads(cap: int = MAX_DEFAULT_THREADS) -> int:
         try:
             return max(1, int(env))
         except ValueError:
-            raise ValueError(f"{THREADS_ENV}={env!r} is not a whole number; set it to a "
-                             "thread count such as 2, or unset it") from None
+            raise ValueError(
+                f"{THREADS_ENV}={env!r} is not a whole number; set it to a "
+                "thread count such as 2, or unset it"
+            ) from None
     return max(1, min(cap, usable_cpus()))

@@ -1,1 +1,4 @@
-"""The scripts that build the shipped data: the billing database, the task set, the paraphrase set."""
+"""The scripts that build the shipped data.
+
+The billing database, the task set, the paraphrase set.
+"""

@@ -1,4 +1,6 @@
-"""Build the evaluation set: ``python -m react_lab.lab.builders.build_tasks [OUT]`` writes ``tasks.json``.
+"""Build the evaluation set.
+
+``python -m react_lab.lab.builders.build_tasks [OUT]`` writes ``tasks.json``.
 
 Every gold answer is computed from the billing database by SQL (or, for the few
 questions about the protocol itself, read from the prompt's own instructions);
@@ -16,13 +18,14 @@ split, so an exemplar built from a development run never shows a test task's ans
 Each task records:
 
 * ``question`` -- what the agent is asked;
-* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.lab.experiments.tasks.score` compares it
-  (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with ``choices``,
-  ``text``);
+* ``gold`` and ``kind`` -- the answer and how :func:`react_lab.lab.experiments.tasks.score`
+  compares it (``number`` with a ``unit``, ``date``, ``id``, ``yesno``, ``choice`` with
+  ``choices``, ``text``);
 * ``oracle`` -- the tool calls an oracle would make, ``[tool, [args...]]`` in order;
 * ``sql`` and ``params`` -- the query that produced the gold answer, to read or re-run;
 * ``split`` -- ``"dev"`` or ``"test"``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +36,8 @@ import sys
 from pathlib import Path
 
 from ... import protocol  # the prompt's own text is the source for two questions
-from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 from ...tools import ID_RE, open_db
+from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
 
 OUT = Path(__file__).resolve().parents[2] / "data" / "tasks.json"
 
@@ -105,7 +108,9 @@ class _Tasks:
 
         ids = set(subjects)
         for tool, args in oracle:
-            shown = ID_RE.findall(" ".join(args) + " " + call_tool(self.tools, tool, list(args)).text)
+            shown = ID_RE.findall(
+                " ".join(args) + " " + call_tool(self.tools, tool, list(args)).text
+            )
             ids |= {i for i in shown if not i.startswith("cus_")}
         return ids
 
@@ -115,26 +120,45 @@ class _Tasks:
         "Shares" means one task's subjects appear among what the other touches.
         """
         touched = self.touches(subjects, oracle)
-        return not any(subjects & other or touched & self.subjects[tid]
-                       for tid, other in self.touched.items())
+        return not any(
+            subjects & other or touched & self.subjects[tid] for tid, other in self.touched.items()
+        )
 
-    def add(self, category: str, question: str, sql: str, params: tuple, kind: str, *,
-            oracle: list, fmt=str, unit: str | None = None, choices: list | None = None,
-            value=None, subjects: set[str] | None = None) -> None:
+    def add(
+        self,
+        category: str,
+        question: str,
+        sql: str,
+        params: tuple,
+        kind: str,
+        *,
+        oracle: list,
+        fmt=str,
+        unit: str | None = None,
+        choices: list | None = None,
+        value=None,
+        subjects: set[str] | None = None,
+    ) -> None:
         """Append a task; its gold is ``fmt(value)``, where value defaults to what ``sql`` selects.
 
         ``subjects`` defaults to the ids written in the question.
         """
         self.counts[category] = self.counts.get(category, 0) + 1
         value = _one(self.conn, sql, params) if value is None else value
-        task = {"id": f"{category}-{self.counts[category]:02d}", "category": category,
-                "question": question, "gold": fmt(value), "kind": kind}
+        task = {
+            "id": f"{category}-{self.counts[category]:02d}",
+            "category": category,
+            "question": question,
+            "gold": fmt(value),
+            "kind": kind,
+        }
         if unit:
             task["unit"] = unit
         if choices:
             task["choices"] = choices
-        task.update(oracle=[[tool, list(args)] for tool, args in oracle], sql=sql,
-                    params=list(params))
+        task.update(
+            oracle=[[tool, list(args)] for tool, args in oracle], sql=sql, params=list(params)
+        )
         self.items.append(task)
         subjects = set(ID_RE.findall(question)) if subjects is None else set(subjects)
         self.subjects[task["id"]] = subjects
@@ -164,147 +188,309 @@ class _Tasks:
 def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     """Return the evaluation tasks as JSON-ready dicts, gold answers computed from ``conn``."""
     t = _Tasks(conn)
-    customers = _column(conn, "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
-                        % ",".join("?" * len(EXEMPLAR_CUSTOMERS)), EXEMPLAR_CUSTOMERS)
+    customers = _column(
+        conn,
+        "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
+        % ",".join("?" * len(EXEMPLAR_CUSTOMERS)),
+        EXEMPLAR_CUSTOMERS,
+    )
 
     # Latest invoice date and id: one list_invoices call from the first of that month.
     latest = "SELECT max(issued) FROM invoices WHERE customer_id = ?"
     for cus in ["cus_8812"] + _spread([c for c in customers if c != "cus_8812"], 3):
         since = _one(conn, latest, (cus,))[:8] + "01"
-        t.add("latest_date", f"When was the latest invoice of {cus} issued?", latest, (cus,),
-              "date", oracle=[("list_invoices", (cus, since))])
+        t.add(
+            "latest_date",
+            f"When was the latest invoice of {cus} issued?",
+            latest,
+            (cus,),
+            "date",
+            oracle=[("list_invoices", (cus, since))],
+        )
     for cus in _spread(customers[1:], 3):
         since = _one(conn, latest, (cus,))[:8] + "01"
-        t.add("latest_id", f"What is the id of the most recent invoice of {cus}?",
-              "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
-              (cus,), "id", oracle=[("list_invoices", (cus, since))])
+        t.add(
+            "latest_id",
+            f"What is the id of the most recent invoice of {cus}?",
+            "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
+            (cus,),
+            "id",
+            oracle=[("list_invoices", (cus, since))],
+        )
 
     # Invoice totals (customer and supplier invoices) and statuses: one find_invoice call.
     total = "SELECT total FROM invoices WHERE id = ?"
-    for inv in (_spread(_column(conn, "SELECT id FROM invoices WHERE kind = 'customer'"
-                                      " ORDER BY id"), 2)
-                + _spread(_column(conn, "SELECT id FROM invoices WHERE kind = 'supplier'"
-                                        " ORDER BY total, id"), 2)):
-        t.add("invoice_total", f"What is the total of invoice {inv}, in dollars?", total, (inv,),
-              "number", unit="dollars", fmt=_money, oracle=[("find_invoice", (inv,))])
+    for inv in _spread(
+        _column(conn, "SELECT id FROM invoices WHERE kind = 'customer' ORDER BY id"), 2
+    ) + _spread(
+        _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY total, id"), 2
+    ):
+        t.add(
+            "invoice_total",
+            f"What is the total of invoice {inv}, in dollars?",
+            total,
+            (inv,),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("find_invoice", (inv,))],
+        )
     for status in ["past_due", "partially_paid", "open", "refunded"]:
         inv = _column(conn, "SELECT id FROM invoices WHERE status = ? ORDER BY id", (status,))[0]
-        t.add("invoice_status", f"What is the status of invoice {inv}?",
-              "SELECT status FROM invoices WHERE id = ?", (inv,), "choice",
-              choices=CUSTOMER_STATUSES, oracle=[("find_invoice", (inv,))])
+        t.add(
+            "invoice_status",
+            f"What is the status of invoice {inv}?",
+            "SELECT status FROM invoices WHERE id = ?",
+            (inv,),
+            "choice",
+            choices=CUSTOMER_STATUSES,
+            oracle=[("find_invoice", (inv,))],
+        )
 
     # Counting invoices, where a re-sent invoice is listed twice by list_invoices.
-    resent = _column(conn, "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
-                           " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
-                           " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1")
+    resent = _column(
+        conn,
+        "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
+        " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
+        " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1",
+    )
     for cus in ["cus_8812"] + _spread([c for c in resent if c in customers and c != "cus_8812"], 3):
-        t.add("count_invoices", f"How many invoices were issued to {cus} since 2026-05-01?",
-              "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
-              (cus, "2026-05-01"), "number", unit="count",
-              oracle=[("list_invoices", (cus, "2026-05-01"))])
+        t.add(
+            "count_invoices",
+            f"How many invoices were issued to {cus} since 2026-05-01?",
+            "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
+            (cus, "2026-05-01"),
+            "number",
+            unit="count",
+            oracle=[("list_invoices", (cus, "2026-05-01"))],
+        )
 
     # Card charges: amount (cents in the tool, dollars asked), status, failure reason.
-    succeeded = _column(conn, "SELECT id FROM charges WHERE status = 'succeeded'"
-                              " ORDER BY amount DESC, id")
+    succeeded = _column(
+        conn, "SELECT id FROM charges WHERE status = 'succeeded' ORDER BY amount DESC, id"
+    )
     for ch in _spread(succeeded, 2):
-        t.add("charge", f"How much was card charge {ch} for, in dollars?",
-              "SELECT amount / 100.0 FROM charges WHERE id = ?", (ch,), "number",
-              unit="dollars", fmt=_money, oracle=[("get_charge", (ch,))])
+        t.add(
+            "charge",
+            f"How much was card charge {ch} for, in dollars?",
+            "SELECT amount / 100.0 FROM charges WHERE id = ?",
+            (ch,),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("get_charge", (ch,))],
+        )
     for reason in ("card_declined", "expired_card"):
-        ch = _column(conn, "SELECT id FROM charges WHERE failure_reason = ? ORDER BY id",
-                     (reason,))[0]
-        t.add("charge", f"Why did card charge {ch} fail?",
-              "SELECT failure_reason FROM charges WHERE id = ?", (ch,), "choice",
-              choices=DECLINES, oracle=[("get_charge", (ch,))])
+        ch = _column(
+            conn, "SELECT id FROM charges WHERE failure_reason = ? ORDER BY id", (reason,)
+        )[0]
+        t.add(
+            "charge",
+            f"Why did card charge {ch} fail?",
+            "SELECT failure_reason FROM charges WHERE id = ?",
+            (ch,),
+            "choice",
+            choices=DECLINES,
+            oracle=[("get_charge", (ch,))],
+        )
 
     # Duplicate checks: two *succeeded* charges on one invoice (KB-03), not two listings.
     charges_of = "SELECT id FROM charges WHERE invoice_id = ? ORDER BY created"
-    dupes = _column(conn, "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
-                          " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1")
-    mixed = _column(conn, "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
-                          " AND sum(status = 'succeeded') = 1 ORDER BY 1")
+    dupes = _column(
+        conn,
+        "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
+        " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1",
+    )
+    mixed = _column(
+        conn,
+        "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
+        " AND sum(status = 'succeeded') = 1 ORDER BY 1",
+    )
     for inv in _spread(dupes, 2) + ["INV-2041"] + _spread(mixed, 2):
-        calls = [("find_invoice", (inv,))] + [("get_charge", (ch,))
-                                              for ch in _column(conn, charges_of, (inv,))]
-        t.add("duplicate", f"Was invoice {inv} charged twice, with two succeeded card charges?",
-              DUPLICATE_SQL, (inv,), "yesno", oracle=calls)
+        calls = [("find_invoice", (inv,))] + [
+            ("get_charge", (ch,)) for ch in _column(conn, charges_of, (inv,))
+        ]
+        t.add(
+            "duplicate",
+            f"Was invoice {inv} charged twice, with two succeeded card charges?",
+            DUPLICATE_SQL,
+            (inv,),
+            "yesno",
+            oracle=calls,
+        )
 
     # Paid in full? Payments (refunds negative) against the total: find_invoice + get_payments.
-    picks = ([i for i in _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier'"
-                                       " AND status = 'approved' ORDER BY id")
-              if i not in EXEMPLAR_INVOICES][:2]
-             + _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid' ORDER BY id")[:1]
-             + _spread(_column(conn, "SELECT id FROM invoices WHERE status = 'paid' ORDER BY id"), 2))
+    picks = (
+        [
+            i
+            for i in _column(
+                conn,
+                "SELECT id FROM invoices WHERE kind = 'supplier'"
+                " AND status = 'approved' ORDER BY id",
+            )
+            if i not in EXEMPLAR_INVOICES
+        ][:2]
+        + _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid' ORDER BY id")[:1]
+        + _spread(_column(conn, "SELECT id FROM invoices WHERE status = 'paid' ORDER BY id"), 2)
+    )
     for inv in picks:
-        t.add("paid_in_full", f"Has invoice {inv} been paid in full?", PAID_SQL, (inv,), "yesno",
-              oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))])
-    for inv in _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid'"
-                             " ORDER BY id")[1:3]:
-        t.add("amount_paid", f"How much has been paid on invoice {inv} so far, in dollars?",
-              "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?", (inv,),
-              "number", unit="dollars", fmt=_money, oracle=[("get_payments", (inv,))])
+        t.add(
+            "paid_in_full",
+            f"Has invoice {inv} been paid in full?",
+            PAID_SQL,
+            (inv,),
+            "yesno",
+            oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))],
+        )
+    for inv in _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid' ORDER BY id")[
+        1:3
+    ]:
+        t.add(
+            "amount_paid",
+            f"How much has been paid on invoice {inv} so far, in dollars?",
+            "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?",
+            (inv,),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("get_payments", (inv,))],
+        )
 
     # Help articles: a number read out of an article's body, or the id of an article.
     body = "SELECT body FROM help_articles WHERE title = ?"
     article = "SELECT article_id FROM help_articles WHERE title = ?"
     for title, question, pattern, query in [
-        ("Late payment reminders", "How many days after an unpaid invoice's due date is the "
-         "first reminder emailed?", r"reminder (\d+)", "late payment reminders"),
-        ("Failed card payments", "How many days after a failed card charge is it retried?",
-         r"after (\d+) days", "failed card payments retry"),
-        ("Payment terms", "How many days after issue is a bank transfer customer's invoice due?",
-         r"due (\d+) days", "payment terms bank transfer"),
-        ("Chargebacks", "Within how many days must a chargeback be answered?",
-         r"within (\d+) days", "chargebacks"),
+        (
+            "Late payment reminders",
+            "How many days after an unpaid invoice's due date is the first reminder emailed?",
+            r"reminder (\d+)",
+            "late payment reminders",
+        ),
+        (
+            "Failed card payments",
+            "How many days after a failed card charge is it retried?",
+            r"after (\d+) days",
+            "failed card payments retry",
+        ),
+        (
+            "Payment terms",
+            "How many days after issue is a bank transfer customer's invoice due?",
+            r"due (\d+) days",
+            "payment terms bank transfer",
+        ),
+        (
+            "Chargebacks",
+            "Within how many days must a chargeback be answered?",
+            r"within (\d+) days",
+            "chargebacks",
+        ),
     ]:
         days = re.search(pattern, _one(conn, body, (title,))).group(1)
-        t.add("help", question, f"{body}  -- then the regex {pattern}", (title,), "number",
-              unit="days", value=days, oracle=[("search", (query,))],
-              subjects={_one(conn, article, (title,))})
-    t.add("help", "What is the id of the help article titled 'Invoice listed twice'?",
-          article, ("Invoice listed twice",), "id",
-          oracle=[("search", ("invoice listed twice",))],
-          subjects={_one(conn, article, ("Invoice listed twice",))})
+        t.add(
+            "help",
+            question,
+            f"{body}  -- then the regex {pattern}",
+            (title,),
+            "number",
+            unit="days",
+            value=days,
+            oracle=[("search", (query,))],
+            subjects={_one(conn, article, (title,))},
+        )
+    t.add(
+        "help",
+        "What is the id of the help article titled 'Invoice listed twice'?",
+        article,
+        ("Invoice listed twice",),
+        "id",
+        oracle=[("search", ("invoice listed twice",))],
+        subjects={_one(conn, article, ("Invoice listed twice",))},
+    )
 
     # Supplier invoices: who sent it, when it is due.
-    suppliers = _spread(_column(conn, "SELECT id FROM invoices WHERE kind = 'supplier'"
-                                      " ORDER BY id"), 4)
-    t.add("supplier", f"Which supplier sent invoice {suppliers[1]}?",
-          "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
-          (suppliers[1],), "text", oracle=[("find_invoice", (suppliers[1],))])
+    suppliers = _spread(
+        _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY id"), 4
+    )
+    t.add(
+        "supplier",
+        f"Which supplier sent invoice {suppliers[1]}?",
+        "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
+        (suppliers[1],),
+        "text",
+        oracle=[("find_invoice", (suppliers[1],))],
+    )
     for inv in ("INV-2291", suppliers[3]):
-        t.add("supplier", f"When is supplier invoice {inv} due?",
-              "SELECT due FROM invoices WHERE id = ?", (inv,), "date",
-              oracle=[("find_invoice", (inv,))])
+        t.add(
+            "supplier",
+            f"When is supplier invoice {inv} due?",
+            "SELECT due FROM invoices WHERE id = ?",
+            (inv,),
+            "date",
+            oracle=[("find_invoice", (inv,))],
+        )
 
     # Two or three calls: look two invoices up, then add; follow an invoice to its charge.
-    pairs = _spread(_column(conn, "SELECT id FROM invoices WHERE kind = 'customer'"
-                                  " ORDER BY total, id"), 4)
+    pairs = _spread(
+        _column(conn, "SELECT id FROM invoices WHERE kind = 'customer' ORDER BY total, id"), 4
+    )
     for a, b in (pairs[:2], pairs[2:]):
         ta, tb = _one(conn, total, (a,)), _one(conn, total, (b,))
-        t.add("multi_step", f"What is the combined total of invoices {a} and {b}, in dollars?",
-              "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)", (a, b), "number",
-              unit="dollars", fmt=_money, oracle=[("find_invoice", (a,)), ("find_invoice", (b,)),
-                                                  ("calc", (f"{ta} + {tb}",))])
+        t.add(
+            "multi_step",
+            f"What is the combined total of invoices {a} and {b}, in dollars?",
+            "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)",
+            (a, b),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("find_invoice", (a,)), ("find_invoice", (b,)), ("calc", (f"{ta} + {tb}",))],
+        )
     inv = "INV-2041"
     ch = _column(conn, charges_of, (inv,))[0]
-    t.add("multi_step", f"How many cents was the card charge that paid invoice {inv}?",
-          "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'", (inv,),
-          "number", unit="cents", oracle=[("find_invoice", (inv,)), ("get_charge", (ch,))])
+    t.add(
+        "multi_step",
+        f"How many cents was the card charge that paid invoice {inv}?",
+        "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'",
+        (inv,),
+        "number",
+        unit="cents",
+        oracle=[("find_invoice", (inv,)), ("get_charge", (ch,))],
+    )
 
     # No tool needed: arithmetic (computed by SQLite) and questions about the protocol.
     for expr in ["129 * 3", "48200 - 1850"]:
-        t.add("no_tool", f"What is {expr}? Answer directly.", f"SELECT {expr}", (), "number",
-              fmt=lambda v: f"{v:g}", oracle=[])
+        t.add(
+            "no_tool",
+            f"What is {expr}? Answer directly.",
+            f"SELECT {expr}",
+            (),
+            "number",
+            fmt=lambda v: f"{v:g}",
+            oracle=[],
+        )
     who = re.search(r"Observation: .*?The (\w+) writes", protocol.INSTRUCTIONS).group(1)
     for question, gold, choices in [
-        ("In this protocol, who writes the Observation lines: the model or the program?",
-         who, ["model", "program"]),
-        ("Which label starts the line on which you call a tool?", protocol.ACTION,
-         [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"]),
+        (
+            "In this protocol, who writes the Observation lines: the model or the program?",
+            who,
+            ["model", "program"],
+        ),
+        (
+            "Which label starts the line on which you call a tool?",
+            protocol.ACTION,
+            [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"],
+        ),
     ]:
-        t.add("no_tool", question, "-- read from react_lab.protocol (the prompt's instructions)",
-              (), "choice", value=gold.lower(), choices=[c.lower() for c in choices], oracle=[])
+        t.add(
+            "no_tool",
+            question,
+            "-- read from react_lab.protocol (the prompt's instructions)",
+            (),
+            "choice",
+            value=gold.lower(),
+            choices=[c.lower() for c in choices],
+            oracle=[],
+        )
     _more_tasks(t)
     assign_splits(t)
     return t.items
@@ -337,111 +523,216 @@ def _more_tasks(t: _Tasks) -> None:
     # Duplicates: the one real duplicate left, invoices with one succeeded charge among
     # several (a failed or refunded one too), invoices with a single succeeded charge.
     def charged(inv):
-        return {inv}, [("find_invoice", (inv,))] + [("get_charge", (ch,))
-                                                    for ch in ids(charges_of, (inv,))]
-    dupes = ids("SELECT invoice_id FROM charges WHERE status = 'succeeded'"
-                " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1")
-    mixed = ids("SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
-                " AND sum(status = 'succeeded') = 1 ORDER BY 1")
-    single = ids("SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) = 1"
-                 " AND sum(status = 'succeeded') = 1 ORDER BY 1")
+        return {inv}, [("find_invoice", (inv,))] + [
+            ("get_charge", (ch,)) for ch in ids(charges_of, (inv,))
+        ]
+
+    dupes = ids(
+        "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
+        " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1"
+    )
+    mixed = ids(
+        "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
+        " AND sum(status = 'succeeded') = 1 ORDER BY 1"
+    )
+    single = ids(
+        "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) = 1"
+        " AND sum(status = 'succeeded') = 1 ORDER BY 1"
+    )
     for pool, k in ((dupes, 1), (mixed, 4), (single, 2)):
         for inv in t.pick(pool, k, charged):
-            t.add("duplicate", f"Was invoice {inv} charged twice, with two succeeded card charges?",
-                  DUPLICATE_SQL, (inv,), "yesno", oracle=charged(inv)[1])
+            t.add(
+                "duplicate",
+                f"Was invoice {inv} charged twice, with two succeeded card charges?",
+                DUPLICATE_SQL,
+                (inv,),
+                "yesno",
+                oracle=charged(inv)[1],
+            )
 
     # Customer-level tasks next: each takes the invoices its listing shows, so the
     # invoice-level tasks below come from the other invoices.
-    customers = ids("SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
-                    % ",".join("?" * len(EXEMPLAR_CUSTOMERS)), EXEMPLAR_CUSTOMERS)
+    customers = ids(
+        "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
+        % ",".join("?" * len(EXEMPLAR_CUSTOMERS)),
+        EXEMPLAR_CUSTOMERS,
+    )
     latest = "SELECT max(issued) FROM invoices WHERE customer_id = ?"
 
     def listed(cus):
         return {cus}, [("list_invoices", (cus, _one(conn, latest, (cus,))[:8] + "01"))]
+
     for cus in t.pick(customers, 14, listed):
-        t.add("latest_date", f"When was the latest invoice of {cus} issued?", latest, (cus,),
-              "date", oracle=listed(cus)[1])
+        t.add(
+            "latest_date",
+            f"When was the latest invoice of {cus} issued?",
+            latest,
+            (cus,),
+            "date",
+            oracle=listed(cus)[1],
+        )
     for cus in t.pick(customers, 13, listed):
-        t.add("latest_id", f"What is the id of the most recent invoice of {cus}?",
-              "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
-              (cus,), "id", oracle=listed(cus)[1])
-    resent = ids("SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
-                 " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
-                 " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1")
-    recent = ids("SELECT DISTINCT customer_id FROM invoices WHERE issued >= '2026-05-01'"
-                 " ORDER BY 1")
+        t.add(
+            "latest_id",
+            f"What is the id of the most recent invoice of {cus}?",
+            "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
+            (cus,),
+            "id",
+            oracle=listed(cus)[1],
+        )
+    resent = ids(
+        "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
+        " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
+        " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1"
+    )
+    recent = ids(
+        "SELECT DISTINCT customer_id FROM invoices WHERE issued >= '2026-05-01' ORDER BY 1"
+    )
 
     def since_may(cus):
         return {cus}, [("list_invoices", (cus, "2026-05-01"))]
-    for pool, k in (([c for c in resent if c in customers], 7),
-                    ([c for c in recent if c in customers and c not in resent], 7)):
+
+    for pool, k in (
+        ([c for c in resent if c in customers], 7),
+        ([c for c in recent if c in customers and c not in resent], 7),
+    ):
         for cus in t.pick(pool, k, since_may):
-            t.add("count_invoices", f"How many invoices were issued to {cus} since 2026-05-01?",
-                  "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
-                  (cus, "2026-05-01"), "number", unit="count", oracle=since_may(cus)[1])
+            t.add(
+                "count_invoices",
+                f"How many invoices were issued to {cus} since 2026-05-01?",
+                "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
+                (cus, "2026-05-01"),
+                "number",
+                unit="count",
+                oracle=since_may(cus)[1],
+            )
 
     # Amount paid so far on partially paid invoices.
     for inv in t.pick(ids(customer_invoices, ("partially_paid",)), 8, invoice("get_payments")):
-        t.add("amount_paid", f"How much has been paid on invoice {inv} so far, in dollars?",
-              "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?", (inv,),
-              "number", unit="dollars", fmt=_money, oracle=[("get_payments", (inv,))])
+        t.add(
+            "amount_paid",
+            f"How much has been paid on invoice {inv} so far, in dollars?",
+            "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?",
+            (inv,),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("get_payments", (inv,))],
+        )
 
     # Statuses, every customer status.
-    for status, k in (("past_due", 3), ("partially_paid", 3), ("open", 3), ("refunded", 2),
-                      ("paid", 3)):
+    for status, k in (
+        ("past_due", 3),
+        ("partially_paid", 3),
+        ("open", 3),
+        ("refunded", 2),
+        ("paid", 3),
+    ):
         for inv in t.pick(ids(customer_invoices, (status,)), k, invoice("find_invoice")):
-            t.add("invoice_status", f"What is the status of invoice {inv}?",
-                  "SELECT status FROM invoices WHERE id = ?", (inv,), "choice",
-                  choices=CUSTOMER_STATUSES, oracle=[("find_invoice", (inv,))])
+            t.add(
+                "invoice_status",
+                f"What is the status of invoice {inv}?",
+                "SELECT status FROM invoices WHERE id = ?",
+                (inv,),
+                "choice",
+                choices=CUSTOMER_STATUSES,
+                oracle=[("find_invoice", (inv,))],
+            )
 
     # Card charges: amounts (spread over the sizes) and every failure reason.
     def charge(ch):
         return {ch}, [("get_charge", (ch,))]
-    for ch in t.pick(ids("SELECT id FROM charges WHERE status = 'succeeded' ORDER BY amount DESC, id"),
-                     8, charge):
-        t.add("charge", f"How much was card charge {ch} for, in dollars?",
-              "SELECT amount / 100.0 FROM charges WHERE id = ?", (ch,), "number",
-              unit="dollars", fmt=_money, oracle=[("get_charge", (ch,))])
+
+    for ch in t.pick(
+        ids("SELECT id FROM charges WHERE status = 'succeeded' ORDER BY amount DESC, id"), 8, charge
+    ):
+        t.add(
+            "charge",
+            f"How much was card charge {ch} for, in dollars?",
+            "SELECT amount / 100.0 FROM charges WHERE id = ?",
+            (ch,),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("get_charge", (ch,))],
+        )
     for reason in DECLINES:
-        for ch in t.pick(ids("SELECT id FROM charges WHERE failure_reason = ? ORDER BY id",
-                             (reason,)), 2, charge):
-            t.add("charge", f"Why did card charge {ch} fail?",
-                  "SELECT failure_reason FROM charges WHERE id = ?", (ch,), "choice",
-                  choices=DECLINES, oracle=[("get_charge", (ch,))])
+        for ch in t.pick(
+            ids("SELECT id FROM charges WHERE failure_reason = ? ORDER BY id", (reason,)), 2, charge
+        ):
+            t.add(
+                "charge",
+                f"Why did card charge {ch} fail?",
+                "SELECT failure_reason FROM charges WHERE id = ?",
+                (ch,),
+                "choice",
+                choices=DECLINES,
+                oracle=[("get_charge", (ch,))],
+            )
 
     # Paid in full: supplier and customer invoices, paid and not.
-    suppliers_with = "SELECT id FROM invoices WHERE kind = 'supplier' AND status IN (%s) ORDER BY id"
-    for pool, k in ((ids(suppliers_with % "'paid'"), 3),
-                    (ids(suppliers_with % "'received', 'disputed'"), 1),
-                    (ids(customer_invoices, ("paid",)), 4),
-                    (ids(customer_invoices, ("partially_paid",)), 1),
-                    (ids(customer_invoices, ("open",)) + ids(customer_invoices, ("past_due",)), 5),
-                    (ids(customer_invoices, ("refunded",)), 1)):
+    suppliers_with = (
+        "SELECT id FROM invoices WHERE kind = 'supplier' AND status IN (%s) ORDER BY id"
+    )
+    for pool, k in (
+        (ids(suppliers_with % "'paid'"), 3),
+        (ids(suppliers_with % "'received', 'disputed'"), 1),
+        (ids(customer_invoices, ("paid",)), 4),
+        (ids(customer_invoices, ("partially_paid",)), 1),
+        (ids(customer_invoices, ("open",)) + ids(customer_invoices, ("past_due",)), 5),
+        (ids(customer_invoices, ("refunded",)), 1),
+    ):
         for inv in t.pick(pool, k, invoice("find_invoice", "get_payments")):
-            t.add("paid_in_full", f"Has invoice {inv} been paid in full?", PAID_SQL, (inv,),
-                  "yesno", oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))])
+            t.add(
+                "paid_in_full",
+                f"Has invoice {inv} been paid in full?",
+                PAID_SQL,
+                (inv,),
+                "yesno",
+                oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))],
+            )
 
     # Totals of customer and supplier invoices.
     total = "SELECT total FROM invoices WHERE id = ?"
-    for pool, k in ((ids("SELECT id FROM invoices WHERE kind = 'customer' ORDER BY id"), 10),
-                    (ids("SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY total, id"), 4)):
+    for pool, k in (
+        (ids("SELECT id FROM invoices WHERE kind = 'customer' ORDER BY id"), 10),
+        (ids("SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY total, id"), 4),
+    ):
         for inv in t.pick(pool, k, invoice("find_invoice")):
-            t.add("invoice_total", f"What is the total of invoice {inv}, in dollars?", total,
-                  (inv,), "number", unit="dollars", fmt=_money,
-                  oracle=[("find_invoice", (inv,))])
+            t.add(
+                "invoice_total",
+                f"What is the total of invoice {inv}, in dollars?",
+                total,
+                (inv,),
+                "number",
+                unit="dollars",
+                fmt=_money,
+                oracle=[("find_invoice", (inv,))],
+            )
 
     # Supplier invoices: who sent it, when it is due.
     supplier_invoices = ids("SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY id")
     picked = list(t.pick(supplier_invoices, 13, invoice("find_invoice")))
     for n, inv in enumerate(picked):
         if n % 2 == 0:
-            t.add("supplier", f"Which supplier sent invoice {inv}?",
-                  "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id"
-                  " WHERE i.id = ?", (inv,), "text", oracle=[("find_invoice", (inv,))])
+            t.add(
+                "supplier",
+                f"Which supplier sent invoice {inv}?",
+                "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id"
+                " WHERE i.id = ?",
+                (inv,),
+                "text",
+                oracle=[("find_invoice", (inv,))],
+            )
         else:
-            t.add("supplier", f"When is supplier invoice {inv} due?",
-                  "SELECT due FROM invoices WHERE id = ?", (inv,), "date",
-                  oracle=[("find_invoice", (inv,))])
+            t.add(
+                "supplier",
+                f"When is supplier invoice {inv} due?",
+                "SELECT due FROM invoices WHERE id = ?",
+                (inv,),
+                "date",
+                oracle=[("find_invoice", (inv,))],
+            )
 
     # Two or three calls: combined totals of two invoices of similar size; the charge
     # that paid an invoice which also has a failed or refunded charge.
@@ -449,53 +740,111 @@ def _more_tasks(t: _Tasks) -> None:
     picked = list(t.pick(by_total, 16, invoice("find_invoice")))
     for a, b in zip(picked[0::2], picked[1::2]):
         ta, tb = _one(conn, total, (a,)), _one(conn, total, (b,))
-        t.add("multi_step", f"What is the combined total of invoices {a} and {b}, in dollars?",
-              "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)", (a, b), "number",
-              unit="dollars", fmt=_money, oracle=[("find_invoice", (a,)), ("find_invoice", (b,)),
-                                                  ("calc", (f"{ta} + {tb}",))])
+        t.add(
+            "multi_step",
+            f"What is the combined total of invoices {a} and {b}, in dollars?",
+            "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)",
+            (a, b),
+            "number",
+            unit="dollars",
+            fmt=_money,
+            oracle=[("find_invoice", (a,)), ("find_invoice", (b,)), ("calc", (f"{ta} + {tb}",))],
+        )
     for inv in t.pick(mixed, 5, charged):
-        t.add("multi_step", f"How many cents was the card charge that paid invoice {inv}?",
-              "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'", (inv,),
-              "number", unit="cents", oracle=charged(inv)[1])
+        t.add(
+            "multi_step",
+            f"How many cents was the card charge that paid invoice {inv}?",
+            "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'",
+            (inv,),
+            "number",
+            unit="cents",
+            oracle=charged(inv)[1],
+        )
 
     # Help articles: the later reminders, and the ids of articles by title. These share
     # articles with other help tasks at times; assign_splits keeps such tasks together.
     body = "SELECT body FROM help_articles WHERE title = ?"
     article = "SELECT article_id FROM help_articles WHERE title = ?"
     for question, pattern in [
-        ("How many days after an unpaid invoice's due date is the second reminder emailed?",
-         r"reminder \d+, (\d+)"),
-        ("How many days after an unpaid invoice's due date is the last reminder emailed?",
-         r"reminder \d+, \d+ and (\d+)"),
+        (
+            "How many days after an unpaid invoice's due date is the second reminder emailed?",
+            r"reminder \d+, (\d+)",
+        ),
+        (
+            "How many days after an unpaid invoice's due date is the last reminder emailed?",
+            r"reminder \d+, \d+ and (\d+)",
+        ),
     ]:
         title = "Late payment reminders"
         days = re.search(pattern, _one(conn, body, (title,))).group(1)
-        t.add("help", question, f"{body}  -- then the regex {pattern}", (title,), "number",
-              unit="days", value=days, oracle=[("search", ("late payment reminders",))],
-              subjects={_one(conn, article, (title,))})
+        t.add(
+            "help",
+            question,
+            f"{body}  -- then the regex {pattern}",
+            (title,),
+            "number",
+            unit="days",
+            value=days,
+            oracle=[("search", ("late payment reminders",))],
+            subjects={_one(conn, article, (title,))},
+        )
     asked = set().union(*(t.subjects[x["id"]] for x in t.items if x["category"] == "help"))
-    titles = [title for aid, title in conn.execute(
-        "SELECT article_id, title FROM help_articles ORDER BY article_id")
-        if aid not in asked and not any(aid in ids_ for key, ids_ in t.touched.items()
-                                        if key.startswith("exemplar-"))]
-    for title in t.pick(titles, 5, lambda title: ({_one(conn, article, (title,))},
-                                                  [("search", (title.lower(),))])):
-        t.add("help", f"What is the id of the help article titled '{title}'?", article, (title,),
-              "id", oracle=[("search", (title.lower(),))], subjects={_one(conn, article, (title,))})
+    titles = [
+        title
+        for aid, title in conn.execute(
+            "SELECT article_id, title FROM help_articles ORDER BY article_id"
+        )
+        if aid not in asked
+        and not any(aid in ids_ for key, ids_ in t.touched.items() if key.startswith("exemplar-"))
+    ]
+    for title in t.pick(
+        titles, 5, lambda title: ({_one(conn, article, (title,))}, [("search", (title.lower(),))])
+    ):
+        t.add(
+            "help",
+            f"What is the id of the help article titled '{title}'?",
+            article,
+            (title,),
+            "id",
+            oracle=[("search", (title.lower(),))],
+            subjects={_one(conn, article, (title,))},
+        )
 
     # No tool: arithmetic on the lab's amounts, and two more questions about the protocol.
-    for expr in ["720 * 4", "6400 - 1850", "4200 / 4", "29 * 12", "1957.75 + 42.25",
-                 "48200 / 100", "349 * 2", "12900 - 2900"]:
-        t.add("no_tool", f"What is {expr}? Answer directly.", f"SELECT {expr}", (), "number",
-              fmt=lambda v: f"{v:g}", oracle=[])
+    for expr in [
+        "720 * 4",
+        "6400 - 1850",
+        "4200 / 4",
+        "29 * 12",
+        "1957.75 + 42.25",
+        "48200 / 100",
+        "349 * 2",
+        "12900 - 2900",
+    ]:
+        t.add(
+            "no_tool",
+            f"What is {expr}? Answer directly.",
+            f"SELECT {expr}",
+            (),
+            "number",
+            fmt=lambda v: f"{v:g}",
+            oracle=[],
+        )
     labels = [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"]
     for question, gold in [
-        ("Which label starts the line on which you think about what to do next?",
-         protocol.THOUGHT),
+        ("Which label starts the line on which you think about what to do next?", protocol.THOUGHT),
         ("Which label starts the line that shows a tool's result?", protocol.OBSERVATION),
     ]:
-        t.add("no_tool", question, "-- read from react_lab.protocol (the prompt's instructions)",
-              (), "choice", value=gold.lower(), choices=[c.lower() for c in labels], oracle=[])
+        t.add(
+            "no_tool",
+            question,
+            "-- read from react_lab.protocol (the prompt's instructions)",
+            (),
+            "choice",
+            value=gold.lower(),
+            choices=[c.lower() for c in labels],
+            oracle=[],
+        )
 
 
 def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
@@ -509,7 +858,7 @@ def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
     for yes/no tasks, category and gold answer) most even (ties: the smaller split,
     then the seeded generator). AssertionError if a group is pinned both ways.
     """
-    keys = list(t.touched)                       # tasks and exemplar pseudo-tasks
+    keys = list(t.touched)  # tasks and exemplar pseudo-tasks
     parent = {k: k for k in keys}
 
     def root(k):
@@ -517,8 +866,9 @@ def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
             parent[k] = parent[parent[k]]
             k = parent[k]
         return k
+
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             if t.subjects[a] & t.touched[b] or t.subjects[b] & t.touched[a]:
                 parent[root(a)] = root(b)
     groups: dict[str, list[str]] = {}
@@ -530,8 +880,12 @@ def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
     order = list(groups.values())
     rng.shuffle(order)
     order.sort(key=len, reverse=True)
-    pinned = [g for g in order if any(k.startswith("exemplar-") for k in g)
-              or any(set(TEST_PINNED) & t.subjects[k] for k in g)]
+    pinned = [
+        g
+        for g in order
+        if any(k.startswith("exemplar-") for k in g)
+        or any(set(TEST_PINNED) & t.subjects[k] for k in g)
+    ]
     for group in pinned + [g for g in order if g not in pinned]:
         members = [by_id[k] for k in group if k in by_id]
         to_dev = any(k.startswith("exemplar-") for k in group)
@@ -540,6 +894,7 @@ def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
         if to_dev or to_test:
             split = "dev" if to_dev else "test"
         else:
+
             def cost(split):
                 other = SPLITS[1 - SPLITS.index(split)]
                 spread = 0
@@ -547,6 +902,7 @@ def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:
                     n = sum(_stratum(m) == key for m in members)
                     spread += abs(counts[split].get(key, 0) + n - counts[other].get(key, 0))
                 return spread, sum(counts[split].values())
+
             costs = {split: cost(split) for split in SPLITS}
             best = min(costs.values())
             split = rng.choice([s for s in SPLITS if costs[s] == best])

@@ -1,10 +1,12 @@
 """The ``react-lab`` command: run the loop, parse model text, and the notebooks' experiments.
 
-``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json] [--mcp COMMAND]``
+``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]
+[--mcp COMMAND]``
 ``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME [--overwrite]]``
-``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json] [--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
+``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json]
+[--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -12,6 +14,7 @@ A bad option value stops the command before anything runs, with
 ``react-lab CMD: error: argument --OPTION: ...`` and exit code 2; so does a model or
 file that cannot be loaded (``react-lab: error: ...``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,13 +22,13 @@ import math
 import os
 import sys
 
+from ...loop import MAX_STEPS
+from ...protocol import EXEMPLARS, MAX_TOKENS
 from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
 from ..guards import LabGuards
-from ...loop import MAX_STEPS
-from ...protocol import EXEMPLARS, MAX_TOKENS
 from . import commands
 
 #: ``cost --steps`` above this is refused: the table has one row per step, and 10 million
@@ -33,26 +36,34 @@ from . import commands
 MAX_COST_STEPS = 1000
 
 #: The ``--model`` specs :func:`react_lab.lab.backends.load.load_model` understands.
-MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
-              "another), scripted:FILE.json (replays a JSON "
-              "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL")
+MODEL_HELP = (
+    "local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+    "another), scripted:FILE.json (replays a JSON "
+    "list of completions), openai (model from OPENAI_MODEL) or openai:MODEL"
+)
 #: ``eval`` also takes the two scripted baselines of :mod:`react_lab.lab.experiments.evals`.
-EVAL_MODEL_HELP = ("local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
-                   "another); oracle (scripted: makes each task's "
-                   "right tool calls, then gives the gold answer: scores 100%%); dont_know "
-                   "(scripted: always answers \"I don't know\": scores 0%%); scripted:FILE.json; "
-                   "openai (model from OPENAI_MODEL) or openai:MODEL")
+EVAL_MODEL_HELP = (
+    "local (the embedded SmolLM2; the default unless REACT_LAB_MODEL names "
+    "another); oracle (scripted: makes each task's "
+    "right tool calls, then gives the gold answer: scores 100%%); dont_know "
+    '(scripted: always answers "I don\'t know": scores 0%%); scripted:FILE.json; '
+    "openai (model from OPENAI_MODEL) or openai:MODEL"
+)
 
 
 # --------------------------------------------------------------------------- option types
 
-def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = False, why: str = ""):
+
+def whole_number(
+    low: int = 1, high: int | None = None, *, zero_is_off: bool = False, why: str = ""
+):
     """An argparse ``type=``: a whole number from ``low`` to ``high`` (None: no upper bound).
 
     A bad value becomes ``error: argument --x: must be ...`` (exit code 2) instead of a
     model call with a nonsense limit. ``zero_is_off`` says so in the message; ``why``
     (such as ``" (the model's context window)"``) follows the bound.
     """
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -61,7 +72,9 @@ def whole_number(low: int = 1, high: int | None = None, *, zero_is_off: bool = F
         if value < low or (high is not None and value > high):
             bound = f">= {low}" if high is None else f"from {low} to {high}"
             off = " (0 switches the limit off)" if zero_is_off else ""
-            raise argparse.ArgumentTypeError(f"must be a whole number {bound}{why}{off}, got {text}")
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number {bound}{why}{off}, got {text}"
+            )
         return value
 
     return parse
@@ -73,6 +86,7 @@ def non_negative(*, zero_is_off: bool = False):
     For seconds, dollars and prices; with ``zero_is_off`` the message reminds that 0
     switches a guard's limit off (there is no other way to say "no limit").
     """
+
     def parse(text: str) -> float:
         try:
             value = float(text)
@@ -96,11 +110,15 @@ def tool_names(text: str) -> list[str]:
     names = [item.strip() for item in text.split(",")]
     for name in names:
         if not name:
-            raise argparse.ArgumentTypeError(f"an empty tool name in {text!r}; give names "
-                                             "separated by commas, such as search,calc")
+            raise argparse.ArgumentTypeError(
+                f"an empty tool name in {text!r}; give names "
+                "separated by commas, such as search,calc"
+            )
         if not name.isidentifier():
-            raise argparse.ArgumentTypeError(f"{name!r} is not a tool name (an identifier such as "
-                                             "search or list_invoices); separate names with commas")
+            raise argparse.ArgumentTypeError(
+                f"{name!r} is not a tool name (an identifier such as "
+                "search or list_invoices); separate names with commas"
+            )
     return names
 
 
@@ -109,18 +127,42 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     d = LabGuards()
     limit = non_negative(zero_is_off=True)
     g = parser.add_argument_group("guards (0 switches a limit off)")
-    g.add_argument("--token-budget", type=whole_number(0, zero_is_off=True), default=d.token_budget,
-                   help="prompt + completion tokens per run (default %(default)s)")
-    g.add_argument("--time-budget", type=limit, default=d.time_budget,
-                   help="wall-clock seconds per run (default %(default)s)")
-    g.add_argument("--tool-timeout", type=limit, default=d.tool_timeout,
-                   help="seconds per tool call (default %(default)s)")
-    g.add_argument("--price-in", type=non_negative(), default=d.price_in,
-                   help="dollars per million prompt tokens (default %(default)s)")
-    g.add_argument("--price-out", type=non_negative(), default=d.price_out,
-                   help="dollars per million completion tokens (default %(default)s)")
-    g.add_argument("--money-budget", type=limit, default=d.money_budget,
-                   help="dollars per run at those prices (default %(default)s)")
+    g.add_argument(
+        "--token-budget",
+        type=whole_number(0, zero_is_off=True),
+        default=d.token_budget,
+        help="prompt + completion tokens per run (default %(default)s)",
+    )
+    g.add_argument(
+        "--time-budget",
+        type=limit,
+        default=d.time_budget,
+        help="wall-clock seconds per run (default %(default)s)",
+    )
+    g.add_argument(
+        "--tool-timeout",
+        type=limit,
+        default=d.tool_timeout,
+        help="seconds per tool call (default %(default)s)",
+    )
+    g.add_argument(
+        "--price-in",
+        type=non_negative(),
+        default=d.price_in,
+        help="dollars per million prompt tokens (default %(default)s)",
+    )
+    g.add_argument(
+        "--price-out",
+        type=non_negative(),
+        default=d.price_out,
+        help="dollars per million completion tokens (default %(default)s)",
+    )
+    g.add_argument(
+        "--money-budget",
+        type=limit,
+        default=d.money_budget,
+        help="dollars per run at those prices (default %(default)s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,34 +181,69 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_ask(sub) -> None:
     """The ``ask`` subcommand."""
-    a = sub.add_parser("ask", help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
-                                   "question and print the trace")
+    a = sub.add_parser(
+        "ask",
+        help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
+        "question and print the trace",
+    )
     a.add_argument("question", nargs="?")
-    a.add_argument("--model", default=None, help=MODEL_HELP + "; with --protocol native, "
-                   "scripted:FILE.json replays JSON replies instead")
-    a.add_argument("--protocol", choices=["text", "native"], default="text",
-                   help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
-                        "react_lab.parser); native: structured tool calls (react_lab.native; the "
-                        "local model's replies constrained by a JSON-Schema grammar, react_lab.lab.backends.grammar)")
-    a.add_argument("--no-stop", action="store_true",
-                   help="send no stop sequence (text protocol only), to see forged observations")
-    a.add_argument("--max-steps", type=whole_number(1), default=MAX_STEPS,
-                   help="model calls per run, plus one best-effort answer if they run out "
-                        "(default %(default)s)")
-    a.add_argument("--max-tokens", type=whole_number(1, N_CTX, why=" (the embedded model's context "
-                                                         "window: no completion is longer)"),
-                   default=MAX_TOKENS, help=f"completion tokens per step (default %(default)s, at most {N_CTX})")
+    a.add_argument(
+        "--model",
+        default=None,
+        help=MODEL_HELP + "; with --protocol native, "
+        "scripted:FILE.json replays JSON replies instead",
+    )
+    a.add_argument(
+        "--protocol",
+        choices=["text", "native"],
+        default="text",
+        help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
+        "react_lab.parser); native: structured tool calls (react_lab.native; the "
+        "local model's replies constrained by a JSON-Schema grammar, "
+        "react_lab.lab.backends.grammar)",
+    )
+    a.add_argument(
+        "--no-stop",
+        action="store_true",
+        help="send no stop sequence (text protocol only), to see forged observations",
+    )
+    a.add_argument(
+        "--max-steps",
+        type=whole_number(1),
+        default=MAX_STEPS,
+        help="model calls per run, plus one best-effort answer if they run out "
+        "(default %(default)s)",
+    )
+    a.add_argument(
+        "--max-tokens",
+        type=whole_number(
+            1, N_CTX, why=" (the embedded model's context window: no completion is longer)"
+        ),
+        default=MAX_TOKENS,
+        help=f"completion tokens per step (default %(default)s, at most {N_CTX})",
+    )
     a.add_argument("--json", action="store_true", help="print one JSON object")
-    a.add_argument("--no-exemplar", action="store_true",
-                   help="native protocol: start with no past exchange (the 135M model then calls "
-                        "no tool); by default one exemplar chosen for the question is sent as past "
-                        "messages, as the native_pool_k1 configuration does")
-    a.add_argument("--mcp", metavar="COMMAND", default=None,
-                   help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.lab.mcp" '
-                        "(react_lab.lab.mcp); only the lab's own read-only tools run without approval")
-    a.add_argument("--config", default=None, help="run the text loop as this named configuration "
-                   "(react_lab.lab.experiments.configs; best: the working agent), with its own step and token "
-                   "limits; --list-configs names them")
+    a.add_argument(
+        "--no-exemplar",
+        action="store_true",
+        help="native protocol: start with no past exchange (the 135M model then calls "
+        "no tool); by default one exemplar chosen for the question is sent as past "
+        "messages, as the native_pool_k1 configuration does",
+    )
+    a.add_argument(
+        "--mcp",
+        metavar="COMMAND",
+        default=None,
+        help='take the tools from this MCP server over stdio, e.g. "python -m react_lab.lab.mcp" '
+        "(react_lab.lab.mcp); only the lab's own read-only tools run without approval",
+    )
+    a.add_argument(
+        "--config",
+        default=None,
+        help="run the text loop as this named configuration "
+        "(react_lab.lab.experiments.configs; best: the working agent), with its own step and token "
+        "limits; --list-configs names them",
+    )
     a.add_argument("--list-configs", action="store_true", help="list the configurations")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
@@ -174,41 +251,65 @@ def _add_ask(sub) -> None:
 
 def _add_forge_rate(sub) -> None:
     """The ``forge-rate`` subcommand."""
-    f = sub.add_parser("forge-rate", help="measure how often the model forges an Observation, "
-                                          "with and without the stop sequence (react_lab.lab.experiments.forge)")
-    f.add_argument("--n", type=whole_number(1), default=100,
-                   help="number of questions (default %(default)s)")
+    f = sub.add_parser(
+        "forge-rate",
+        help="measure how often the model forges an Observation, "
+        "with and without the stop sequence (react_lab.lab.experiments.forge)",
+    )
+    f.add_argument(
+        "--n", type=whole_number(1), default=100, help="number of questions (default %(default)s)"
+    )
     f.add_argument("--model", default=None, help=MODEL_HELP)
-    f.add_argument("--batch", type=whole_number(1, 255), default=BATCH,  # llama.cpp's limit
-                   help="embedded model: questions decoded side by side (default %(default)s; "
-                        "1 = one at a time, exactly create_completion's tokens)")
+    f.add_argument(
+        "--batch",
+        type=whole_number(1, 255),
+        default=BATCH,  # llama.cpp's limit
+        help="embedded model: questions decoded side by side (default %(default)s; "
+        "1 = one at a time, exactly create_completion's tokens)",
+    )
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
-    f.add_argument("--save-results", metavar="NAME", default=None,
-                   help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
-                        "(react_lab.lab.experiments.results); checked before the run starts")
-    f.add_argument("--overwrite", action="store_true",
-                   help="with --save-results: replace that file if it exists (else refused)")
+    f.add_argument(
+        "--save-results",
+        metavar="NAME",
+        default=None,
+        help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
+        "(react_lab.lab.experiments.results); checked before the run starts",
+    )
+    f.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save-results: replace that file if it exists (else refused)",
+    )
     f.set_defaults(func=commands.cmd_forge_rate, usage_error=f.error)
 
 
 def _add_abuses(sub) -> None:
     """The ``abuses`` subcommand."""
-    ab = sub.add_parser("abuses", help="feed three argument abuses to regex, schema and constrained "
-                                       "decoding (react_lab.lab.experiments.abuses)")
+    ab = sub.add_parser(
+        "abuses",
+        help="feed three argument abuses to regex, schema and constrained "
+        "decoding (react_lab.lab.experiments.abuses)",
+    )
     ab.add_argument("--json", action="store_true", help="print a JSON list of outcomes")
     ab.set_defaults(func=commands.cmd_abuses)
 
 
 def _add_cost(sub) -> None:
     """The ``cost`` subcommand."""
-    c = sub.add_parser("cost", help="prompt tokens of an N-step run: linear prefix vs quadratic "
-                                    "re-sends (react_lab.cost)")
+    c = sub.add_parser(
+        "cost",
+        help="prompt tokens of an N-step run: linear prefix vs quadratic re-sends (react_lab.cost)",
+    )
     c.add_argument("--prefix", type=int, required=True, help="prompt prefix P, tokens")
     c.add_argument("--observation", type=int, required=True, help="observation O per step, tokens")
     c.add_argument("--assistant", type=int, required=True, help="assistant text A per step, tokens")
     # The sizes stay plain ints: react_lab.cost checks them and names P, O and A.
-    c.add_argument("--steps", type=whole_number(1, MAX_COST_STEPS), required=True,
-                   help=f"number of steps N (at most {MAX_COST_STEPS})")
+    c.add_argument(
+        "--steps",
+        type=whole_number(1, MAX_COST_STEPS),
+        required=True,
+        help=f"number of steps N (at most {MAX_COST_STEPS})",
+    )
     c.add_argument("--plot", help="write a PNG plot to this file")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=commands.cmd_cost)
@@ -216,64 +317,122 @@ def _add_cost(sub) -> None:
 
 def _add_eval(sub) -> None:
     """The ``eval`` subcommand."""
-    e = sub.add_parser("eval", help="evaluate a model and protocol on the fixed task set "
-                                    "(react_lab.lab.experiments.evals, react_lab.lab.experiments.tasks; --model oracle and "
-                                    "dont_know: the 100%% and 0%% baselines)")
+    e = sub.add_parser(
+        "eval",
+        help="evaluate a model and protocol on the fixed task set "
+        "(react_lab.lab.experiments.evals, react_lab.lab.experiments.tasks; --model oracle and "
+        "dont_know: the 100%% and 0%% baselines)",
+    )
     e.add_argument("--n", type=whole_number(1), default=None, help="first N tasks only")
-    e.add_argument("--protocol", choices=["text", "native"], default="text",
-                   help="text (ReAct labels) or native (structured tool calls)")
+    e.add_argument(
+        "--protocol",
+        choices=["text", "native"],
+        default="text",
+        help="text (ReAct labels) or native (structured tool calls)",
+    )
     e.add_argument("--model", default=None, help=EVAL_MODEL_HELP)
-    e.add_argument("--exemplars", type=whole_number(0, len(EXEMPLARS)), default=None,
-                   help="text protocol: put the first N worked exchanges of "
-                        "react_lab.protocol.EXEMPLARS in the prompt (default: the prompt's own, 1)")
-    e.add_argument("--json", action="store_true", help="print the metrics as one JSON object, "
-                                                       "no progress bar")
-    e.add_argument("--concurrency", type=whole_number(1, 64), default=1,
-                   help="runs in flight at once against an endpoint (default %(default)s); "
-                        "records come back in task order, as a serial run's")
-    e.add_argument("--save-results", metavar="NAME", default=None,
-                   help="compute every task afresh (no cache) and save metrics and records, "
-                        "fingerprinted, as react_lab/data/results/NAME.json (react_lab.lab.experiments.results); "
-                        "with --config: save the finished ladder run; checked before the run starts")
-    e.add_argument("--overwrite", action="store_true",
-                   help="with --save-results: replace that file if it exists (else refused)")
+    e.add_argument(
+        "--exemplars",
+        type=whole_number(0, len(EXEMPLARS)),
+        default=None,
+        help="text protocol: put the first N worked exchanges of "
+        "react_lab.protocol.EXEMPLARS in the prompt (default: the prompt's own, 1)",
+    )
+    e.add_argument(
+        "--json", action="store_true", help="print the metrics as one JSON object, no progress bar"
+    )
+    e.add_argument(
+        "--concurrency",
+        type=whole_number(1, 64),
+        default=1,
+        help="runs in flight at once against an endpoint (default %(default)s); "
+        "records come back in task order, as a serial run's",
+    )
+    e.add_argument(
+        "--save-results",
+        metavar="NAME",
+        default=None,
+        help="compute every task afresh (no cache) and save metrics and records, "
+        "fingerprinted, as react_lab/data/results/NAME.json (react_lab.lab.experiments.results); "
+        "with --config: save the finished ladder run; checked before the run starts",
+    )
+    e.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save-results: replace that file if it exists (else refused)",
+    )
     ladder_group = e.add_argument_group(
-        "the ladder (react_lab.lab.experiments.ladder)", "--config NAME runs a named configuration of the "
-        "loop over the dev or test half; --list-configs names them")
-    ladder_group.add_argument("--config", default=None, help="a configuration of react_lab.lab.experiments.ladder "
-                              "(baseline, grammar_action, ..., best)")
+        "the ladder (react_lab.lab.experiments.ladder)",
+        "--config NAME runs a named configuration of the "
+        "loop over the dev or test half; --list-configs names them",
+    )
+    ladder_group.add_argument(
+        "--config",
+        default=None,
+        help="a configuration of react_lab.lab.experiments.ladder "
+        "(baseline, grammar_action, ..., best)",
+    )
     ladder_group.add_argument("--list-configs", action="store_true", help="list the configurations")
-    ladder_group.add_argument("--split", choices=["dev", "test", "all", "paraphrase", "seeds"],
-                              default=None, help="the tasks to run (with --config; default dev): a "
-                              "half, the paraphrase test set, or the seed articles' questions")
-    ladder_group.add_argument("--tasks", metavar="FILE.json", default=None,
-                              help="run every task of this task file instead (the format: "
-                                   "react_lab.lab.experiments.tasks)")
-    ladder_group.add_argument("--per-category", type=whole_number(1), default=None,
-                              help="only the first N tasks of each category of the split")
-    ladder_group.add_argument("--trials", type=whole_number(1, 100), default=1,
-                              help="runs per task, with seeds S, S+1, ... (default 1)")
-    ladder_group.add_argument("--temperature", type=float, default=0.0,
-                              help="sampling temperature (default 0: greedy)")
+    ladder_group.add_argument(
+        "--split",
+        choices=["dev", "test", "all", "paraphrase", "seeds"],
+        default=None,
+        help="the tasks to run (with --config; default dev): a "
+        "half, the paraphrase test set, or the seed articles' questions",
+    )
+    ladder_group.add_argument(
+        "--tasks",
+        metavar="FILE.json",
+        default=None,
+        help="run every task of this task file instead (the format: "
+        "react_lab.lab.experiments.tasks)",
+    )
+    ladder_group.add_argument(
+        "--per-category",
+        type=whole_number(1),
+        default=None,
+        help="only the first N tasks of each category of the split",
+    )
+    ladder_group.add_argument(
+        "--trials",
+        type=whole_number(1, 100),
+        default=1,
+        help="runs per task, with seeds S, S+1, ... (default 1)",
+    )
+    ladder_group.add_argument(
+        "--temperature", type=float, default=0.0, help="sampling temperature (default 0: greedy)"
+    )
     ladder_group.add_argument("--seed", type=int, default=0, help="seed of the first trial")
-    ladder_group.add_argument("--budget", type=float, default=None,
-                              help="seconds; start no run after them (run again to resume)")
+    ladder_group.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="seconds; start no run after them (run again to resume)",
+    )
     e.set_defaults(func=commands.cmd_eval, usage_error=e.error)
 
 
 def _add_doctor(sub) -> None:
     """The ``doctor`` subcommand."""
-    d = sub.add_parser("doctor", help="check the install offline (model file, llama.cpp, database), "
-                                      "and the endpoint when OPENAI_BASE_URL is set")
+    d = sub.add_parser(
+        "doctor",
+        help="check the install offline (model file, llama.cpp, database), "
+        "and the endpoint when OPENAI_BASE_URL is set",
+    )
     d.set_defaults(func=lambda a: doctor.main())
 
 
 def _add_parse(sub) -> None:
     """The ``parse`` subcommand."""
-    pr = sub.add_parser("parse", help="parse model text from stdin with the tolerant parser "
-                                      "(react_lab.parser)")
-    pr.add_argument("--tools", type=tool_names, default=None,
-                    help="comma-separated tool names, such as search,calc; any other name is an error")
+    pr = sub.add_parser(
+        "parse", help="parse model text from stdin with the tolerant parser (react_lab.parser)"
+    )
+    pr.add_argument(
+        "--tools",
+        type=tool_names,
+        default=None,
+        help="comma-separated tool names, such as search,calc; any other name is an error",
+    )
     pr.set_defaults(func=commands.cmd_parse)
 
 
@@ -283,19 +442,23 @@ def main(argv: list[str] | None = None) -> int:
     A bad option exits through argparse (``SystemExit(2)``, usage on stderr). A model or
     file that cannot be loaded (``ValueError``, a missing, unreadable or directory path)
     prints ``react-lab: error: ...`` on stderr and returns 2, and so does an endpoint
-    that cannot serve a request (:class:`react_lab.lab.backends.endpoints.EndpointError`: unreachable,
-    unknown model, refused key, timeout, still failing after the retries); any other
-    exception is a bug and keeps its traceback.
+    that cannot serve a request (:class:`react_lab.lab.backends.endpoints.EndpointError`:
+    unreachable, unknown model, refused key, timeout, still failing after the retries); any
+    other exception is a bug and keeps its traceback.
     """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError,
-            PermissionError, EndpointError) as exc:
+    except (
+        ValueError,
+        FileNotFoundError,
+        IsADirectoryError,
+        NotADirectoryError,
+        PermissionError,
+        EndpointError,
+    ) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `react-lab parse ... | head`: the reader left; no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's own recipe
         return 141
-
-

@@ -3,6 +3,7 @@
 The argument parser that fills ``args`` is :func:`react_lab.lab.cli.build_parser`; every
 handler runs the same code as the notebooks.
 """
+
 from __future__ import annotations
 
 import functools
@@ -10,10 +11,15 @@ import json
 import sys
 from pathlib import Path
 
+from ...cost import describe_cost, run_cost
+from ...loop import ask
+from ...native import ask_native
+from ...parser import parse
+from ...protocol import EXEMPLARS, visible
+from ...tools import default_tools
 from ..backends.chat import LocalChatModel
 from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec
-from ...cost import describe_cost, run_cost
 from ..experiments import evals
 from ..experiments.abuses import run_abuses
 from ..experiments.evals import save_eval
@@ -39,14 +45,9 @@ from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
 from ..guards import LabGuards
-from ..parallel_calls import run_parallel_calls
-from ...loop import ask
-from ...native import ask_native
 from ..notebook.plots import plot_cost
 from ..notebook.warm import warm_up
-from ...parser import parse
-from ...protocol import EXEMPLARS, visible
-from ...tools import default_tools
+from ..parallel_calls import run_parallel_calls
 
 
 def _print_json(obj) -> None:
@@ -70,16 +71,20 @@ def cmd_ask(args) -> int:
     ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
     grammar and answer checks; :func:`react_lab.lab.experiments.ladder.ask_config`).
     """
-    if args.list_configs or args.config:  # a named configuration (react_lab.lab.experiments.configs)
+    # a named configuration (react_lab.lab.experiments.configs)
+    if args.list_configs or args.config:
         return _ask_config(args)
     if args.question is None:
         args.usage_error("the following arguments are required: question")
     if not visible(args.question):
-        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
-                         "ask a question with words in it")
+        args.usage_error(
+            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
+        )
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
-        args.usage_error("argument --no-stop: the native protocol sends no stop sequence; "
-                         "drop --no-stop, or use --protocol text to see forged observations")
+        args.usage_error(
+            "argument --no-stop: the native protocol sends no stop sequence; "
+            "drop --no-stop, or use --protocol text to see forged observations"
+        )
     tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
@@ -87,17 +92,29 @@ def cmd_ask(args) -> int:
         exemplars = [] if args.no_exemplar else native_exemplars(args.question, tools)
         if not args.json:
             print(_exemplar_note(exemplars, args.no_exemplar))
-        result = ask_native(args.question, load_chat_model(args.model), tools,
-                            max_steps=args.max_steps, max_tokens=args.max_tokens,
-                            guards=_guards(args), exemplars=exemplars,
-                            run_calls=run_parallel_calls)
+        result = ask_native(
+            args.question,
+            load_chat_model(args.model),
+            tools,
+            max_steps=args.max_steps,
+            max_tokens=args.max_tokens,
+            guards=_guards(args),
+            exemplars=exemplars,
+            run_calls=run_parallel_calls,
+        )
     else:
         model = load_model(args.model)
-        result = ask(args.question, model, tools, stop=not args.no_stop,
-                     max_steps=args.max_steps, max_tokens=args.max_tokens, guards=_guards(args))
+        result = ask(
+            args.question,
+            model,
+            tools,
+            stop=not args.no_stop,
+            max_steps=args.max_steps,
+            max_tokens=args.max_tokens,
+            guards=_guards(args),
+        )
     getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     return _print_run(args, result)
-
 
 
 def native_exemplars(question: str, tools) -> list:
@@ -119,14 +136,16 @@ def native_exemplars(question: str, tools) -> list:
 def _exemplar_note(exemplars: list, asked_none: bool) -> str:
     """One line before a native trace: which past exchange the run starts from."""
     if exemplars:
-        return (f"exemplar (as past messages, chosen for this question): "
-                f"{exemplars[0].question!r}")
+        return f"exemplar (as past messages, chosen for this question): {exemplars[0].question!r}"
     why = "--no-exemplar" if asked_none else "no exemplar calls only these tools"
     return f"exemplar: none ({why}); the 135M model then calls no tool"
 
 
 def _mcp_tools(args):
-    """``--mcp COMMAND``: the tools of that MCP server (react_lab.lab.mcp); a bad one is a usage error."""
+    """``--mcp COMMAND``: the tools of that MCP server (react_lab.lab.mcp).
+
+    A bad one is a usage error.
+    """
     from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
         MCPServerError,
         mcp_tools,
@@ -139,16 +158,26 @@ def _mcp_tools(args):
 
 
 def _ask_config(args) -> int:
-    """``react-lab ask --config NAME``: the text loop with the embedded model as that configuration."""
+    """``react-lab ask --config NAME``.
+
+    The text loop with the embedded model as that configuration.
+    """
     if args.list_configs:
         print(list_configs())
         return 0
-    if args.question is None or getattr(args, "protocol", "text") != "text" or args.model not in (None, "local"):
-        args.usage_error("--config runs the text protocol on the embedded model: give a question, "
-                         "and no --protocol native or other --model")
+    if (
+        args.question is None
+        or getattr(args, "protocol", "text") != "text"
+        or args.model not in (None, "local")
+    ):
+        args.usage_error(
+            "--config runs the text protocol on the embedded model: give a question, "
+            "and no --protocol native or other --model"
+        )
     if not visible(args.question):
-        args.usage_error(f"argument question: is blank ({args.question!r:.40}); "
-                         "ask a question with words in it")
+        args.usage_error(
+            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
+        )
     cfg = get_config(args.config)  # an unknown name stops before the model loads
     warm_up(model=True, protocols=["text"])
     result = ask_config(args.question, cfg)  # its own step and token limits, as measured
@@ -157,10 +186,14 @@ def _ask_config(args) -> int:
 
 def _guards(args):
     """The run's :class:`react_lab.lab.guards.LabGuards` from the ``ask`` options (0: off)."""
-    return LabGuards(token_budget=args.token_budget or None, time_budget=args.time_budget or None,
-                  tool_timeout=args.tool_timeout or None, money_budget=args.money_budget or None,
-                  price_in=args.price_in, price_out=args.price_out)
-
+    return LabGuards(
+        token_budget=args.token_budget or None,
+        time_budget=args.time_budget or None,
+        tool_timeout=args.tool_timeout or None,
+        money_budget=args.money_budget or None,
+        price_in=args.price_in,
+        price_out=args.price_out,
+    )
 
 
 #: What ``react-lab parse`` prints of a :class:`react_lab.protocol.ParseResult`.
@@ -175,9 +208,11 @@ def cmd_parse(args) -> int:
     return 0
 
 
-
 def _check_save_target(args) -> None:
-    """``--save-results NAME [--overwrite]``: a usage error, before any work, for a bad name or an existing file."""
+    """``--save-results NAME [--overwrite]``: checked before any work.
+
+    A bad name or an existing file is a usage error.
+    """
     name, overwrite = getattr(args, "save_results", None), getattr(args, "overwrite", False)
     if overwrite and not name:
         args.usage_error("argument --overwrite: give --save-results NAME too (the file to replace)")
@@ -191,12 +226,12 @@ def _check_save_target(args) -> None:
 def _eval_model(spec: str, protocol: str):
     """Build the backend for ``--model``: oracle, dont_know, or a model spec for the protocol.
 
-    Text: :func:`react_lab.lab.backends.load.load_model` specs; native: :func:`react_lab.lab.backends.load.load_chat_model`.
+    Text: :func:`react_lab.lab.backends.load.load_model` specs; native:
+    :func:`react_lab.lab.backends.load.load_chat_model`.
     """
     if spec in evals.SCRIPTED:
         return functools.partial(evals.SCRIPTED[spec], protocol=protocol)
     return load_chat_model(spec) if protocol == "native" else load_model(spec)
-
 
 
 def cmd_eval(args) -> int:
@@ -208,9 +243,9 @@ def cmd_eval(args) -> int:
     N of :data:`react_lab.protocol.EXEMPLARS` in the prompt; None: the prompt's default),
     ``json``, ``concurrency`` (runs in flight against an endpoint,
     :func:`react_lab.lab.experiments.evals.evaluate`), ``save_results`` (a name: every task computed
-    afresh, then saved by :func:`react_lab.lab.experiments.results.save_eval`). Records are cached under
-    :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises ``ValueError`` for ``exemplars``
-    with the native protocol. Returns the exit code.
+    afresh, then saved by :func:`react_lab.lab.experiments.results.save_eval`). Records are
+    cached under :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises
+    ``ValueError`` for ``exemplars`` with the native protocol. Returns the exit code.
     """
     if args.config or args.list_configs:  # the ladder's named configurations
         return cmd_ladder(args)
@@ -226,30 +261,51 @@ def cmd_eval(args) -> int:
         model = _eval_model(args.model, args.protocol)
         if args.model == "local":
             warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
-        run = evals.evaluate(tasks, model, protocol=args.protocol, progress=not args.json,
-                             model_name=args.model if args.model in evals.SCRIPTED else None,
-                             exemplars=exemplars,
-                             concurrency=getattr(args, "concurrency", 1), use_cache=not save_as)
+        run = evals.evaluate(
+            tasks,
+            model,
+            protocol=args.protocol,
+            progress=not args.json,
+            model_name=args.model if args.model in evals.SCRIPTED else None,
+            exemplars=exemplars,
+            concurrency=getattr(args, "concurrency", 1),
+            use_cache=not save_as,
+        )
     except RuntimeError as exc:
         if isinstance(exc, EndpointError):
             raise  # the CLI prints it as one "react-lab: error: ..." line
         print(f"react-lab eval: {exc}", file=sys.stderr)
         return 2
     if save_as:
-        path = save_eval(save_as, run, protocol=args.protocol, model=args.model, n=args.n,
-                         exemplars=n_exemplars, overwrite=getattr(args, "overwrite", False))
+        path = save_eval(
+            save_as,
+            run,
+            protocol=args.protocol,
+            model=args.model,
+            n=args.n,
+            exemplars=n_exemplars,
+            overwrite=getattr(args, "overwrite", False),
+        )
         print(f"saved: {path}", file=sys.stderr)
     m = run.metrics
-    summary = {**m, "model": run.records[0]["model"] if run.records else args.model,
-               "protocol": args.protocol, "run_id": run.run_id, "computed": run.computed,
-               "seconds": round(run.seconds, 2), "log": str(run.log_path)}
+    summary = {
+        **m,
+        "model": run.records[0]["model"] if run.records else args.model,
+        "protocol": args.protocol,
+        "run_id": run.run_id,
+        "computed": run.computed,
+        "seconds": round(run.seconds, 2),
+        "log": str(run.log_path),
+    }
     if args.json:
         print(json.dumps(summary, indent=2, ensure_ascii=False))
         return 0
     for r in run.records:
         answer = (r["answer"] or "").replace("\n", " ")
-        print(f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
-              f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}")
+        print(
+            f"{'✓' if r['correct'] else '✗'} {r['task_id']:<18} {r['stopped_by']:<10} "
+            f"{len(r['steps'])} steps  gold={r['gold']!r}  answer={answer[:60]!r}"
+        )
     print()
     for key in evals.METRIC_ROWS:
         print(f"{key:>20}: {m[key]:.3f}")
@@ -259,9 +315,10 @@ def cmd_eval(args) -> int:
 
 
 def cmd_cost(args) -> int:
-    """``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png] [--json]``.
+    """Handle ``react-lab cost``.
 
-    ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
+    ``react-lab cost --prefix P --observation O --assistant A --steps N [--plot FILE.png]
+    [--json]``. ``--json`` prints ``{"per_step", "total_tokens", "prefix_tokens", "resent_tokens",
     "naive_tokens"}``; otherwise a table of the steps and a summary. ``--plot`` writes
     :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
     """
@@ -300,14 +357,16 @@ def cmd_abuses(args) -> int:
 
 
 def cmd_forge_rate(args) -> int:
-    """Handle ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``; always recomputes.
+    """Handle ``react-lab forge-rate``; always recomputes.
+
+    ``react-lab forge-rate --n N [--model SPEC] [--batch K] [--json] [--save-results NAME]``.
 
     ``--json`` prints the result without per-question texts (``{"n", "model",
     "max_tokens", "seconds" (wall time), "arms_from", "tokens": {"prompt_sent",
     "prompt_evaluated", "generated"}, "tail_subsample", "with_stop", "without_stop",
     "cached"}``) and shows no progress bar (as ``eval --json``). ``--save-results NAME``
-    saves the whole result as a fingerprinted results file (:mod:`react_lab.lab.experiments.results`).
-    Returns the exit code.
+    saves the whole result as a fingerprinted results file
+    (:mod:`react_lab.lab.experiments.results`). Returns the exit code.
     """
     _check_save_target(args)
     spec = model_spec(args.model)
@@ -318,13 +377,22 @@ def cmd_forge_rate(args) -> int:
     result = forge_rate(args.n, model, batch=batch, refresh=True, progress=not args.json)
     name = getattr(args, "save_results", None)
     if name:
-        path = save_results(name, result, experiment="forge", seconds=result["seconds"],
-                    overwrite=getattr(args, "overwrite", False),
-                    config={"n": args.n, "max_tokens": result["max_tokens"], "tail": TAIL_SAMPLE,
-                            "batch": batch,
-                            "model": spec},
-                    command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
-                            f"--save-results {name}")
+        path = save_results(
+            name,
+            result,
+            experiment="forge",
+            seconds=result["seconds"],
+            overwrite=getattr(args, "overwrite", False),
+            config={
+                "n": args.n,
+                "max_tokens": result["max_tokens"],
+                "tail": TAIL_SAMPLE,
+                "batch": batch,
+                "model": spec,
+            },
+            command=f"react-lab forge-rate --n {args.n} --model {spec} --batch {batch} "
+            f"--save-results {name}",
+        )
         print(f"saved: {path}", file=sys.stderr)
     if args.json:
         brief = {k: v for k, v in result.items() if k != "trials"}
@@ -339,10 +407,10 @@ def cmd_ladder(args) -> int:
     """``react-lab eval --config NAME``: run one rung over a split; print its summary.
 
     ``args``: ``config``, ``split`` (dev|test|all|paraphrase|seeds) or ``tasks`` (a task
-    file, :mod:`react_lab.lab.experiments.tasks` gives the format), ``per_category`` / ``n`` (a fixed
-    subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop starting
-    runs after it), ``save_results`` (a results name), ``json``. Returns 0 when every
-    run is done, 3 when the budget stopped it first (run the same command again to
+    file, :mod:`react_lab.lab.experiments.tasks` gives the format), ``per_category`` / ``n``
+    (a fixed subset), ``trials``, ``temperature``, ``seed``, ``budget`` (seconds; stop
+    starting runs after it), ``save_results`` (a results name), ``json``. Returns 0 when
+    every run is done, 3 when the budget stopped it first (run the same command again to
     resume), 2 for bad arguments.
     """
     if getattr(args, "list_configs", False):
@@ -356,34 +424,62 @@ def cmd_ladder(args) -> int:
     split = f"tasks-{Path(file).stem}" if file else args.split or "dev"
     tasks = choose_tasks(split, per_category=args.per_category, n=args.n, path=file)
     if args.trials > 1 and args.temperature == 0:
-        print("react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
-              "give a temperature such as 0.7", file=sys.stderr)
+        print(
+            "react-lab eval: --trials above 1 at --temperature 0 repeats the same greedy run; "
+            "give a temperature such as 0.7",
+            file=sys.stderr,
+        )
         return 2
     quiet = args.json
-    records, complete = run_ladder(cfg, tasks, split=split, trials=args.trials,
-                                   temperature=args.temperature, seed=args.seed,
-                                   budget=args.budget, progress=None if quiet else print)
+    records, complete = run_ladder(
+        cfg,
+        tasks,
+        split=split,
+        trials=args.trials,
+        temperature=args.temperature,
+        seed=args.seed,
+        budget=args.budget,
+        progress=None if quiet else print,
+    )
     summary = summarize(records)
-    subset = (f"first {args.per_category} per category" if args.per_category else "all") + \
-             (f", first {args.n}" if args.n else "")
+    subset = (f"first {args.per_category} per category" if args.per_category else "all") + (
+        f", first {args.n}" if args.n else ""
+    )
     out = {"config": cfg.name, "split": split, "subset": subset, "complete": complete, **summary}
     if complete and args.save_results:
-        settings = results_config(cfg, split, tasks, args.trials, args.temperature, args.seed, subset,
-                                  tasks_file=file)
-        command = " ".join(["react-lab eval", f"--config {cfg.name}",
-                            f"--tasks {file}" if file else f"--split {split}",
-                            *([f"--per-category {args.per_category}"] if args.per_category else []),
-                            *([f"--n {args.n}"] if args.n else []),
-                            f"--trials {args.trials}", f"--temperature {args.temperature:g}",
-                            f"--seed {args.seed}", f"--save-results {args.save_results}"])
-        out["saved"] = str(save(args.save_results, records, settings, command=command,
-                                overwrite=getattr(args, "overwrite", False)))
+        settings = results_config(
+            cfg, split, tasks, args.trials, args.temperature, args.seed, subset, tasks_file=file
+        )
+        command = " ".join(
+            [
+                "react-lab eval",
+                f"--config {cfg.name}",
+                f"--tasks {file}" if file else f"--split {split}",
+                *([f"--per-category {args.per_category}"] if args.per_category else []),
+                *([f"--n {args.n}"] if args.n else []),
+                f"--trials {args.trials}",
+                f"--temperature {args.temperature:g}",
+                f"--seed {args.seed}",
+                f"--save-results {args.save_results}",
+            ]
+        )
+        out["saved"] = str(
+            save(
+                args.save_results,
+                records,
+                settings,
+                command=command,
+                overwrite=getattr(args, "overwrite", False),
+            )
+        )
     if quiet:
         print(json.dumps(out, indent=2))
     else:
         print(format_summary(cfg.name, summary))
-        print(f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
-              + ("" if complete else "; the budget ran out: run the same command again to resume"))
+        print(
+            f"split {split} ({subset}), {len(records)} of {len(tasks) * args.trials} runs done"
+            + ("" if complete else "; the budget ran out: run the same command again to resume")
+        )
         if out.get("saved"):
             print(f"saved: {out['saved']}")
     return 0 if complete else 3

@@ -1,4 +1,6 @@
-"""The lab's measurements: forged observations, argument abuses, failure modes, evaluation, the ladder.
+"""The lab's measurements.
+
+Forged observations, argument abuses, failure modes, evaluation, the ladder.
 
 Each experiment keeps its own fingerprint inputs; :mod:`.results` stores their saved
 results and refuses a stale one. :mod:`.tasks` holds the task set and the scorer,

@@ -17,17 +17,18 @@ Outcomes: ``wrong_call`` (ran and returned misleading rows), ``type_error`` (Pyt
 TypeError; the classic loop has no ``try``, so the run crashes), ``rejected`` (an error that
 names the field), ``impossible`` (cannot be generated), ``ok``.
 """
+
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..backends.grammar import grammar_check, reply_grammar
-from ...tool_calls import SYSTEM
 from ...protocol import strict_parse
 from ...schema import check_arguments
+from ...tool_calls import SYSTEM
 from ...tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
+from ..backends.grammar import grammar_check, reply_grammar
 
 DEFENCES = ("regex", "schema", "grammar")
 OUTCOMES = ("wrong_call", "type_error", "rejected", "impossible", "ok")
@@ -56,26 +57,60 @@ class Abuse:
 
 
 ABUSES: tuple[Abuse, ...] = (
-    Abuse("malformed", "missing comma", "list_invoices", "list_invoices[cus_8812 2026-07-01]",
-          '{"customer_id": "cus_8812" "since": "2026-07-01"}', JULY,
-          "Call list_invoices with exactly these arguments: cus_8812 2026-07-01"),
-    Abuse("malformed", "date in words", "list_invoices", "list_invoices[cus_8812, July 1st]",
-          '{"customer_id": "cus_8812", "since": "July 1st"}', JULY,
-          "List the invoices of cus_8812 issued since July 1st."),
-    Abuse("malformed", "comma inside an argument", "search", "search[refunds, duplicates]",
-          '{"query": "refunds, duplicates"}', {"query": "refunds, duplicates"},
-          "Search the help articles for: refunds, duplicates"),
-    Abuse("missing", "required argument left out", "list_invoices", "list_invoices[cus_8812]",
-          '{"customer_id": "cus_8812"}', JULY,
-          "List the invoices of cus_8812. Pass only the customer id."),
-    Abuse("undeclared", "extra argument", "list_invoices",
-          "list_invoices[cus_8812, 2026-07-01, include_deleted]",
-          '{"customer_id": "cus_8812", "since": "2026-07-01", "include_deleted": true}', JULY,
-          "List the invoices of cus_8812 since 2026-07-01 with include_deleted set to true."),
-    Abuse("undeclared", "extra argument in a declared slot", "list_invoices",
-          "list_invoices[cus_8812, include_deleted]",
-          '{"customer_id": "cus_8812", "include_deleted": true}', JULY,
-          "List the invoices of cus_8812, include_deleted."),
+    Abuse(
+        "malformed",
+        "missing comma",
+        "list_invoices",
+        "list_invoices[cus_8812 2026-07-01]",
+        '{"customer_id": "cus_8812" "since": "2026-07-01"}',
+        JULY,
+        "Call list_invoices with exactly these arguments: cus_8812 2026-07-01",
+    ),
+    Abuse(
+        "malformed",
+        "date in words",
+        "list_invoices",
+        "list_invoices[cus_8812, July 1st]",
+        '{"customer_id": "cus_8812", "since": "July 1st"}',
+        JULY,
+        "List the invoices of cus_8812 issued since July 1st.",
+    ),
+    Abuse(
+        "malformed",
+        "comma inside an argument",
+        "search",
+        "search[refunds, duplicates]",
+        '{"query": "refunds, duplicates"}',
+        {"query": "refunds, duplicates"},
+        "Search the help articles for: refunds, duplicates",
+    ),
+    Abuse(
+        "missing",
+        "required argument left out",
+        "list_invoices",
+        "list_invoices[cus_8812]",
+        '{"customer_id": "cus_8812"}',
+        JULY,
+        "List the invoices of cus_8812. Pass only the customer id.",
+    ),
+    Abuse(
+        "undeclared",
+        "extra argument",
+        "list_invoices",
+        "list_invoices[cus_8812, 2026-07-01, include_deleted]",
+        '{"customer_id": "cus_8812", "since": "2026-07-01", "include_deleted": true}',
+        JULY,
+        "List the invoices of cus_8812 since 2026-07-01 with include_deleted set to true.",
+    ),
+    Abuse(
+        "undeclared",
+        "extra argument in a declared slot",
+        "list_invoices",
+        "list_invoices[cus_8812, include_deleted]",
+        '{"customer_id": "cus_8812", "include_deleted": true}',
+        JULY,
+        "List the invoices of cus_8812, include_deleted.",
+    ),
 )
 
 
@@ -99,6 +134,7 @@ class Outcome:
 
 # --------------------------------------------------------------------------- the defences
 
+
 def regex_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
     """Run the abuse the classic way: match ACTION_RE, split on commas, call ``tool.fn(*args)``."""
     parsed = strict_parse(f"Action: {abuse.action}")
@@ -110,15 +146,32 @@ def regex_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
         try:
             rows = tool.fn(*args)
         except TypeError as exc:
-            return Outcome(abuse.label, "regex", "type_error",
-                           f"{parsed.tool}(*{args}) raised TypeError: {exc}", list(sql))
+            return Outcome(
+                abuse.label,
+                "regex",
+                "type_error",
+                f"{parsed.tool}(*{args}) raised TypeError: {exc}",
+                list(sql),
+            )
     intended = tool.fn(**abuse.intended)
     if rows == intended:
-        return Outcome(abuse.label, "regex", "ok", f"{parsed.tool}(*{args}) returned what was "
-                       f"meant ({_count(rows)})", list(sql), rows)
-    return Outcome(abuse.label, "regex", "wrong_call",
-                   f"{parsed.tool}(*{args}) ran {_where(sql)} and returned {_count(rows)}; "
-                   f"the intended call returns {_count(intended)}", list(sql), rows)
+        return Outcome(
+            abuse.label,
+            "regex",
+            "ok",
+            f"{parsed.tool}(*{args}) returned what was meant ({_count(rows)})",
+            list(sql),
+            rows,
+        )
+    return Outcome(
+        abuse.label,
+        "regex",
+        "wrong_call",
+        f"{parsed.tool}(*{args}) ran {_where(sql)} and returned {_count(rows)}; "
+        f"the intended call returns {_count(intended)}",
+        list(sql),
+        rows,
+    )
 
 
 def schema_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
@@ -126,12 +179,20 @@ def schema_defence(abuse: Abuse, tools: dict[str, Tool]) -> Outcome:
     args, errors = check_arguments(tools[abuse.tool], abuse.arguments)
     if errors:
         return Outcome(abuse.label, "schema", "rejected", "; ".join(errors))
-    return Outcome(abuse.label, "schema", "ok", f"valid: {abuse.tool}({json.dumps(args)}); "
-                   "a comma inside a JSON string is just a character")
+    return Outcome(
+        abuse.label,
+        "schema",
+        "ok",
+        f"valid: {abuse.tool}({json.dumps(args)}); "
+        "a comma inside a JSON string is just a character",
+    )
 
 
 def reply_text(abuse: Abuse) -> str:
-    """The whole native reply that would carry the abuse: ``{"thought": "", "tool_calls": [...]}``."""
+    """The whole native reply that would carry the abuse.
+
+    ``{"thought": "", "tool_calls": [...]}``.
+    """
     call = f'{{"name": "{abuse.tool}", "arguments": {abuse.arguments}}}'
     return f'{{"thought": "", "tool_calls": [{call}]}}'
 
@@ -150,34 +211,48 @@ def grammar_defence(abuse: Abuse, tools: dict[str, Tool], *, model=None) -> Outc
     else:
         at = check.at - text.index(abuse.arguments)  # offset inside the arguments
         what = f"refuses {check.char!r}" if check.char else "refuses to end"
-        out = Outcome(abuse.label, "grammar", "impossible",
-                      f"the grammar {what} at character {at} of the arguments: "
-                      f"{abuse.arguments[:at]}⟨here⟩")
+        out = Outcome(
+            abuse.label,
+            "grammar",
+            "impossible",
+            f"the grammar {what} at character {at} of the arguments: {abuse.arguments[:at]}⟨here⟩",
+        )
     if model is not None:
         out.sampled = sample_call(abuse, model, tools)
         s = out.sampled
-        out.detail += (f"; sampled: {s['tool']}({json.dumps(s['args'])}) -- "
-                       + ("schema-valid" if s["valid"] else "INVALID: " + "; ".join(s["errors"])))
+        out.detail += f"; sampled: {s['tool']}({json.dumps(s['args'])}) -- " + (
+            "schema-valid" if s["valid"] else "INVALID: " + "; ".join(s["errors"])
+        )
     return out
 
 
 def sample_call(abuse: Abuse, model, tools: dict[str, Tool]) -> dict:
-    """Ask the model for the abuse in words; return ``{"tool", "args", "valid", "errors", "text"}``."""
-    messages = [{"role": "system", "content": SYSTEM},
-                {"role": "user", "content": abuse.invitation}]
-    reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=160,
-                            tool_choice="required")
+    """Ask the model for the abuse in words.
+
+    Returns ``{"tool", "args", "valid", "errors", "text"}``.
+    """
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": abuse.invitation},
+    ]
+    reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=160, tool_choice="required")
     if not reply.tool_calls:
-        return {"tool": None, "args": None, "valid": False, "text": reply.text,
-                "errors": [f"no call (finish_reason={reply.finish_reason})"]}
+        return {
+            "tool": None,
+            "args": None,
+            "valid": False,
+            "text": reply.text,
+            "errors": [f"no call (finish_reason={reply.finish_reason})"],
+        }
     call = reply.tool_calls[0]["function"]
     name = call["name"]
     args, errors = check_arguments(tools[name], call["arguments"])
     return {"tool": name, "args": args, "valid": not errors, "errors": errors, "text": reply.text}
 
 
-def run_abuses(abuses=ABUSES, defences=DEFENCES, *, tools: dict[str, Tool] | None = None,
-               model=None) -> list[Outcome]:
+def run_abuses(
+    abuses=ABUSES, defences=DEFENCES, *, tools: dict[str, Tool] | None = None, model=None
+) -> list[Outcome]:
     """Feed every abuse to every defence; return the outcomes, abuse by abuse.
 
     The ``grammar`` defence loads the embedded model (it needs its vocabulary); with

@@ -9,6 +9,7 @@ two separate completions would have ended. :func:`react_lab.lab.experiments.forg
 uses it on the embedded model; ``tests/lab/experiments/test_forge_model.py`` checks it against
 two real calls.
 """
+
 from __future__ import annotations
 
 import time
@@ -44,8 +45,14 @@ class TwoArmReader:
     would have made.
     """
 
-    def __init__(self, detokenize: Callable[[list[int]], bytes], *, max_tokens: int,
-                 stop: Sequence[str] = protocol.STOP, run_to_max: bool = False):
+    def __init__(
+        self,
+        detokenize: Callable[[list[int]], bytes],
+        *,
+        max_tokens: int,
+        stop: Sequence[str] = protocol.STOP,
+        run_to_max: bool = False,
+    ):
         self.detokenize, self.stop = detokenize, [s for s in stop if s]
         self.max_tokens, self.run_to_max = max_tokens, run_to_max
         self.tokens: list[int] = []
@@ -68,7 +75,7 @@ class TwoArmReader:
         self.tokens.append(token)
         raw = self.detokenize(self.tokens)
         for i, byte in enumerate(raw[-3:]):  # a UTF-8 lead byte among the last three, as
-            k = 3 - i                         # create_completion reads them (k counted as it does)
+            k = 3 - i  # create_completion reads them (k counted as it does)
             for size, pattern in ((2, 192), (3, 224), (4, 240)):
                 if size > k and pattern & byte == pattern:
                     self._held = size - k
@@ -79,7 +86,7 @@ class TwoArmReader:
         if self.with_stop is None:
             hit = next((s for s in self.stop if s in text), None)
             if hit is not None:
-                self.with_stop = self._arm(text[:text.index(hit)], "stop")
+                self.with_stop = self._arm(text[: text.index(hit)], "stop")
         if self.with_stop is not None and self.early is None and settled_forgery(text) is not None:
             self.early = self._arm(text, "forged")
             if not self.run_to_max:
@@ -97,6 +104,9 @@ class TwoArmReader:
         at = find_forged(text)
         if at is None:
             return 0
-        before = next(k for k in range(len(self.tokens) + 1)
-                      if len(self.detokenize(self.tokens[:k + 1]).decode("utf-8", errors="ignore")) > at)
+        before = next(
+            k
+            for k in range(len(self.tokens) + 1)
+            if len(self.detokenize(self.tokens[: k + 1]).decode("utf-8", errors="ignore")) > at
+        )
         return len(self.tokens) - before

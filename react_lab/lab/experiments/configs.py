@@ -1,4 +1,6 @@
-"""The agent's named configurations: how the prompt is built and how the model decodes, over the same loop.
+"""The agent's named configurations.
+
+How the prompt is built and how the model decodes, over the same loop.
 
 A :class:`Config` names everything that changes between the ladder's rungs (the
 grammar on the Action line, grounded ids, the tool design, the exemplars and how
@@ -8,6 +10,7 @@ order, and :func:`get_config` finds one by name (``react-lab eval --list-configs
 runs them; :func:`first_prompt` shows what a configuration's first prompt holds, and
 :class:`GrammarModel` is the embedded model decoding under a configuration's grammar.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,12 +20,12 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ...checks import check_count
-from ..backends import text_grammar
-from ..backends.base import Completion
-from ..backends.local import LocalModel, local_model
 from ...guards import rejection
 from ...protocol import EXEMPLARS, build_prompt
 from ...tools import ID_RE, Observation, Tool, tool_schemas
+from ..backends import text_grammar
+from ..backends.base import Completion
+from ..backends.local import LocalModel, local_model
 from ..guards import MORE, LabGuards, LabWatch
 from ..provenance import UNSURE, copied_reason, exemplar_text, is_guess
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS
@@ -81,101 +84,250 @@ class Config:
 
 #: Fields added after results were first saved: left out of :func:`settings` at their defaults,
 #: so the files of the rungs that do not use them keep their fingerprints.
-LATER_FIELDS = {"select": "shape", "distinct": False, "exemplar_values": False, "unsure": False,
-                "no_repeat": False, "protocol": "text", "balanced": False}
+LATER_FIELDS = {
+    "select": "shape",
+    "distinct": False,
+    "exemplar_values": False,
+    "unsure": False,
+    "no_repeat": False,
+    "protocol": "text",
+    "balanced": False,
+}
 
 
 def settings(cfg: Config) -> dict:
-    """The configuration as a results file fingerprints it (:data:`LATER_FIELDS` at their defaults left out)."""
-    return {k: v for k, v in dataclasses.asdict(cfg).items()
-            if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    """The configuration as a results file fingerprints it.
+
+    :data:`LATER_FIELDS` at their defaults are left out.
+    """
+    return {
+        k: v
+        for k, v in dataclasses.asdict(cfg).items()
+        if not (k in LATER_FIELDS and v == LATER_FIELDS[k])
+    }
 
 
 _BASELINE = Config("baseline", "today's prompt: one fixed exemplar, default tools, free decoding")
-_GPOOL = Config("gpool_k1", "grammar on the Action line, grounded ids, 1 pool exemplar per question",
-                grammar="free", grounded=True, exemplars="pool", k=1)
-_OLDEST = _GPOOL.with_("t_oldest_first", "rung 2: gpool_k1 + tool design 'oldest_first'",
-                       tools="oldest_first")
-_VALUES = _OLDEST.with_("v_values", "rung 5a: t_oldest_first + the guard on values copied from "
-                        "the exemplar", exemplar_values=True)
+_GPOOL = Config(
+    "gpool_k1",
+    "grammar on the Action line, grounded ids, 1 pool exemplar per question",
+    grammar="free",
+    grounded=True,
+    exemplars="pool",
+    k=1,
+)
+_OLDEST = _GPOOL.with_(
+    "t_oldest_first", "rung 2: gpool_k1 + tool design 'oldest_first'", tools="oldest_first"
+)
+_VALUES = _OLDEST.with_(
+    "v_values",
+    "rung 5a: t_oldest_first + the guard on values copied from the exemplar",
+    exemplar_values=True,
+)
 #: Measured on the dev half and left out of the rungs above it: it lost there (+3 -7).
-_DISTINCT = _VALUES.with_("v_distinct", "rung 5a': v_values + exemplars whose answers no test "
-                          "task shares", distinct=True)
-_INTENT = _VALUES.with_("v_intent", "rung 5b: v_values + the exemplar chosen for what the question "
-                        "asks (a date, an id, a count, yes/no, an amount)", select="intent")
-_UNSURE = _INTENT.with_("v_unsure", "rung 5c: v_intent + no repeated call in the grammar, ids as "
-                        "typed, and a best-effort yes/no that cites nothing says it does not know",
-                        unsure=True, no_repeat=True)
-_COUNTED = _UNSURE.with_("v_counted", "rung 5d: v_unsure + list_invoices also says invoice_count "
-                         "(tool design 'counted' over 'oldest_first')", tools="oldest_first+counted")
-_SEARCH1 = _COUNTED.with_("v_search1", "rung 5e: v_counted + search returns only the best-matching "
-                          "passage (tool design 'search1')", tools="oldest_first+counted+search1")
+_DISTINCT = _VALUES.with_(
+    "v_distinct", "rung 5a': v_values + exemplars whose answers no test task shares", distinct=True
+)
+_INTENT = _VALUES.with_(
+    "v_intent",
+    "rung 5b: v_values + the exemplar chosen for what the question "
+    "asks (a date, an id, a count, yes/no, an amount)",
+    select="intent",
+)
+_UNSURE = _INTENT.with_(
+    "v_unsure",
+    "rung 5c: v_intent + no repeated call in the grammar, ids as "
+    "typed, and a best-effort yes/no that cites nothing says it does not know",
+    unsure=True,
+    no_repeat=True,
+)
+_COUNTED = _UNSURE.with_(
+    "v_counted",
+    "rung 5d: v_unsure + list_invoices also says invoice_count "
+    "(tool design 'counted' over 'oldest_first')",
+    tools="oldest_first+counted",
+)
+_SEARCH1 = _COUNTED.with_(
+    "v_search1",
+    "rung 5e: v_counted + search returns only the best-matching passage (tool design 'search1')",
+    tools="oldest_first+counted+search1",
+)
 #: Measured on the dev half and left out of best: it lost there (+0 -3 against v_search1).
-_BALANCED = _SEARCH1.with_("v_balanced", "rung 5g: v_search1 + a yes/no question also gets the "
-                           "nearest exemplar answered the other way", balanced=True)
+_BALANCED = _SEARCH1.with_(
+    "v_balanced",
+    "rung 5g: v_search1 + a yes/no question also gets the nearest exemplar answered the other way",
+    balanced=True,
+)
 #: Measured on the dev half and left out of best: it lost there (+2 -5 against v_search1).
-_SUMS = _SEARCH1.with_("v_sums", "rung 5f: v_search1 + get_payments adds the invoice total, the sum "
-                      "paid and paid_in_full (tool design 'sums')", tools="oldest_first+counted+search1+sums")
-_DOLLARS = _SEARCH1.with_("v_dollars", "rung 5h: v_search1 + get_charge shows the amount in cents "
-                          "and in dollars (tool design 'dollars')", tools="oldest_first+counted+search1+dollars")
-_K2 = _DOLLARS.with_("v_k2", "rung 5i: v_dollars + 2 exemplars per question instead of 1 (the "
-                     "nearest right above the question)", k=2)
-_K3 = _DOLLARS.with_("v_k3", "rung 5i: v_dollars + 3 exemplars per question instead of 1 (the "
-                     "nearest right above the question)", k=3)
+_SUMS = _SEARCH1.with_(
+    "v_sums",
+    "rung 5f: v_search1 + get_payments adds the invoice total, the sum "
+    "paid and paid_in_full (tool design 'sums')",
+    tools="oldest_first+counted+search1+sums",
+)
+_DOLLARS = _SEARCH1.with_(
+    "v_dollars",
+    "rung 5h: v_search1 + get_charge shows the amount in cents "
+    "and in dollars (tool design 'dollars')",
+    tools="oldest_first+counted+search1+dollars",
+)
+_K2 = _DOLLARS.with_(
+    "v_k2",
+    "rung 5i: v_dollars + 2 exemplars per question instead of 1 (the "
+    "nearest right above the question)",
+    k=2,
+)
+_K3 = _DOLLARS.with_(
+    "v_k3",
+    "rung 5i: v_dollars + 3 exemplars per question instead of 1 (the "
+    "nearest right above the question)",
+    k=3,
+)
 
 #: The named configurations, in ladder order.
-CONFIGS: dict[str, Config] = {c.name: c for c in [
-    _BASELINE,
-    _BASELINE.with_("grammar_action", "rung 1: Action line constrained by the tool schemas, thought free",
-                    grammar="free"),
-    _BASELINE.with_("grammar_grounded", "rung 1b: rung 1 + id arguments only ids seen in the question "
-                    "or an observation", grammar="free", grounded=True),
-    _BASELINE.with_("tax_short", "format-tax control: rung 1b with the thought a fixed template",
-                    grammar="short", grounded=True),
-    _BASELINE.with_("tax_none", "format-tax control: rung 1b with no thought at all",
-                    grammar="none", grounded=True),
-    *[_BASELINE.with_(f"pool_k{k}", f"rung 3: {k} exemplar(s) chosen per question from the dev pool",
-                      exemplars="pool", k=k) for k in (1, 2, 3)],
-    _GPOOL,
-    *[_GPOOL.with_(f"t_{v}", f"rung 2: gpool_k1 + tool design '{v}'", tools=v)
-      for v in ("desc", "slim", "dedupe", "dollars", "sums", "statuses", "since_optional",
-                "search1")],
-    _OLDEST,
-    _GPOOL.with_("t_counted", "rung 2: gpool_k1 + tool design 'counted'", tools="counted"),
-    _VALUES, _DISTINCT, _INTENT, _UNSURE, _COUNTED, _SEARCH1, _SUMS, _BALANCED, _DOLLARS, _K2, _K3,
-    _K3.with_("best", "rung 6, the working agent: the best combination on the dev half "
-              "(v_k3's)"),
-    _GPOOL.with_("runs_k1", "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
-                 exemplars="runs"),
-    # Named before best changed: their "best" is t_oldest_first (the text is fingerprinted).
-    _OLDEST.with_("best_runs", "rung 3, runs pool: best with exemplars from successful dev runs",
-                  exemplars="runs"),
-    *[_OLDEST.with_(f"best_tools{n}", f"best with {n} tools ({n - 6} plausible but useless)",
-                    distractors=n - 6) for n in (12, 24)],
-    _BASELINE.with_("native", "native tool calls under the reply grammar, no exemplar",
-                    protocol="native", exemplars="none"),
-    _BASELINE.with_("native_exemplar", "native + the baseline's exemplar as a past call, result "
-                    "and answer", protocol="native"),
-    _BASELINE.with_("native_pool_k1", "native + 1 exemplar per question from the dev pool, as "
-                    "messages", protocol="native", exemplars="pool", k=1),
-]}
+CONFIGS: dict[str, Config] = {
+    c.name: c
+    for c in [
+        _BASELINE,
+        _BASELINE.with_(
+            "grammar_action",
+            "rung 1: Action line constrained by the tool schemas, thought free",
+            grammar="free",
+        ),
+        _BASELINE.with_(
+            "grammar_grounded",
+            "rung 1b: rung 1 + id arguments only ids seen in the question or an observation",
+            grammar="free",
+            grounded=True,
+        ),
+        _BASELINE.with_(
+            "tax_short",
+            "format-tax control: rung 1b with the thought a fixed template",
+            grammar="short",
+            grounded=True,
+        ),
+        _BASELINE.with_(
+            "tax_none",
+            "format-tax control: rung 1b with no thought at all",
+            grammar="none",
+            grounded=True,
+        ),
+        *[
+            _BASELINE.with_(
+                f"pool_k{k}",
+                f"rung 3: {k} exemplar(s) chosen per question from the dev pool",
+                exemplars="pool",
+                k=k,
+            )
+            for k in (1, 2, 3)
+        ],
+        _GPOOL,
+        *[
+            _GPOOL.with_(f"t_{v}", f"rung 2: gpool_k1 + tool design '{v}'", tools=v)
+            for v in (
+                "desc",
+                "slim",
+                "dedupe",
+                "dollars",
+                "sums",
+                "statuses",
+                "since_optional",
+                "search1",
+            )
+        ],
+        _OLDEST,
+        _GPOOL.with_("t_counted", "rung 2: gpool_k1 + tool design 'counted'", tools="counted"),
+        _VALUES,
+        _DISTINCT,
+        _INTENT,
+        _UNSURE,
+        _COUNTED,
+        _SEARCH1,
+        _SUMS,
+        _BALANCED,
+        _DOLLARS,
+        _K2,
+        _K3,
+        _K3.with_(
+            "best", "rung 6, the working agent: the best combination on the dev half (v_k3's)"
+        ),
+        _GPOOL.with_(
+            "runs_k1",
+            "rung 3, runs pool: gpool_k1 with exemplars from successful dev runs",
+            exemplars="runs",
+        ),
+        # Named before best changed: their "best" is t_oldest_first (the text is fingerprinted).
+        _OLDEST.with_(
+            "best_runs",
+            "rung 3, runs pool: best with exemplars from successful dev runs",
+            exemplars="runs",
+        ),
+        *[
+            _OLDEST.with_(
+                f"best_tools{n}",
+                f"best with {n} tools ({n - 6} plausible but useless)",
+                distractors=n - 6,
+            )
+            for n in (12, 24)
+        ],
+        _BASELINE.with_(
+            "native",
+            "native tool calls under the reply grammar, no exemplar",
+            protocol="native",
+            exemplars="none",
+        ),
+        _BASELINE.with_(
+            "native_exemplar",
+            "native + the baseline's exemplar as a past call, result and answer",
+            protocol="native",
+        ),
+        _BASELINE.with_(
+            "native_pool_k1",
+            "native + 1 exemplar per question from the dev pool, as messages",
+            protocol="native",
+            exemplars="pool",
+            k=1,
+        ),
+    ]
+}
 
 
 #: The rung each configuration changes one thing of (what it is compared with, task by task).
-BELOW = {"grammar_action": "baseline", "grammar_grounded": "grammar_action",
-         "tax_short": "grammar_grounded", "tax_none": "grammar_grounded",
-         "pool_k1": "grammar_grounded", "pool_k2": "pool_k1", "pool_k3": "pool_k1",
-         "gpool_k1": "pool_k1", **{n: "gpool_k1" for n in CONFIGS if n.startswith("t_")},
-         "v_values": "t_oldest_first", "v_distinct": "v_values", "v_intent": "v_values", "v_unsure": "v_intent", "v_counted": "v_unsure", "v_search1": "v_counted", "v_sums": "v_search1", "v_balanced": "v_search1", "v_dollars": "v_search1", "v_k2": "v_dollars", "v_k3": "v_dollars",
-         "best": "t_oldest_first", "runs_k1": "gpool_k1", "best_runs": "t_oldest_first",
-         "best_tools12": "t_oldest_first", "best_tools24": "t_oldest_first"}
+BELOW = {
+    "grammar_action": "baseline",
+    "grammar_grounded": "grammar_action",
+    "tax_short": "grammar_grounded",
+    "tax_none": "grammar_grounded",
+    "pool_k1": "grammar_grounded",
+    "pool_k2": "pool_k1",
+    "pool_k3": "pool_k1",
+    "gpool_k1": "pool_k1",
+    **{n: "gpool_k1" for n in CONFIGS if n.startswith("t_")},
+    "v_values": "t_oldest_first",
+    "v_distinct": "v_values",
+    "v_intent": "v_values",
+    "v_unsure": "v_intent",
+    "v_counted": "v_unsure",
+    "v_search1": "v_counted",
+    "v_sums": "v_search1",
+    "v_balanced": "v_search1",
+    "v_dollars": "v_search1",
+    "v_k2": "v_dollars",
+    "v_k3": "v_dollars",
+    "best": "t_oldest_first",
+    "runs_k1": "gpool_k1",
+    "best_runs": "t_oldest_first",
+    "best_tools12": "t_oldest_first",
+    "best_tools24": "t_oldest_first",
+}
 
 
 def get_config(name: str) -> Config:
     """Return the named configuration; ``ValueError`` lists the names for an unknown one."""
     if name not in CONFIGS:
-        raise ValueError(f"unknown config {name!r}; known: {', '.join(CONFIGS)} "
-                         "(react-lab eval --list-configs)")
+        raise ValueError(
+            f"unknown config {name!r}; known: {', '.join(CONFIGS)} (react-lab eval --list-configs)"
+        )
     return CONFIGS[name]
 
 
@@ -196,12 +348,21 @@ def tools_for(cfg: Config) -> dict[str, Tool]:
 
 
 def exemplars_for(cfg: Config, task: Task) -> list:
-    """The exemplars of ``task``'s prompt: the default one, or ``cfg.k`` chosen from the dev pool."""
+    """The exemplars of ``task``'s prompt.
+
+    The default one, or ``cfg.k`` chosen from the dev pool.
+    """
     if cfg.exemplars in ("default", "none"):
-        return list(EXEMPLARS[:1 if cfg.exemplars == "default" else 0])
+        return list(EXEMPLARS[: 1 if cfg.exemplars == "default" else 0])
     if cfg.exemplars in ("pool", "runs"):
-        return select(list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
-                      task, k=cfg.k, by=cfg.select, distinct=cfg.distinct, balanced=cfg.balanced)
+        return select(
+            list(get_pool(cfg.tools, "oracle" if cfg.exemplars == "pool" else "runs")),
+            task,
+            k=cfg.k,
+            by=cfg.select,
+            distinct=cfg.distinct,
+            balanced=cfg.balanced,
+        )
     raise ValueError(f"unknown exemplars {cfg.exemplars!r}; use default, pool or runs")
 
 
@@ -252,17 +413,30 @@ def guards_for(cfg: Config) -> LadderGuards:
 
 
 def first_prompt(cfg: Config, task: Task) -> str:
-    """The prompt of ``task``'s first step under ``cfg`` (instructions, tools, exemplars, question)."""
+    """The prompt of ``task``'s first step under ``cfg``.
+
+    Instructions, tools, exemplars, question.
+    """
     guards = guards_for(cfg)
-    if cfg.protocol == "native":  # what the embedded model reads: system turn with schemas, exemplars, question
-        from ..backends.chat import render_messages
+    # what the embedded model reads: system turn with schemas, exemplars, question
+    if cfg.protocol == "native":
         from ...tool_calls import first_messages
+        from ..backends.chat import render_messages
 
         offered = guards.offered_tools(tools_for(cfg))
-        return render_messages(first_messages(task.question, offered, notes=guards.notes(),
-                                              exemplars=exemplars_for(cfg, task)), tool_schemas(offered))
-    return build_prompt(task.question, tools_for(cfg).values(), exemplars_for(cfg, task),
-                        notes=guards.notes(), mark=guards.mark)
+        return render_messages(
+            first_messages(
+                task.question, offered, notes=guards.notes(), exemplars=exemplars_for(cfg, task)
+            ),
+            tool_schemas(offered),
+        )
+    return build_prompt(
+        task.question,
+        tools_for(cfg).values(),
+        exemplars_for(cfg, task),
+        notes=guards.notes(),
+        mark=guards.mark,
+    )
 
 
 # --------------------------------------------------------------------------- the model
@@ -291,9 +465,17 @@ class GrammarModel:
     (``inv-2041`` -> ``INV-2041``). ``temperature`` and ``seed`` apply to every completion.
     """
 
-    def __init__(self, base: LocalModel, tools: dict[str, Tool], *, thought: str | None = None,
-                 grounded: bool = False, temperature: float = 0.0, seed: int = 0,
-                 no_repeat: bool = False):
+    def __init__(
+        self,
+        base: LocalModel,
+        tools: dict[str, Tool],
+        *,
+        thought: str | None = None,
+        grounded: bool = False,
+        temperature: float = 0.0,
+        seed: int = 0,
+        no_repeat: bool = False,
+    ):
         self.base, self.tools, self.thought, self.grounded = base, tools, thought, grounded
         self.temperature, self.seed, self.no_repeat = temperature, seed, no_repeat
 
@@ -308,64 +490,86 @@ class GrammarModel:
         if prompt.rstrip().endswith("Answer:"):
             return text_grammar.answer_only_grammar()
         tools = list(self.tools.values())
-        last = prompt[prompt.rfind("Observation:"):] if "Observation:" in prompt else ""
-        if f"call {MORE}[" in last:               # a truncated observation waits: allow more[page]
+        last = prompt[prompt.rfind("Observation:") :] if "Observation:" in prompt else ""
+        if f"call {MORE}[" in last:  # a truncated observation waits: allow more[page]
             tools.append(_more_tool())
         context = text_grammar.grounding_context(prompt) if self.grounded else None
         if context is not None and self.no_repeat:
-            context += "\n" + " ".join(_as_written(i) for i in ID_RE.findall(context.split("\n")[0]))
+            context += "\n" + " ".join(
+                _as_written(i) for i in ID_RE.findall(context.split("\n")[0])
+            )
             tools = [_without_calls(t, _calls_made(prompt, t.name)) for t in tools]
         return text_grammar.protocol_grammar(tools, thought=self.thought, context=context)
 
-    def complete(self, prompt: str, *, stop: Sequence[str] | None = None,
-                 max_tokens: int = EVAL_MAX_TOKENS) -> Completion:
+    def complete(
+        self, prompt: str, *, stop: Sequence[str] | None = None, max_tokens: int = EVAL_MAX_TOKENS
+    ) -> Completion:
         """Continue ``prompt`` under its grammar; ValueError for a bad ``max_tokens``."""
         check_count("max_tokens", max_tokens)
         grammar = self.grammar_for(prompt)
         options = {"grammar": compiled(grammar)} if grammar else {}
-        return self.base.generate(self.base.render(prompt), max_tokens=max_tokens,
-                                  temperature=self.temperature, stop=list(stop) if stop else None,
-                                  seed=self.seed, **options)
+        return self.base.generate(
+            self.base.render(prompt),
+            max_tokens=max_tokens,
+            temperature=self.temperature,
+            stop=list(stop) if stop else None,
+            seed=self.seed,
+            **options,
+        )
 
 
 def _as_written(text: str) -> str:
-    """An id the way the tools write it: ``inv-2041`` -> ``INV-2041``, ``CUS_8812`` -> ``cus_8812``."""
+    """An id the way the tools write it.
+
+    ``inv-2041`` -> ``INV-2041``, ``CUS_8812`` -> ``cus_8812``.
+    """
     head, sep, tail = re.match(r"([A-Za-z]+)([_-])(.*)", text).groups()
     return (head.upper() if sep == "-" else head.lower()) + sep + tail
 
 
 def _calls_made(prompt: str, tool: str) -> set[str]:
     """The single arguments ``tool`` was already called with in the live part of ``prompt``."""
-    live = prompt[prompt.rfind("\nQuestion: "):]
+    live = prompt[prompt.rfind("\nQuestion: ") :]
     return set(re.findall(rf"^Action: {re.escape(tool)}\[([^,\]\n]+)\]", live, re.M))
 
 
 def _without_calls(tool: Tool, made: set[str]) -> Tool:
-    """``tool`` with its one id argument unable to take a value in ``made`` (a grounded grammar only)."""
+    """``tool`` with its one id argument unable to take a value in ``made``.
+
+    For a grounded grammar only.
+    """
     props = tool.parameters["properties"]
     if not made or len(props) != 1:
         return tool
-    (name, prop), = props.items()
+    ((name, prop),) = props.items()
     m = re.match(r"\^([A-Za-z]+[_-])(.*)$", prop.get("pattern", ""))
     if not m:
         return tool
     refused = "|".join(re.escape(v.removeprefix(m.group(1))) + "$" for v in sorted(made))
     pattern = f"^{m.group(1)}(?!{refused}){m.group(2)}"
-    return dataclasses.replace(tool, parameters={**tool.parameters,
-                                                 "properties": {name: {**prop, "pattern": pattern}}})
+    return dataclasses.replace(
+        tool, parameters={**tool.parameters, "properties": {name: {**prop, "pattern": pattern}}}
+    )
 
 
 def _more_tool() -> Tool:
-    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar (never called from here)."""
-    schema = {"type": "object", "properties": {"page": {"type": "string", "pattern": "^p[0-9]+$"}},
-              "required": ["page"], "additionalProperties": False}
+    """The guards' ``more[page]`` pseudo-tool, as a schema for the grammar.
+
+    It is never called from here.
+    """
+    schema = {
+        "type": "object",
+        "properties": {"page": {"type": "string", "pattern": "^p[0-9]+$"}},
+        "required": ["page"],
+        "additionalProperties": False,
+    }
     return Tool(MORE, lambda page: None, "Read the rest of a truncated observation.", schema)
 
 
 def base_model() -> LocalModel:
-    """The embedded model: :func:`react_lab.lab.backends.local.local_model`, the one instance per process.
+    """The embedded model: :func:`react_lab.lab.backends.local.local_model`.
 
-    Sharing it with the rest of the lab (``warm_up``, notebooks) keeps one copy of the
-    weights and one KV cache in memory.
+    The one instance per process. Sharing it with the rest of the lab (``warm_up``,
+    notebooks) keeps one copy of the weights and one KV cache in memory.
     """
     return local_model()

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ... import protocol
-from ...cost import per_step
 from ...billing import CHARGE_ID, ToolError
+from ...cost import per_step
 from ...tools import Tool, call_tool, default_tools, open_db, payment_tool
 
 # --------------------------------------------------------------------------- prompts to count

@@ -1,7 +1,8 @@
 """Measure an agent: run it over the fixed task set with a cache, log every step, compute metrics.
 
 "Read ten traces, then measure." This module is the measuring half, in the order
-``08_evaluation.ipynb`` uses it (the task set and the scorer are :mod:`react_lab.lab.experiments.tasks`):
+``08_evaluation.ipynb`` uses it (the task set and the scorer are
+:mod:`react_lab.lab.experiments.tasks`):
 
 1. the task set and 2. the scorer -- :func:`react_lab.lab.experiments.tasks.load_tasks` and
    :func:`react_lab.lab.experiments.tasks.score`;
@@ -16,6 +17,7 @@ Before any real model is judged, two scripted models prove the harness:
 :func:`oracle_model` issues each task's right tool calls and scores 100%;
 :func:`dont_know_model` always answers "I don't know" and scores 0%.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,22 +33,22 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
+from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
 from ...checks import check_count
+from ...loop import run
+from ...native import run_native
+from ...protocol import build_prompt
+from ...tool_calls import SYSTEM, conversation
+from ...tools import default_tools
+from ...trace import RunResult, Transcript
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
-from ...loop import run
-from ...native import run_native
-from ...tool_calls import SYSTEM, conversation
-from ...protocol import build_prompt
-from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
-from ...tools import default_tools
-from ...trace import RunResult, Transcript
 from ..guards import LabGuards
 from ..parallel_calls import run_parallel_calls
-from .steplogs import step_event, write_jsonl
 from . import results
 from .results import Inputs, cache_dir
+from .steplogs import step_event, write_jsonl
 from .tasks import Task, score
 
 PROTOCOLS = ("text", "native")
@@ -60,38 +62,58 @@ EVAL_MAX_STEPS, EVAL_MAX_TOKENS = 4, 128
 
 # =========================================================================== scripted models
 
+
 def _named_args(tool: str, args: Sequence[str]) -> dict:
-    """Name positional oracle arguments by the tool's schema: ``("INV-2041",)`` -> ``{"invoice_id": ...}``."""
-    schema = {"list_invoices": LIST_INVOICES, "get_charge": GET_CHARGE, "search": SEARCH,
-              "find_invoice": FIND_INVOICE, "get_payments": GET_PAYMENTS, "calc": CALC}[tool]
+    """Name positional oracle arguments by the tool's schema.
+
+    ``("INV-2041",)`` -> ``{"invoice_id": ...}``.
+    """
+    schema = {
+        "list_invoices": LIST_INVOICES,
+        "get_charge": GET_CHARGE,
+        "search": SEARCH,
+        "find_invoice": FIND_INVOICE,
+        "get_payments": GET_PAYMENTS,
+        "calc": CALC,
+    }[tool]
     return dict(zip(schema["properties"], args))
 
 
 def oracle_model(task: Task, protocol: str = "text"):
-    """Return a scripted model that makes ``task.oracle``'s calls in order, then answers the gold answer.
+    """Return a scripted model that makes ``task.oracle``'s calls in order, then answers.
 
-    Text protocol: a :class:`~react_lab.lab.backends.scripted.ScriptedModel` writing ``Action:`` lines;
-    native: a :class:`~react_lab.lab.backends.chat.ScriptedChatModel` replying with tool calls. Either
+    It answers the gold answer. Text protocol: a
+    :class:`~react_lab.lab.backends.scripted.ScriptedModel` writing ``Action:`` lines; native: a
+    :class:`~react_lab.lab.backends.chat.ScriptedChatModel` replying with tool calls. Either
     way it runs through the real loop, tools and scorer, so 100% on the set proves the
     harness (tools reachable, gold answers stated the way the scorer reads them).
     """
     if protocol == "native":
-        replies = [{"thought": f"I should call {tool}.",
-                    "tool_calls": [{"name": tool, "arguments": _named_args(tool, args)}]}
-                   for tool, args in task.oracle]
+        replies = [
+            {
+                "thought": f"I should call {tool}.",
+                "tool_calls": [{"name": tool, "arguments": _named_args(tool, args)}],
+            }
+            for tool, args in task.oracle
+        ]
         replies.append({"thought": "I have what I need.", "answer": task.gold})
         return ScriptedChatModel(replies, name="oracle")
-    script = [f" I should call {tool}.\nAction: {tool}[{', '.join(args)}]\n"
-              for tool, args in task.oracle]
+    script = [
+        f" I should call {tool}.\nAction: {tool}[{', '.join(args)}]\n" for tool, args in task.oracle
+    ]
     script.append(f" I have what I need.\nAnswer: {task.gold}")
     return ScriptedModel(script, repeat_last=False, name="oracle")
 
 
 def dont_know_model(task: Task, protocol: str = "text"):
-    """Return a scripted model (text or native) that answers "I don't know." at once; it must score 0%."""
+    """Return a scripted model (text or native) that answers "I don't know." at once.
+
+    It must score 0%.
+    """
     if protocol == "native":
-        return ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}],
-                                 name="dont_know")
+        return ScriptedChatModel(
+            [{"thought": "I cannot tell.", "answer": "I don't know."}], name="dont_know"
+        )
     return ScriptedModel([" I cannot tell.\nAnswer: I don't know."], name="dont_know")
 
 
@@ -100,8 +122,12 @@ SCRIPTED = {"oracle": oracle_model, "dont_know": dont_know_model}
 
 # =========================================================================== 3. the runner
 
+
 def default_cache_dir() -> Path:
-    """Return ``evals/`` under :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    """Return ``evals/`` under :func:`react_lab.lab.experiments.results.cache_dir`.
+
+    That is ``$REACT_LAB_CACHE``, outside the repository.
+    """
     return cache_dir() / "evals"
 
 
@@ -110,9 +136,14 @@ def _hash(obj) -> str:
 
 
 def _stable(value):
-    """A JSON-ready, run-independent form of loop options (dataclasses by field, functions by name)."""
+    """A JSON-ready, run-independent form of loop options.
+
+    Dataclasses by field, functions by name.
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _stable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return {
+            f.name: _stable(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init
+        }
     if isinstance(value, dict):
         return {str(k): _stable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -122,8 +153,15 @@ def _stable(value):
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
-def config_of(protocol: str, tools: dict, *, max_steps: int, max_tokens: int,
-              exemplars=None, loop_options: dict | None = None) -> dict:
+def config_of(
+    protocol: str,
+    tools: dict,
+    *,
+    max_steps: int,
+    max_tokens: int,
+    exemplars=None,
+    loop_options: dict | None = None,
+) -> dict:
     """Return what a run depends on besides the model and the question (hashed into cache keys).
 
     For the text protocol that is the prompt prefix (instructions, tool descriptions,
@@ -134,12 +172,18 @@ def config_of(protocol: str, tools: dict, *, max_steps: int, max_tokens: int,
     if protocol == "text":
         surface = build_prompt("{question}", tools.values(), exemplars)
     elif protocol == "native":
-        surface = SYSTEM + json.dumps([tool.openai_schema() for tool in tools.values()],
-                                      sort_keys=True)
+        surface = SYSTEM + json.dumps(
+            [tool.openai_schema() for tool in tools.values()], sort_keys=True
+        )
     else:
         raise ValueError(f"unknown protocol {protocol!r}; use {' or '.join(PROTOCOLS)}")
-    return {"protocol": protocol, "surface": surface, "max_steps": max_steps,
-            "max_tokens": max_tokens, "options": _stable(loop_options or {})}
+    return {
+        "protocol": protocol,
+        "surface": surface,
+        "max_steps": max_steps,
+        "max_tokens": max_tokens,
+        "options": _stable(loop_options or {}),
+    }
 
 
 def _read_cache(path: Path) -> dict[str, dict]:
@@ -186,11 +230,22 @@ class EvalRun:
         return metrics(self.records)
 
 
-def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
-             max_steps: int = EVAL_MAX_STEPS, max_tokens: int = EVAL_MAX_TOKENS,
-             timeout: float = 60.0, exemplars=None, loop_options: dict | None = None,
-             progress: bool = False) -> RunResult:
-    """Run one task; return its :class:`react_lab.trace.RunResult` (``progress``: a tqdm bar over the steps).
+def run_task(
+    task: Task,
+    model,
+    tools: dict,
+    *,
+    protocol: str = "text",
+    max_steps: int = EVAL_MAX_STEPS,
+    max_tokens: int = EVAL_MAX_TOKENS,
+    timeout: float = 60.0,
+    exemplars=None,
+    loop_options: dict | None = None,
+    progress: bool = False,
+) -> RunResult:
+    """Run one task; return its :class:`react_lab.trace.RunResult`.
+
+    ``progress``: a tqdm bar over the steps.
 
     Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
     (``loop_options`` are passed on as keyword arguments; without ``guards``, the run gets
@@ -209,11 +264,26 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     transcript = Transcript()
     if protocol == "native":  # a reply's read-only calls side by side, unless loop_options say
         options = {"run_calls": run_parallel_calls, **options}
-        steps_iter = run_native(task.question, model, tools, max_steps=max_steps,
-                                max_tokens=max_tokens, messages=messages, **options)
+        steps_iter = run_native(
+            task.question,
+            model,
+            tools,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            messages=messages,
+            **options,
+        )
     else:
-        steps_iter = run(task.question, model, tools, transcript=transcript, max_steps=max_steps,
-                         max_tokens=max_tokens, exemplars=exemplars, **options)
+        steps_iter = run(
+            task.question,
+            model,
+            tools,
+            transcript=transcript,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            exemplars=exemplars,
+            **options,
+        )
     steps, stopped_by = [], None
     try:
         for step in tqdm(steps_iter, desc="steps", unit="step", leave=False, disable=not progress):
@@ -228,12 +298,23 @@ def run_task(task: Task, model, tools: dict, *, protocol: str = "text",
     return RunResult.from_steps(task.question, steps, transcript, stopped_by=stopped_by)
 
 
-def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dict | None = None,
-             max_steps: int = EVAL_MAX_STEPS, max_tokens: int = EVAL_MAX_TOKENS,
-             timeout: float = 60.0, exemplars=None,
-             loop_options: dict | None = None, model_name: str | None = None,
-             cache_dir: str | Path | None = None, use_cache: bool = True,
-             progress: bool = True, concurrency: int = 1) -> EvalRun:
+def evaluate(
+    tasks: Sequence[Task],
+    model,
+    *,
+    protocol: str = "text",
+    tools: dict | None = None,
+    max_steps: int = EVAL_MAX_STEPS,
+    max_tokens: int = EVAL_MAX_TOKENS,
+    timeout: float = 60.0,
+    exemplars=None,
+    loop_options: dict | None = None,
+    model_name: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    progress: bool = True,
+    concurrency: int = 1,
+) -> EvalRun:
     """Run every task and score it; reuse cached records whose key has not changed.
 
     ``model`` is a backend (a completion model for ``protocol="text"``, a chat model
@@ -262,13 +343,25 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
     shared_tools = tools
     tools = default_tools() if tools is None else tools
     per_task = not (hasattr(model, "complete") or hasattr(model, "chat"))
-    name = (model_name or getattr(model, "name", None)
-            or getattr(getattr(model, "func", model), "__name__", "model"))
-    config = config_of(protocol, tools, max_steps=max_steps, max_tokens=max_tokens,
-                       exemplars=exemplars, loop_options=loop_options)
+    name = (
+        model_name
+        or getattr(model, "name", None)
+        or getattr(getattr(model, "func", model), "__name__", "model")
+    )
+    config = config_of(
+        protocol,
+        tools,
+        max_steps=max_steps,
+        max_tokens=max_tokens,
+        exemplars=exemplars,
+        loop_options=loop_options,
+    )
     run_id = f"{_slug(name)}-{protocol}-{_hash(config)[:10]}"
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    cache_path, log_path = cache_dir / f"{run_id}.jsonl", cache_dir / "logs" / f"{run_id}.steps.jsonl"
+    cache_path, log_path = (
+        cache_dir / f"{run_id}.jsonl",
+        cache_dir / "logs" / f"{run_id}.steps.jsonl",
+    )
     cached = _read_cache(cache_path) if use_cache else {}
     log_path.unlink(missing_ok=True)
 
@@ -276,18 +369,35 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
         own_tools = default_tools() if shared_tools is None and concurrency > 1 else tools
         t1 = time.perf_counter()
         result = run_task(
-            task, model(task) if per_task else model, own_tools, protocol=protocol,
-            max_steps=max_steps, max_tokens=max_tokens, timeout=timeout, exemplars=exemplars,
-            loop_options=loop_options)
-        return _record(result, run_id=run_id, key=key, task=task, model=name, protocol=protocol,
-                       tools=tools, seconds=time.perf_counter() - t1)
+            task,
+            model(task) if per_task else model,
+            own_tools,
+            protocol=protocol,
+            max_steps=max_steps,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            exemplars=exemplars,
+            loop_options=loop_options,
+        )
+        return _record(
+            result,
+            run_id=run_id,
+            key=key,
+            task=task,
+            model=name,
+            protocol=protocol,
+            tools=tools,
+            seconds=time.perf_counter() - t1,
+        )
 
     t0, records, computed = time.perf_counter(), [], 0
     keys = [_hash([name, protocol, task.id, task.question, config])[:16] for task in tasks]
     # Results are taken in task order: the records, cache and log are a serial run's.
     pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
-    futures = [pool.submit(compute, task, key) if pool and key not in cached else None
-               for task, key in zip(tasks, keys)]
+    futures = [
+        pool.submit(compute, task, key) if pool and key not in cached else None
+        for task, key in zip(tasks, keys)
+    ]
     bar = tqdm(total=len(tasks), desc=run_id, disable=not progress, unit="task")
     try:
         for task, key, future in zip(tasks, keys, futures):
@@ -305,24 +415,52 @@ def evaluate(tasks: Sequence[Task], model, *, protocol: str = "text", tools: dic
         bar.close()
         if pool is not None:  # an error (or Ctrl-C) cancels the runs not yet started
             pool.shutdown(wait=True, cancel_futures=True)
-    return EvalRun(run_id, records, computed, time.perf_counter() - t0, log_path,
-                   cache_path if use_cache else None)
+    return EvalRun(
+        run_id,
+        records,
+        computed,
+        time.perf_counter() - t0,
+        log_path,
+        cache_path if use_cache else None,
+    )
 
 
-def _record(result, *, run_id: str, key: str, task: Task, model: str, protocol: str, tools: dict,
-            seconds: float) -> dict:
+def _record(
+    result,
+    *,
+    run_id: str,
+    key: str,
+    task: Task,
+    model: str,
+    protocol: str,
+    tools: dict,
+    seconds: float,
+) -> dict:
     """The cached record of one run: its answer, end, steps (step events) and transcript spans."""
-    return {"run_id": run_id, "key": key, "task_id": task.id, "model": model,
-            "protocol": protocol, "answer": result.answer, "stopped_by": result.stopped_by,
-            "seconds": round(seconds, 3),
-            "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools) for s in result.steps],
-            "transcript": [list(span) for span in result.transcript.spans]}
+    return {
+        "run_id": run_id,
+        "key": key,
+        "task_id": task.id,
+        "model": model,
+        "protocol": protocol,
+        "answer": result.answer,
+        "stopped_by": result.stopped_by,
+        "seconds": round(seconds, 3),
+        "steps": [step_event(s, run_id=run_id, task_id=task.id, tools=tools) for s in result.steps],
+        "transcript": [list(span) for span in result.transcript.spans],
+    }
 
 
 def _scored(record: dict, task: Task, *, cached: bool) -> dict:
     """``record`` with its task's category, question and gold, scored now (``correct``)."""
-    return dict(record, category=task.category, question=task.question, gold=task.gold,
-                correct=score(record["answer"], task), cached=cached)
+    return dict(
+        record,
+        category=task.category,
+        question=task.question,
+        gold=task.gold,
+        correct=score(record["answer"], task),
+        cached=cached,
+    )
 
 
 def transcript_of(record: dict) -> Transcript:
@@ -331,6 +469,7 @@ def transcript_of(record: dict) -> Transcript:
 
 
 # =========================================================================== 4. the metrics
+
 
 def percentile(values: Sequence[float], q: float) -> float:
     """Return the ``q``-th percentile by the nearest-rank method (``q`` in 0..100; 0.0 if empty).
@@ -371,8 +510,12 @@ def metrics(records: Sequence[dict]) -> dict:
     n = len(records)
     steps = [len(r["steps"]) for r in records]
     calls = [(r, e) for r in records for e in r["steps"] if e["tool"]]
-    parse_errors = [e for r in records for e in r["steps"] if e["error"] and not e["tool"]
-                    and e["answer"] is None]
+    parse_errors = [
+        e
+        for r in records
+        for e in r["steps"]
+        if e["error"] and not e["tool"] and e["answer"] is None
+    ]
     by_tool: dict[str, list[int]] = {}
     for _, e in calls:
         by_tool.setdefault(e["tool"], []).append(1 if e["error"] else 0)
@@ -392,8 +535,9 @@ def metrics(records: Sequence[dict]) -> dict:
         "step_limit_rate": _mean([1.0 if r["stopped_by"] == STEP_LIMIT else 0.0 for r in records]),
         "tool_error_rate": _mean([1.0 if e["error"] else 0.0 for _, e in calls]),
         "repeat_action_rate": repeats / len(calls) if calls else 0.0,
-        "tokens_per_task": _mean([sum(e["prompt_tokens"] + e["completion_tokens"]
-                                      for e in r["steps"]) for r in records]),
+        "tokens_per_task": _mean(
+            [sum(e["prompt_tokens"] + e["completion_tokens"] for e in r["steps"]) for r in records]
+        ),
         "answered_rate": _mean([1.0 if r["answer"] is not None else 0.0 for r in records]),
         "timeout_rate": _mean([1.0 if r["stopped_by"] == "timeout" else 0.0 for r in records]),
         "parse_error_rate": len(parse_errors) / sum(steps) if sum(steps) else 0.0,
@@ -403,8 +547,17 @@ def metrics(records: Sequence[dict]) -> dict:
     }
 
 
-METRIC_ROWS = ("success_rate", "mean_steps", "p95_steps", "step_limit_rate", "tool_error_rate",
-               "repeat_action_rate", "parse_error_rate", "tokens_per_task", "seconds_per_task")
+METRIC_ROWS = (
+    "success_rate",
+    "mean_steps",
+    "p95_steps",
+    "step_limit_rate",
+    "tool_error_rate",
+    "repeat_action_rate",
+    "parse_error_rate",
+    "tokens_per_task",
+    "seconds_per_task",
+)
 
 
 def success_by_category(records: Sequence[dict]) -> dict[str, float]:
@@ -417,14 +570,15 @@ def success_by_category(records: Sequence[dict]) -> dict[str, float]:
 
 # --------------------------------------------------------------------------- results files
 
-def fingerprint_inputs(config: dict) -> Inputs:
-    """The fingerprint inputs of an evaluation results file: config ``{"protocol", "model", "n", "max_steps", "max_tokens"}``.
 
-    ``n`` None is every task; an optional ``"exemplars": N`` (text protocol) puts the
-    first N of :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its
-    default. The prompt part is :func:`react_lab.lab.experiments.evals.config_of`'s surface
-    (instructions, tool descriptions and exemplars; or the system message) and every
-    tool schema.
+def fingerprint_inputs(config: dict) -> Inputs:
+    """The fingerprint inputs of an evaluation results file.
+
+    ``config``: ``{"protocol", "model", "n", "max_steps", "max_tokens"}``. ``n`` None is
+    every task; an optional ``"exemplars": N`` (text protocol) puts the first N of
+    :data:`react_lab.protocol.EXEMPLARS` in the prompt instead of its default. The prompt
+    part is :func:`react_lab.lab.experiments.evals.config_of`'s surface (instructions, tool
+    descriptions and exemplars; or the system message) and every tool schema.
     """
     from ...protocol import (
         EXEMPLARS,  # read at call time: the fingerprint sees what is current
@@ -432,29 +586,60 @@ def fingerprint_inputs(config: dict) -> Inputs:
     from .tasks import load_tasks
 
     tools = default_tools()
-    exemplars = None if config.get("exemplars") is None else EXEMPLARS[:config["exemplars"]]
-    surface = config_of(config["protocol"], tools, max_steps=config["max_steps"],
-                              max_tokens=config["max_tokens"], exemplars=exemplars)["surface"]
-    return Inputs(model=config.get("model", "local"),
-                  prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
-                  tasks=[asdict(t) for t in load_tasks(n=config.get("n"))])
+    exemplars = None if config.get("exemplars") is None else EXEMPLARS[: config["exemplars"]]
+    surface = config_of(
+        config["protocol"],
+        tools,
+        max_steps=config["max_steps"],
+        max_tokens=config["max_tokens"],
+        exemplars=exemplars,
+    )["surface"]
+    return Inputs(
+        model=config.get("model", "local"),
+        prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
+        tasks=[asdict(t) for t in load_tasks(n=config.get("n"))],
+    )
 
 
-def save_eval(name: str, run, *, protocol: str, model: str, n: int | None,
-              exemplars: int | None = None, overwrite: bool = False) -> Path:
-    """Save an :class:`react_lab.lab.experiments.evals.EvalRun` (metrics and records) as results file ``name``.
+def save_eval(
+    name: str,
+    run,
+    *,
+    protocol: str,
+    model: str,
+    n: int | None,
+    exemplars: int | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Save an :class:`react_lab.lab.experiments.evals.EvalRun` as results file ``name``.
+
+    The file holds its metrics and records.
 
     What ``react-lab eval ... --save-results NAME`` calls; the config is the CLI's
     (``exemplars``: the CLI's ``--exemplars N``, None for the prompt's default;
     ``overwrite``: its ``--overwrite``, else an existing file is refused).
     """
-    config = {"protocol": protocol, "model": model, "n": n, "max_steps": EVAL_MAX_STEPS,
-              "max_tokens": EVAL_MAX_TOKENS}
+    config = {
+        "protocol": protocol,
+        "model": model,
+        "n": n,
+        "max_steps": EVAL_MAX_STEPS,
+        "max_tokens": EVAL_MAX_TOKENS,
+    }
     if exemplars is not None:  # absent by default, so files saved before the option stay current
         config["exemplars"] = exemplars
-    command = (f"react-lab eval --protocol {protocol} --model {model}"
-               + (f" --n {n}" if n else "")
-               + (f" --exemplars {exemplars}" if exemplars is not None else "")
-               + f" --save-results {name}")
-    return results.save(name, {"metrics": run.metrics, "records": run.records}, experiment="eval",
-                config=config, command=command, seconds=run.seconds, overwrite=overwrite)
+    command = (
+        f"react-lab eval --protocol {protocol} --model {model}"
+        + (f" --n {n}" if n else "")
+        + (f" --exemplars {exemplars}" if exemplars is not None else "")
+        + f" --save-results {name}"
+    )
+    return results.save(
+        name,
+        {"metrics": run.metrics, "records": run.records},
+        experiment="eval",
+        config=config,
+        command=command,
+        seconds=run.seconds,
+        overwrite=overwrite,
+    )

@@ -34,6 +34,7 @@ Similarity is cheap and local: Jaccard overlap of word sets in which ids and num
 replaced by their shape (``INV-1595`` and ``INV-2014`` are both ``inv_#``), so questions
 of the same template are nearest.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,19 +43,33 @@ import re
 from dataclasses import dataclass
 
 from ...protocol import Exemplar
-from ..provenance import yes_or_no
 from ...tools import ID_RE, call_tool
+from ..provenance import yes_or_no
 from .tasks import Task, load_tasks
 
-__all__ = ["PoolExemplar", "PoolEntry", "build_pool", "get_pool", "select", "shape_tokens",
-           "jaccard", "intent", "answer_intent", "coincides", "pool_exemplar", "harvest",
-           "HARVESTED_FROM"]
-
+__all__ = [
+    "PoolExemplar",
+    "PoolEntry",
+    "build_pool",
+    "get_pool",
+    "select",
+    "shape_tokens",
+    "jaccard",
+    "intent",
+    "answer_intent",
+    "coincides",
+    "pool_exemplar",
+    "harvest",
+    "HARVESTED_FROM",
+]
 
 
 @dataclass(frozen=True)
 class PoolExemplar(Exemplar):
-    """An :class:`react_lab.protocol.Exemplar` that names the dev task it was written from (``source``)."""
+    """An :class:`react_lab.protocol.Exemplar` that names the dev task it was written from.
+
+    The task's id is ``source``.
+    """
 
     source: str = ""
 
@@ -74,12 +89,15 @@ class PoolEntry:
 
 # --------------------------------------------------------------------------- similarity
 
+
 def shape_tokens(text: str) -> frozenset[str]:
     """Return the lower-case words of ``text`` with ids and numbers replaced by their shape.
 
     ``"Was INV-2041 paid in 2026?"`` -> ``{"was", "inv_#", "paid", "in", "#"}``.
     """
-    text = ID_RE.sub(lambda m: re.sub(r"[0-9A-Za-z]+$", "#", m.group()).lower().replace("-", "_"), text)
+    text = ID_RE.sub(
+        lambda m: re.sub(r"[0-9A-Za-z]+$", "#", m.group()).lower().replace("-", "_"), text
+    )
     text = re.sub(r"\d+(?:\.\d+)?", "#", text)
     return frozenset(re.findall(r"[a-z_#]+", text.lower()))
 
@@ -89,8 +107,15 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / len(a | b) if a | b else 0.0
 
 
-def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
-           distinct: bool = False, balanced: bool = False) -> list[PoolExemplar]:
+def select(
+    pool: list[PoolEntry],
+    task: Task,
+    k: int = 1,
+    *,
+    by: str = "shape",
+    distinct: bool = False,
+    balanced: bool = False,
+) -> list[PoolExemplar]:
     """Return the ``k`` pool exemplars nearest to ``task.question``, the nearest last.
 
     The nearest sits right above the question in the prompt. Skips ``task`` itself and
@@ -111,30 +136,42 @@ def select(pool: list[PoolEntry], task: Task, k: int = 1, *, by: str = "shape",
         raise ValueError(f"unknown selection {by!r}; use shape or intent")
     asked = {i.casefold() for i in ID_RE.findall(task.question)}
     words = shape_tokens(task.question)
-    allowed = [e for e in pool if e.task_id != task.id
-               and not (asked & {i.casefold() for i in e.shown})]
+    allowed = [
+        e for e in pool if e.task_id != task.id and not (asked & {i.casefold() for i in e.shown})
+    ]
     if by == "intent":
         wanted = intent(task.question)
         allowed = [e for e in allowed if e.intent == wanted] or allowed
 
     def rank(e: PoolEntry):
         return (-jaccard(words, e.tokens), distinct and coincides(e.task_id), e.task_id)
+
     ranked = sorted(allowed, key=rank)
     chosen = ranked[:k]
-    side = chosen and balanced and intent(task.question) == "yesno" and yes_or_no(chosen[0].exemplar.answer)
+    side = (
+        chosen
+        and balanced
+        and intent(task.question) == "yesno"
+        and yes_or_no(chosen[0].exemplar.answer)
+    )
     if side:
-        other = next((e for e in ranked[k:] if yes_or_no(e.exemplar.answer) not in (None, side)), None)
+        other = next(
+            (e for e in ranked[k:] if yes_or_no(e.exemplar.answer) not in (None, side)), None
+        )
         chosen += [other] if other is not None else []
     return [e.exemplar for e in reversed(chosen)]
 
 
-# --------------------------------------------------------------------------- what a question asks for
+# ------------------------------------------------------------------------- what a question asks for
 
 #: What a question asks for, read from its words, in order: the first rule that matches wins.
 #: Each is (intent, regex); the intents are those of :func:`answer_intent`.
 _ASKS = [
-    ("arithmetic", r"^(?!.*\b(?:inv|cus|ch|kb)[-_]).*\d\s*(?:[-+*/x=]|times|minus|plus|divided by)\s*\d"
-                   r"|\b(?:divide|multiply|add|subtract)\b(?!.*\b(?:inv|cus|ch)[-_])"),
+    (
+        "arithmetic",
+        r"^(?!.*\b(?:inv|cus|ch|kb)[-_]).*\d\s*(?:[-+*/x=]|times|minus|plus|divided by)\s*\d"
+        r"|\b(?:divide|multiply|add|subtract)\b(?!.*\b(?:inv|cus|ch)[-_])",
+    ),
     ("label", r"\blabel\b"),
     ("days", r"how many days|how long|\bdays?\b"),
     ("cents", r"\bcents?\b"),
@@ -142,11 +179,17 @@ _ASKS = [
     ("reason", r"\bwhy\b|\breason\b|went wrong|\bfail"),
     ("status", r"\bstatus\b|\bstate\b|\bstand\b"),
     ("name", r"\bwho\b|which (?:supplier|vendor|company)|\bsupplier name"),
-    ("yesno", r"^\W*(?:is|was|were|are|has|have|had|did|does|do|can|could|any)\b|yes or no|or not\b"),
+    (
+        "yesno",
+        r"^\W*(?:is|was|were|are|has|have|had|did|does|do|can|could|any)\b|yes or no|or not\b",
+    ),
     ("date", r"\bwhen\b|\bdate\b|\bwhat day\b|\bdue\b"),
     ("id", r"\bids?\b|which invoice|what invoice|invoice number|\bnumber\b"),
-    ("amount", r"how much|\btotal\b|\bamount\b|\bsum\b|add up|\bplus\b|combined|\bowed?\b"
-               r"|\bpaid\b|\bcost\b|come to|\bdollars?\b|\\$"),
+    (
+        "amount",
+        r"how much|\btotal\b|\bamount\b|\bsum\b|add up|\bplus\b|combined|\bowed?\b"
+        r"|\bpaid\b|\bcost\b|come to|\bdollars?\b|\\$",
+    ),
 ]
 
 
@@ -169,8 +212,13 @@ def answer_intent(task: Task) -> str:
             return "arithmetic"
         return {"dollars": "amount", "cents": "cents", "count": "count", "days": "days"}[task.unit]
     if task.kind == "choice":
-        return ("status" if "past_due" in task.choices else "reason" if "card_declined" in task.choices
-                else "label")
+        return (
+            "status"
+            if "past_due" in task.choices
+            else "reason"
+            if "card_declined" in task.choices
+            else "label"
+        )
     return {"date": "date", "id": "id", "yesno": "yesno", "text": "name"}[task.kind]
 
 
@@ -178,8 +226,11 @@ def answer_intent(task: Task) -> str:
 def _outside_dev_golds() -> frozenset[str]:
     from .tasks import TASKS_PATH
 
-    return frozenset(d["gold"] for d in json.loads(TASKS_PATH.read_text(encoding="utf-8"))
-                     if d.get("split") != "dev")
+    return frozenset(
+        d["gold"]
+        for d in json.loads(TASKS_PATH.read_text(encoding="utf-8"))
+        if d.get("split") != "dev"
+    )
 
 
 def coincides(task_id: str) -> bool:
@@ -207,10 +258,15 @@ LATEST_SINCE = "2026-01-01"
 
 
 def stated(task: Task) -> str:
-    """Return the gold answer as an exemplar states it, its unit written out ("129.0 dollars", "Yes.")."""
+    """Return the gold answer as an exemplar states it, its unit written out.
+
+    For example "129.0 dollars", "Yes."
+    """
     gold = task.gold
     if task.kind == "number":
-        return {"dollars": f"{gold} dollars", "cents": f"{gold} cents", "days": f"{gold} days"}.get(task.unit, gold)
+        return {"dollars": f"{gold} dollars", "cents": f"{gold} cents", "days": f"{gold} days"}.get(
+            task.unit, gold
+        )
     if task.kind == "yesno":
         return "Yes." if gold == "yes" else "No."
     return gold
@@ -238,16 +294,21 @@ def _field_stating(observation: str, gold: str) -> tuple[str, object] | None:
 
 
 def _calls(task: Task, variant: set[str]) -> list[tuple[str, list[str]]]:
-    """The exemplar's calls: the task's oracle calls, adapted to what the tool variant makes necessary."""
+    """The exemplar's calls.
+
+    The task's oracle calls, adapted to what the tool variant makes necessary.
+    """
     calls = [(tool, list(args)) for tool, args in task.oracle]
     if task.category in ("latest_date", "latest_id"):
-        calls = [(tool, [args[0]] if "since_optional" in variant else [args[0], LATEST_SINCE])
-                 for tool, args in calls]
+        calls = [
+            (tool, [args[0]] if "since_optional" in variant else [args[0], LATEST_SINCE])
+            for tool, args in calls
+        ]
     if "sums" in variant and task.category == "paid_in_full":
         calls = [("get_payments", [task.oracle[0][1][0]])]
     if "statuses" in variant and task.category == "duplicate":
         calls = [("find_invoice", [task.oracle[0][1][0]])]
-    if task.category == "no_tool" and task.kind == "number":      # arithmetic: use calc
+    if task.category == "no_tool" and task.kind == "number":  # arithmetic: use calc
         m = re.search(r"What is (.+)\? Answer directly", task.question)
         if m:
             calls = [("calc", [m.group(1)])]
@@ -262,8 +323,10 @@ def _closing_thought(task: Task, observations: list[str], variant: set[str]) -> 
         rows = rows["invoices"] if isinstance(rows, dict) else rows
         if rows:
             where, row = ("last", rows[-1]) if "oldest_first" in variant else ("first", rows[0])
-            return (f'The {where} row is the newest: "invoice_id": "{row["invoice_id"]}", '
-                    f'"issued": "{row["issued"]}".')
+            return (
+                f'The {where} row is the newest: "invoice_id": "{row["invoice_id"]}", '
+                f'"issued": "{row["issued"]}".'
+            )
     if c == "count_invoices" and "counted" in variant:
         return f'The observation shows "invoice_count": {json.loads(obs[0])["invoice_count"]}.'
     if c == "count_invoices":
@@ -271,7 +334,9 @@ def _closing_thought(task: Task, observations: list[str], variant: set[str]) -> 
         return f"Distinct invoice ids: {', '.join(ids)}. That is {len(ids)}."
     if c == "duplicate":
         if "statuses" in variant:
-            charges = [(ch["charge_id"], ch["status"]) for ch in json.loads(obs[0]).get("charges", [])]
+            charges = [
+                (ch["charge_id"], ch["status"]) for ch in json.loads(obs[0]).get("charges", [])
+            ]
         else:
             charges = [(json.loads(o)["charge_id"], json.loads(o)["status"]) for o in obs[1:]]
         n = sum(status == "succeeded" for _, status in charges)
@@ -279,32 +344,43 @@ def _closing_thought(task: Task, observations: list[str], variant: set[str]) -> 
         return f"{listed}: {n} succeeded, so {'it was' if n > 1 else 'it was not'} charged twice."
     if c == "paid_in_full" and "sums" in variant:
         d = json.loads(obs[0])
-        return (f'"total_paid": {d["total_paid"]}, "invoice_total": {d["invoice_total"]}, '
-                f'"paid_in_full": {json.dumps(d["paid_in_full"])}.')
+        return (
+            f'"total_paid": {d["total_paid"]}, "invoice_total": {d["invoice_total"]}, '
+            f'"paid_in_full": {json.dumps(d["paid_in_full"])}.'
+        )
     if c == "paid_in_full":
         total = json.loads(obs[0])["total"]
         paid = round(sum(p["amount"] for p in json.loads(obs[1])["payments"]), 2)
-        return (f"The payments add up to {paid} and the total is {total}, so it is "
-                f"{'' if task.gold == 'yes' else 'not '}paid in full.")
+        return (
+            f"The payments add up to {paid} and the total is {total}, so it is "
+            f"{'' if task.gold == 'yes' else 'not '}paid in full."
+        )
     if c == "multi_step" and task.unit == "dollars":
         return f"calc gives {obs[-1]}."
     hit = next((f for f in (_field_stating(o, task.gold) for o in reversed(obs)) if f), None)
     if hit is None and task.kind == "number" and task.unit == "dollars":
-        cents = next((f for f in (_field_stating(o, str(float(task.gold) * 100)) for o in obs) if f), None)
+        cents = next(
+            (f for f in (_field_stating(o, str(float(task.gold) * 100)) for o in obs) if f), None
+        )
         if cents:
-            return f'The observation shows "{cents[0]}": {json.dumps(cents[1])} cents, that is {task.gold} dollars.'
+            return (
+                f'The observation shows "{cents[0]}": {json.dumps(cents[1])} cents, '
+                f"that is {task.gold} dollars."
+            )
     if hit is not None:
         return f'The observation shows "{hit[0]}": {json.dumps(hit[1])}.'
     return f"The observation shows the answer: {task.gold}."
 
 
-def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[PoolExemplar, set[str]]:
+def pool_exemplar(
+    task: Task, tools: dict, variant: str = "default"
+) -> tuple[PoolExemplar, set[str]]:
     """Write the exemplar of one dev task; return it and the ids its question and observations show.
 
     The calls are the task's oracle calls (adapted to the tool ``variant``, see
-    :mod:`react_lab.lab.experiments.tool_designs`), run through ``tools``: the observations are real.
-    The answer is the task's gold answer (:func:`stated`). Raises ``ValueError`` for a
-    task that is not in the dev half.
+    :mod:`react_lab.lab.experiments.tool_designs`), run through ``tools``: the observations
+    are real. The answer is the task's gold answer (:func:`stated`). Raises ``ValueError``
+    for a task that is not in the dev half.
     """
     if task_split(task.id) != "dev":
         raise ValueError(f"{task.id} is not a dev task: only dev tasks go into the exemplar pool")
@@ -315,9 +391,13 @@ def pool_exemplar(task: Task, tools: dict, variant: str = "default") -> tuple[Po
         text = call_tool(tools, tool, args).text
         observations.append(text)
         shown |= set(ID_RE.findall(text))
-        thought = (f"I list the invoices of {args[0]}." if tool == "list_invoices" and len(args) == 1
-                   else "I compute it with calc." if task.category == "no_tool"
-                   else _THOUGHTS[tool].format(*args))
+        thought = (
+            f"I list the invoices of {args[0]}."
+            if tool == "list_invoices" and len(args) == 1
+            else "I compute it with calc."
+            if task.category == "no_tool"
+            else _THOUGHTS[tool].format(*args)
+        )
         steps.append((thought, f"{tool}[{', '.join(args)}]", text))
     final = _closing_thought(task, observations, parts) if steps else "I can answer this directly."
     return PoolExemplar(task.question, tuple(steps), final, stated(task), source=task.id), shown
@@ -348,8 +428,16 @@ def build_pool(variant: str = "default") -> list[PoolEntry]:
     pool = []
     for task in load_tasks(split="dev"):
         ex, shown = pool_exemplar(task, tools, variant)
-        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question),
-                              answer_intent(task)))
+        pool.append(
+            PoolEntry(
+                task.id,
+                task.category,
+                ex,
+                frozenset(shown),
+                shape_tokens(task.question),
+                answer_intent(task),
+            )
+        )
     return pool
 
 
@@ -373,26 +461,28 @@ def _clean_run(record: dict, task: Task) -> bool:
     if not (record["correct"] and record["stopped_by"] == "answer" and steps):
         return False
     *calls, last = steps
-    return (last["answer"] is not None
-            and all(s["tool"] and not s["error"] and not s["guard"] for s in calls)
-            and {tool for tool, _ in task.oracle} <= {s["tool"] for s in calls}
-            and all(len(s["thought"] or "") < _THOUGHT_KEPT for s in steps))
+    return (
+        last["answer"] is not None
+        and all(s["tool"] and not s["error"] and not s["guard"] for s in calls)
+        and {tool for tool, _ in task.oracle} <= {s["tool"] for s in calls}
+        and all(len(s["thought"] or "") < _THOUGHT_KEPT for s in steps)
+    )
 
 
 def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     """Turn successful dev runs into pool entries: the model's own thoughts, actions and answer.
 
-    ``records`` are ladder run records (:func:`react_lab.lab.experiments.ladder.run_one`) of **dev** tasks
-    run with tool ``variant``; returns one :class:`PoolEntry` per kept run (trial 0 only,
-    so one per task). A run is kept when it is correct, ended with its own ``Answer:``,
-    called every tool of the task's oracle, and every step before the answer was a call
-    the tools accepted (see :func:`_clean_run`). Its calls are run again through the
-    tools: the record keeps the calls, not the observations, and since no step was
-    refused or truncated by a guard, the tool output is what the model saw. The thoughts
-    and the answer are the model's, as it wrote them (a missing last thought becomes
-    "I can answer this now."). ``shown`` holds every id in the question, the thoughts,
-    the observations and the answer. Raises ``ValueError`` for a record of a task that
-    is not in the dev half.
+    ``records`` are ladder run records (:func:`react_lab.lab.experiments.ladder.run_one`) of
+    **dev** tasks run with tool ``variant``; returns one :class:`PoolEntry` per kept run
+    (trial 0 only, so one per task). A run is kept when it is correct, ended with its own
+    ``Answer:``, called every tool of the task's oracle, and every step before the answer
+    was a call the tools accepted (see :func:`_clean_run`). Its calls are run again through
+    the tools: the record keeps the calls, not the observations, and since no step was
+    refused or truncated by a guard, the tool output is what the model saw. The thoughts and
+    the answer are the model's, as it wrote them (a missing last thought becomes "I can
+    answer this now."). ``shown`` holds every id in the question, the thoughts, the
+    observations and the answer. Raises ``ValueError`` for a record of a task that is not in
+    the dev half.
     """
     from .tool_designs import get_tools
 
@@ -401,7 +491,9 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
     pool = []
     for r in records:
         if task_split(r["task_id"]) != "dev":
-            raise ValueError(f"{r['task_id']} is not a dev task: only dev runs go into the exemplar pool")
+            raise ValueError(
+                f"{r['task_id']} is not a dev task: only dev runs go into the exemplar pool"
+            )
         task = tasks[r["task_id"]]
         if r["trial"] != 0 or not _clean_run(r, task):
             continue
@@ -415,10 +507,23 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
         last = r["steps"][-1]
         for text in [s["thought"] or "" for s in r["steps"]] + [str(last["answer"])]:
             shown |= set(ID_RE.findall(text))
-        ex = PoolExemplar(task.question, tuple(steps), last["thought"] or "I can answer this now.",
-                          str(last["answer"]), source=task.id)
-        pool.append(PoolEntry(task.id, task.category, ex, frozenset(shown), shape_tokens(task.question),
-                              answer_intent(task)))
+        ex = PoolExemplar(
+            task.question,
+            tuple(steps),
+            last["thought"] or "I can answer this now.",
+            str(last["answer"]),
+            source=task.id,
+        )
+        pool.append(
+            PoolEntry(
+                task.id,
+                task.category,
+                ex,
+                frozenset(shown),
+                shape_tokens(task.question),
+                answer_intent(task),
+            )
+        )
     return pool
 
 
@@ -426,13 +531,16 @@ def runs_pool(variant: str = "default") -> list[PoolEntry]:
     """The runs pool of tool ``variant``: :func:`harvest` of its shipped dev results file.
 
     Raises ``ValueError`` for a variant with no harvested dev run (:data:`HARVESTED_FROM`)
-    and :class:`react_lab.lab.experiments.results.StaleResults` when that file no longer matches the code.
+    and :class:`react_lab.lab.experiments.results.StaleResults` when that file no longer
+    matches the code.
     """
     from . import results
 
     if variant not in HARVESTED_FROM:
-        raise ValueError(f"no dev runs harvested for tool variant {variant!r}; "
-                         f"harvested: {', '.join(HARVESTED_FROM)}")
+        raise ValueError(
+            f"no dev runs harvested for tool variant {variant!r}; "
+            f"harvested: {', '.join(HARVESTED_FROM)}"
+        )
     return harvest(results.load(HARVESTED_FROM[variant]).data["records"], variant)
 
 

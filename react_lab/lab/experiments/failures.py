@@ -16,6 +16,7 @@ run's observations and its ``guard`` fields.
 * :func:`live_pass` runs the loop once per question and keeps every run, with the error a
   run raised (a prompt past the context window raises) instead of stopping the pass.
 """
+
 from __future__ import annotations
 
 import re
@@ -48,7 +49,8 @@ FAILURE_MODES = {
     "over_time_budget": "the run took longer than its wall-clock budget",
 }
 
-#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each mode.
+#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each
+#: mode.
 GUARDS = {
     "forged_observation": "stop sequence, then the parser drops the forged span",
     "repeated_action": "repeats: an identical call is refused",
@@ -64,7 +66,9 @@ GUARDS = {
 }
 
 #: The exemplar's own forms: ``Action: tool[args]`` or ``Answer: ...`` on one line.
-_EXEMPLAR_LINE = re.compile(r"^(?:Action: [^\W\d]\w*\[[^\n]*\]|Answer: \S[^\n]*)[ \t]*$", re.MULTILINE)
+_EXEMPLAR_LINE = re.compile(
+    r"^(?:Action: [^\W\d]\w*\[[^\n]*\]|Answer: \S[^\n]*)[ \t]*$", re.MULTILINE
+)
 _CUT_MARK = "[truncated by the loop"
 _REFUSALS = {"repeat", "near_repeat", "retry_cap", "approval", "own_question"}
 
@@ -75,6 +79,7 @@ def written(step: Step) -> ParseResult:
 
 
 # --------------------------------------------------------------------------- detectors
+
 
 def forged_observation(steps: Sequence[Step]) -> bool:
     """True if some step's completion held an ``Observation`` line the model wrote itself."""
@@ -118,7 +123,11 @@ def answers_before_data(steps: Sequence[Step]) -> list[Step]:
 
 def flooded(steps: Sequence[Step], chars: int = 2000) -> list[Step]:
     """Steps whose tool result was longer than ``chars`` characters (cut by the loop, or not)."""
-    return [s for s in steps if s.observation and (len(s.observation) > chars or _CUT_MARK in s.observation)]
+    return [
+        s
+        for s in steps
+        if s.observation and (len(s.observation) > chars or _CUT_MARK in s.observation)
+    ]
 
 
 def overflowed(steps: Sequence[Step], window: int, error: str | None = None) -> bool:
@@ -135,7 +144,10 @@ def invented_questions(steps: Sequence[Step], question: str) -> list[str]:
 
 
 def reworded(steps: Sequence[Step], times: int = 3) -> bool:
-    """True if one tool was called ``times`` times with arguments one word apart (a reworded search)."""
+    """True if one tool was called ``times`` times with arguments one word apart.
+
+    That is a reworded search.
+    """
     calls: list[tuple[str, list[str]]] = []
     for wrote in map(written, steps):
         if wrote.kind != "action":
@@ -178,9 +190,16 @@ def side_effect_calls(steps: Sequence[Step], tools: dict) -> list[Step]:
     return [s for s in steps if written(s).kind == "action" and written(s).tool in risky]
 
 
-def failure_modes(result: RunResult, *, tools: dict, needs_tools: bool = True, window: int = 4096,
-                  observation_chars: int = 2000, time_budget: float | None = None,
-                  error: str | None = None) -> set[str]:
+def failure_modes(
+    result: RunResult,
+    *,
+    tools: dict,
+    needs_tools: bool = True,
+    window: int = 4096,
+    observation_chars: int = 2000,
+    time_budget: float | None = None,
+    error: str | None = None,
+) -> set[str]:
     """The failure modes (keys of :data:`FAILURE_MODES`) that happened in one run.
 
     ``tools`` maps the names the run offered to :class:`react_lab.tools.Tool`;
@@ -216,6 +235,7 @@ def count_modes(found: Iterable[set[str]]) -> dict[str, int]:
 
 # --------------------------------------------------------------------------- live runs
 
+
 class StopProbe:
     """Wrap a backend: after each completion the stop sequence ended, look at what came next.
 
@@ -223,8 +243,9 @@ class StopProbe:
     If that continuation starts an ``Observation`` line (:func:`react_lab.parser.find_forged`),
     the completion is returned with the continuation as ``cut_text`` and its tokens as
     ``forged_tokens``, as a client-side stop reports a forgery it cut
-    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step ``forged``, and the
-    transcript still holds only the text before the stop. ``probes`` keeps every continuation.
+    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step
+    ``forged``, and the transcript still holds only the text before the stop. ``probes``
+    keeps every continuation.
     """
 
     def __init__(self, model, tokens: int = 8):
@@ -256,9 +277,15 @@ class LiveRun:
     seconds: float
 
 
-def live_pass(questions: Sequence[str], model, tools: dict, *,
-              guards: Callable[[int], Guards] = lambda i: LabGuards(), progress: bool = True,
-              **options) -> list[LiveRun]:
+def live_pass(
+    questions: Sequence[str],
+    model,
+    tools: dict,
+    *,
+    guards: Callable[[int], Guards] = lambda i: LabGuards(),
+    progress: bool = True,
+    **options,
+) -> list[LiveRun]:
     """Run the text loop once per question, in order; never stops at a failing run.
 
     ``guards(i)`` builds the guards of question ``i`` (default: the lab's,
@@ -272,10 +299,13 @@ def live_pass(questions: Sequence[str], model, tools: dict, *,
         transcript, steps, error = Transcript(), [], None
         t0 = time.perf_counter()
         try:
-            steps.extend(run(question, model, tools, transcript=transcript, guards=guards(i), **options))
+            steps.extend(
+                run(question, model, tools, transcript=transcript, guards=guards(i), **options)
+            )
         except (ValueError, RuntimeError) as exc:
             error = f"{type(exc).__name__}: {exc}"
-        result = RunResult.from_steps(question, steps, transcript,
-                                      stopped_by="error" if error else None)
+        result = RunResult.from_steps(
+            question, steps, transcript, stopped_by="error" if error else None
+        )
         runs.append(LiveRun(question, result, error, time.perf_counter() - t0))
     return runs

@@ -1,13 +1,15 @@
 """The ladder: named configurations that take the embedded 135M model from failing to working.
 
 What makes a small model a working agent, with numbers. Each rung is a
-:class:`react_lab.lab.experiments.configs.Config` of the same text-protocol loop (:func:`react_lab.lab.experiments.evals.run_task`: the
-real loop, tools and guards) on the same embedded model; only one thing changes per rung:
+:class:`react_lab.lab.experiments.configs.Config` of the same text-protocol loop
+(:func:`react_lab.lab.experiments.evals.run_task`: the real loop, tools and guards) on the same
+embedded model; only one thing changes per rung:
 
 ============================  ================================================================
 ``baseline``                  today's prompt: one fixed exemplar, default tools, free decoding
 ``grammar_action``            rung 1: the Action line constrained by a grammar built from the tool
-                              schemas (:mod:`react_lab.lab.backends.text_grammar`), the thought left free
+                              schemas (:mod:`react_lab.lab.backends.text_grammar`), the thought
+                              left free
 ``grammar_grounded``          rung 1b: as rung 1, and id arguments only ids written in the
                               question or an observation
 ``tax_short``/``tax_none``    rung 1's controls: the *thought* constrained too (a fixed template,
@@ -18,11 +20,12 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 ``t_<variant>``               rung 2: ``gpool_k1`` with one tool-design change
                               (:mod:`react_lab.lab.experiments.tool_designs`)
 ``runs_k1``/``best_runs``     rung 3 with the *runs* pool: exemplars harvested from the model's own
-                              successful dev runs (:func:`react_lab.lab.experiments.exemplars.harvest`) instead of
+                              successful dev runs
+                              (:func:`react_lab.lab.experiments.exemplars.harvest`) instead of
                               the oracle-written pool, on ``gpool_k1`` and on ``t_oldest_first``
 ``v_values``                  rung 5a: ``t_oldest_first`` + the guard refusing an answer whose value
-                              only the exemplar shows (:mod:`react_lab.lab.provenance`), and exemplars
-                              whose answers no test task shares
+                              only the exemplar shows (:mod:`react_lab.lab.provenance`), and
+                              exemplars whose answers no test task shares
 ``v_intent``                  rung 5b: + the exemplar chosen for what the question asks for
                               (:func:`react_lab.lab.experiments.exemplars.intent`)
 ``v_unsure``                  rung 5c: + no repeated call in the grammar, ids read as typed, and a
@@ -37,11 +40,14 @@ real loop, tools and guards) on the same embedded model; only one thing changes 
 
 Tune on ``split="dev"``; every figure the lab reports as a result comes from a held-out set:
 ``split="test"`` (the same templates as dev, other entities) and ``split="paraphrase"`` (the
-test half's entities in the words people use, :mod:`react_lab.lab.experiments.tasks`). :func:`run_ladder` runs one config over tasks (resumably, within a time
-budget), :func:`save` writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
+test half's entities in the words people use, :mod:`react_lab.lab.experiments.tasks`).
+:func:`run_ladder` runs one config over tasks (resumably, within a time budget),
+:func:`save` writes a fingerprinted results file (:mod:`react_lab.lab.experiments.results`),
 :func:`load_results` reads the shipped ones back as rows for notebook 09, and
-``react-lab eval --config NAME`` is the command line (:func:`react_lab.lab.cli.commands.cmd_ladder`).
+``react-lab eval --config NAME`` is the command line
+(:func:`react_lab.lab.cli.commands.cmd_ladder`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,9 +58,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ...checks import check_count
-from ..backends.local import LocalModel
 from ...cost import count_tokens
 from ...tools import ID_RE
+from ..backends.local import LocalModel
 from .configs import (  # noqa: F401 -- GrammarModel, compiled, list_configs: the ladder's names too
     CONFIGS,
     Config,
@@ -78,8 +84,12 @@ CODE_VERSION = 1
 
 
 def default_log_dir() -> Path:
-    """Return where :func:`run_ladder` keeps its resumable run logs (one JSON line per task and trial):
-    ``ladder/`` under :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the repository)."""
+    """Return where :func:`run_ladder` keeps its resumable run logs.
+
+    One JSON line per task and trial, in ``ladder/`` under
+    :func:`react_lab.lab.experiments.results.cache_dir` (``$REACT_LAB_CACHE``, outside the
+    repository).
+    """
     from .results import cache_dir
 
     return cache_dir() / "ladder"
@@ -87,8 +97,17 @@ def default_log_dir() -> Path:
 
 # --------------------------------------------------------------------------- one run
 
-def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, temperature: float = 0.0,
-            seed: int = 0, trial: int = 0, timeout: float = 120.0) -> dict:
+
+def run_one(
+    cfg: Config,
+    task: Task,
+    *,
+    model: LocalModel | None = None,
+    temperature: float = 0.0,
+    seed: int = 0,
+    trial: int = 0,
+    timeout: float = 120.0,
+) -> dict:
     """Run ``task`` once under ``cfg``; return its record (JSON-ready).
 
     ``model`` defaults to :func:`base_model`. The record holds ``task_id``, ``category``,
@@ -100,22 +119,44 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
     """
     tools = tools_for(cfg)
     exemplars = exemplars_for(cfg, task)
-    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
-                          temperature=temperature, seed=seed, no_repeat=cfg.no_repeat)
+    runner = GrammarModel(
+        model or base_model(),
+        tools,
+        thought=cfg.grammar,
+        grounded=cfg.grounded,
+        temperature=temperature,
+        seed=seed,
+        no_repeat=cfg.no_repeat,
+    )
     options = {"exemplars": exemplars, "loop_options": {"guards": guards_for(cfg)}}
     if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
         from ..backends.chat import LocalChatModel
 
         runner, options = LocalChatModel(runner.base), {"loop_options": {"exemplars": exemplars}}
     t0 = time.perf_counter()
-    result = run_task(task, runner, tools, protocol=cfg.protocol, max_steps=cfg.max_steps,
-                      max_tokens=cfg.max_tokens, timeout=timeout, **options)
+    result = run_task(
+        task,
+        runner,
+        tools,
+        protocol=cfg.protocol,
+        max_steps=cfg.max_steps,
+        max_tokens=cfg.max_tokens,
+        timeout=timeout,
+        **options,
+    )
     seconds = time.perf_counter() - t0
     steps = result.steps
     return {
-        "config": cfg.name, "task_id": task.id, "category": task.category, "trial": trial,
-        "seed": seed, "temperature": temperature, "correct": score(result.answer, task),
-        "answer": result.answer, "gold": task.gold, "stopped_by": result.stopped_by,
+        "config": cfg.name,
+        "task_id": task.id,
+        "category": task.category,
+        "trial": trial,
+        "seed": seed,
+        "temperature": temperature,
+        "correct": score(result.answer, task),
+        "answer": result.answer,
+        "gold": task.gold,
+        "stopped_by": result.stopped_by,
         "n_steps": len(steps),
         "prefix_tokens": count_tokens(first_prompt(cfg, task)),
         "exemplar_tokens": sum(count_tokens(e.render()) for e in exemplars),
@@ -123,15 +164,32 @@ def run_one(cfg: Config, task: Task, *, model: LocalModel | None = None, tempera
         "prompt_tokens": sum(s.prompt_tokens for s in steps),
         "completion_tokens": sum(s.completion_tokens for s in steps),
         "seconds": round(seconds, 2),
-        "steps": [{"tool": (s.action or {}).get("tool"), "args": (s.action or {}).get("args"),
-                   "error": (s.error or "")[:200] or None, "guard": s.guard,
-                   "answer": s.answer, "thought": (s.thought or "")[:200]} for s in steps],
+        "steps": [
+            {
+                "tool": (s.action or {}).get("tool"),
+                "args": (s.action or {}).get("args"),
+                "error": (s.error or "")[:200] or None,
+                "guard": s.guard,
+                "answer": s.answer,
+                "thought": (s.thought or "")[:200],
+            }
+            for s in steps
+        ],
     }
 
 
-def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
-               max_steps: int | None = None, timeout: float = 120.0, progress: bool = False):
-    """Run one question through the text loop as ``cfg`` runs it; return its :class:`react_lab.trace.RunResult`.
+def ask_config(
+    question: str,
+    cfg: Config,
+    *,
+    model: LocalModel | None = None,
+    max_steps: int | None = None,
+    timeout: float = 120.0,
+    progress: bool = False,
+):
+    """Run one question through the text loop as ``cfg`` runs it; return its result.
+
+    The result is a :class:`react_lab.trace.RunResult`.
 
     The same tools, exemplars (chosen for this question), grammar and guards as
     :func:`run_one`, on ``model`` (default :func:`base_model`); ``max_steps`` defaults
@@ -140,16 +198,33 @@ def ask_config(question: str, cfg: Config, *, model: LocalModel | None = None,
     """
     task = Task(id="ask", category="ask", question=question, gold="", kind="text")
     tools = tools_for(cfg)
-    runner = GrammarModel(model or base_model(), tools, thought=cfg.grammar, grounded=cfg.grounded,
-                          no_repeat=cfg.no_repeat)
-    return run_task(task, runner, tools, protocol="text", max_steps=max_steps or cfg.max_steps,
-                    max_tokens=cfg.max_tokens, timeout=timeout, exemplars=exemplars_for(cfg, task),
-                    loop_options={"guards": guards_for(cfg)}, progress=progress)
+    runner = GrammarModel(
+        model or base_model(),
+        tools,
+        thought=cfg.grammar,
+        grounded=cfg.grounded,
+        no_repeat=cfg.no_repeat,
+    )
+    return run_task(
+        task,
+        runner,
+        tools,
+        protocol="text",
+        max_steps=max_steps or cfg.max_steps,
+        max_tokens=cfg.max_tokens,
+        timeout=timeout,
+        exemplars=exemplars_for(cfg, task),
+        loop_options={"guards": guards_for(cfg)},
+        progress=progress,
+    )
 
 
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
-    """Raise ``RuntimeError`` if a prompt of ``tasks`` under ``cfg`` shows a test task as an exemplar,
-    or an exemplar that shows an id the question names (in any case: ``inv-2041`` names ``INV-2041``)."""
+    """Raise ``RuntimeError`` if a prompt of ``tasks`` under ``cfg`` shows a leaking exemplar.
+
+    A test task as an exemplar, or an exemplar that shows an id the question names (in any
+    case: ``inv-2041`` names ``INV-2041``).
+    """
     from .exemplars import task_split
 
     for task in tasks:
@@ -157,16 +232,28 @@ def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:
         for ex in exemplars_for(cfg, task):
             source = getattr(ex, "source", None)
             if source and task_split(source) != "dev":
-                raise RuntimeError(f"exemplar from {source} (not a dev task) in the prompt of {task.id}")
+                raise RuntimeError(
+                    f"exemplar from {source} (not a dev task) in the prompt of {task.id}"
+                )
             if source and asked & {i.casefold() for i in ID_RE.findall(ex.render())}:
-                raise RuntimeError(f"exemplar {source} in the prompt of {task.id} shows an id it asks about")
+                raise RuntimeError(
+                    f"exemplar {source} in the prompt of {task.id} shows an id it asks about"
+                )
 
 
 # --------------------------------------------------------------------------- many runs
 
-def choose_tasks(split: str, *, per_category: int | None = None, n: int | None = None,
-                 path: str | Path | None = None) -> list[Task]:
-    """The tasks of ``split`` in file order: the first ``per_category`` of each category, then the first ``n``.
+
+def choose_tasks(
+    split: str,
+    *,
+    per_category: int | None = None,
+    n: int | None = None,
+    path: str | Path | None = None,
+) -> list[Task]:
+    """The tasks of ``split`` in file order.
+
+    The first ``per_category`` of each category, then the first ``n``.
 
     ``per_category=4`` on either half gives 52 tasks (13 categories x 4): the fixed
     subset the shipped results use when the whole half does not fit the time budget.
@@ -198,14 +285,19 @@ def run_inputs(cfg: Config, task: Task) -> str:
     name stands for (the working agent's tools, say) runs its tasks again.
     """
     inputs = {**_prompt_inputs(cfg, [task]), "code": CODE_VERSION}
-    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=repr).encode()).hexdigest()[
+        :16
+    ]
 
 
 def _prompt_inputs(cfg: Config, tasks: Sequence[Task]) -> dict:
     """What the model is shown for ``tasks`` under ``cfg``: every first prompt (instructions,
     tool descriptions, exemplars), the configuration's settings and its tools' schemas."""
-    return {"first_prompts": [first_prompt(cfg, t) for t in tasks], "config": settings(cfg),
-            "schemas": [t.openai_schema() for t in tools_for(cfg).values()]}
+    return {
+        "first_prompts": [first_prompt(cfg, t) for t in tasks],
+        "config": settings(cfg),
+        "schemas": [t.openai_schema() for t in tools_for(cfg).values()],
+    }
 
 
 def read_log(path: Path) -> dict[tuple[str, int], dict]:
@@ -221,10 +313,19 @@ def read_log(path: Path) -> dict[tuple[str, int], dict]:
     return records
 
 
-def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 1,
-               temperature: float = 0.0, seed: int = 0, budget: float | None = None,
-               log_dir: str | Path | None = None, model=None,
-               progress=print) -> tuple[list[dict], bool]:
+def run_ladder(
+    cfg: Config,
+    tasks: Sequence[Task],
+    *,
+    split: str,
+    trials: int = 1,
+    temperature: float = 0.0,
+    seed: int = 0,
+    budget: float | None = None,
+    log_dir: str | Path | None = None,
+    model=None,
+    progress=print,
+) -> tuple[list[dict], bool]:
     """Run every task ``trials`` times under ``cfg``; return (records in task order, complete?).
 
     Trial ``i`` samples with seed ``seed + i`` at ``temperature`` (0: greedy, so more
@@ -241,8 +342,11 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
     path = _log_path(cfg, split, temperature, seed, log_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     inputs = {task.id: run_inputs(cfg, task) for task in tasks}
-    done = {key: r for key, r in read_log(path).items()
-            if key[0] in inputs and r.pop("inputs", None) == inputs[key[0]]}
+    done = {
+        key: r
+        for key, r in read_log(path).items()
+        if key[0] in inputs and r.pop("inputs", None) == inputs[key[0]]
+    }
     t0 = time.perf_counter()
     for trial in range(trials):
         for task in tasks:
@@ -250,15 +354,18 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
                 continue
             if budget is not None and time.perf_counter() - t0 > budget:
                 break
-            rec = run_one(cfg, task, model=model, temperature=temperature, seed=seed + trial,
-                          trial=trial)
+            rec = run_one(
+                cfg, task, model=model, temperature=temperature, seed=seed + trial, trial=trial
+            )
             with path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps({**rec, "inputs": inputs[task.id]}, ensure_ascii=False) + "\n")
             done[(task.id, trial)] = rec
             if progress:
-                progress(f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "
-                         f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
-                         f"answer={str(rec['answer'])[:50]!r}")
+                progress(
+                    f"{'✓' if rec['correct'] else '✗'} {task.id:<20} trial {trial} "
+                    f"{rec['stopped_by']:<10} {rec['n_steps']} steps {rec['seconds']:5.1f}s "
+                    f"answer={str(rec['answer'])[:50]!r}"
+                )
     records = [done[(t.id, i)] for i in range(trials) for t in tasks if (t.id, i) in done]
     by_id = {t.id: t for t in tasks}
     for r in records:  # a logged answer is judged by the scorer as it is now
@@ -267,6 +374,7 @@ def run_ladder(cfg: Config, tasks: Sequence[Task], *, split: str, trials: int = 
 
 
 # --------------------------------------------------------------------------- summaries
+
 
 def summarize(records: Sequence[dict]) -> dict:
     """Summarize the records of one config: success (trial 0) with its Wilson 95% interval,
@@ -293,26 +401,46 @@ def summarize(records: Sequence[dict]) -> dict:
 
     def mean(key):
         return round(sum(r[key] for r in records) / len(records), 2) if records else 0.0
-    return {"n": n, "trials": trials, "successes": rate.successes, "success_rate": rate.rate,
-            "ci95": [rate.low, rate.high], "mean_steps": mean("n_steps"),
-            "prefix_tokens": mean("prefix_tokens"), "exemplar_tokens": mean("exemplar_tokens"),
-            "prompt_tokens": mean("prompt_tokens"), "completion_tokens": mean("completion_tokens"),
-            "seconds": mean("seconds"),
-            "pass_at_k": [pass_at_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
-            "pass_hat_k": [pass_hat_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
-            "by_category": dict(sorted(by_cat.items()))}
+
+    return {
+        "n": n,
+        "trials": trials,
+        "successes": rate.successes,
+        "success_rate": rate.rate,
+        "ci95": [rate.low, rate.high],
+        "mean_steps": mean("n_steps"),
+        "prefix_tokens": mean("prefix_tokens"),
+        "exemplar_tokens": mean("exemplar_tokens"),
+        "prompt_tokens": mean("prompt_tokens"),
+        "completion_tokens": mean("completion_tokens"),
+        "seconds": mean("seconds"),
+        "pass_at_k": [pass_at_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+        "pass_hat_k": [pass_hat_k(outcomes, k) for k in range(1, trials + 1)] if n else [],
+        "by_category": dict(sorted(by_cat.items())),
+    }
 
 
 def format_summary(name: str, s: dict) -> str:
-    """One line per config: success with its interval, steps, tokens, seconds; pass^k / pass@k if k > 1."""
-    line = (f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
-            f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
-            f"prompt tokens/task {s['prompt_tokens']:.0f} (first prompt {s['prefix_tokens']:.0f} "
-            f"cl100k)  {s['seconds']:.1f} s/task")
+    """One line per config: success with its interval, steps, tokens, seconds.
+
+    And pass^k / pass@k if k > 1.
+    """
+    line = (
+        f"{name:<18} {s['successes']:>3}/{s['n']:<3} = {s['success_rate']:6.1%} "
+        f"(95% CI {s['ci95'][0]:.0%}-{s['ci95'][1]:.0%})  steps {s['mean_steps']:.2f}  "
+        f"prompt tokens/task {s['prompt_tokens']:.0f} (first prompt {s['prefix_tokens']:.0f} "
+        f"cl100k)  {s['seconds']:.1f} s/task"
+    )
     if s["trials"] > 1:
-        line += ("\n" + " " * 19 + "pass^k " + " ".join(f"{v:.2f}" for v in s["pass_hat_k"])
-                 + "   pass@k " + " ".join(f"{v:.2f}" for v in s["pass_at_k"])
-                 + f"   (k = 1..{s['trials']})")
+        line += (
+            "\n"
+            + " " * 19
+            + "pass^k "
+            + " ".join(f"{v:.2f}" for v in s["pass_hat_k"])
+            + "   pass@k "
+            + " ".join(f"{v:.2f}" for v in s["pass_at_k"])
+            + f"   (k = 1..{s['trials']})"
+        )
     return line
 
 
@@ -340,8 +468,11 @@ def failure_modes(records: Sequence[dict]) -> dict[str, list[str]]:
 
 # --------------------------------------------------------------------------- results files
 
+
 def fingerprint_inputs(config: dict):
-    """The fingerprint inputs of a ladder results file (:data:`react_lab.lab.experiments.results.EXPERIMENTS`).
+    """The fingerprint inputs of a ladder results file.
+
+    See :data:`react_lab.lab.experiments.results.EXPERIMENTS`.
 
     ``config`` is the saved run's settings (``config``, ``split``, ``task_ids``, ...). The
     prompt part is every first prompt of the run (instructions, tool descriptions,
@@ -353,34 +484,64 @@ def fingerprint_inputs(config: dict):
     cfg = get_config(config["config"])
     tasks = tasks_of(config)
     chosen = [tasks[i] for i in config["task_ids"]]
-    return Inputs(model="local", prompt=_prompt_inputs(cfg, chosen),
-                  tasks=[dataclasses.asdict(t) for t in chosen], code=CODE_VERSION)
+    return Inputs(
+        model="local",
+        prompt=_prompt_inputs(cfg, chosen),
+        tasks=[dataclasses.asdict(t) for t in chosen],
+        code=CODE_VERSION,
+    )
 
 
 def tasks_of(config: dict) -> dict[str, Task]:
-    """The tasks a results ``config`` ran, by id: its ``tasks_file``, its phrasing split, or tasks.json."""
+    """The tasks a results ``config`` ran, by id.
+
+    From its ``tasks_file``, its phrasing split, or tasks.json.
+    """
     if config.get("tasks_file"):
         return {t.id: t for t in load_tasks(config["tasks_file"], split="all")}
     split = config.get("split")
     return {t.id: t for t in load_tasks(split=split if split in TASK_FILES else "all")}
 
 
-def results_config(cfg: Config, split: str, tasks: Sequence[Task], trials: int, temperature: float,
-                   seed: int, subset: str, tasks_file: str | None = None) -> dict:
+def results_config(
+    cfg: Config,
+    split: str,
+    tasks: Sequence[Task],
+    trials: int,
+    temperature: float,
+    seed: int,
+    subset: str,
+    tasks_file: str | None = None,
+) -> dict:
     """The ``config`` a ladder results file is saved (and fingerprinted) with.
 
     ``tasks_file``: the task file run (``--tasks FILE``), when it is not a shipped split.
     """
-    config = {"config": cfg.name, "split": split, "subset": subset, "trials": trials,
-              "temperature": temperature, "seed": seed, "task_ids": [t.id for t in tasks],
-              "max_steps": cfg.max_steps, "max_tokens": cfg.max_tokens}
+    config = {
+        "config": cfg.name,
+        "split": split,
+        "subset": subset,
+        "trials": trials,
+        "temperature": temperature,
+        "seed": seed,
+        "task_ids": [t.id for t in tasks],
+        "max_steps": cfg.max_steps,
+        "max_tokens": cfg.max_tokens,
+    }
     if tasks_file:
         config["tasks_file"] = str(Path(tasks_file).resolve())
     return config
 
 
-def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
-         directory: str | Path | None = None, overwrite: bool = False) -> Path:
+def save(
+    name: str,
+    records: Sequence[dict],
+    settings: dict,
+    *,
+    command: str,
+    directory: str | Path | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Save a finished run as the fingerprinted results file ``name``; return its path.
 
     An existing file is refused (``ValueError``) unless ``overwrite``."""
@@ -388,11 +549,21 @@ def save(name: str, records: Sequence[dict], settings: dict, *, command: str,
 
     data = {"summary": summarize(records), "records": list(records)}
     seconds = sum(r["seconds"] for r in records)
-    return results.save(name, data, experiment="ladder", config=settings, command=command,
-                        seconds=seconds, directory=directory, overwrite=overwrite)
+    return results.save(
+        name,
+        data,
+        experiment="ladder",
+        config=settings,
+        command=command,
+        seconds=seconds,
+        directory=directory,
+        overwrite=overwrite,
+    )
 
 
-def load_results(names: Iterable[str] | None = None, *, directory: str | Path | None = None) -> list[dict]:
+def load_results(
+    names: Iterable[str] | None = None, *, directory: str | Path | None = None
+) -> list[dict]:
     """Load the shipped ladder results as rows, one per results file; stale files raise.
 
     Each row: ``name``, ``config``, ``split``, ``subset``, ``trials``, ``temperature``,
@@ -403,8 +574,8 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     ``outcomes`` ({task_id: [correct per trial]}), ``records`` and ``describe`` (where
     the file came from). ``names`` defaults to every saved ladder file. Raises
     :class:`react_lab.lab.experiments.results.StaleResults` for a file the code no longer matches,
-    including one whose saved answers the scorer (:func:`react_lab.lab.experiments.tasks.score`) would
-    now judge differently.
+    including one whose saved answers the scorer
+    (:func:`react_lab.lab.experiments.tasks.score`) would now judge differently.
     """
     from . import results
 
@@ -414,57 +585,96 @@ def load_results(names: Iterable[str] | None = None, *, directory: str | Path | 
     for name in names:
         res = results.load(name, directory)
         tasks = tasks_of(res.config)
-        changed = [r["task_id"] for r in res.data["records"]
-                   if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+        changed = [
+            r["task_id"]
+            for r in res.data["records"]
+            if r["correct"] != score(r["answer"], tasks[r["task_id"]])
+        ]
         if changed:
             raise results.StaleResults(
                 f"{name}: the scorer now judges {len(changed)} saved answer(s) differently "
-                f"({', '.join(changed[:5])}); regenerate: {res.command}")
+                f"({', '.join(changed[:5])}); regenerate: {res.command}"
+            )
         s, c = res.data["summary"], res.config
         outcomes: dict[str, list[bool]] = {}
         for r in res.data["records"]:
             outcomes.setdefault(r["task_id"], []).append(bool(r["correct"]))
-        rows.append({"name": res.name, "config": c["config"], "split": c["split"],
-                     "subset": c.get("subset"), "trials": c["trials"],
-                     "temperature": c["temperature"], "seed": c["seed"],
-                     "rate": Rate(s["successes"], s["n"], *s["ci95"]),
-                     **{k: s[k] for k in ("mean_steps", "prompt_tokens", "prefix_tokens",
-                                          "exemplar_tokens", "completion_tokens", "seconds",
-                                          "pass_hat_k", "pass_at_k", "by_category")},
-                     "outcomes": outcomes, "records": res.data["records"],
-                     "describe": res.describe()})
+        rows.append(
+            {
+                "name": res.name,
+                "config": c["config"],
+                "split": c["split"],
+                "subset": c.get("subset"),
+                "trials": c["trials"],
+                "temperature": c["temperature"],
+                "seed": c["seed"],
+                "rate": Rate(s["successes"], s["n"], *s["ci95"]),
+                **{
+                    k: s[k]
+                    for k in (
+                        "mean_steps",
+                        "prompt_tokens",
+                        "prefix_tokens",
+                        "exemplar_tokens",
+                        "completion_tokens",
+                        "seconds",
+                        "pass_hat_k",
+                        "pass_at_k",
+                        "by_category",
+                    )
+                },
+                "outcomes": outcomes,
+                "records": res.data["records"],
+                "describe": res.describe(),
+            }
+        )
     return rows
 
 
-
 def rescore(name: str, directory: str | Path | None = None) -> list[str]:
-    """Score the answers of a saved ``eval`` or ``ladder`` results file again, by :func:`score` as it is now.
+    """Score the answers of a saved ``eval`` or ``ladder`` results file again.
 
-    Each record's ``correct`` and the file's metrics (``eval``: :func:`react_lab.lab.experiments.evals.metrics`)
-    or summary (``ladder``: :func:`summarize`) are rewritten; the fingerprint, the answers
-    and everything else stay as they were, and the file records when it was re-scored.
-    A results file stores the answers, so a scorer change needs no model run. Returns
-    the ids of the records whose verdict changed (none: the file is left untouched).
-    Raises :class:`react_lab.lab.experiments.results.StaleResults` for a file whose fingerprint
-    no longer matches (re-run it instead), ``ValueError`` for another experiment.
+    By :func:`score` as it is now. Each record's ``correct`` and the file's metrics
+    (``eval``: :func:`react_lab.lab.experiments.evals.metrics`) or summary (``ladder``:
+    :func:`summarize`) are rewritten; the fingerprint, the answers and everything else stay
+    as they were, and the file records when it was re-scored. A results file stores the
+    answers, so a scorer change needs no model run. Returns the ids of the records whose
+    verdict changed (none: the file is left untouched). Raises
+    :class:`react_lab.lab.experiments.results.StaleResults` for a file whose fingerprint no
+    longer matches (re-run it instead), ``ValueError`` for another experiment.
     """
     from . import results
     from .evals import metrics
 
     res = results.load(name, directory)
     if res.experiment not in ("eval", "ladder"):
-        raise ValueError(f"{name}: only eval and ladder results hold scored answers, not {res.experiment}")
-    tasks = tasks_of(res.config) if res.experiment == "ladder" else {
-        t.id: t for t in load_tasks(n=res.config.get("n"))}
+        raise ValueError(
+            f"{name}: only eval and ladder results hold scored answers, not {res.experiment}"
+        )
+    tasks = (
+        tasks_of(res.config)
+        if res.experiment == "ladder"
+        else {t.id: t for t in load_tasks(n=res.config.get("n"))}
+    )
     records = res.data["records"]
-    changed = [r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])]
+    changed = [
+        r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])
+    ]
     if not changed:
         return []
     for r in records:
         r["correct"] = score(r["answer"], tasks[r["task_id"]])
-    key, value = ("metrics", metrics(records)) if res.experiment == "eval" else ("summary", summarize(records))
+    key, value = (
+        ("metrics", metrics(records))
+        if res.experiment == "eval"
+        else ("summary", summarize(records))
+    )
     raw = json.loads(res.path.read_text(encoding="utf-8"))
     raw["data"] = {**res.data, key: value, "records": records}
-    raw["rescored"] = time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
-    res.path.write_text(json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8")
+    raw["rescored"] = (
+        time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
+    )
+    res.path.write_text(
+        json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8"
+    )
     return changed

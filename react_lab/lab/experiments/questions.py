@@ -3,9 +3,10 @@
 :func:`question_set` asks for ``n`` questions of seven kinds (duplicate charges, latest
 invoice, totals since a date, payment status, charge status, invoices listed twice, help
 lookups), the same ``n`` every time, each with the answer the database gives;
-:func:`questions` is their text. :mod:`react_lab.lab.experiments.forge` asks them (``forge.questions`` is
-this function).
+:func:`questions` is their text. :mod:`react_lab.lab.experiments.forge` asks them
+(``forge.questions`` is this function).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -39,13 +40,17 @@ _KINDS: dict[str, tuple[str, Callable[[sqlite3.Row], tuple[str, str]]]] = {
         " sum(c.status = 'succeeded') AS succeeded"
         " FROM invoices i JOIN charges c ON c.invoice_id = i.id"
         " GROUP BY i.id HAVING count(*) >= 2",
-        lambda r: (f"Was {r['customer_id']} charged twice for {r['id']} in {_month(r['issued'])}?",
-                   f"{'yes' if r['succeeded'] >= 2 else 'no'}: {r['succeeded']} succeeded of "
-                   f"{r['charges']} charges")),
+        lambda r: (
+            f"Was {r['customer_id']} charged twice for {r['id']} in {_month(r['issued'])}?",
+            f"{'yes' if r['succeeded'] >= 2 else 'no'}: {r['succeeded']} succeeded of "
+            f"{r['charges']} charges",
+        ),
+    ),
     "latest_invoice": (
         "SELECT customer_id AS id, max(issued) AS issued FROM invoices"
         " WHERE kind = 'customer' GROUP BY customer_id",
-        lambda r: (f"When was the latest invoice of {r['id']} issued?", r["issued"])),
+        lambda r: (f"When was the latest invoice of {r['id']} issued?", r["issued"]),
+    ),
     "total_since": (
         # since = the issue date of the customer's third-newest invoice
         "SELECT id, since, (SELECT sum(total) FROM invoices"
@@ -53,27 +58,40 @@ _KINDS: dict[str, tuple[str, Callable[[sqlite3.Row], tuple[str, str]]]] = {
         " FROM (SELECT c.id, (SELECT issued FROM invoices WHERE customer_id = c.id"
         "   ORDER BY issued DESC LIMIT 1 OFFSET 2) AS since FROM customers c) x"
         " WHERE since IS NOT NULL",
-        lambda r: (f"How much has {r['id']} been invoiced since {r['since']}?",
-                   f"{r['total']:.2f} dollars")),
+        lambda r: (
+            f"How much has {r['id']} been invoiced since {r['since']}?",
+            f"{r['total']:.2f} dollars",
+        ),
+    ),
     "invoice_paid": (
         "SELECT id, status, kind FROM invoices",
-        lambda r: (f"Has {'supplier ' if r['kind'] == 'supplier' else ''}invoice {r['id']} "
-                   "been paid?", r["status"])),
+        lambda r: (
+            f"Has {'supplier ' if r['kind'] == 'supplier' else ''}invoice {r['id']} been paid?",
+            r["status"],
+        ),
+    ),
     "charge_status": (
         "SELECT id, status, coalesce(failure_reason, '') AS why FROM charges",
-        lambda r: (f"Did charge {r['id']} go through?",
-                   r["status"] + (f" ({r['why']})" if r["why"] else ""))),
+        lambda r: (
+            f"Did charge {r['id']} go through?",
+            r["status"] + (f" ({r['why']})" if r["why"] else ""),
+        ),
+    ),
     "listed_twice": (
         "SELECT i.id, i.customer_id, count(*) AS sends,"
         " (SELECT group_concat(reason) FROM (SELECT reason FROM invoice_sends"
         "   WHERE invoice_id = i.id ORDER BY sent_at)) AS reasons"
         " FROM invoice_sends s JOIN invoices i ON i.id = s.invoice_id"
         " WHERE i.kind = 'customer' GROUP BY i.id HAVING count(*) >= 2",
-        lambda r: (f"Why is {r['id']} listed more than once for {r['customer_id']}?",
-                   f"emailed {r['sends']} times: {r['reasons']}")),
+        lambda r: (
+            f"Why is {r['id']} listed more than once for {r['customer_id']}?",
+            f"emailed {r['sends']} times: {r['reasons']}",
+        ),
+    ),
     "help": (
         "SELECT article_id AS id, title FROM help_articles",
-        lambda r: (f'What does the help article "{r["title"]}" say?', r["id"])),
+        lambda r: (f'What does the help article "{r["title"]}" say?', r["id"]),
+    ),
 }
 
 
@@ -97,7 +115,9 @@ def question_set(n: int, conn: sqlite3.Connection | None = None) -> list[Questio
             pools.append([Question(text, kind, answer) for text, answer in map(make, rows)])
     capacity = sum(map(len, pools))
     if not 1 <= n <= capacity:
-        raise ValueError(f"n must be between 1 and {capacity} (questions the database supports); got {n}")
+        raise ValueError(
+            f"n must be between 1 and {capacity} (questions the database supports); got {n}"
+        )
     drawn: list[Question] = []
     for i in range(max(map(len, pools))):
         drawn += [pool[i] for pool in pools if i < len(pool)]

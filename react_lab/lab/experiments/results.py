@@ -1,4 +1,6 @@
-"""Saved results of the lab's long experiments, fingerprinted so a stale file is never shown as current.
+"""Saved results of the lab's long experiments.
+
+They are fingerprinted, so a stale file is never shown as current.
 
 A notebook has minutes, not hours: a full evaluation or a ladder of models runs from the
 command line (``react-lab eval ... --save-results NAME``), its results are saved here, and
@@ -30,6 +32,7 @@ The API::
 An experiment is known by name in :data:`EXPERIMENTS`: a function from its ``config`` to
 the :class:`Inputs` it depends on. Add one line there for a new experiment.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +61,9 @@ def cache_dir() -> Path:
 #: Where the shipped results live (package data).
 RESULTS_DIR = Path(__file__).resolve().parents[2] / "data" / "results"
 
-#: experiment name -> "module:function" that maps a config to its :class:`Inputs`. Each experiment
-#: keeps that function in its own module; this store imports them only by name, when it checks a file.
+#: experiment name -> "module:function" that maps a config to its :class:`Inputs`. Each
+#: experiment keeps that function in its own module; this store imports them only by name, when
+#: it checks a file.
 EXPERIMENTS = {
     "forge": "react_lab.lab.experiments.forge:fingerprint_inputs",
     "eval": "react_lab.lab.experiments.evals:fingerprint_inputs",
@@ -69,7 +73,10 @@ EXPERIMENTS = {
 
 
 class StaleResults(RuntimeError):
-    """A saved results file no longer matches the code; the message names what changed and the fix."""
+    """A saved results file no longer matches the code.
+
+    The message names what changed and the fix.
+    """
 
 
 @dataclass(frozen=True)
@@ -106,16 +113,21 @@ class Results:
     def describe(self) -> str:
         """One line for a notebook: what, when, how long, on what, and the command."""
         took = f" in {self.seconds:.0f} s" if self.seconds is not None else ""
-        return (f"{self.name}: {self.experiment} results computed {self.created}{took} on "
-                f"{self.machine.get('cpus', '?')} CPUs ({self.machine.get('threads', '?')} llama.cpp "
-                f"threads), fingerprint matches this code; regenerate: {regenerate_command(self.command)}")
+        return (
+            f"{self.name}: {self.experiment} results computed {self.created}{took} on "
+            f"{self.machine.get('cpus', '?')} CPUs ({self.machine.get('threads', '?')} llama.cpp "
+            "threads), fingerprint matches this code; "
+            f"regenerate: {regenerate_command(self.command)}"
+        )
 
 
 # --------------------------------------------------------------------------- the fingerprint
 
+
 def _hash(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False,
-                                     default=repr).encode("utf-8")).hexdigest()
+    return hashlib.sha256(
+        json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr).encode("utf-8")
+    ).hexdigest()
 
 
 _FILE_HASHES: dict[tuple, str] = {}
@@ -153,8 +165,10 @@ def model_fingerprint(spec: str) -> str:
 
 def _inputs_function(experiment: str) -> Callable[[dict], Inputs]:
     if experiment not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {experiment!r}; known: {', '.join(sorted(EXPERIMENTS))} "
-                         "(add it to react_lab.lab.experiments.results.EXPERIMENTS)")
+        raise ValueError(
+            f"unknown experiment {experiment!r}; known: {', '.join(sorted(EXPERIMENTS))} "
+            "(add it to react_lab.lab.experiments.results.EXPERIMENTS)"
+        )
     module, _, function = EXPERIMENTS[experiment].partition(":")
     return getattr(importlib.import_module(module), function)
 
@@ -168,26 +182,40 @@ def fingerprint(experiment: str, config: dict) -> dict:
     from ... import __version__
 
     inputs = _inputs_function(experiment)(config)
-    return {"experiment": experiment, "config": json.loads(json.dumps(config, default=repr)),
-            "model": model_fingerprint(inputs.model), "prompt_sha256": _hash(inputs.prompt),
-            "tasks_sha256": _hash(inputs.tasks), "code": inputs.code,
-            "package_version": __version__}
+    return {
+        "experiment": experiment,
+        "config": json.loads(json.dumps(config, default=repr)),
+        "model": model_fingerprint(inputs.model),
+        "prompt_sha256": _hash(inputs.prompt),
+        "tasks_sha256": _hash(inputs.tasks),
+        "code": inputs.code,
+        "package_version": __version__,
+    }
 
 
 #: What each fingerprint part means, for the stale-file message.
-_PARTS = {"model": "the model file", "prompt_sha256": "the prompt, exemplars or tool schemas",
-          "tasks_sha256": "the task set", "code": "the experiment's code version",
-          "package_version": "the package version", "config": "the experiment's settings",
-          "experiment": "the experiment"}
+_PARTS = {
+    "model": "the model file",
+    "prompt_sha256": "the prompt, exemplars or tool schemas",
+    "tasks_sha256": "the task set",
+    "code": "the experiment's code version",
+    "package_version": "the package version",
+    "config": "the experiment's settings",
+    "experiment": "the experiment",
+}
 
 
 def differences(saved: dict, current: dict) -> list[str]:
     """What changed between two fingerprints, one phrase per part (empty when they match)."""
-    return [f"{_PARTS.get(k, k)} changed ({k})" for k in sorted(set(saved) | set(current))
-            if saved.get(k) != current.get(k)]
+    return [
+        f"{_PARTS.get(k, k)} changed ({k})"
+        for k in sorted(set(saved) | set(current))
+        if saved.get(k) != current.get(k)
+    ]
 
 
 # --------------------------------------------------------------------------- files
+
 
 def _path(name: str, directory: str | os.PathLike | None) -> Path:
     if not name or Path(name).name != name or name.startswith("."):
@@ -195,8 +223,9 @@ def _path(name: str, directory: str | os.PathLike | None) -> Path:
     return Path(directory or RESULTS_DIR) / f"{name.removesuffix('.json')}.json"
 
 
-def check_target(name: str, *, overwrite: bool = False,
-                 directory: str | os.PathLike | None = None) -> Path:
+def check_target(
+    name: str, *, overwrite: bool = False, directory: str | os.PathLike | None = None
+) -> Path:
     """The path results file ``name`` would be saved at; check it before an experiment runs.
 
     Raises ``ValueError`` for a name that is not a plain file name, and for a file that
@@ -205,8 +234,10 @@ def check_target(name: str, *, overwrite: bool = False,
     """
     path = _path(name, directory)
     if path.exists() and not overwrite:
-        raise ValueError(f"results file {path} exists already; pass --overwrite to replace it, "
-                         "or save under another name")
+        raise ValueError(
+            f"results file {path} exists already; pass --overwrite to replace it, "
+            "or save under another name"
+        )
     return path
 
 
@@ -221,13 +252,25 @@ def machine() -> dict:
     """Where results were computed: CPUs usable, llama.cpp threads, platform, Python."""
     from ..backends.threads import default_threads, usable_cpus
 
-    return {"cpus": usable_cpus(), "threads": default_threads(), "platform": platform.platform(),
-            "python": platform.python_version()}
+    return {
+        "cpus": usable_cpus(),
+        "threads": default_threads(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
-def save(name: str, data: Any, *, experiment: str, config: dict, command: str,
-         seconds: float | None = None, directory: str | os.PathLike | None = None,
-         overwrite: bool = False) -> Path:
+def save(
+    name: str,
+    data: Any,
+    *,
+    experiment: str,
+    config: dict,
+    command: str,
+    seconds: float | None = None,
+    directory: str | os.PathLike | None = None,
+    overwrite: bool = False,
+) -> Path:
     """Write ``data`` (JSON-able) as results file ``name``, with its fingerprint; return the path.
 
     ``experiment`` and ``config`` decide the fingerprint (:func:`fingerprint`);
@@ -239,13 +282,22 @@ def save(name: str, data: Any, *, experiment: str, config: dict, command: str,
     already unless ``overwrite`` (:func:`check_target`).
     """
     path = check_target(name, overwrite=overwrite, directory=directory)
-    record = {"name": path.stem, "experiment": experiment, "config": config, "command": command,
-              "fingerprint": fingerprint(experiment, config),
-              "created": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
-              "seconds": None if seconds is None else round(seconds, 1), "data": data}
+    record = {
+        "name": path.stem,
+        "experiment": experiment,
+        "config": config,
+        "command": command,
+        "fingerprint": fingerprint(experiment, config),
+        "created": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "machine": machine(),
+        "seconds": None if seconds is None else round(seconds, 1),
+        "data": data,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8")
+    tmp.write_text(
+        json.dumps(record, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8"
+    )
     tmp.replace(path)
     return path
 
@@ -259,9 +311,11 @@ def _read(name: str, directory) -> dict:
     path = _path(name, directory)
     if not path.is_file():
         have = ", ".join(saved(directory)) or "none"
-        raise FileNotFoundError(f"no results file {path.name} in {path.parent} (saved: {have}); "
-                                f"make it with the command that saves it, e.g. "
-                                f"react-lab eval --save-results {path.stem}")
+        raise FileNotFoundError(
+            f"no results file {path.name} in {path.parent} (saved: {have}); "
+            f"make it with the command that saves it, e.g. "
+            f"react-lab eval --save-results {path.stem}"
+        )
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -278,11 +332,27 @@ def load(name: str, directory: str | os.PathLike | None = None) -> Results:
     the file; ``FileNotFoundError`` when there is no such file.
     """
     record = _read(name, directory)
-    changed = differences(record["fingerprint"], fingerprint(record["experiment"], record["config"]))
+    changed = differences(
+        record["fingerprint"], fingerprint(record["experiment"], record["config"])
+    )
     if changed:
-        raise StaleResults(f"results {record['name']!r} were computed by other code or inputs: "
-                           f"{'; '.join(changed)}. They are not shown as current; regenerate "
-                           f"them: {regenerate_command(record['command'])}")
-    fields = {k: record[k] for k in ("name", "experiment", "config", "command", "fingerprint",
-                                     "created", "machine", "seconds", "data")}
+        raise StaleResults(
+            f"results {record['name']!r} were computed by other code or inputs: "
+            f"{'; '.join(changed)}. They are not shown as current; regenerate "
+            f"them: {regenerate_command(record['command'])}"
+        )
+    fields = {
+        k: record[k]
+        for k in (
+            "name",
+            "experiment",
+            "config",
+            "command",
+            "fingerprint",
+            "created",
+            "machine",
+            "seconds",
+            "data",
+        )
+    }
     return Results(**fields, path=_path(name, directory))

@@ -29,6 +29,7 @@ from SciPy: ``scipy.stats`` costs a notebook kernel about 70 MiB of memory, a se
 its 500 MB budget. The tests check both against SciPy's ``binomtest`` (``pvalue`` and
 ``proportion_ci(method="wilson")``) over every count up to n = 60, and at n = 10,000.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,13 +38,23 @@ from operator import index
 from statistics import NormalDist
 from typing import Iterable, Mapping, Sequence
 
-__all__ = ["Rate", "success_rate", "pass_at_k", "pass_hat_k", "Paired", "paired_comparison",
-           "sign_test"]
+__all__ = [
+    "Rate",
+    "success_rate",
+    "pass_at_k",
+    "pass_hat_k",
+    "Paired",
+    "paired_comparison",
+    "sign_test",
+]
 
 
 @dataclass(frozen=True)
 class Rate:
-    """A success rate over ``n`` tasks with its Wilson interval (fractions in [0, 1]) at ``confidence``."""
+    """A success rate over ``n`` tasks with its Wilson interval at ``confidence``.
+
+    Fractions in [0, 1].
+    """
 
     successes: int
     n: int
@@ -57,8 +68,10 @@ class Rate:
         return self.successes / self.n if self.n else 0.0
 
     def __str__(self) -> str:
-        return (f"{self.successes}/{self.n} = {self.rate:.0%} "
-                f"({100 * self.confidence:.4g}% CI {self.low:.0%}–{self.high:.0%})")
+        return (
+            f"{self.successes}/{self.n} = {self.rate:.0%} "
+            f"({100 * self.confidence:.4g}% CI {self.low:.0%}–{self.high:.0%})"
+        )
 
 
 def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
@@ -81,13 +94,16 @@ def success_rate(successes: int, n: int, confidence: float = 0.95) -> Rate:
     p, z2 = successes / n, z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z * sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
-    low = 0.0 if successes == 0 else centre - half   # exact ends: rounding would leave 1e-17
+    low = 0.0 if successes == 0 else centre - half  # exact ends: rounding would leave 1e-17
     high = 1.0 if successes == n else centre + half
     return Rate(successes, n, low, high, confidence)
 
 
 def _count(name: str, value) -> int:
-    """``value`` as an int if it is a whole number (an int, a bool, a NumPy integer); else TypeError."""
+    """``value`` as an int if it is a whole number; else TypeError.
+
+    A whole number: an int, a bool, a NumPy integer.
+    """
     try:
         return index(value)
     except TypeError:
@@ -163,8 +179,10 @@ def paired_comparison(old: dict[str, bool], new: dict[str, bool]) -> Paired:
     ``TypeError`` when either run is not a mapping.
     """
     if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
-        raise TypeError("compare two runs as {task_id: solved} mappings, not "
-                        f"{type(old).__name__} and {type(new).__name__}")
+        raise TypeError(
+            "compare two runs as {task_id: solved} mappings, not "
+            f"{type(old).__name__} and {type(new).__name__}"
+        )
     if set(old) != set(new):
         raise ValueError(f"the runs cover different tasks: {len(set(old) ^ set(new))} differ")
     gained = sum(bool(new[t]) and not old[t] for t in old)
@@ -191,4 +209,4 @@ def sign_test(up: int, down: int) -> float:
     for i in range(min(up, down) + 1):
         tail += term
         term = term * (n - i) // (i + 1)
-    return min(1.0, 2 * tail / 2 ** n)
+    return min(1.0, 2 * tail / 2**n)

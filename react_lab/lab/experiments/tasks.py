@@ -1,4 +1,6 @@
-"""The evaluation's task sets and their scorer: questions with gold answers, and how an answer is judged.
+"""The evaluation's task sets and their scorer.
+
+Questions with gold answers, and how an answer is judged.
 
 The tasks are questions over the billing database and the help articles; their gold
 answers are computed by SQL (``react_lab/lab/builders/build_tasks.py`` writes ``tasks.json``).
@@ -10,8 +12,8 @@ use: ``paraphrase`` (``paraphrase.json``, never used for tuning), beside ``seeds
 seed articles' own three questions); ``react_lab/lab/builders/build_paraphrase.py`` writes both.
 :func:`load_tasks` returns any of them, or the tasks of any file in the same format.
 :func:`score` compares an answer to the gold one after normalising numbers, dates, ids
-and yes/no (the rules are in its docstring). :mod:`react_lab.lab.experiments.evals` runs a model over
-the set and computes the metrics.
+and yes/no (the rules are in its docstring). :mod:`react_lab.lab.experiments.evals` runs a
+model over the set and computes the metrics.
 
 **The task file format** (``tasks.json``, ``paraphrase.json``, ``seeds.json``, or a set
 of your own: ``react-lab eval --config NAME --tasks FILE.json``): a JSON list of objects,
@@ -28,6 +30,7 @@ one per task, each with
 
 A held-back set in this format is measured exactly as the shipped ones.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,6 +64,7 @@ TASK_FILES = {"paraphrase": DATA_DIR / "paraphrase.json", "seeds": DATA_DIR / "s
 
 # --------------------------------------------------------------------------- the task set
 
+
 @dataclass(frozen=True)
 class Task:
     """One evaluation task: a question, its gold answer and how to compare, the oracle's calls.
@@ -83,11 +87,22 @@ class Task:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Task":
-        """A task from one object of a task file (see the module docstring); KeyError names a missing field."""
-        return cls(id=d["id"], category=d["category"], question=d["question"], gold=str(d["gold"]),
-                   kind=d["kind"], unit=d.get("unit"), choices=tuple(d.get("choices", ())),
-                   oracle=tuple((tool, tuple(args)) for tool, args in d.get("oracle", ())),
-                   sql=d.get("sql", ""), params=tuple(d.get("params", ())))
+        """A task from one object of a task file (see the module docstring).
+
+        KeyError names a missing field.
+        """
+        return cls(
+            id=d["id"],
+            category=d["category"],
+            question=d["question"],
+            gold=str(d["gold"]),
+            kind=d["kind"],
+            unit=d.get("unit"),
+            choices=tuple(d.get("choices", ())),
+            oracle=tuple((tool, tuple(args)) for tool, args in d.get("oracle", ())),
+            sql=d.get("sql", ""),
+            params=tuple(d.get("params", ())),
+        )
 
 
 #: The original task set is the first this many tasks of ``tasks.json``, unchanged since
@@ -99,8 +114,9 @@ SPLITS = ("original", "dev", "test", "all", *TASK_FILES)
 KINDS = ("number", "date", "id", "yesno", "choice", "text")
 
 
-def load_tasks(path: str | Path | None = None, *, n: int | None = None,
-               split: str = "original") -> list[Task]:
+def load_tasks(
+    path: str | Path | None = None, *, n: int | None = None, split: str = "original"
+) -> list[Task]:
     """Load a task set, in file order: the original 50 tasks, one half, a phrasing set, or a file.
 
     ``split`` is ``"original"`` (the default: the first :data:`ORIGINAL_COUNT` tasks,
@@ -120,8 +136,10 @@ def load_tasks(path: str | Path | None = None, *, n: int | None = None,
         raise ValueError(f"n must be at least 1, not {n}")
     path = Path(path) if path is not None else TASK_FILES.get(split, TASKS_PATH)
     if not path.is_file():
-        raise FileNotFoundError(f"no task set at {path}; build the shipped ones: python -m "
-                                "react_lab.lab.builders.build_tasks, python -m react_lab.lab.builders.build_paraphrase")
+        raise FileNotFoundError(
+            f"no task set at {path}; build the shipped ones: python -m "
+            "react_lab.lab.builders.build_tasks, python -m react_lab.lab.builders.build_paraphrase"
+        )
     raw = json.loads(path.read_text(encoding="utf-8"))
     if split == "original":
         raw = raw[:ORIGINAL_COUNT]
@@ -137,12 +155,17 @@ def _checked(raw, path: Path) -> list[Task]:
         raise ValueError(f"{path}: a task file is a JSON list of task objects")
     tasks, seen = [], set()
     for i, d in enumerate(raw):
-        missing = [k for k in ("id", "category", "question", "gold", "kind")
-                   if not isinstance(d, dict) or k not in d]
+        missing = [
+            k
+            for k in ("id", "category", "question", "gold", "kind")
+            if not isinstance(d, dict) or k not in d
+        ]
         if missing:
             raise ValueError(f"{path}: task {i} has no {', '.join(missing)}")
         if d["kind"] not in KINDS:
-            raise ValueError(f"{path}: task {d['id']} has kind {d['kind']!r}; use one of {', '.join(KINDS)}")
+            raise ValueError(
+                f"{path}: task {d['id']} has kind {d['kind']!r}; use one of {', '.join(KINDS)}"
+            )
         if d["id"] in seen:
             raise ValueError(f"{path}: task id {d['id']} appears twice")
         seen.add(d["id"])
@@ -160,13 +183,18 @@ _MONTHS = {m[:3].lower(): i for i, m in enumerate(MONTHS, 1)}  # "jan" -> 1
 _MONTH = rf"({'|'.join(_MONTHS)})[a-z]*\.?"
 _ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})(?=T\d|\b)")  # a timestamp's date too
 #: A time of day (``08:10``, ``T08:10:47``, ``08:10:47.5Z``, ``08:10+02:00``): never a number.
-_CLOCK = re.compile(r"(?<![\w:])T?\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w:])")
+_CLOCK = re.compile(
+    r"(?<![\w:])T?\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?(?![\w:])"
+)
 #: Words that take back the option after them: "not open", "isn't open", "no longer open".
 _NEGATION = re.compile(r" (?:not|isn t|is not|wasn t|never|no longer|neither|nor) $")
 _MDY = re.compile(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
 _DMY = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.I)
-_NUMBER = re.compile(r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
-                     r"(\s*(?:cents?\b|¢)|\s*(?:dollars?\b|usd\b))?", re.I)
+_NUMBER = re.compile(
+    r"(?<![\w.])(-\s?)?(\$\s?)?(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+    r"(\s*(?:cents?\b|¢)|\s*(?:dollars?\b|usd\b))?",
+    re.I,
+)
 #: Yes/no as the answer's first word, standing alone: "No." and "Yes, twice" count,
 #: "no action was found" and "no more tool calls" do not.
 _YESNO = re.compile(r"(yes|no|true|false)(?=[\s]*(?:[.,;:!)]|$))", re.I)
@@ -194,12 +222,13 @@ def dates_in(text: str) -> list[str]:
 
 
 def numbers_in(text: str) -> list[tuple[float, str | None]]:
-    """Return ``(value, unit)`` for every number in ``text``; unit is ``"cents"``, ``"dollars"`` or None.
+    """Return ``(value, unit)`` for every number in ``text``.
 
-    Dates (timestamps included), times of day and ids (``INV-2041``, ``cus_8812``,
-    ``ch_1KZq8f``) are removed first, so their digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or
-    the word dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number
-    words are too common in text that is not an answer ("write one line").
+    The unit is ``"cents"``, ``"dollars"`` or None. Dates (timestamps included), times of
+    day and ids (``INV-2041``, ``cus_8812``, ``ch_1KZq8f``) are removed first, so their
+    digits are not numbers. Thousands commas are read (``48,200.00``); a ``$`` or the word
+    dollars/USD marks dollars, cents/¢ marks cents. Only digits count: number words are too
+    common in text that is not an answer ("write one line").
     """
     for regex in (_ISO, _MDY, _DMY, _CLOCK, ID_RE):
         text = regex.sub(" ", text)
@@ -209,14 +238,18 @@ def numbers_in(text: str) -> list[tuple[float, str | None]]:
         value = float(whole.replace(",", "") + (frac or ""))
         value = -value if sign else value
         unit = (unit or "").strip().lower()
-        kind = "cents" if unit.startswith(("cent", "¢")) else (
-            "dollars" if dollar or unit else None)
+        kind = (
+            "cents" if unit.startswith(("cent", "¢")) else ("dollars" if dollar or unit else None)
+        )
         found.append((value, kind))
     return found
 
 
 def _in_unit(value: float, said: str | None, wanted: str | None) -> float:
-    """Convert a number said in ``said`` units to the gold's ``wanted`` unit (cents <-> dollars only)."""
+    """Convert a number said in ``said`` units to the gold's ``wanted`` unit.
+
+    Cents <-> dollars only.
+    """
     if wanted == "dollars" and said == "cents":
         return value / 100
     if wanted == "cents" and said == "dollars":
@@ -230,7 +263,10 @@ def _words(text: str) -> str:
 
 
 def _compact(text: str) -> str:
-    """Casefold and join a letter prefix to its digits: ``"INV - 2041"`` -> ``"inv2041"`` (for ids)."""
+    """Casefold and join a letter prefix to its digits (for ids).
+
+    ``"INV - 2041"`` -> ``"inv2041"``.
+    """
     return re.sub(r"([a-z])[\s_\-]+(?=\d)", r"\1", text.casefold())
 
 
@@ -240,16 +276,30 @@ def _compact(text: str) -> str:
 #: invoice charged twice, and has it been paid. ``(topic, says, regex)``; a phrase after a
 #: negation in its clause says the opposite ("not charged twice" says no).
 _STANCES = [
-    ("duplicate", "yes", r"(?:charged|billed) twice|double[ -]charged|two (?:succeeded|successful)"
-                         r"(?: card)? charges|duplicate(?: charge)?"),
-    ("duplicate", "no", r"(?:charged|billed) (?:only )?once|only once|one (?:succeeded|successful)"
-                        r"(?: card)? charge|(?:a )?single (?:succeeded |successful )?(?:card )?charge"),
+    (
+        "duplicate",
+        "yes",
+        r"(?:charged|billed) twice|double[ -]charged|two (?:succeeded|successful)"
+        r"(?: card)? charges|duplicate(?: charge)?",
+    ),
+    (
+        "duplicate",
+        "no",
+        r"(?:charged|billed) (?:only )?once|only once|one (?:succeeded|successful)"
+        r"(?: card)? charge|(?:a )?single (?:succeeded |successful )?(?:card )?charge",
+    ),
     ("paid", "no", r"unpaid|partially paid|partly paid|still owed|outstanding|not yet paid"),
-    ("paid", "yes", r"paid in full|fully paid|paid off|(?:fully )?settled|(?:been|is|was|are) paid"),
+    (
+        "paid",
+        "yes",
+        r"paid in full|fully paid|paid off|(?:fully )?settled|(?:been|is|was|are) paid",
+    ),
 ]
 #: Which topic a question is about, from its own words.
-_TOPICS = {"duplicate": re.compile(r"twice|duplicate|double", re.I),
-           "paid": re.compile(r"\bpaid\b|settled|owed|outstanding|paid off", re.I)}
+_TOPICS = {
+    "duplicate": re.compile(r"twice|duplicate|double", re.I),
+    "paid": re.compile(r"\bpaid\b|settled|owed|outstanding|paid off", re.I),
+}
 _NEGATED = re.compile(r"\b(?:not|never|no|nothing|neither|nor|without)\b|n't\b", re.I)
 _CLAUSE = re.compile(r"[.,;:!?()\n]|\bbut\b|\bhowever\b", re.I)
 
@@ -270,12 +320,13 @@ def _same_subject(answer: str, question: str) -> bool:
 
 
 def stances(text: str, question: str = "") -> set[str]:
-    """Return the answers (``"yes"``/``"no"``) that phrases in ``text`` give to the question's topic.
+    """Return the answers that phrases in ``text`` give to the question's topic.
 
-    ``"no, the invoice was charged twice"`` -> ``{"no", "yes"}`` for a duplicate question:
-    the leading word says no, the clause after it says yes. The topics are a duplicate
-    charge and being paid (:data:`_STANCES`), read from ``question`` (both when it names
-    neither). A phrase preceded by a negation in its clause counts the other way.
+    Each answer is ``"yes"`` or ``"no"``. ``"no, the invoice was charged twice"`` ->
+    ``{"no", "yes"}`` for a duplicate question: the leading word says no, the clause after
+    it says yes. The topics are a duplicate charge and being paid (:data:`_STANCES`), read
+    from ``question`` (both when it names neither). A phrase preceded by a negation in its
+    clause counts the other way.
     """
     topics = [t for t, regex in _TOPICS.items() if regex.search(question)] or list(_TOPICS)
     said = set()
@@ -288,15 +339,37 @@ def stances(text: str, question: str = "") -> set[str]:
                 if any(a < m.end() and m.start() < b for a, b in taken):
                     continue  # "partially paid" is not also "is paid"
                 taken.append(m.span())
-                flip = bool(_NEGATED.search(clause[:m.start()]))
+                flip = bool(_NEGATED.search(clause[: m.start()]))
                 said.add({"yes": "no", "no": "yes"}[says] if flip else says)
     return said
 
 
 #: What may stand between two numbers of a hedge: "58.00 or 129.00 dollars", "3 days / 7 days".
-_HEDGE_WORDS = {"or", "either", "maybe", "perhaps", "possibly", "and", "to", "about", "around",
-                "approximately", "dollars", "dollar", "cents", "cent", "usd", "days", "day",
-                "invoices", "invoice", "the", "is", "it", "s"}
+_HEDGE_WORDS = {
+    "or",
+    "either",
+    "maybe",
+    "perhaps",
+    "possibly",
+    "and",
+    "to",
+    "about",
+    "around",
+    "approximately",
+    "dollars",
+    "dollar",
+    "cents",
+    "cent",
+    "usd",
+    "days",
+    "day",
+    "invoices",
+    "invoice",
+    "the",
+    "is",
+    "it",
+    "s",
+}
 
 
 def _rivals(answer: str, task: Task) -> bool:
@@ -313,7 +386,7 @@ def _rivals(answer: str, task: Task) -> bool:
         text = regex.sub(" ", text)
     found = []
     for m in _NUMBER.finditer(text):
-        (value, said), = numbers_in(m.group())
+        ((value, said),) = numbers_in(m.group())
         found.append((abs(_in_unit(value, said, task.unit) - float(task.gold)) < 0.005, m.span()))
     for (ok, (_, end)), (next_ok, (start, _)) in zip(found, found[1:]):
         if ok != next_ok and set(re.findall(r"[a-z]+", text[end:start].lower())) <= _HEDGE_WORDS:
@@ -361,27 +434,35 @@ def score(answer: str | None, task: Task) -> bool:
     gold, kind = task.gold, task.kind
     if kind == "number":
         target = float(gold)
-        return (any(abs(_in_unit(v, unit, task.unit) - target) < 0.005
-                    for v, unit in numbers_in(answer)) and not _rivals(answer, task))
+        return any(
+            abs(_in_unit(v, unit, task.unit) - target) < 0.005 for v, unit in numbers_in(answer)
+        ) and not _rivals(answer, task)
     if kind == "date":
         return gold in dates_in(answer)
     if kind == "id":
-        return re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])",
-                         _compact(answer)) is not None
+        return (
+            re.search(rf"(?<![0-9a-z]){re.escape(_compact(gold))}(?![0-9a-z])", _compact(answer))
+            is not None
+        )
     if kind == "yesno":
         text = answer.strip(" \t\n*\"'")
         m = _YESNO.match(text)
         if m is None:  # a sentence: the stance it takes on the question's own predicate
-            return (_has_topic(task.question) and _same_subject(text, task.question)
-                    and stances(text, task.question) == {gold})
+            return (
+                _has_topic(task.question)
+                and _same_subject(text, task.question)
+                and stances(text, task.question) == {gold}
+            )
         said = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}[m.group(1).lower()]
-        return said == gold and stances(text[m.end():], task.question) <= {gold}
+        return said == gold and stances(text[m.end() :], task.question) <= {gold}
     if kind == "choice":
         options = sorted({_words(c).strip() for c in task.choices}, key=len, reverse=True)
         said = _words(answer)
-        named = {m.group(1) for m in re.finditer(
-            r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )", said)
-            if not _NEGATION.search(said[:m.start()])}
+        named = {
+            m.group(1)
+            for m in re.finditer(r"(?<= )(" + "|".join(map(re.escape, options)) + r")(?= )", said)
+            if not _NEGATION.search(said[: m.start()])
+        }
         return named == {_words(gold).strip()}
     if kind == "text":
         return _words(gold) in _words(answer)

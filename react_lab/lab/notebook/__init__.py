@@ -8,6 +8,7 @@ the ``%agent`` magic that puts a saved piece back into a cell to edit.
 The names a core notebook imports in one line (its facade): the model and the checkers
 here, the lesson's own names (``ACTION_RE``, ``call_tool``, ...) from the lesson modules.
 """
+
 from ..backends.load import load_model  # noqa: F401
 from .agent_file import download_link, load_agent, register_magic, save  # noqa: F401
 from .claims import holds  # noqa: F401

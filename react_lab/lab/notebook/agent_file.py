@@ -24,6 +24,7 @@ keeps nothing between sessions.
 The file is ``my_agent.py`` in the kernel's working directory (the notebooks' folder);
 ``REACT_LAB_AGENT_FILE`` names another path (the tests use it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -68,8 +69,14 @@ from react_lab.tools import call_tool, tool_schemas
 '''
 
 #: Where :func:`save` looks for a name a piece uses that the file does not import yet.
-IMPORTABLE_FROM = ("react_lab.protocol", "react_lab.tools", "react_lab.tool_calls",
-                   "react_lab.native", "react_lab.cost", "react_lab.schema")
+IMPORTABLE_FROM = (
+    "react_lab.protocol",
+    "react_lab.tools",
+    "react_lab.tool_calls",
+    "react_lab.native",
+    "react_lab.cost",
+    "react_lab.schema",
+)
 
 #: For each piece, the exercise the last :func:`load_agent` checked it as, and why the
 #: reference stood in ("" when theirs passed): what ``%agent`` shows and says.
@@ -83,6 +90,7 @@ def agent_path() -> Path:
 
 
 # --------------------------------------------------------------------------- save
+
 
 def save(fn: Callable, name: str | None = None) -> Path | None:
     """Write ``fn``'s source into ``my_agent.py`` as ``name`` (default: its own); print one line.
@@ -115,11 +123,19 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
         text = _with_piece(text, name, source)
         text, missing = _with_imports(text, fn, name)
     except SyntaxError as exc:
-        return None, (f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
-                      "fix it there, or delete it to start it again")
+        return None, (
+            f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
+            "fix it there, or delete it to start it again"
+        )
     _write(path, text)
-    note = (f"; it uses {', '.join(missing)}, which {path.name} does not define: save "
-            f"{'it' if len(missing) == 1 else 'them'} too") if missing else ""
+    note = (
+        (
+            f"; it uses {', '.join(missing)}, which {path.name} does not define: save "
+            f"{'it' if len(missing) == 1 else 'them'} too"
+        )
+        if missing
+        else ""
+    )
     return path, f"saved to {path.name}{note}"
 
 
@@ -167,7 +183,7 @@ def _with_piece(text: str, name: str, source: str) -> str:
     lines = text.splitlines(keepends=True)
     if name in spans:
         first, last = spans[name]
-        return "".join(lines[:first - 1]) + source + "".join(lines[last:])
+        return "".join(lines[: first - 1]) + source + "".join(lines[last:])
     return text.rstrip("\n") + "\n\n\n" + source
 
 
@@ -202,8 +218,12 @@ def _import_line(name: str, value) -> str | None:
     if isinstance(value, types.ModuleType):
         return f"import {value.__name__}" + (f" as {name}" if value.__name__ != name else "")
     module, own = getattr(value, "__module__", None), getattr(value, "__name__", None)
-    if isinstance(module, str) and isinstance(own, str) and module != "__main__" \
-            and getattr(sys.modules.get(module), own, None) is value:
+    if (
+        isinstance(module, str)
+        and isinstance(own, str)
+        and module != "__main__"
+        and getattr(sys.modules.get(module), own, None) is value
+    ):
         return f"from {module} import {own}" + (f" as {name}" if own != name else "")
     for module in IMPORTABLE_FROM:
         if getattr(sys.modules.get(module), name, None) is value:
@@ -248,14 +268,20 @@ def _write(path: Path, text: str) -> None:
 
 # --------------------------------------------------------------------------- load
 
+
 def exercises_for(pieces: int | str | Iterable[str]) -> list[Exercise]:
     """The exercises to check: a notebook number (the agent before it) or exercise names.
 
     Returns one exercise per piece (the latest named), with the pieces those call, ordered
     so a piece is checked after the pieces it calls. Raises ``ValueError`` for an unknown name.
     """
-    names = pieces_before(pieces) if isinstance(pieces, int) else \
-        [pieces] if isinstance(pieces, str) else list(pieces)
+    names = (
+        pieces_before(pieces)
+        if isinstance(pieces, int)
+        else [pieces]
+        if isinstance(pieces, str)
+        else list(pieces)
+    )
     unknown = [n for n in names if n not in CORE]
     if unknown:
         raise ValueError(f"unknown exercise {unknown[0]!r}; the core path's are: {', '.join(CORE)}")
@@ -291,9 +317,13 @@ def reference(exercise: str) -> types.FunctionType:
 
 def _reference_names() -> dict:
     """The names the reference pieces use that are not pieces: their imports (json, ACTION_RE)."""
-    return {k: v for k, v in vars(solutions).items()
-            if not k.startswith("_") and k != "annotations"
-            and not (isinstance(v, types.FunctionType) and v.__module__ == solutions.__name__)}
+    return {
+        k: v
+        for k, v in vars(solutions).items()
+        if not k.startswith("_")
+        and k != "annotations"
+        and not (isinstance(v, types.FunctionType) and v.__module__ == solutions.__name__)
+    }
 
 
 def _rebind(fn: types.FunctionType, space: dict, name: str) -> types.FunctionType:
@@ -348,8 +378,11 @@ def _own(module: types.ModuleType, piece: str, path: Path) -> types.FunctionType
 
 def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
     """Check ``fn`` as ``exercise`` or a later version of its piece: (passed, why not / which)."""
-    later = [e for e in CORE.values() if e.piece == exercise.piece
-             and list(CORE).index(e.name) > list(CORE).index(exercise.name)]
+    later = [
+        e
+        for e in CORE.values()
+        if e.piece == exercise.piece and list(CORE).index(e.name) > list(CORE).index(exercise.name)
+    ]
     first_failure = None
     for candidate in [exercise] + later:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # the learner's prints
@@ -412,6 +445,7 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
 
 # --------------------------------------------------------------------------- %agent
 
+
 def _file_source(path: Path, name: str) -> tuple[str | None, str]:
     """The source of the top-level function ``name`` in the file at ``path``; or None and why."""
     if not path.exists():
@@ -424,7 +458,7 @@ def _file_source(path: Path, name: str) -> tuple[str | None, str]:
     if name not in spans:
         return None, f"yours is not in {path.name} yet"
     first, last = spans[name]
-    return "".join(text.splitlines(keepends=True)[first - 1:last]).rstrip("\n") + "\n", ""
+    return "".join(text.splitlines(keepends=True)[first - 1 : last]).rstrip("\n") + "\n", ""
 
 
 def reference_source(exercise: str) -> str:
@@ -443,8 +477,9 @@ def agent_source(line: str) -> str:
     words = line.split()
     pieces = list(dict.fromkeys(e.piece for e in CORE.values()))
     if not (len(words) == 1 or len(words) == 3 and words[1] == "as") or words[0] not in pieces:
-        raise ValueError("usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of "
-                         + ", ".join(pieces))
+        raise ValueError(
+            "usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of " + ", ".join(pieces)
+        )
     name, new = words[0], words[2] if len(words) == 3 else None
     if new is not None and not new.isidentifier():
         raise ValueError(f"{new!r} is not a Python name")
@@ -452,8 +487,9 @@ def agent_source(line: str) -> str:
     source, why = _file_source(path, name)
     if source is not None:
         failed = _LAST_REASON.get(name, "")
-        said = f"your {name} from {path.name}" + (f" ({failed}; the reference stood in)"
-                                                   if failed.startswith("yours fails") else "")
+        said = f"your {name} from {path.name}" + (
+            f" ({failed}; the reference stood in)" if failed.startswith("yours fails") else ""
+        )
     else:
         exercise = _LAST.get(name) or next(e.name for e in CORE.values() if e.piece == name)
         source = reference_source(exercise)
@@ -504,8 +540,10 @@ def register_magic() -> bool:
 # --------------------------------------------------------------------------- download
 
 #: The one sentence beside the download link.
-DOWNLOAD_SENTENCE = ("Binder keeps nothing between sessions: save your agent (right-click the "
-                     "link, Save Link As) and upload it beside the notebooks next time.")
+DOWNLOAD_SENTENCE = (
+    "Binder keeps nothing between sessions: save your agent (right-click the "
+    "link, Save Link As) and upload it beside the notebooks next time."
+)
 
 
 def download_link():

@@ -7,6 +7,7 @@ on a scripted model that records what each call sent (:class:`RecordingModel`,
 it breaks, ``breaks rule 3 (stop on an answer): ...`` (:func:`broke`), so a learner reads
 which sentence of the notebook their code does not do yet.
 """
+
 from __future__ import annotations
 
 import copy
@@ -91,8 +92,10 @@ class RecordingModel:
 
     def __getattr__(self, name):
         if name == "chat":
-            raise AttributeError("this is a text-completion model: it has complete(prompt, "
-                                 "stop=..., max_tokens=...), not chat(...)")
+            raise AttributeError(
+                "this is a text-completion model: it has complete(prompt, "
+                "stop=..., max_tokens=...), not chat(...)"
+            )
         raise AttributeError(name)
 
     def complete(self, prompt, *, stop=None, max_tokens=None):
@@ -121,8 +124,10 @@ class RecordingChatModel:
 
     def __getattr__(self, name):
         if name == "complete":
-            raise AttributeError("this is a chat model: it has chat(messages, tools=...), not "
-                                 "complete(...); send the messages, not a transcript")
+            raise AttributeError(
+                "this is a chat model: it has chat(messages, tools=...), not "
+                "complete(...); send the messages, not a transcript"
+            )
         raise AttributeError(name)
 
     def chat(self, messages, tools=None, **kwargs):
@@ -143,16 +148,18 @@ def namespaces(fn: Callable, names: tuple[str, ...] = ()) -> list[dict]:
     """
     spaces: list[dict] = []
     own = getattr(fn, "__globals__", None)
-    for space in [own] + [getattr(own.get(n), "__globals__", None) for n in names
-                          if isinstance(own, dict)]:
+    for space in [own] + [
+        getattr(own.get(n), "__globals__", None) for n in names if isinstance(own, dict)
+    ]:
         if isinstance(space, dict) and all(space is not s for s in spaces):
             spaces.append(space)
     return spaces
 
 
 @contextmanager
-def spying(spaces: list[dict], name: str, log: list,
-           note: Callable[[], Any] | None = None) -> Iterator[bool]:
+def spying(
+    spaces: list[dict], name: str, log: list, note: Callable[[], Any] | None = None
+) -> Iterator[bool]:
     """While the block runs, calls to the global ``name`` in ``spaces`` are recorded in ``log``.
 
     Each entry is ``(args, kwargs, result)``, or with ``note`` ``(args, kwargs, result,
@@ -164,11 +171,13 @@ def spying(spaces: list[dict], name: str, log: list,
     for space in spaces:
         original = space.get(name)
         if callable(original) and not getattr(original, "_spy", False):
+
             def spy(*args, _original=original, **kwargs):
                 before = note() if note else None
                 result = _original(*args, **kwargs)
                 log.append((args, kwargs, result) + ((before, note()) if note else ()))
                 return result
+
             spy._spy = True
             space[name] = spy
             swapped.append((space, original))
@@ -194,8 +203,11 @@ def watching_call_tool(fn: Callable, seen: list, through: tuple[str, ...] = ()) 
         seen.append((name, args))
         return call_tool(tools, name, args)
 
-    spaces = [ns for ns in namespaces(fn, through) + [vars(sys.modules[call_tool.__module__])]
-              if ns.get("call_tool") is call_tool]
+    spaces = [
+        ns
+        for ns in namespaces(fn, through) + [vars(sys.modules[call_tool.__module__])]
+        if ns.get("call_tool") is call_tool
+    ]
     for ns in spaces:
         ns["call_tool"] = recording
     try:

@@ -1,10 +1,12 @@
-"""Figures this lab quotes from the ReAct paper and from the seed articles, and a table to check them.
+"""Figures this lab quotes from the ReAct paper and from the seed articles.
 
-Wherever a notebook states a figure from elsewhere it prints a :class:`ClaimTable`:
-the claim, what this run measured, and why the two differ. The quoted figures live
-here, once, with where they come from; the "measured here" column is always computed
-in the notebook's own run. "The seed" is the set of articles this lab was built from.
+And a table to check them. Wherever a notebook states a figure from elsewhere it prints a
+:class:`ClaimTable`: the claim, what this run measured, and why the two differ. The quoted
+figures live here, once, with where they come from; the "measured here" column is always
+computed in the notebook's own run. "The seed" is the set of articles this lab was built
+from.
 """
+
 from __future__ import annotations
 
 import html
@@ -15,8 +17,15 @@ from datetime import date
 #: The paper that named the protocol (arXiv v1 submitted 6 October 2022; published at ICLR 2023).
 PAPER = {
     "title": "ReAct: Synergizing Reasoning and Acting in Language Models",
-    "authors": ("Shunyu Yao", "Jeffrey Zhao", "Dian Yu", "Nan Du", "Izhak Shafran",
-                "Karthik Narasimhan", "Yuan Cao"),
+    "authors": (
+        "Shunyu Yao",
+        "Jeffrey Zhao",
+        "Dian Yu",
+        "Nan Du",
+        "Izhak Shafran",
+        "Karthik Narasimhan",
+        "Yuan Cao",
+    ),
     "year": 2022,
     "arxiv": "2210.03629",
     "venue": "ICLR 2023",
@@ -39,18 +48,26 @@ SEED_WINDOW = {"months": 8, "from": "October 2022", "to": "June 2023"}
 
 #: Token figures the seed articles state (tokens of a GPT-class tokenizer).
 SEED_TOKENS = {
-    "system_prompt": 340,          # one exemplar, three tools ("around 340")
-    "production_prompt": 1400,     # three exemplars, eight tools
+    "system_prompt": 340,  # one exemplar, three tools ("around 340")
+    "production_prompt": 1400,  # three exemplars, eight tools
     "production_exemplars": 3,
     "production_tools": 8,
-    "conversation_steps": 8,       # 1,400 paid eight times ...
-    "format_tokens": 11200,        # ... = 11,200 per conversation
-    "exemplar": "low hundreds",    # per exemplar, from the gap between the two prompts
+    "conversation_steps": 8,  # 1,400 paid eight times ...
+    "format_tokens": 11200,  # ... = 11,200 per conversation
+    "exemplar": "low hundreds",  # per exemplar, from the gap between the two prompts
 }
 
 #: The seed's worked cost example: P, O, A and N, and what it says they give.
-SEED_RUN = {"P": 1000, "O": 600, "A": 100, "N": 10,
-            "step_1": 1000, "step_10": 7300, "total": 41500, "naive": 10000}
+SEED_RUN = {
+    "P": 1000,
+    "O": 600,
+    "A": 100,
+    "N": 10,
+    "step_1": 1000,
+    "step_10": 7300,
+    "total": 41500,
+    "naive": 10000,
+}
 
 
 def months_between(start: date, end: date) -> int:
@@ -61,8 +78,10 @@ def months_between(start: date, end: date) -> int:
 def citation() -> str:
     """The paper as a one-line reference: authors, year, title, venue, arXiv id."""
     authors = ", ".join(PAPER["authors"][:-1]) + " and " + PAPER["authors"][-1]
-    return (f"{authors} ({PAPER['year']}). {PAPER['title']}. {PAPER['venue']}. "
-            f"arXiv:{PAPER['arxiv']} ({PAPER['url']})")
+    return (
+        f"{authors} ({PAPER['year']}). {PAPER['title']}. {PAPER['venue']}. "
+        f"arXiv:{PAPER['arxiv']} ({PAPER['url']})"
+    )
 
 
 @dataclass(frozen=True)
@@ -99,21 +118,30 @@ class ClaimTable:
         for row in self.rows:
             lines = []
             for label, text in zip(self.COLUMNS, (row.claim, row.measured, row.why)):
-                lines += textwrap.wrap(text, 96, initial_indent=f"{label + ':':<17}",
-                                       subsequent_indent=" " * 17) or [f"{label}:"]
+                lines += textwrap.wrap(
+                    text, 96, initial_indent=f"{label + ':':<17}", subsequent_indent=" " * 17
+                ) or [f"{label}:"]
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks)
 
     def _repr_html_(self) -> str:
         head = "".join(f"<th style='text-align:left'>{c}</th>" for c in self.COLUMNS)
         body = "".join(
-            "<tr>" + "".join(f"<td style='text-align:left;vertical-align:top'>{html.escape(t)}</td>"
-                             for t in (r.claim, r.measured, r.why)) + "</tr>" for r in self.rows)
+            "<tr>"
+            + "".join(
+                f"<td style='text-align:left;vertical-align:top'>{html.escape(t)}</td>"
+                for t in (r.claim, r.measured, r.why)
+            )
+            + "</tr>"
+            for r in self.rows
+        )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def holds(statement: str, true: bool) -> None:
-    """Print ``statement``, which the text beside it relies on, marked by whether this run bears it out.
+    """Print ``statement``, marked by whether this run bears it out.
+
+    The text beside it relies on ``statement``.
 
     ``✓ statement`` when ``true``; otherwise ``✗ not in this run: statement`` (another model,
     another version of llama.cpp), so a learner sees the text and the output part ways. In
@@ -124,5 +152,7 @@ def holds(statement: str, true: bool) -> None:
 
     true = bool(true)
     if not true and solutions_mode():
-        raise AssertionError(f"the notebook's text says: {statement}; this run does not bear it out")
+        raise AssertionError(
+            f"the notebook's text says: {statement}; this run does not bear it out"
+        )
     print(f"✓ {statement}" if true else f"✗ not in this run: {statement}")

@@ -15,6 +15,7 @@ reference solution instead of the stub and raises ``AssertionError`` on a failur
 a wrong solution fails the build. Without it, :func:`check` never raises: a learner's
 "Restart & Run All" goes on past an unfinished exercise.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,21 +40,25 @@ def _tools():
 # that depend on the database are computed from the package, not typed in.
 def _error_naming(name: str) -> Callable[[Any], str | None]:
     """A check: the result is a text starting with 'Error' that names ``name``."""
+
     def verify(got):
         if not isinstance(got, str):
             return f"returned {got!r}; expected a text (str)"
         if not got.startswith("Error") or name not in got:
             return f"returned {got!r}; expected a text that starts with 'Error' and names {name!r}"
         return None
+
     return verify
 
 
 def _same_text(want: str) -> Callable[[Any], str | None]:
     """A check: the result is ``want``, give or take trailing newlines."""
+
     def verify(got):
         if isinstance(got, str) and got.rstrip("\n") == want:
             return None
         return f"returned {got!r}; expected {want!r} (a trailing newline may stay or go)"
+
     return verify
 
 
@@ -66,11 +71,15 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         _repeat_cases,
     ),
     "parse_action": (
-        "parse_action(text) -> (tool, args) or None: the anchored action line, args split on commas",
+        "parse_action(text) -> (tool, args) or None: "
+        "the anchored action line, args split on commas",
         lambda: [
             Case(("Thought: x\nAction: get_charge[ch_1KZq8f]",), ("get_charge", ["ch_1KZq8f"])),
-            Case(("Action: list_invoices[cus_8812, 2026-07-01]",), ("list_invoices", ["cus_8812", "2026-07-01"]),
-                 "arguments are split on commas and stripped"),
+            Case(
+                ("Action: list_invoices[cus_8812, 2026-07-01]",),
+                ("list_invoices", ["cus_8812", "2026-07-01"]),
+                "arguments are split on commas and stripped",
+            ),
             Case(("I will do Action: search[x] later",), None, "only at the start of a line"),
             Case(("Thought: nothing to do",), None, "no action line"),
             Case(("Thought: a\nAction: search[refund policy]\n",), ("search", ["refund policy"])),
@@ -83,8 +92,11 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         lambda: [
             Case(("get_charge", ["ch_1KZq8f"]), ("contains", "succeeded"), "a real lookup"),
             Case(("serch", ["x"]), _error_naming("serch"), "an unknown tool is an observation"),
-            Case(("list_invoices", ["cus_8812"]), _error_naming("list_invoices"),
-                 "a call that fails is an observation"),
+            Case(
+                ("list_invoices", ["cus_8812"]),
+                _error_naming("list_invoices"),
+                "a call that fails is an observation",
+            ),
         ],
     ),
     "cut_forgery": (
@@ -92,25 +104,43 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         "and a cut-off stop word at the end (a trailing newline may stay or go)",
         lambda: [
             Case(("Action: a[b]\nObservation: fake\nAnswer: x",), _same_text("Action: a[b]")),
-            Case(("Action: a[b]\nObserv",), _same_text("Action: a[b]"), "a partial stop word at the end"),
+            Case(
+                ("Action: a[b]\nObserv",),
+                _same_text("Action: a[b]"),
+                "a partial stop word at the end",
+            ),
             Case(("Action: a[b]",), _same_text("Action: a[b]"), "nothing to cut"),
-            Case(("The observation: fine\nAction: a[b]",), _same_text("The observation: fine\nAction: a[b]"),
-                 "only a line that starts with the label"),
+            Case(
+                ("The observation: fine\nAction: a[b]",),
+                _same_text("The observation: fine\nAction: a[b]"),
+                "only a line that starts with the label",
+            ),
         ],
     ),
     "missing_fields": (
-        "missing_fields(schema, args) -> list[str]: the schema's required properties absent from args, in order",
+        "missing_fields(schema, args) -> list[str]: "
+        "the schema's required properties absent from args, in order",
         lambda: [
             Case((_tools()["list_invoices"].parameters, {"customer_id": "cus_8812"}), ["since"]),
             Case((_tools()["list_invoices"].parameters, {}), ["customer_id", "since"]),
-            Case((_tools()["list_invoices"].parameters, {"customer_id": "cus_8812", "since": "2026-07-01"}), []),
-            Case((_tools()["get_charge"].parameters, {"charge": "ch_1KZq8f"}), ["charge_id"],
-                 "a misspelt key does not count"),
+            Case(
+                (
+                    _tools()["list_invoices"].parameters,
+                    {"customer_id": "cus_8812", "since": "2026-07-01"},
+                ),
+                [],
+            ),
+            Case(
+                (_tools()["get_charge"].parameters, {"charge": "ch_1KZq8f"}),
+                ["charge_id"],
+                "a misspelt key does not count",
+            ),
         ],
     ),
     "truncate_observation": (
-        "truncate_observation(text, max_chars) -> str: text unchanged if it fits; otherwise its first "
-        "max_chars characters + ' ...[truncated N characters]' where N is how many were cut",
+        "truncate_observation(text, max_chars) -> str: "
+        "text unchanged if it fits; otherwise its first max_chars characters "
+        "+ ' ...[truncated N characters]' where N is how many were cut",
         lambda: [
             Case(("short", 10), "short"),
             Case(("abcdefghij", 4), "abcd ...[truncated 6 characters]"),
@@ -118,10 +148,16 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
         ],
     ),
     "normalise_amount": (
-        "normalise_amount(text) -> float | None: the first number in the text, thousands separators dropped ('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
-        lambda: [Case(("$129.00",), 129.0), Case(("It was 1,290.50 dollars",), 1290.5),
-                 Case(("48200",), 48200.0), Case(("INV-2041 totals $129.00",), 2041.0),
-                 Case(("no number here",), None)],
+        "normalise_amount(text) -> float | None: "
+        "the first number in the text, thousands separators dropped "
+        "('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
+        lambda: [
+            Case(("$129.00",), 129.0),
+            Case(("It was 1,290.50 dollars",), 1290.5),
+            Case(("48200",), 48200.0),
+            Case(("INV-2041 totals $129.00",), 2041.0),
+            Case(("no number here",), None),
+        ],
     ),
 }
 
@@ -142,8 +178,9 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
     passed, failure = 0, None
     for case in cases:
         args = ((_tools(),) + case.args) if name == "dispatch" else case.args
-        shown = case.shown or ", ".join([repr(a) for a in case.args]
-                                        + [f"{k}={v!r}" for k, v in case.kwargs.items()])
+        shown = case.shown or ", ".join(
+            [repr(a) for a in case.args] + [f"{k}={v!r}" for k, v in case.kwargs.items()]
+        )
         try:
             with case.around(fn) if case.around else nullcontext():
                 got = fn(*args, **case.kwargs)
@@ -157,13 +194,18 @@ def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
             if callable(expected):
                 wrong = expected(got)
             elif isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
-                wrong = None if isinstance(got, str) and expected[1] in got else \
-                    f"returned {got!r}; expected a string containing {expected[1]!r}"
+                wrong = (
+                    None
+                    if isinstance(got, str) and expected[1] in got
+                    else f"returned {got!r}; expected a string containing {expected[1]!r}"
+                )
             else:
                 wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
         except Exception as exc:  # what fn returned cannot even be compared (its __eq__ raises)
-            wrong = (f"returned {type(got).__name__}, which cannot be checked "
-                     f"({type(exc).__name__}: {exc})")
+            wrong = (
+                f"returned {type(got).__name__}, which cannot be checked "
+                f"({type(exc).__name__}: {exc})"
+            )
         if wrong is None:
             passed += 1
         elif failure is None:
@@ -182,8 +224,10 @@ def _raised(name: str, case: Case, exc: Exception) -> str:
     if missing in PIECE_RULES:  # a piece this one calls, not defined where it runs
         number = PIECE_RULES[missing]
         rule = f"rule {number} ({rules[number]})" if number in rules else rule
-        hint = (f" ({missing} is another piece of your agent: run the cell that loads it, "
-                f"{missing} = agent.{missing}, or define it above)")
+        hint = (
+            f" ({missing} is another piece of your agent: run the cell that loads it, "
+            f"{missing} = agent.{missing}, or define it above)"
+        )
     broke = f"breaks {rule}: " if rule else ""
     return f"{broke}raised {type(exc).__name__}: {exc}{hint}"
 
@@ -207,10 +251,10 @@ def failed_rule(failure: str | None) -> tuple[int, str] | None:
 
 
 def choose(name: str, fn: Callable) -> Callable:
-    """Return ``fn`` when it passes exercise ``name``'s cases, else the reference solution; say which.
+    """Return ``fn`` when it passes exercise ``name``'s cases, else the reference solution.
 
-    The cell after an exercise runs on what this returns, so a notebook runs top to
-    bottom before the exercise is written, and on the learner's own function once it
+    Says which. The cell after an exercise runs on what this returns, so a notebook runs top
+    to bottom before the exercise is written, and on the learner's own function once it
     passes. In solutions mode (CI) it returns the reference solution.
     """
     reference = getattr(solutions, name)
@@ -221,9 +265,13 @@ def choose(name: str, fn: Callable) -> Callable:
     if failure is None:
         print(f"using your {name}: it passes all {total} checks")
         return fn
-    why = "is not written yet" if failure == NOT_WRITTEN else f"fails a check ({passed}/{total} pass)"
-    print(f"using the reference {name} from react_lab/lab/notebook/solutions.py: yours {why}; "
-          "fix it and run this cell again")
+    why = (
+        "is not written yet" if failure == NOT_WRITTEN else f"fails a check ({passed}/{total} pass)"
+    )
+    print(
+        f"using the reference {name} from react_lab/lab/notebook/solutions.py: yours {why}; "
+        "fix it and run this cell again"
+    )
     return reference
 
 
@@ -240,14 +288,18 @@ def check(name: str, fn: Callable) -> bool:
     if solutions_mode():
         fn = getattr(solutions, name)
     elif is_reference(fn):
-        print(f"✎ {name}: not written yet — this {getattr(fn, '__name__', name)} is the reference "
-              "solution, not yours. Write yours in the cell above (an edit starts from %agent), "
-              "then run this cell again.")
+        print(
+            f"✎ {name}: not written yet — this {getattr(fn, '__name__', name)} is the reference "
+            "solution, not yours. Write yours in the cell above (an edit starts from %agent), "
+            "then run this cell again."
+        )
         return False
     passed, total, failure = run_cases(name, fn)
     if failure == NOT_WRITTEN and not solutions_mode():
-        print(f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "
-              "`raise NotImplementedError` line in the cell above, then run this cell again.")
+        print(
+            f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "
+            "`raise NotImplementedError` line in the cell above, then run this cell again."
+        )
         return False
     source = " (reference solution)" if solutions_mode() else ""
     if failure is None:

@@ -4,28 +4,34 @@ The notebooks ask "Was cus_8812 charged twice for INV-2041 in July?" and similar
 questions that are not in the evaluation set. :func:`check_charges` answers the
 duplicate-charge kind by SQL (a real duplicate is two *succeeded* charges; an invoice
 listed twice was usually emailed twice), and :meth:`ChargeCheck.task` turns the answer
-into a :class:`react_lab.lab.experiments.tasks.Task`, so :func:`react_lab.lab.experiments.tasks.score` judges the model's
-answer exactly as the evaluation does. :func:`why_wrong` names, from what a run did, the
-usual reasons a small model misses it.
+into a :class:`react_lab.lab.experiments.tasks.Task`, so
+:func:`react_lab.lab.experiments.tasks.score` judges the model's answer exactly as the
+evaluation does. :func:`why_wrong` names, from what a run did, the usual reasons a small
+model misses it.
 """
+
 from __future__ import annotations
 
 import re
 import sqlite3
 from dataclasses import dataclass, replace
 
-from ..experiments.tasks import Task, score
 from ...protocol import ACTION_RE, EXEMPLARS
 from ...tools import ID_RE, open_db
+from ..experiments.tasks import Task, score
 
 #: What makes a duplicate charge, as the evaluation's duplicate tasks ask it.
-DUPLICATE_SQL = ("SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges "
-                 "WHERE invoice_id = ? AND status = 'succeeded'")
+DUPLICATE_SQL = (
+    "SELECT CASE WHEN count(*) > 1 THEN 'yes' ELSE 'no' END FROM charges "
+    "WHERE invoice_id = ? AND status = 'succeeded'"
+)
 
 #: Whether an invoice is paid in full: its payments (refunds negative) reach its total, as
 #: the evaluation's paid-in-full tasks ask it. One parameter: the invoice id.
-PAID_SQL = ("SELECT CASE WHEN coalesce((SELECT sum(amount) FROM payments WHERE invoice_id"
-            " = i.id), 0) >= i.total THEN 'yes' ELSE 'no' END FROM invoices i WHERE id = ?")
+PAID_SQL = (
+    "SELECT CASE WHEN coalesce((SELECT sum(amount) FROM payments WHERE invoice_id"
+    " = i.id), 0) >= i.total THEN 'yes' ELSE 'no' END FROM invoices i WHERE id = ?"
+)
 
 
 @dataclass(frozen=True)
@@ -53,35 +59,59 @@ class ChargeCheck:
         return "yes" if len(self.succeeded) > 1 else "no"
 
     def task(self, question: str) -> Task:
-        """``question`` as a yes/no :class:`~react_lab.lab.experiments.tasks.Task` with this gold answer."""
-        return Task(id=f"charged_twice:{self.invoice_id}", category="duplicate",
-                    question=question, gold=self.gold, kind="yesno", sql=DUPLICATE_SQL,
-                    params=(self.invoice_id,))
+        """``question`` as a yes/no task with this gold answer.
+
+        A :class:`~react_lab.lab.experiments.tasks.Task`.
+        """
+        return Task(
+            id=f"charged_twice:{self.invoice_id}",
+            category="duplicate",
+            question=question,
+            gold=self.gold,
+            kind="yesno",
+            sql=DUPLICATE_SQL,
+            params=(self.invoice_id,),
+        )
 
     def right(self, answer: str | None, question: str = "") -> bool:
         """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
         return score(answer, self.task(question))
 
     def facts(self) -> str:
-        """The short form of :meth:`explain`: the invoice, when it was issued, how often it was charged."""
+        """The short form of :meth:`explain`.
+
+        The invoice, when it was issued, how often it was charged.
+        """
         ok = self.succeeded
         times = {0: "never charged", 1: "charged once", 2: "charged twice"}.get(
-            len(ok), f"charged {len(ok)} times")
+            len(ok), f"charged {len(ok)} times"
+        )
         return f"{self.invoice_id} ({self.customer_id}, issued {self.issued}) was {times}."
 
     def explain(self) -> str:
-        """One sentence: how many charges took money, and why the invoice may be listed more than once."""
+        """One sentence: how many charges took money.
+
+        And why the invoice may be listed more than once.
+        """
         ok = self.succeeded
         times = {1: "once"}.get(len(ok), "twice" if len(ok) == 2 else f"{len(ok)} times")
-        charged = ("never charged" if not ok else f"charged {times}: " + ", ".join(
-            f"{c['id']} ({c['amount']} cents, {c['created'][:10]})" for c in ok))
+        charged = (
+            "never charged"
+            if not ok
+            else f"charged {times}: "
+            + ", ".join(f"{c['id']} ({c['amount']} cents, {c['created'][:10]})" for c in ok)
+        )
         others = len(self.charges) - len(ok)
-        text = (f"{self.invoice_id} ({self.customer_id}, issued {self.issued}) was {charged}"
-                + (f", plus {others} charge(s) that took no money" if others else ""))
+        text = f"{self.invoice_id} ({self.customer_id}, issued {self.issued}) was {charged}" + (
+            f", plus {others} charge(s) that took no money" if others else ""
+        )
         if len(self.sends) > 1:
-            text += (f"; it is listed {len(self.sends)} times because it was emailed "
-                     f"{len(self.sends)} times (" + ", ".join(
-                         f"{s['reason']} {s['sent_at'][:10]}" for s in self.sends) + ")")
+            text += (
+                f"; it is listed {len(self.sends)} times because it was emailed "
+                f"{len(self.sends)} times ("
+                + ", ".join(f"{s['reason']} {s['sent_at'][:10]}" for s in self.sends)
+                + ")"
+            )
         return text + "."
 
 
@@ -91,15 +121,26 @@ def check_charges(invoice_id: str, conn: sqlite3.Connection | None = None) -> Ch
     Raises ``KeyError`` naming the invoice when it does not exist.
     """
     conn = conn or open_db()
-    row = conn.execute("SELECT customer_id, issued FROM invoices WHERE id = ?", (invoice_id,)).fetchone()
+    row = conn.execute(
+        "SELECT customer_id, issued FROM invoices WHERE id = ?", (invoice_id,)
+    ).fetchone()
     if row is None:
         raise KeyError(f"no invoice {invoice_id!r} in the database")
-    charges = conn.execute("SELECT id, amount, status, created FROM charges WHERE invoice_id = ? "
-                           "ORDER BY created, id", (invoice_id,)).fetchall()
-    sends = conn.execute("SELECT sent_at, reason FROM invoice_sends WHERE invoice_id = ? "
-                         "ORDER BY sent_at", (invoice_id,)).fetchall()
-    return ChargeCheck(invoice_id, row["customer_id"], row["issued"],
-                       tuple(dict(c) for c in charges), tuple(dict(s) for s in sends))
+    charges = conn.execute(
+        "SELECT id, amount, status, created FROM charges WHERE invoice_id = ? ORDER BY created, id",
+        (invoice_id,),
+    ).fetchall()
+    sends = conn.execute(
+        "SELECT sent_at, reason FROM invoice_sends WHERE invoice_id = ? ORDER BY sent_at",
+        (invoice_id,),
+    ).fetchall()
+    return ChargeCheck(
+        invoice_id,
+        row["customer_id"],
+        row["issued"],
+        tuple(dict(c) for c in charges),
+        tuple(dict(s) for s in sends),
+    )
 
 
 @dataclass(frozen=True)
@@ -123,9 +164,19 @@ class PaidCheck:
         return "yes" if self.paid >= self.total else "no"
 
     def task(self, question: str) -> Task:
-        """``question`` as a yes/no :class:`~react_lab.lab.experiments.tasks.Task` with this gold answer."""
-        return Task(id=f"paid:{self.invoice_id}", category="paid", question=question, gold=self.gold,
-                    kind="yesno", sql=PAID_SQL, params=(self.invoice_id,))
+        """``question`` as a yes/no task with this gold answer.
+
+        A :class:`~react_lab.lab.experiments.tasks.Task`.
+        """
+        return Task(
+            id=f"paid:{self.invoice_id}",
+            category="paid",
+            question=question,
+            gold=self.gold,
+            kind="yesno",
+            sql=PAID_SQL,
+            params=(self.invoice_id,),
+        )
 
     def right(self, answer: str | None, question: str = "") -> bool:
         """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
@@ -137,8 +188,10 @@ class PaidCheck:
 
     def facts(self) -> str:
         """The invoice, its total, its status and what was paid (no gold answer)."""
-        return (f"{self.invoice_id} ({self.kind}, {self.total:.2f} dollars, status {self.status}, "
-                f"due {self.due}) has {self.paid:.2f} dollars of payments.")
+        return (
+            f"{self.invoice_id} ({self.kind}, {self.total:.2f} dollars, status {self.status}, "
+            f"due {self.due}) has {self.paid:.2f} dollars of payments."
+        )
 
 
 def invoice_paid(invoice_id: str, conn: sqlite3.Connection | None = None) -> PaidCheck:
@@ -147,15 +200,28 @@ def invoice_paid(invoice_id: str, conn: sqlite3.Connection | None = None) -> Pai
     Raises ``KeyError`` naming the invoice when it does not exist.
     """
     conn = conn or open_db()
-    row = conn.execute("SELECT kind, total, status, due, (SELECT coalesce(sum(amount), 0) FROM payments "
-                       "WHERE invoice_id = i.id) AS paid FROM invoices i WHERE id = ?", (invoice_id,)).fetchone()
+    row = conn.execute(
+        "SELECT kind, total, status, due, (SELECT coalesce(sum(amount), 0) FROM payments "
+        "WHERE invoice_id = i.id) AS paid FROM invoices i WHERE id = ?",
+        (invoice_id,),
+    ).fetchone()
     if row is None:
         raise KeyError(f"no invoice {invoice_id!r} in the database")
-    return PaidCheck(invoice_id, row["kind"], float(row["total"]), float(row["paid"]), row["status"], row["due"])
+    return PaidCheck(
+        invoice_id, row["kind"], float(row["total"]), float(row["paid"]), row["status"], row["due"]
+    )
 
 
-def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), observations=(),
-              written=(), exemplars=None) -> str:
+def why_wrong(
+    question: str,
+    answer: str | None,
+    *,
+    needed: str,
+    calls=(),
+    observations=(),
+    written=(),
+    exemplars=None,
+) -> str:
     """Say in one sentence where a run went wrong, from what it did; ``""`` when nothing is found.
 
     ``calls`` are ``(tool, args)`` pairs the model made, ``observations`` the texts the
@@ -172,28 +238,39 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
         copied = []
         for tool, args in calls:  # an argument the exemplar has and the question does not
             args = list(args.values()) if isinstance(args, dict) else list(args)
-            copied += [(a, tool, args, i) for i, a in enumerate(map(str, args))
-                       if len(a) > 3 and _has_word(shown, a) and not _has_word(question, a)]
+            copied += [
+                (a, tool, args, i)
+                for i, a in enumerate(map(str, args))
+                if len(a) > 3 and _has_word(shown, a) and not _has_word(question, a)
+            ]
         if copied:
             arg, tool, args, position = copied[0]
             where, own = _where_in(shown_exemplars, arg, tool, position)
-            reasons.append(f"it copied {arg} from {where} into "
-                           f"{tool}[{', '.join(map(str, args))}]{own}, so {needed} never "
-                           "appeared in an observation")
+            reasons.append(
+                f"it copied {arg} from {where} into "
+                f"{tool}[{', '.join(map(str, args))}]{own}, so {needed} never "
+                "appeared in an observation"
+            )
         else:
             reasons.append(f"it never fetched {needed}: no observation mentions it")
     if not calls and answer is not None:
         reasons.append("it answered without calling a tool")
     if answer is None:  # exact where the texts say why: the label the loop stops on never came
-        reasons.append("it wrote no Answer: line" if written and not any(
-            "Answer:" in text for text in written) else "it gave no answer")
+        reasons.append(
+            "it wrote no Answer: line"
+            if written and not any("Answer:" in text for text in written)
+            else "it gave no answer"
+        )
     else:
         other = sorted({m.group(0) for m in ID_RE.finditer(answer)} - set(ID_RE.findall(question)))
         if other:
             reasons.append(f"its answer is about {', '.join(other)}, not {needed}")
     own_question = any(re.search(r"^Question:", text, re.M) for text in written)
-    also = ("It also wrote a Question: line of its own, continuing the prompt's pattern."
-            if own_question else "")
+    also = (
+        "It also wrote a Question: line of its own, continuing the prompt's pattern."
+        if own_question
+        else ""
+    )
     if not reasons:
         return also
     return " ".join(["The model went wrong because " + "; ".join(reasons) + ".", also]).strip()
@@ -201,7 +278,10 @@ def why_wrong(question: str, answer: str | None, *, needed: str, calls=(), obser
 
 @dataclass(frozen=True)
 class Verdict:
-    """A run's answer beside the gold one: ``right`` by :func:`react_lab.lab.experiments.tasks.score`, ``why`` if not."""
+    """A run's answer beside the gold one.
+
+    ``right`` by :func:`react_lab.lab.experiments.tasks.score`, ``why`` if not.
+    """
 
     answer: str | None
     gold: str
@@ -212,11 +292,15 @@ class Verdict:
 
     def __str__(self) -> str:
         lines = [self.run.strip("\n"), ""] if self.run else []
-        lines += [f"model's answer: {self.answer if self.answer is not None else 'none'}",
-                 f"gold answer   : {self.gold} - {self.explanation}",
-                 f"scored        : {'right' if self.right else 'wrong'}"]
+        lines += [
+            f"model's answer: {self.answer if self.answer is not None else 'none'}",
+            f"gold answer   : {self.gold} - {self.explanation}",
+            f"scored        : {'right' if self.right else 'wrong'}",
+        ]
         if not self.right:
-            lines.append(self.why or "None of the usual causes shows in what it did: read the transcript.")
+            lines.append(
+                self.why or "None of the usual causes shows in what it did: read the transcript."
+            )
         return "\n".join(lines)
 
 
@@ -230,11 +314,18 @@ def judge(question: str, steps, check: ChargeCheck) -> Verdict:
     steps = list(steps)
     answer = steps[-1].answer if steps else None
     right = score(answer, check.task(question))
-    why = "" if right else why_wrong(
-        question, answer, needed=check.invoice_id,
-        calls=[(s.action["tool"], s.action["args"]) for s in steps if s.action],
-        observations=[s.observation for s in steps if s.observation],
-        written=[s.completion for s in steps])
+    why = (
+        ""
+        if right
+        else why_wrong(
+            question,
+            answer,
+            needed=check.invoice_id,
+            calls=[(s.action["tool"], s.action["args"]) for s in steps if s.action],
+            observations=[s.observation for s in steps if s.observation],
+            written=[s.completion for s in steps],
+        )
+    )
     return Verdict(answer, check.gold, check.explain(), right, why)
 
 
@@ -246,15 +337,15 @@ def run_of(question: str, transcript: str) -> str:
     writes itself comes later, so the first blank line and ``Question: <question>`` is the prompt's.
     """
     at = transcript.find(f"\n\nQuestion: {question}\nThought:")
-    return transcript[at + 2:] if at >= 0 else transcript
+    return transcript[at + 2 :] if at >= 0 else transcript
 
 
 def run_parts(question: str, transcript: str) -> tuple[list[str], list[str]]:
-    """What the model wrote and what the loop wrote back, after ``question``, in a loop's transcript.
+    """What the model wrote and what the loop wrote back, in a loop's transcript.
 
-    The loop writes ``"\nObservation: <result>\nThought:"`` after each completion without an
-    answer (notebook 02's rule 4), so the run after the question's ``Thought:`` splits into
-    the model's completions and the observations between them.
+    After ``question``. The loop writes ``"\nObservation: <result>\nThought:"`` after each
+    completion without an answer (notebook 02's rule 4), so the run after the question's
+    ``Thought:`` splits into the model's completions and the observations between them.
     """
     run = run_of(question, transcript)
     rest = run.split("\nThought:", 1)[1] if "\nThought:" in run else run
@@ -299,13 +390,21 @@ def judge_run(question: str, texts, observations, check, *, answer=FROM_TEXTS) -
             calls.append((match.group(1), [a.strip() for a in match.group(2).split(",")]))
     right = check.right(answer, question)
     needed = check.invoice_id
-    why = "" if right else why_wrong(question, answer, needed=needed, calls=calls,
-                                     observations=observations, written=texts)
+    why = (
+        ""
+        if right
+        else why_wrong(
+            question, answer, needed=needed, calls=calls, observations=observations, written=texts
+        )
+    )
     return Verdict(answer, check.gold, check.facts(), right, why)
 
 
 def answer_of(texts) -> str | None:
-    """The rest of the line after the first ``Answer:`` in ``texts``, stripped; None if none has one."""
+    """The rest of the line after the first ``Answer:`` in ``texts``, stripped.
+
+    None if none has one.
+    """
     for text in texts:
         if "Answer:" in text:
             return text.split("Answer:", 1)[1].split("\n", 1)[0].strip()
@@ -315,10 +414,16 @@ def answer_of(texts) -> str | None:
 def _where_in(exemplars, value: str, tool: str, position: int) -> tuple[str, str]:
     """Where ``value`` shows in the exemplars ("the exemplar's answer", ...), and a note on
     the exemplar's own call to ``tool`` when it passed another value at ``position``."""
-    parts = [(part, ex) for ex in exemplars for part in (
-        ("the exemplar's answer", ex.answer), ("the exemplar's last thought", ex.final_thought),
-        *(("the exemplar's call", action) for _, action, _ in ex.steps),
-        *(("the exemplar's observation", observation) for _, _, observation in ex.steps))]
+    parts = [
+        (part, ex)
+        for ex in exemplars
+        for part in (
+            ("the exemplar's answer", ex.answer),
+            ("the exemplar's last thought", ex.final_thought),
+            *(("the exemplar's call", action) for _, action, _ in ex.steps),
+            *(("the exemplar's observation", observation) for _, _, observation in ex.steps),
+        )
+    ]
     where = next((name for (name, text), _ in parts if _has_word(text, value)), "the exemplar")
     own = ""
     for ex in exemplars:

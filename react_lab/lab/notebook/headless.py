@@ -15,6 +15,7 @@ slice ends with that same non-blocking poll, so a missed wake-up costs at most o
 slice, and the cell timeout still holds (the slices add up to it). Blocking clients
 (nbval's) poll with libzmq's own ``zmq_poll`` and are not affected.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,6 +33,7 @@ def sliced(get_msg, slice_seconds: float = SLICE):
     Returns the first message; raises ``queue.Empty`` once ``timeout`` seconds (None:
     never) pass without one.
     """
+
     async def get(timeout: float | None = None):
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
@@ -39,8 +41,9 @@ def sliced(get_msg, slice_seconds: float = SLICE):
             if left is not None and left <= 0:
                 raise Empty
             try:
-                return await get_msg(timeout=slice_seconds if left is None else min(slice_seconds,
-                                                                                  left))
+                return await get_msg(
+                    timeout=slice_seconds if left is None else min(slice_seconds, left)
+                )
             except Empty:
                 continue
 

@@ -1,4 +1,6 @@
-"""Notebook 08's helpers: the learner's agent on gold-answer tasks, a rate with its interval, a paired change.
+"""Notebook 08's helpers.
+
+The learner's agent on gold-answer tasks, a rate with its interval, a paired change.
 
 The learner's ``run_loop`` runs unchanged; these only choose the tasks, run them with a
 progress bar, score each answer as the evaluation does
@@ -6,6 +8,7 @@ progress bar, score each answer as the evaluation does
 transcript (the calls it made, what came back) for the seeds' three questions, beside the
 database's own answer (:mod:`react_lab.lab.notebook.gold`).
 """
+
 from __future__ import annotations
 
 import re
@@ -15,10 +18,10 @@ from typing import Callable, Sequence
 
 from ...protocol import ACTION_RE, Exemplar, build_prompt
 from ...tools import default_tools, open_db
+from ..backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
 from ..experiments import ladder, stats
 from ..experiments.exemplars import get_pool
 from ..experiments.tasks import Task, load_tasks, score
-from ..backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
 from .gold import check_charges, invoice_paid, why_wrong
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
@@ -31,7 +34,10 @@ MAX_STEPS = 4
 
 @dataclass
 class Run:
-    """One question run by the learner's loop: its answer, scored; the transcript; the exemplar shown."""
+    """One question run by the learner's loop.
+
+    Its answer, scored; the transcript; the exemplar shown.
+    """
 
     task: Task
     answer: str | None
@@ -41,33 +47,55 @@ class Run:
     seconds: float
 
     def calls(self) -> list[tuple[str, str, str]]:
-        """``(tool, arguments, observation)`` of each call the model made (the exemplar's left out)."""
+        """``(tool, arguments, observation)`` of each call the model made.
+
+        The exemplar's calls are left out.
+        """
         prompt = build_prompt(self.task.question, default_tools().values(), self.exemplars)
-        run = self.transcript[len(prompt):] if self.transcript.startswith(prompt) else self.transcript
+        run = (
+            self.transcript[len(prompt) :]
+            if self.transcript.startswith(prompt)
+            else self.transcript
+        )
         found = []
         for match in ACTION_RE.finditer(run):
-            after = run[match.end():]
+            after = run[match.end() :]
             seen = re.search(r"^Observation: (.*)$", after, re.MULTILINE)
             found.append((match.group(1), match.group(2).strip(), seen.group(1) if seen else ""))
         return found
 
 
 def live_tasks(categories: int = LIVE_CATEGORIES) -> list[Task]:
-    """The live set: the first test question of each of the first ``categories`` categories (file order)."""
+    """The live set: the first test question of each of the first ``categories`` categories.
+
+    In file order.
+    """
     return ladder.choose_tasks("test", per_category=1)[:categories]
 
 
 def dev_pool() -> list[Exemplar]:
-    """The exemplars written from the development half (one per dev task): what ``pick_exemplar`` picks from."""
+    """The exemplars written from the development half: what ``pick_exemplar`` picks from.
+
+    One per dev task.
+    """
     return [entry.exemplar for entry in get_pool()]
 
 
-def run_tasks(loop: Callable, tasks: Sequence[Task], model, tools: dict, *,
-              pick: Callable | None = None, pool: Sequence[Exemplar] = (),
-              desc: str = "your agent", max_steps: int = MAX_STEPS) -> dict[str, Run]:
+def run_tasks(
+    loop: Callable,
+    tasks: Sequence[Task],
+    model,
+    tools: dict,
+    *,
+    pick: Callable | None = None,
+    pool: Sequence[Exemplar] = (),
+    desc: str = "your agent",
+    max_steps: int = MAX_STEPS,
+) -> dict[str, Run]:
     """Run the learner's ``loop`` on every task (a progress bar); return ``{task id: Run}``.
 
-    ``max_steps`` defaults to the evaluation's limit (the ladder files' too). With ``pick`` (the learner's ``pick_exemplar``), each question gets the one exemplar
+    ``max_steps`` defaults to the evaluation's limit (the ladder files' too). With ``pick``
+    (the learner's ``pick_exemplar``), each question gets the one exemplar
     ``pick(question, pool)`` returns; without, the loop's default (``exemplars=None``).
     """
     from tqdm.auto import tqdm
@@ -77,8 +105,9 @@ def run_tasks(loop: Callable, tasks: Sequence[Task], model, tools: dict, *,
         shown = [pick(task.question, list(pool))] if pick else None
         t0 = time.perf_counter()
         answer, transcript = loop(task.question, model, tools, exemplars=shown, max_steps=max_steps)
-        runs[task.id] = Run(task, answer, score(answer, task), transcript, shown,
-                            time.perf_counter() - t0)
+        runs[task.id] = Run(
+            task, answer, score(answer, task), transcript, shown, time.perf_counter() - t0
+        )
     return runs
 
 
@@ -89,19 +118,25 @@ def rate(runs: dict[str, Run]) -> stats.Rate:
 
 def paired(before: dict[str, Run], after: dict[str, Run]) -> stats.Paired:
     """The two runs compared question by question: gained, lost, and the exact McNemar p."""
-    return stats.paired_comparison({t: r.right for t, r in before.items()},
-                                   {t: r.right for t, r in after.items()})
+    return stats.paired_comparison(
+        {t: r.right for t, r in before.items()}, {t: r.right for t, r in after.items()}
+    )
 
 
 def ladder_change(old: str = "baseline", new: str = "pool_k1", split: str = "test") -> str:
     """The ladder's two files, labelled: each rate with its interval, and the paired comparison."""
-    rows = {r["config"]: r for r in ladder.load_results([f"ladder-{split}-{old}", f"ladder-{split}-{new}"])}
+    rows = {
+        r["config"]: r
+        for r in ladder.load_results([f"ladder-{split}-{old}", f"ladder-{split}-{new}"])
+    }
     solved = {c: {t: o[0] for t, o in rows[c]["outcomes"].items()} for c in (old, new)}
     when = rows[new]["describe"].split(" computed ")[1].split(" in ")[0]
-    return (f"files ladder-{split}-{old} and ladder-{split}-{new} ({rows[new]['rate'].n} test questions, "
-            f"the lab's loop, computed {when}):\n"
-            f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
-            f"  paired   {stats.paired_comparison(solved[old], solved[new])}")
+    return (
+        f"files ladder-{split}-{old} and ladder-{split}-{new} "
+        f"({rows[new]['rate'].n} test questions, the lab's loop, computed {when}):\n"
+        f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
+        f"  paired   {stats.paired_comparison(solved[old], solved[new])}"
+    )
 
 
 def gold_reason(task: Task) -> str:
@@ -114,26 +149,42 @@ def gold_reason(task: Task) -> str:
         return invoice_paid(invoice).explain()
     with open_db() as conn:
         if task.category == "latest_date" and customer:
-            row = conn.execute("SELECT id, issued FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id "
-                               "LIMIT 1", (customer,)).fetchone()
-            return f"gold answer: {task.gold} - {customer}'s latest invoice is {row['id']}, issued {row['issued']}."
+            row = conn.execute(
+                "SELECT id, issued FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id "
+                "LIMIT 1",
+                (customer,),
+            ).fetchone()
+            return (
+                f"gold answer: {task.gold} - {customer}'s latest invoice is {row['id']}, "
+                f"issued {row['issued']}."
+            )
         found = conn.execute(task.sql, task.params).fetchone()[0]
     return f"gold answer: {task.gold} (by SQL: {found})."
 
 
 def seed_report(run: Run) -> str:
-    """A seed question's run in three lines: the calls made, the answer scored, what the database says (and why wrong)."""
+    """A seed question's run in three lines.
+
+    The calls made, the answer scored, what the database says (and why wrong).
+    """
     calls = run.calls()
     made = " -> ".join(f"{tool}[{args}]" for tool, args, _ in calls) or "no tool"
-    lines = [f"{run.task.question}\n   called {made}",
-             f"   answered {run.answer!r}: {'right' if run.right else 'WRONG'}; {gold_reason(run.task)}"]
+    lines = [
+        f"{run.task.question}\n   called {made}",
+        f"   answered {run.answer!r}: {'right' if run.right else 'WRONG'}; {gold_reason(run.task)}",
+    ]
     if not run.right:
         # what must reach an observation: the invoice asked about, else the gold value itself
         # (a customer's invoice rows never name the customer)
         asked = next(iter(re.findall(r"INV-\w+", run.task.question)), run.task.gold)
-        why = why_wrong(run.task.question, run.answer, needed=asked,
-                        calls=[(tool, [a.strip() for a in args.split(",")]) for tool, args, _ in calls],
-                        observations=[seen for *_, seen in calls], exemplars=run.exemplars)
+        why = why_wrong(
+            run.task.question,
+            run.answer,
+            needed=asked,
+            calls=[(tool, [a.strip() for a in args.split(",")]) for tool, args, _ in calls],
+            observations=[seen for *_, seen in calls],
+            exemplars=run.exemplars,
+        )
         if why:
             lines.append(f"   {why}")
     return "\n".join(lines)

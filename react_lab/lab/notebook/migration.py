@@ -13,6 +13,7 @@ deleted and added.
 when the model is done (:data:`PROBLEMS`). The experiment that runs both agents over the same
 questions is :mod:`react_lab.lab.notebook.migration_runs`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,10 +30,10 @@ from typing import Callable
 
 from ..._parsing.leaks import leaked_calls
 from ...loop import end_step
-from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...parser import parse
 from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
 from ...schema import check_arguments
+from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...tools import Observation, Tool, tool_schemas
 from ...trace import RunResult, Step, Transcript
 from ..guards import LabGuards, LabWatch, offered_tools
@@ -84,21 +85,38 @@ class Guards:
 
 # --------------------------------------------------------------------------- the two agents
 
-def text_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), guards: Guards | None = None,
-               max_steps: int = MAX_STEPS, max_tokens: int = MAX_TOKENS) -> RunResult:
-    """The billing agent over the text protocol; ``model`` has ``complete(prompt, stop=, max_tokens=)``."""
+
+def text_agent(
+    question: str,
+    model,
+    tools: dict[str, Tool],
+    *,
+    exemplars=(),
+    guards: Guards | None = None,
+    max_steps: int = MAX_STEPS,
+    max_tokens: int = MAX_TOKENS,
+) -> RunResult:
+    """The billing agent over the text protocol.
+
+    ``model`` has ``complete(prompt, stop=, max_tokens=)``.
+    """
     guards = guards if guards is not None else Guards()
     guards.start(question)
     tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
     transcript = Transcript()
-    transcript.add("prompt", build_prompt(question, tools.values(), exemplars))  # tools in English, exemplars
+    prompt = build_prompt(question, tools.values(), exemplars)  # tools in English, exemplars
+    transcript.add("prompt", prompt)
     steps = []
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)  # stop sequence
+        completion = model.complete(  # stop sequence
+            transcript.text, stop=STOP, max_tokens=max_tokens
+        )
         guards.spend(completion)  # guard: token and money budgets
-        parsed = parse(completion.text, tools=list(tools))  # parser: an action or an answer, out of free text
-        transcript.add("model", parsed.kept.rstrip("\n") + "\n")  # parser: what it read, never a forgery
+        # an action or an answer, out of free text
+        parsed = parse(completion.text, tools=list(tools))  # parser
+        # what it read, never a forgery
+        transcript.add("model", parsed.kept.rstrip("\n") + "\n")  # parser
         step = Step.of(number, completion, thought=parsed.thought, forged=parsed.forged)
         if parsed.kind == "final":  # parser: the Answer label says the model is done
             step.answer = parsed.answer
@@ -106,7 +124,8 @@ def text_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), gu
             step.error = step.observation = parsed.reason
         else:
             name, args = parsed.tool, named_args(tools, parsed.tool, parsed.args)  # parser
-            observation = act(guards, tools, name, args)  # guard: schema check, repeats, approval, size
+            # schema check, repeats, approval, size
+            observation = act(guards, tools, name, args)  # guard
             step.action = {"tool": name, "args": args}
             step.record(observation)
         if step.observation is not None:
@@ -117,9 +136,20 @@ def text_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), gu
     return RunResult.from_steps(question, steps, transcript)
 
 
-def native_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), guards: Guards | None = None,
-                 max_steps: int = MAX_STEPS, max_tokens: int = MAX_TOKENS) -> RunResult:
-    """The billing agent over native tool calls; ``model`` has ``chat(messages, tools=, max_tokens=)``."""
+def native_agent(
+    question: str,
+    model,
+    tools: dict[str, Tool],
+    *,
+    exemplars=(),
+    guards: Guards | None = None,
+    max_steps: int = MAX_STEPS,
+    max_tokens: int = MAX_TOKENS,
+) -> RunResult:
+    """The billing agent over native tool calls.
+
+    ``model`` has ``chat(messages, tools=, max_tokens=)``.
+    """
     guards = guards if guards is not None else Guards()
     guards.start(question)
     tools = offered_tools(tools, guards)  # guard: more[page] reads the rest of a cut observation
@@ -128,23 +158,28 @@ def native_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), 
     steps = []
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
-        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)  # tool schemas, in every request
+        # tool schemas, in every request
+        reply = model.chat(messages, tools=schemas, max_tokens=max_tokens)  # tool schemas
         guards.spend(reply)  # guard: token and money budgets
         messages.append(reply.message())
-        leaked = [] if reply.tool_calls else leaked_calls(reply.content)  # parser: a call in the text is no answer
+        # a call in the text is no answer
+        leaked = [] if reply.tool_calls else leaked_calls(reply.content)  # parser
         step = Step.of(number, reply, thought=reply.thought, leaked=bool(leaked))
         if reply.content and not reply.tool_calls and not leaked:  # no call: the answer
             step.answer = reply.content
-        elif not reply.tool_calls:  # nothing to run (cut off, empty, a leaked call); the reason goes back
+        elif not reply.tool_calls:
+            # nothing to run (cut off, empty, a leaked call); the reason goes back
             step.error = step.observation = malformed_reply_message(reply, max_tokens)
             messages.append({"role": "user", "content": step.observation})
         else:
             results = []
             for call in reply.tool_calls:  # a reply may hold several calls
                 name, args = call["function"]["name"], call["function"]["arguments"]
-                observation = act(guards, tools, name, args)  # guard: schema check, repeats, approval, size
+                # schema check, repeats, approval, size
+                observation = act(guards, tools, name, args)  # guard
                 results.append(observation)
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": observation.text})
+                message = {"role": "tool", "tool_call_id": call["id"], "content": observation.text}
+                messages.append(message)
             record_calls(step, reply.tool_calls, results)
         steps.append(step)
         if end_step(step, guards, number == max_steps, t0):  # guard: budgets, refusals, step limit
@@ -153,6 +188,7 @@ def native_agent(question: str, model, tools: dict[str, Tool], *, exemplars=(), 
 
 
 # --------------------------------------------------------------------------- what both agents share
+
 
 def named_args(tools: dict[str, Tool], name: str, args: list | dict) -> list | dict:
     """The text protocol's positional arguments named by the tool's schema, in order.
@@ -169,8 +205,9 @@ def named_args(tools: dict[str, Tool], name: str, args: list | dict) -> list | d
 
 
 def call_problem(tools: dict[str, Tool], name: str, args) -> str | None:
-    """Why the schema check refuses a call (an undeclared tool, arguments its schema rejects), or None.
+    """Why the schema check refuses a call, or None.
 
+    It refuses an undeclared tool, and arguments its schema rejects.
     ``args`` is a dict or a provider's JSON string (:func:`react_lab.schema.check_arguments`).
     """
     tool = tools.get(name)
@@ -181,7 +218,10 @@ def call_problem(tools: dict[str, Tool], name: str, args) -> str | None:
 
 
 def act(guards: Guards, tools: dict[str, Tool], name: str, args) -> Observation:
-    """Run one call as both agents do: the schema check, then the guards (repeats, approval, size). Never raises."""
+    """Run one call as both agents do: the schema check, then the guards.
+
+    The guards: repeats, approval, size. Never raises.
+    """
     problem = call_problem(tools, name, args)
     if problem is not None:
         return Observation(f"Error: {problem}", error=problem)
@@ -191,15 +231,24 @@ def act(guards: Guards, tools: dict[str, Tool], name: str, args) -> Observation:
 # --------------------------------------------------------------------------- the diff, as code
 
 #: A line's part, from the first words of its trailing comment; a line with none is the loop.
-TAGS = {"parser": "parser", "stop sequence": "stop sequence", "exemplars": "exemplars",
-        "tools in English": "tools", "tool schemas": "tools", "guard": "guards"}
+TAGS = {
+    "parser": "parser",
+    "stop sequence": "stop sequence",
+    "exemplars": "exemplars",
+    "tools in English": "tools",
+    "tool schemas": "tools",
+    "guard": "guards",
+}
 #: The parts, in table order ("tools": the tools described in English, or as schemas).
 PARTS = ("parser", "stop sequence", "exemplars", "tools", "loop", "guards")
 
 
 @dataclass(frozen=True)
 class Line:
-    """One line of an agent: ``code`` (no comment, no indentation), its ``parts``, the ``text`` as written."""
+    """One line of an agent: its ``code``, its ``parts``, the ``text`` as written.
+
+    ``code`` has no comment and no indentation.
+    """
 
     code: str
     parts: tuple[str, ...]
@@ -227,13 +276,16 @@ def agent_lines(fn: Callable, *, header: bool = False) -> list[Line]:
             rows += [r for r in range(tok.start[0], tok.end[0] + 1) if r not in rows]
     lines = []
     for number, rows in enumerate(statements):
-        if (number == 0 and not header) or (number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'"):
+        if (number == 0 and not header) or (
+            number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'"
+        ):
             continue  # the signature (the two differ in name only), the docstring
         heads = [comments[r][1].split(":")[0] for r in rows if r in comments]
-        parts = tuple(dict.fromkeys(TAGS[t.strip()] for h in heads for t in h.split(",")
-                                    if t.strip() in TAGS)) or ("loop",)
+        parts = tuple(
+            dict.fromkeys(TAGS[t.strip()] for h in heads for t in h.split(",") if t.strip() in TAGS)
+        ) or ("loop",)
         for r in rows:
-            text = physical[r - 1][:comments[r][0]] if r in comments else physical[r - 1]
+            text = physical[r - 1][: comments[r][0]] if r in comments else physical[r - 1]
             lines.append(Line(text.strip(), parts, physical[r - 1]))
     return lines
 
@@ -245,7 +297,9 @@ RENAMES = {"completion": "reply"}
 
 @dataclass
 class AgentDiff:
-    """Two agents' lines, diffed: ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
+    """Two agents' lines, diffed.
+
+    ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
 
     Kept: the same code at the same place; renamed: the same after :data:`RENAMES`; moved:
     the same code at another place. A changed line counts as one deleted and one added,
@@ -261,38 +315,66 @@ class AgentDiff:
     added: list[Line]
 
     def by_part(self) -> list[dict]:
-        """One row per part of :data:`PARTS`, then ``"all"``: lines in each agent, kept, renamed, moved, deleted, added.
+        """One row per part of :data:`PARTS`, then ``"all"``.
+
+        Each row: lines in each agent, kept, renamed, moved, deleted, added.
 
         A line that serves two parts (``build_prompt`` writes the tools and the exemplars)
         counts in both rows; the ``"all"`` row counts each line once. In every row the text
         agent's lines are kept + renamed + moved + deleted, the native agent's kept +
         renamed + moved + added.
         """
+
         def count(lines, part):
             return sum(part in line.parts for line in lines) if part != "all" else len(lines)
-        return [{"part": p, "text agent": count(self.old, p), "native agent": count(self.new, p),
-                 **{k: count([x for x, _ in getattr(self, k)], p) for k in ("kept", "renamed", "moved")},
-                 "deleted": count(self.deleted, p), "added": count(self.added, p)}
-                for p in (*PARTS, "all")]
+
+        return [
+            {
+                "part": p,
+                "text agent": count(self.old, p),
+                "native agent": count(self.new, p),
+                **{
+                    k: count([x for x, _ in getattr(self, k)], p)
+                    for k in ("kept", "renamed", "moved")
+                },
+                "deleted": count(self.deleted, p),
+                "added": count(self.added, p),
+            }
+            for p in (*PARTS, "all")
+        ]
 
     def unified(self) -> str:
-        """The two agents as one unified diff (:func:`difflib.unified_diff`, whole bodies), each line with its part comment."""
+        """The two agents as one unified diff, each line with its part comment.
+
+        :func:`difflib.unified_diff`, of whole bodies.
+        """
         old, new = [line.text for line in self.old], [line.text for line in self.new]
-        return "\n".join(difflib.unified_diff(old, new, "text agent", "native agent",
-                                               n=max(len(old), len(new)), lineterm=""))
+        return "\n".join(
+            difflib.unified_diff(
+                old, new, "text agent", "native agent", n=max(len(old), len(new)), lineterm=""
+            )
+        )
 
     def html(self, wrap: int = 70) -> str:
-        """The two agents side by side, changes highlighted (:class:`difflib.HtmlDiff`), lines wrapped at ``wrap``."""
+        """The two agents side by side, changes highlighted, lines wrapped at ``wrap``.
+
+        Made by :class:`difflib.HtmlDiff`.
+        """
         table = difflib.HtmlDiff(wrapcolumn=wrap).make_table(
-            [line.text for line in self.old], [line.text for line in self.new],
-            "text protocol", "native tool calling")
+            [line.text for line in self.old],
+            [line.text for line in self.new],
+            "text protocol",
+            "native tool calling",
+        )
         return DIFF_STYLE + table
 
 
 #: The colours of :meth:`AgentDiff.html` (the classes :class:`difflib.HtmlDiff` writes).
-DIFF_STYLE = ("<style>table.diff{font-family:monospace;font-size:80%;border:none} "
-              ".diff_add{background:#bbf7d0} .diff_chg{background:#fef08a} .diff_sub{background:#fecaca} "
-              ".diff_next,.diff_header{color:#6b7280}</style>")
+DIFF_STYLE = (
+    "<style>table.diff{font-family:monospace;font-size:80%;border:none} "
+    ".diff_add{background:#bbf7d0} .diff_chg{background:#fef08a} .diff_sub{background:#fecaca} "
+    ".diff_next,.diff_header{color:#6b7280}</style>"
+)
 
 
 def _renamed(code: str) -> str:
@@ -302,10 +384,14 @@ def _renamed(code: str) -> str:
 
 
 def agent_diff(old: Callable | None = None, new: Callable | None = None) -> AgentDiff:
-    """Diff two agents (default :func:`text_agent`, :func:`native_agent`) line by line, comments left out."""
+    """Diff two agents line by line, comments left out.
+
+    By default :func:`text_agent` and :func:`native_agent`.
+    """
     a, b = agent_lines(old or text_agent), agent_lines(new or native_agent)
-    matcher = difflib.SequenceMatcher(None, [_renamed(x.code) for x in a], [y.code for y in b],
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(
+        None, [_renamed(x.code) for x in a], [y.code for y in b], autojunk=False
+    )
     same, deleted, added = [], [], []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
@@ -330,16 +416,18 @@ def agent_diff(old: Callable | None = None, new: Callable | None = None) -> Agen
 #: The three problems native tool calling removes (seed 003), as :func:`step_problems` counts them.
 PROBLEMS = {
     "unreadable": "parsing the action out of free text: a call the loop could not read "
-                  "(text: a parser error on an Action line, a forged Observation; native: a call "
-                  "leaked into the text, a reply cut off before its JSON was complete)",
+    "(text: a parser error on an Action line, a forged Observation; native: a call "
+    "leaked into the text, a reply cut off before its JSON was complete)",
     "invalid": "syntactically invalid arguments: a call refused by the schema check "
-               "(an undeclared tool, or arguments its schema rejects)",
+    "(an undeclared tool, or arguments its schema rejects)",
     "undone": "when is it done: a reply that was neither a call nor an answer, or ran on past its "
-              "call or answer into another step (text: no Action or Answer label, or more text after "
-              "the first; native: a complete reply with no call and an empty answer)",
+    "call or answer into another step (text: no Action or Answer label, or more text after "
+    "the first; native: a complete reply with no call and an empty answer)",
 }
 
-_ACTION_LABEL = re.compile(r"^[ \t>*_#]*action\b[^\n:\uff1a]{0,20}[:\uff1a]", re.IGNORECASE | re.MULTILINE)
+_ACTION_LABEL = re.compile(
+    r"^[ \t>*_#]*action\b[^\n:\uff1a]{0,20}[:\uff1a]", re.IGNORECASE | re.MULTILINE
+)
 
 
 def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str, int]:
@@ -351,40 +439,59 @@ def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str
     :func:`react_lab.parser.parse`, as the agent read it. Raises ValueError for another protocol.
     """
     if protocol == "native":
-        calls = ([*step.action.get("calls", [step.action])] if step.action else [])
+        calls = [*step.action.get("calls", [step.action])] if step.action else []
         refused = sum(call_problem(tools, c["tool"], c["args"]) is not None for c in calls)
         open_reply = not calls and step.answer is None
         cut = open_reply and step.finish_reason == "length"
-        return {"unreadable": int(step.leaked or cut), "invalid": refused,
-                "undone": int(open_reply and not cut and not step.leaked), "calls": len(calls)}
+        return {
+            "unreadable": int(step.leaked or cut),
+            "invalid": refused,
+            "undone": int(open_reply and not cut and not step.leaked),
+            "calls": len(calls),
+        }
     if protocol != "text":
         raise ValueError(f"protocol is 'text' or 'native', not {protocol!r}")
     text = step.completion
     parsed = parse(text, tools=list(tools), finish_reason=step.finish_reason, max_tokens=None)
     undeclared = parsed.kind == "error" and (parsed.reason or "").startswith("unknown tool")
-    invalid = undeclared or (parsed.kind == "action" and call_problem(
-        tools, parsed.tool, named_args(tools, parsed.tool, parsed.args)) is not None)
+    invalid = undeclared or (
+        parsed.kind == "action"
+        and call_problem(tools, parsed.tool, named_args(tools, parsed.tool, parsed.args))
+        is not None
+    )
     attempted = _ACTION_LABEL.search(text) is not None or parsed.tool is not None
     unreadable = parsed.forged or (parsed.kind == "error" and attempted and not undeclared)
     kept, whole = parsed.kept.strip(), text.strip()
-    ran_on = parsed.kind != "error" and whole.startswith(kept) and bool(whole[len(kept):].strip())
-    undone = (parsed.kind == "error" and not attempted and not parsed.forged) or (ran_on and not parsed.forged)
-    return {"unreadable": int(unreadable), "invalid": int(invalid), "undone": int(undone),
-            "calls": int(parsed.kind == "action" or undeclared)}
+    ran_on = parsed.kind != "error" and whole.startswith(kept) and bool(whole[len(kept) :].strip())
+    undone = (parsed.kind == "error" and not attempted and not parsed.forged) or (
+        ran_on and not parsed.forged
+    )
+    return {
+        "unreadable": int(unreadable),
+        "invalid": int(invalid),
+        "undone": int(undone),
+        "calls": int(parsed.kind == "action" or undeclared),
+    }
 
 
 def run_problems(result: RunResult, protocol: str, tools: dict[str, Tool]) -> dict[str, int]:
-    """:func:`step_problems` summed over a run's steps, plus ``"steps"``: how many model calls it made."""
+    """:func:`step_problems` summed over a run's steps.
+
+    Plus ``"steps"``: how many model calls it made.
+    """
     total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0})
     for step in result.steps:
         total.update(step_problems(step, protocol, tools))
     return {**total, "steps": len(result.steps)}
 
 
-# --------------------------------------------------------------------------- the learner's two loops (notebook 07)
+# ------------------------------------------------------------ the learner's two loops (notebook 07)
+
 
 class Watched:
-    """A model that keeps what it said: every completion (text) or reply (chat), in order, in ``said``.
+    """A model that keeps what it said, in ``said``.
+
+    Every completion (text) or reply (chat), in order.
 
     Wraps a text backend (``complete``) or a chat backend (``chat``) and passes every call
     through unchanged, so the learner's loops run as they do on the model itself; their
@@ -428,15 +535,20 @@ def completion_problems(text: str, tools: dict[str, Tool]) -> dict[str, int]:
         name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
         invalid = int(call_problem(tools, name, named_args(tools, name, args)) is not None)
     after_answer = text.split("Answer:", 1)[1].partition("\n")[2] if answered else ""
-    ran_on = bool(after_answer.strip())  # the loop keeps the answer's line; the rest is another step
-    return {"unreadable": int(forged or (attempted and not match and not answered)),
-            "invalid": invalid,
-            "undone": int(ran_on or (not answered and not attempted and not forged)),
-            "calls": int(bool(match) and not answered)}
+    # the loop keeps the answer's line; the rest is another step
+    ran_on = bool(after_answer.strip())
+    return {
+        "unreadable": int(forged or (attempted and not match and not answered)),
+        "invalid": invalid,
+        "undone": int(ran_on or (not answered and not attempted and not forged)),
+        "calls": int(bool(match) and not answered),
+    }
 
 
 def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
-    """The three problems in one chat reply, as the learner's native loop reads it (``reply_calls``).
+    """The three problems in one chat reply, as the learner's native loop reads it.
+
+    The loop reads it with ``reply_calls``.
 
     ``unreadable``: a call that leaked into the text (only the call-markup reader finds it),
     or a reply cut off at ``max_tokens`` before its call was complete; ``invalid``: calls the
@@ -448,20 +560,30 @@ def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
 
     calls, leaked, _ = reply_calls(reply, tools)
     cut = not calls and not leaked and reply.finish_reason == "length"
-    refused = sum(call_problem(tools, c["function"]["name"],
-                               decode_arguments(c["function"]["arguments"])) is not None for c in calls)
+    refused = sum(
+        call_problem(tools, c["function"]["name"], decode_arguments(c["function"]["arguments"]))
+        is not None
+        for c in calls
+    )
     empty = not calls and not leaked and not cut and not (reply.content or "").strip()
-    return {"unreadable": int(bool(leaked) or cut), "invalid": refused, "undone": int(empty),
-            "calls": len(calls), "leaked": int(bool(leaked))}
+    return {
+        "unreadable": int(bool(leaked) or cut),
+        "invalid": refused,
+        "undone": int(empty),
+        "calls": len(calls),
+        "leaked": int(bool(leaked)),
+    }
 
 
-def measured(loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), *,
-             max_steps: int = MAX_STEPS) -> dict:
-    """Run the learner's ``loop`` (``run_loop`` or ``run_native``) on ``task``; count its steps' problems.
+def measured(
+    loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), *, max_steps: int = MAX_STEPS
+) -> dict:
+    """Run the learner's ``loop`` on ``task``; count its steps' problems.
 
-    ``max_steps`` defaults to the evaluation's (and the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds", "steps", "unreadable", "invalid",
-    "undone", "calls", "leaked"}``: the problems summed over the model's completions or
-    replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
+    ``loop`` is ``run_loop`` or ``run_native``. ``max_steps`` defaults to the evaluation's (and
+    the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds",
+    "steps", "unreadable", "invalid", "undone", "calls", "leaked"}``: the problems summed over
+    the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
     """
     from ..experiments.tasks import score
 
@@ -471,25 +593,43 @@ def measured(loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), 
     seconds = time.perf_counter() - t0
     total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0, "leaked": 0})
     for said in watched.said:
-        total.update(reply_problems(said, tools) if hasattr(said, "tool_calls")
-                     else completion_problems(said.text, tools))
-    return {"task": task.id, "answer": answer, "right": score(answer, task),
-            "seconds": round(seconds, 1), "steps": len(watched.said), **total}
+        total.update(
+            reply_problems(said, tools)
+            if hasattr(said, "tool_calls")
+            else completion_problems(said.text, tools)
+        )
+    return {
+        "task": task.id,
+        "answer": answer,
+        "right": score(answer, task),
+        "seconds": round(seconds, 1),
+        "steps": len(watched.said),
+        **total,
+    }
 
 
 def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
-    """The learner's two loops (:func:`measured` runs) side by side, and the saved file's two agents below.
+    """The learner's two loops side by side, and the saved file's two agents below.
+
+    The loops are :func:`measured` runs.
 
     Columns: right answers of questions; ``unreadable`` and ``neither`` (undone) per model
     call; ``invalid`` per call made; seconds per question in this run. ``saved`` is the
     loaded ``migration-test`` results (its ``text`` and ``native`` arms), labelled.
     """
-    def row(label, right, runs, p, seconds=""):
-        cell = lambda k, of: f"{p[k]}/{p[of]}"
-        return (f"{label:<24}{right:>3}/{runs:<3}{cell('unreadable', 'steps'):>12}"
-                f"{cell('invalid', 'calls'):>9}{cell('undone', 'steps'):>9}{seconds:>12}")
 
-    lines = [f"{'':<24}{'right':>7}{'unreadable':>12}{'invalid':>9}{'neither':>9}{'s/question':>12}"]
+    def row(label, right, runs, p, seconds=""):
+        def cell(k, of):
+            return f"{p[k]}/{p[of]}"
+
+        return (
+            f"{label:<24}{right:>3}/{runs:<3}{cell('unreadable', 'steps'):>12}"
+            f"{cell('invalid', 'calls'):>9}{cell('undone', 'steps'):>9}{seconds:>12}"
+        )
+
+    lines = [
+        f"{'':<24}{'right':>7}{'unreadable':>12}{'invalid':>9}{'neither':>9}{'s/question':>12}"
+    ]
     for label, runs in (("your run_loop", text), ("your run_native", native)):
         p = Counter()
         for r in runs:
@@ -498,18 +638,27 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
         lines.append(row(label, sum(r["right"] for r in runs), len(runs), p, seconds))
     if saved is not None:
         when = saved.describe().split(" computed ")[1].split(" in ")[0]
-        lines.append(f"file {saved.name}: the lab's two agents, {saved.data['summary']['text']['runs']} "
-                     f"questions (computed {when}):")
+        lines.append(
+            f"file {saved.name}: the lab's two agents, {saved.data['summary']['text']['runs']} "
+            f"questions (computed {when}):"
+        )
         for arm in ("text", "native"):
             s = saved.data["summary"][arm]
-            p = {"unreadable": s["unreadable"]["count"], "invalid": s["invalid"]["count"],
-                 "undone": s["undone"]["count"], "steps": s["steps"], "calls": s["calls"]}
+            p = {
+                "unreadable": s["unreadable"]["count"],
+                "invalid": s["invalid"]["count"],
+                "undone": s["undone"]["count"],
+                "steps": s["steps"],
+                "calls": s["calls"],
+            }
             lines.append(row(f"  {arm} agent", s["correct"], s["runs"], p))
     return "\n".join(lines)
 
 
 def source_of(fn: Callable) -> list[str]:
-    """The code of a piece of the learner's agent, line by line: no docstring, comments or blank lines.
+    """The code of a piece of the learner's agent, line by line.
+
+    No docstring, comments or blank lines.
 
     Their own piece as ``my_agent.py`` holds it; for a reference standing in (a piece with a
     ``reference`` attribute, :func:`react_lab.lab.notebook.agent_file.load_agent`), the
@@ -527,26 +676,55 @@ def source_of(fn: Callable) -> list[str]:
             cut[tok.start[0]] = tok.start[1]
     body = ast.parse(source).body[0].body
     doc = set()
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         doc = set(range(body[0].lineno, body[0].end_lineno + 1))
-    kept = [(line[:cut[n]] if n in cut else line).rstrip() for n, line in enumerate(lines, 1) if n not in doc]
+    kept = [
+        (line[: cut[n]] if n in cut else line).rstrip()
+        for n, line in enumerate(lines, 1)
+        if n not in doc
+    ]
     return [line + "\n" for line in kept if line.strip()]
 
 
 # --------------------------------------------------------------------------- notebook 07's facade
 
 from ...native import reply_calls  # noqa: E402  (re-exported for the learner's run_native)
-from ..backends.load import load_chat_model, load_model  # noqa: E402
 from ...tools import default_tools  # noqa: E402
+from ..backends.load import load_chat_model, load_model  # noqa: E402
 from .minutes import show_minutes  # noqa: E402
 from .native_turn import tool_messages  # noqa: E402
 from .quiz import quiz  # noqa: E402
 
-__all__ = ["text_agent", "native_agent", "agent_diff", "step_problems", "Watched", "measured",
-           "problems_table", "source_of", "first_messages", "reply_calls", "tool_messages",
-           "tool_schemas", "default_tools", "load_model", "load_chat_model", "show_minutes", "quiz", "tasks_named", "exemplar_for",
-           "saved_results", "ladder_table", "leaked_reply", "calls_in"]
+__all__ = [
+    "text_agent",
+    "native_agent",
+    "agent_diff",
+    "step_problems",
+    "Watched",
+    "measured",
+    "problems_table",
+    "source_of",
+    "first_messages",
+    "reply_calls",
+    "tool_messages",
+    "tool_schemas",
+    "default_tools",
+    "load_model",
+    "load_chat_model",
+    "show_minutes",
+    "quiz",
+    "tasks_named",
+    "exemplar_for",
+    "saved_results",
+    "ladder_table",
+    "leaked_reply",
+    "calls_in",
+]
 
 
 def tasks_named(*ids: str) -> list:
@@ -558,7 +736,10 @@ def tasks_named(*ids: str) -> list:
 
 
 def exemplar_for(task) -> list:
-    """The nearest dev-pool exemplar for ``task`` (a task, or a question): what the file's runs showed."""
+    """The nearest dev-pool exemplar for ``task``: what the file's runs showed.
+
+    ``task`` is a task, or a question.
+    """
     from ..experiments.tasks import Task
     from .migration_runs import ARMS, exemplars_of
 
@@ -575,21 +756,28 @@ def saved_results():
 
 
 def ladder_table(*configs: str) -> str:
-    """The ladder's files for ``configs`` on the test half, labelled: right of n, seconds and prompt tokens per task."""
+    """The ladder's files for ``configs`` on the test half, labelled.
+
+    Each: right of n, seconds and prompt tokens per task.
+    """
     from ..experiments.ladder import load_results
 
     rows = load_results([f"ladder-test-{c}" for c in configs])
     lines = [f"{'file':<28}{'right':>9}{'s/task':>8}{'prompt tokens/task':>20}   computed"]
     for r in rows:
         when = r["describe"].split(" computed ")[1].split(" in ")[0]
-        lines.append(f"{r['name']:<28}{r['rate'].successes:>5}/{r['rate'].n:<3}{r['seconds']:>8.2f}"
-                     f"{r['prompt_tokens']:>20,.0f}   {when}")
+        lines.append(
+            f"{r['name']:<28}{r['rate'].successes:>5}/{r['rate'].n:<3}{r['seconds']:>8.2f}"
+            f"{r['prompt_tokens']:>20,.0f}   {when}"
+        )
     return "\n".join(lines)
 
 
 def leaked_reply(text: str):
-    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty (as a server
-    whose chat template does not parse the model's call format returns it)."""
+    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty.
+
+    As a server whose chat template does not parse the model's call format returns it.
+    """
     from ..backends.chat import ChatReply
 
     return ChatReply(content=text, tool_calls=[], finish_reason="stop")
@@ -597,6 +785,10 @@ def leaked_reply(text: str):
 
 def calls_in(messages: list[dict]) -> list[str]:
     """The calls a native run made, as ``tool(arguments)``: the exemplars' left out."""
-    return [f"{c['function']['name']}({c['function']['arguments']})" for m in messages
-            if m.get("role") == "assistant" for c in m.get("tool_calls") or []
-            if not str(c.get("id", "")).startswith("example_")]
+    return [
+        f"{c['function']['name']}({c['function']['arguments']})"
+        for m in messages
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+        if not str(c.get("id", "")).startswith("example_")
+    ]

@@ -12,6 +12,7 @@ folder), then ``JPY_SESSION_NAME``, which JupyterLab sets to the path of the not
 that started the kernel (so a renamed copy still finds itself). When neither is there it
 says so in one line instead of raising.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ def read_minutes(path: str | os.PathLike) -> int | None:
     return minutes if isinstance(minutes, int) and not isinstance(minutes, bool) else None
 
 
-def notebook_file(filename: str, *, cwd: str | os.PathLike | None = None,
-                  environ: dict | None = None) -> Path | None:
+def notebook_file(
+    filename: str, *, cwd: str | os.PathLike | None = None, environ: dict | None = None
+) -> Path | None:
     """Find the running notebook's file: ``filename`` in ``cwd``, else ``$JPY_SESSION_NAME``.
 
     Returns the first candidate that is a notebook file with minutes in its metadata,
@@ -63,10 +65,14 @@ def show_minutes(filename: str) -> int | None:
     """
     path = notebook_file(filename)
     if path is None:
-        print(f"(this notebook's minutes are in its metadata, {KEY}.minutes; {filename} is not in "
-              f"{Path.cwd()} and {SESSION_ENV} does not name it)")
+        print(
+            f"(this notebook's minutes are in its metadata, {KEY}.minutes; {filename} is not in "
+            f"{Path.cwd()} and {SESSION_ENV} does not name it)"
+        )
         return None
     minutes = read_minutes(path)
-    print(f"About {minutes} minutes for a room: reading, the exercises and discussion "
-          "(computing adds seconds; each cell says so when it takes more).")
+    print(
+        f"About {minutes} minutes for a room: reading, the exercises and discussion "
+        "(computing adds seconds; each cell says so when it takes more)."
+    )
     return minutes

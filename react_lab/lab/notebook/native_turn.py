@@ -4,10 +4,11 @@ The learner's ``run_native`` (notebook 07) writes the loop; :func:`tool_messages
 the bookkeeping of one turn, so the lines they write are the ones the migration changes:
 the messages, the tool schemas, reading the calls, the answer.
 """
+
 from __future__ import annotations
 
-from ...tool_calls import reply_calls
 from ...schema import decode_arguments
+from ...tool_calls import reply_calls
 from ...tools import call_tool
 
 
@@ -25,7 +26,13 @@ def tool_messages(reply, tools) -> list[dict]:
     said = {**reply.message(), "tool_calls": calls} if calls else reply.message()
     if problem:
         return [said, {"role": "user", "content": f"Error: {problem}"}]
-    return [said] + [{"role": "tool", "tool_call_id": call["id"],
-                      "content": call_tool(tools, call["function"]["name"],
-                                           decode_arguments(call["function"]["arguments"])).text}
-                     for call in calls]
+    return [said] + [
+        {
+            "role": "tool",
+            "tool_call_id": call["id"],
+            "content": call_tool(
+                tools, call["function"]["name"], decode_arguments(call["function"]["arguments"])
+            ).text,
+        }
+        for call in calls
+    ]

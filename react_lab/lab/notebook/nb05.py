@@ -7,6 +7,7 @@ prompt prefix (the same every step: a line over the run) and the rest, the text 
 steps wrote, re-sent (it grows every step: a triangle over the run). The seed's figures
 come from :mod:`react_lab.lab.notebook.claims`.
 """
+
 from __future__ import annotations
 
 from itertools import accumulate
@@ -60,14 +61,26 @@ def plot_requests(tokens: list[int], *, title: str | None = None):
     fig = Figure(figsize=(10, 3.6), layout="constrained")
     left, right = fig.subplots(1, 2)
     left.bar(steps, [P] * len(steps), color="#9ca3af", label=f"prompt prefix P = {P:,}")
-    left.bar(steps, resent, bottom=[P] * len(steps), color="#2563eb",
-             label="earlier steps' text, re-sent")
+    left.bar(
+        steps,
+        resent,
+        bottom=[P] * len(steps),
+        color="#2563eb",
+        label="earlier steps' text, re-sent",
+    )
     left.set(xlabel="step", ylabel="prompt tokens sent (cl100k_base)", title="Each request")
-    right.stackplot(steps, list(accumulate([P] * len(steps))), list(accumulate(resent)),
-                    colors=["#9ca3af", "#2563eb"],
-                    labels=["prefix: N·P (a line)", "re-sent (a triangle)"])
-    right.set(xlabel="steps so far", ylabel="prompt tokens sent so far",
-              title=f"The run: {sum(tokens):,} tokens in {len(tokens)} requests")
+    right.stackplot(
+        steps,
+        list(accumulate([P] * len(steps))),
+        list(accumulate(resent)),
+        colors=["#9ca3af", "#2563eb"],
+        labels=["prefix: N·P (a line)", "re-sent (a triangle)"],
+    )
+    right.set(
+        xlabel="steps so far",
+        ylabel="prompt tokens sent so far",
+        title=f"The run: {sum(tokens):,} tokens in {len(tokens)} requests",
+    )
     for ax in (left, right):
         ax.legend(fontsize=8, loc="upper left")
         ax.set_xticks(steps)
@@ -85,5 +98,5 @@ def observation_tokens(transcript: str, question: str) -> list[int]:
     from ...cost import count_tokens
 
     head = f"Question: {question}"
-    run = transcript[transcript.rfind(head):] if head in transcript else transcript
+    run = transcript[transcript.rfind(head) :] if head in transcript else transcript
     return [count_tokens(line) for line in run.splitlines() if line.startswith("Observation:")]

@@ -14,6 +14,7 @@ wrote before the pause is replayed from a record (same prompt, same completion: 
 call, and a greedy model would write the same), the held call now runs or is denied, and
 the run goes on live from there. The learner's code is never changed or copied.
 """
+
 from __future__ import annotations
 
 import html
@@ -132,9 +133,11 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
         for line in lines[shown_from:]:
             print(line)
         if box.pending is not None:
-            print(f"⏸ paused: {box.pending} changes the world and waits for you: "
-                  "Approve or Deny below.")
-            request.value = (f"<b>{html.escape(box.pending)}</b> waits for your decision.")
+            print(
+                f"⏸ paused: {box.pending} changes the world and waits for you: "
+                "Approve or Deny below."
+            )
+            request.value = f"<b>{html.escape(box.pending)}</b> waits for your decision."
         else:
             print(f"answer: {box.answer!r}")
             request.value = "No call is waiting."
@@ -161,9 +164,12 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
 def _lines(transcript: str, question: str) -> list[str]:
     """The run's action, observation and answer lines, cut to :data:`WIDTH` (as :func:`steps`)."""
     head = f"Question: {question}"
-    run = transcript[transcript.find(head) + len(head):] if head in transcript else transcript
-    return [line if len(line) <= WIDTH else line[:WIDTH - 2] + " …"
-            for line in run.splitlines() if line.startswith(("Action:", "Observation:", "Answer:"))]
+    run = transcript[transcript.find(head) + len(head) :] if head in transcript else transcript
+    return [
+        line if len(line) <= WIDTH else line[: WIDTH - 2] + " …"
+        for line in run.splitlines()
+        if line.startswith(("Action:", "Observation:", "Answer:"))
+    ]
 
 
 def pay_exemplar():
@@ -178,9 +184,16 @@ def pay_exemplar():
     tools = {**default_tools(), **payment_tools(working_copy())}
     invoice = call_tool(tools, "find_invoice", ["INV-2323"]).text
     paid = call_tool(tools, "schedule_payment", ["INV-2323", "720"]).text
-    return Exemplar("Pay supplier invoice INV-2323.",
-                    (("I look at the invoice first.", "find_invoice[INV-2323]", invoice),
-                     ("It is approved; its total is 720.0 dollars, so I pay that.",
-                      "schedule_payment[INV-2323, 720]", paid)),
-                    "The payment is scheduled.",
-                    "INV-2323 is paid: 720.00 dollars scheduled.")
+    return Exemplar(
+        "Pay supplier invoice INV-2323.",
+        (
+            ("I look at the invoice first.", "find_invoice[INV-2323]", invoice),
+            (
+                "It is approved; its total is 720.0 dollars, so I pay that.",
+                "schedule_payment[INV-2323, 720]",
+                paid,
+            ),
+        ),
+        "The payment is scheduled.",
+        "INV-2323 is paid: 720.00 dollars scheduled.",
+    )

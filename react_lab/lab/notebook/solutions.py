@@ -10,6 +10,7 @@ calls the learner's other pieces. An *edit* exercise changes an earlier piece: i
 reference is the whole piece after the edit, under the exercise's name here
 (``run_loop_stop``) and under the piece's name (``run_loop``) in the learner's file.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,8 @@ import re
 
 import jsonschema
 
-from ...tool_calls import first_messages, reply_calls
 from ...protocol import ACTION_RE, STOP, build_prompt
+from ...tool_calls import first_messages, reply_calls
 from ...tools import call_tool, tool_schemas
 from .native_turn import tool_messages
 
@@ -105,18 +106,20 @@ def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=ST
             transcript += observe(text, tools)  # the loop, not the model, writes the Observation
             calls.append(call and call.groups())
     # guard 2: the steps ran out, so ask once more for an answer, and label it
-    text = model.complete(transcript + " I must answer now.\nAnswer:", stop=stop, max_tokens=128).text
-    return "[best effort] " + text.strip().split("\n")[0], transcript
+    final = model.complete(transcript + " I must answer now.\nAnswer:", stop=stop, max_tokens=128)
+    return "[best effort] " + final.text.strip().split("\n")[0], transcript
 
 
 # Notebook 07 (edit of run_loop, mostly by deleting): native tool calls.
 def run_native(question, model, tools, exemplars=None, max_steps=6):
     """Run the native tool-calling loop; return (answer or None, messages)."""
-    messages = first_messages(question, tools, exemplars=exemplars or ())  # exemplars: past messages
+    # exemplars: past messages
+    messages = first_messages(question, tools, exemplars=exemplars or ())
     for _ in range(max_steps):
         # the tool schemas go with every request; no stop sequence: a reply ends by its structure
         reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
-        calls, _, problem = reply_calls(reply, tools)  # its tool_calls, or a call leaked into its text
+        # its tool_calls, or a call leaked into its text
+        calls, _, problem = reply_calls(reply, tools)
         if not calls and not problem:  # no call: the answer
             return reply.content, messages + [reply.message()]
         messages += tool_messages(reply, tools)  # the reply, then one tool message per call
@@ -132,6 +135,7 @@ def pick_exemplar(question, pool):
 
 # --------------------------------------------------------------------------- the bench's exercises
 
+
 def is_repeat(calls, name, args):
     """Bench notebook 06: True if the same tool already ran with the same arguments."""
     return (name, args) in calls
@@ -146,7 +150,10 @@ def parse_action(text: str):
 
 
 def dispatch(tools: dict, name: str, args: list) -> str:
-    """Bench notebook 02: run the tool by name; unknown tools and errors become text naming the tool."""
+    """Bench notebook 02: run the tool by name.
+
+    Unknown tools and errors become text naming the tool.
+    """
     if name not in tools:
         return f"Error: unknown tool {name!r}; available: {', '.join(tools)}"
     try:
@@ -156,10 +163,13 @@ def dispatch(tools: dict, name: str, args: list) -> str:
 
 
 def cut_forgery(text: str) -> str:
-    """Bench notebook 03: cut at the first line starting with 'Observation', trim a partial stop word."""
+    """Bench notebook 03: cut at the first line starting with 'Observation'.
+
+    Then trim a partial stop word at the end.
+    """
     match = re.search(r"^Observation", text, re.MULTILINE)
     if match:
-        text = text[:match.start()]
+        text = text[: match.start()]
     head, newline, last = text.rpartition("\n")
     if newline and last and "Observation".startswith(last):
         text = head + newline

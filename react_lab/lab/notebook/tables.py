@@ -2,26 +2,35 @@
 
 Plain functions of rows and strings, so each is tested without a notebook.
 """
+
 from __future__ import annotations
 
 import html
 import json
 from typing import Iterable, Sequence
 
-from ..experiments.abuses import Outcome
 from ...parser import find_forged
 from ...trace import OWNERS, Transcript
+from ..experiments.abuses import Outcome
 
 #: Each owner's text colour and background in a transcript (:data:`react_lab.trace.OWNERS`).
 OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
 OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 
-OUTCOME_COLOURS = {"wrong_call": "#fecaca", "type_error": "#fed7aa", "rejected": "#bbf7d0",
-            "impossible": "#bfdbfe", "ok": "#e5e7eb"}
+OUTCOME_COLOURS = {
+    "wrong_call": "#fecaca",
+    "type_error": "#fed7aa",
+    "rejected": "#bbf7d0",
+    "impossible": "#bfdbfe",
+    "ok": "#e5e7eb",
+}
 
 
-_HEADERS = {"regex": "regex + comma split (classic loop)", "schema": "JSON Schema validation",
-            "grammar": "schema-constrained decoding"}
+_HEADERS = {
+    "regex": "regex + comma split (classic loop)",
+    "schema": "JSON Schema validation",
+    "grammar": "schema-constrained decoding",
+}
 
 
 def outcome_table(outcomes: list[Outcome]) -> str:
@@ -29,8 +38,9 @@ def outcome_table(outcomes: list[Outcome]) -> str:
     abuses = list(dict.fromkeys(o.abuse for o in outcomes))
     defences = list(dict.fromkeys(o.defence for o in outcomes))
     cells = {(o.abuse, o.defence): o for o in outcomes}
-    head = "".join(f"<th style='text-align:left'>{html.escape(_HEADERS.get(d, d))}</th>"
-                   for d in defences)
+    head = "".join(
+        f"<th style='text-align:left'>{html.escape(_HEADERS.get(d, d))}</th>" for d in defences
+    )
     rows = []
     for a in abuses:
         tds = []
@@ -39,11 +49,12 @@ def outcome_table(outcomes: list[Outcome]) -> str:
             if o is None:
                 tds.append("<td></td>")
                 continue
-            tds.append(f"<td style='text-align:left;background:{OUTCOME_COLOURS.get(o.outcome, '#fff')}'>"
-                       f"<b>{o.outcome}</b><br><small>{html.escape(o.detail)}</small></td>")
+            tds.append(
+                f"<td style='text-align:left;background:{OUTCOME_COLOURS.get(o.outcome, '#fff')}'>"
+                f"<b>{o.outcome}</b><br><small>{html.escape(o.detail)}</small></td>"
+            )
         rows.append(f"<tr><th style='text-align:left'>{html.escape(a)}</th>{''.join(tds)}</tr>")
-    return (f"<table><thead><tr><th></th>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>")
+    return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 FORGED_LINE_STYLE = "background:#fecaca;color:#7f1d1d;font-weight:bold"
@@ -66,16 +77,23 @@ def highlight_forged(text: str) -> str:
     while pos is not None:
         line_end = text.find("\n", pos)
         line_end = len(text) if line_end < 0 else line_end
-        parts.append(f'<mark class="forged-observation" style="{FORGED_LINE_STYLE}">'
-                     f"{html.escape(text[pos:line_end])}</mark>")
+        parts.append(
+            f'<mark class="forged-observation" style="{FORGED_LINE_STYLE}">'
+            f"{html.escape(text[pos:line_end])}</mark>"
+        )
         nxt = find_forged(text[line_end:])
         after_end = len(text) if nxt is None else line_end + nxt
         if after_end > line_end:
-            parts.append(f'<mark class="forged-after" style="{FORGED_AFTER_STYLE}">'
-                         f"{html.escape(text[line_end:after_end])}</mark>")
+            parts.append(
+                f'<mark class="forged-after" style="{FORGED_AFTER_STYLE}">'
+                f"{html.escape(text[line_end:after_end])}</mark>"
+            )
         pos = None if nxt is None else after_end
-    return ('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
-            + "".join(parts) + "</pre>")
+    return (
+        '<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
+        + "".join(parts)
+        + "</pre>"
+    )
 
 
 #: How :func:`run_html` marks what the loop wrote (what the model wrote is left plain).
@@ -96,11 +114,13 @@ def run_spans(transcript: str, completions: Sequence[str]) -> list[tuple[str, st
         return None
     spans, at = [("prompt", transcript[:start])], start
     for i, text in enumerate(completions):
-        if transcript[at:at + len(text)] != text:
+        if transcript[at : at + len(text)] != text:
             return None
         spans.append(("model", text))
         at += len(text)
-        end = transcript.find(completions[i + 1], at) if i + 1 < len(completions) else len(transcript)
+        end = (
+            transcript.find(completions[i + 1], at) if i + 1 < len(completions) else len(transcript)
+        )
         if end < 0:
             return None
         if end > at:
@@ -122,9 +142,9 @@ def run_html(transcript: str, completions: Sequence[str]):
 
     spans = run_spans(transcript, completions)
     if spans is None:
-        return HTML(highlight_forged(transcript[transcript.rfind("Question:"):]))
+        return HTML(highlight_forged(transcript[transcript.rfind("Question:") :]))
     prompt = spans[0][1]
-    parts = [html.escape(prompt[prompt.rfind("Question:"):])]
+    parts = [html.escape(prompt[prompt.rfind("Question:") :])]
     for owner, text in spans[1:]:
         if owner == "model":
             answer = text.find("Answer:")
@@ -135,14 +155,20 @@ def run_html(transcript: str, completions: Sequence[str]):
                 parts.append(" …")
                 break
         else:
-            parts.append(f'<span title="written by your loop" style="{LOOP_STYLE}">'
-                         f"{html.escape(text)}</span>")
-    return HTML('<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
-                + "".join(parts) + "</pre>")
+            parts.append(
+                f'<span title="written by your loop" style="{LOOP_STYLE}">'
+                f"{html.escape(text)}</span>"
+            )
+    return HTML(
+        '<pre style="white-space:pre-wrap;font-size:12px;line-height:1.4">'
+        + "".join(parts)
+        + "</pre>"
+    )
 
 
-def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
-               max_chars: int = 60) -> str:
+def html_table(
+    rows: Iterable[dict], columns: Iterable[str] | None = None, *, max_chars: int = 60
+) -> str:
     """Render dicts as an HTML table (no pandas); cells are escaped and cut at ``max_chars``.
 
     ``columns`` defaults to the keys of the first row. Floats show three significant
@@ -165,7 +191,6 @@ def html_table(rows: Iterable[dict], columns: Iterable[str] | None = None, *,
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-
 def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
     """Render texts side by side: ``{title: [(owner, text), ...]}`` as HTML columns.
 
@@ -174,10 +199,15 @@ def html_columns(columns: dict[str, list[tuple[str, str]]]) -> str:
     """
     cells = []
     for title, spans in columns.items():
-        body = "".join(f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]}">'
-                       f"{html.escape(t)}</span>" for o, t in spans)
-        cells.append(f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
-                     f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>")
+        body = "".join(
+            f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]}">'
+            f"{html.escape(t)}</span>"
+            for o, t in spans
+        )
+        cells.append(
+            f"<td style='vertical-align:top;text-align:left;width:{100 // len(columns)}%'>"
+            f"<b>{html.escape(title)}</b><pre style='white-space:pre-wrap'>{body}</pre></td>"
+        )
     return f"<table style='width:100%'><tr>{''.join(cells)}</tr></table>"
 
 

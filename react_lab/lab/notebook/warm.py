@@ -8,6 +8,7 @@ first, and that step looks slow for reasons that have nothing to do with the age
 :func:`warm_up` pays them now; notebook setup cells, the CLI's model commands and the
 benchmark call it. Nothing heavy is imported with this module.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,15 +48,19 @@ def text_prompts(model) -> list[str]:
 
 def native_prompts(model) -> list[str]:
     """The native loop's first prompt (system turn with the tool schemas) for two questions."""
-    from ..backends.chat import LocalChatModel
     from ...tool_calls import SYSTEM
     from ...tools import default_tools, tool_schemas
+    from ..backends.chat import LocalChatModel
     from ..guards import LabGuards
 
     schemas = tool_schemas(LabGuards().offered_tools(default_tools()))  # as run_native offers them
     chat = LocalChatModel(model)
-    return [chat.render([{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}], schemas)
-            for q in _PROBES]
+    return [
+        chat.render(
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": q}], schemas
+        )
+        for q in _PROBES
+    ]
 
 
 def uses_local_model() -> bool:
@@ -81,8 +86,10 @@ def warm_up(*, model: bool | None = None, protocols: Sequence[str] = ("text", "n
         raise ValueError(f"unknown protocol {sorted(unknown)[0]!r}; use text and/or native")
     from ...cost import count_tokens
 
-    parts = {"schema_check": _seconds(warm_schema_check),
-             "token_counter": _seconds(lambda: count_tokens("warm up"))}
+    parts = {
+        "schema_check": _seconds(warm_schema_check),
+        "token_counter": _seconds(lambda: count_tokens("warm up")),
+    }
     if model is None:
         model = uses_local_model()
     if model:
@@ -92,5 +99,7 @@ def warm_up(*, model: bool | None = None, protocols: Sequence[str] = ("text", "n
         parts["model_load"] = _seconds(lambda: local.llm)
         for protocol, prompts in (("native", native_prompts), ("text", text_prompts)):
             if protocol in protocols:
-                parts[f"{protocol}_prefix"] = _seconds(partial(local.remember_prefix, prompts(local)))
+                parts[f"{protocol}_prefix"] = _seconds(
+                    partial(local.remember_prefix, prompts(local))
+                )
     return parts

@@ -4,18 +4,19 @@ Each ``make_*_widget()`` returns (does not display) a widget and keeps its state
 attributes, so it can be driven from code and tested without a browser:
 set ``.value`` on a control, call ``.click()`` on a button, read the attributes.
 """
+
 from __future__ import annotations
 
 import html
 
-from ..backends.local import local_model
 from ...cost import describe_cost, run_cost
-from ..experiments import forge
 from ...loop import run
 from ...parser import find_forged
 from ...protocol import STOP, build_prompt
 from ...tools import default_tools
 from ...trace import Transcript
+from ..backends.local import local_model
+from ..experiments import forge
 from ..guards import LabGuards
 from .plots import plot_cost
 from .tables import highlight_forged, transcript_html
@@ -78,8 +79,10 @@ def describe_step(step) -> str:
     if step.action:
         args = step.action["args"]
         shown = ", ".join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
-        return (f"step {step.number}: the model asked for {step.action['tool']}[{shown}]; "
-                "the loop ran it and wrote the observation")
+        return (
+            f"step {step.number}: the model asked for {step.action['tool']}[{shown}]; "
+            "the loop ran it and wrote the observation"
+        )
     return f"step {step.number}: no action parsed; the loop wrote: {step.error or ''}"
 
 
@@ -89,9 +92,10 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     Controls: ``stop`` (Checkbox: send :data:`react_lab.protocol.STOP`), ``question`` (Dropdown over
     ``questions``, default ``forge.questions(20)``), ``run_button`` (Button). After a
     click: ``output`` (HTML: the raw completion, forged span highlighted by
-    :func:`react_lab.lab.notebook.tables.highlight_forged`), ``status`` (HTML: finish reason, tokens,
-    forged or not), ``completion`` (the last :class:`react_lab.lab.backends.base.Completion`).
-    ``model`` defaults to the embedded model, loaded on the first click.
+    :func:`react_lab.lab.notebook.tables.highlight_forged`), ``status`` (HTML: finish
+    reason, tokens, forged or not), ``completion`` (the last
+    :class:`react_lab.lab.backends.base.Completion`). ``model`` defaults to the embedded
+    model, loaded on the first click.
     """
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
@@ -99,8 +103,9 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
     max_tokens = forge.FORGE_MAX_TOKENS if max_tokens is None else max_tokens
     options = list(questions) if questions is not None else forge.questions(20)
     stop = w.Checkbox(value=True, description="send stop sequence", indent=False)
-    question = w.Dropdown(options=options, value=options[0], description="question",
-                          layout=w.Layout(width="95%"))
+    question = w.Dropdown(
+        options=options, value=options[0], description="question", layout=w.Layout(width="95%")
+    )
     button = w.Button(description="Complete", icon="play", button_style="primary")
     status = w.HTML("<i>Pick a question, switch the stop sequence on or off, press Complete.</i>")
     output = w.HTML("")
@@ -117,10 +122,15 @@ def make_forge_widget(model=None, questions=None, *, tools=None, max_tokens: int
         forged = find_forged(c.text) is not None
         box.completion = c
         sent = f"stop={html.escape(str(STOP))}" if stop.value else "no stop sequence"
-        verdict = ("<b style='color:#b91c1c'>the model wrote its own Observation</b>" if forged
-                   else "no model-written Observation")
-        status.value = (f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
-                        f"{c.completion_tokens} completion tokens &middot; {verdict}")
+        verdict = (
+            "<b style='color:#b91c1c'>the model wrote its own Observation</b>"
+            if forged
+            else "no model-written Observation"
+        )
+        status.value = (
+            f"{sent} &middot; finish reason <code>{c.finish_reason}</code> &middot; "
+            f"{c.completion_tokens} completion tokens &middot; {verdict}"
+        )
         output.value = highlight_forged(c.text)
 
     button.on_click(complete)
@@ -141,8 +151,9 @@ def make_approval_widget():
     import ipywidgets as w  # heavy, optional: only the notebooks' controls need it
 
     request = w.HTML("<i>No side-effecting call is waiting.</i>")
-    approve_button = w.Button(description="Approve", icon="check", button_style="warning",
-                              disabled=True)
+    approve_button = w.Button(
+        description="Approve", icon="check", button_style="warning", disabled=True
+    )
     deny_button = w.Button(description="Deny", icon="times", button_style="success", disabled=True)
     history = w.HTML("")
     box = w.VBox([request, w.HBox([approve_button, deny_button]), history])
@@ -156,8 +167,10 @@ def make_approval_widget():
 
     def record(tool, args, decision: str) -> None:
         box.decisions.append({"tool": tool, "args": args, "decision": decision})
-        history.value = "<br>".join(f"{call_text(d['tool'], d['args'])}: {html.escape(d['decision'])}"
-                                for d in box.decisions)
+        history.value = "<br>".join(
+            f"{call_text(d['tool'], d['args'])}: {html.escape(d['decision'])}"
+            for d in box.decisions
+        )
 
     def settle(decision: str) -> None:
         if box.pending is None:
@@ -178,8 +191,10 @@ def make_approval_widget():
         box.pending = (tool, args)
         record(tool, args, "refused: waiting for a human")
         approve_button.disabled = deny_button.disabled = False
-        request.value = (f"The agent wants to run {call_text(tool, args)}, which changes the "
-                         "world. It was refused for now. Approve lets the next identical call run.")
+        request.value = (
+            f"The agent wants to run {call_text(tool, args)}, which changes the "
+            "world. It was refused for now. Approve lets the next identical call run."
+        )
         return False
 
     approve_button.on_click(lambda _: settle("approved by a human"))
@@ -189,7 +204,9 @@ def make_approval_widget():
 
 
 def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
-    """Return (do not display) a widget with IntSliders for P, O, A, N that redraws :func:`plot_cost`.
+    """Return (do not display) a widget with IntSliders for P, O, A, N.
+
+    It redraws :func:`plot_cost`.
 
     State lives on the returned ``VBox``: ``.sliders`` (dict by letter), ``.cost``
     (the latest :func:`run_cost` dict), ``.figure`` (the latest Figure), ``.summary``
@@ -200,14 +217,23 @@ def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
     from IPython.display import display
 
     def slider(value, low, high, step, text):
-        return widgets.IntSlider(value=value, min=low, max=high, step=step, description=text,
-                                 continuous_update=False, style={"description_width": "11em"},
-                                 layout=widgets.Layout(width="32em"))
+        return widgets.IntSlider(
+            value=value,
+            min=low,
+            max=high,
+            step=step,
+            description=text,
+            continuous_update=False,
+            style={"description_width": "11em"},
+            layout=widgets.Layout(width="32em"),
+        )
 
-    sliders = {"P": slider(P, 0, 5000, 50, "prefix P (tokens)"),
-               "O": slider(O, 0, 5000, 50, "observation O (tokens)"),
-               "A": slider(A, 0, 1000, 10, "assistant A (tokens)"),
-               "N": slider(N, 1, 40, 1, "steps N")}
+    sliders = {
+        "P": slider(P, 0, 5000, 50, "prefix P (tokens)"),
+        "O": slider(O, 0, 5000, 50, "observation O (tokens)"),
+        "A": slider(A, 0, 1000, 10, "assistant A (tokens)"),
+        "N": slider(N, 1, 40, 1, "steps N"),
+    }
     summary, output = widgets.HTML(), widgets.Output()
     box = widgets.VBox([*sliders.values(), summary, output])
     box.sliders, box.summary, box.output = sliders, summary, output
@@ -217,7 +243,9 @@ def make_cost_widget(P: int = 1000, O: int = 600, A: int = 100, N: int = 10):
         p, o, a, n = (sliders[name].value for name in "POAN")
         box.cost = run_cost(p, o, a, n)
         box.figure = plot_cost(p, o, a, n)
-        summary.value = "<br>".join(html.escape(line) for line in describe_cost(box.cost).splitlines())
+        summary.value = "<br>".join(
+            html.escape(line) for line in describe_cost(box.cost).splitlines()
+        )
         box.redraws += 1
         output.clear_output(wait=True)
         with output:

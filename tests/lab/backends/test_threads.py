@@ -1,4 +1,8 @@
-"""llama.cpp's thread count from the CPUs this process may use: affinity and cgroup quotas (fake trees)."""
+"""llama.cpp's thread count from the CPUs this process may use.
+
+Affinity and cgroup quotas (fake trees).
+"""
+
 import os
 import subprocess
 import sys
@@ -29,21 +33,36 @@ def tree(tmp_path: Path, files: dict[str, str], cgroup: str, mounts: str | None 
     return where
 
 
-@pytest.mark.parametrize("line, cpus", [("max 100000", None), ("200000 100000", 2.0),
-                                        ("150000 100000", 1.5), ("50000 100000", 0.5),
-                                        ("100000", 1.0), ("", None), ("junk", None), ("0 100000", None)])
+@pytest.mark.parametrize(
+    "line, cpus",
+    [
+        ("max 100000", None),
+        ("200000 100000", 2.0),
+        ("150000 100000", 1.5),
+        ("50000 100000", 0.5),
+        ("100000", 1.0),
+        ("", None),
+        ("junk", None),
+        ("0 100000", None),
+    ],
+)
 def test_parse_cpu_max(line, cpus):
     assert parse_cpu_max(line) == cpus
 
 
 def test_v2_container_sees_its_limit_at_the_root(tmp_path):
-    where = tree(tmp_path, {"cgroup.controllers": "cpu memory", "cpu.max": "150000 100000\n"}, "0::/\n")
+    where = tree(
+        tmp_path, {"cgroup.controllers": "cpu memory", "cpu.max": "150000 100000\n"}, "0::/\n"
+    )
     assert cgroup_cpu_quota(**where) == 1.5
 
 
 def test_v2_the_tightest_ancestor_wins(tmp_path):
-    where = tree(tmp_path, {"cgroup.controllers": "cpu", "a/cpu.max": "100000 100000",
-                            "a/b/cpu.max": "max 100000"}, "0::/a/b\n")
+    where = tree(
+        tmp_path,
+        {"cgroup.controllers": "cpu", "a/cpu.max": "100000 100000", "a/b/cpu.max": "max 100000"},
+        "0::/a/b\n",
+    )
     assert cgroup_cpu_quota(**where) == 1.0
 
 
@@ -53,16 +72,26 @@ def test_v2_without_a_limit(tmp_path):
 
 
 def test_v1_quota_under_the_cpu_controller(tmp_path):
-    where = tree(tmp_path, {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000",
-                            "cpu/docker/x/cpu.cfs_quota_us": "250000",
-                            "cpu/docker/x/cpu.cfs_period_us": "100000"},
-                 "4:memory:/m\n1:cpu,cpuacct:/docker/x\n0::/\n")
+    where = tree(
+        tmp_path,
+        {
+            "cpu/cpu.cfs_quota_us": "-1",
+            "cpu/cpu.cfs_period_us": "100000",
+            "cpu/docker/x/cpu.cfs_quota_us": "250000",
+            "cpu/docker/x/cpu.cfs_period_us": "100000",
+        },
+        "4:memory:/m\n1:cpu,cpuacct:/docker/x\n0::/\n",
+    )
     assert cgroup_cpu_quota(**where) == 2.5
 
 
 def test_v1_mount_read_from_proc_mounts(tmp_path):
-    where = tree(tmp_path, {"cpuX/cpu.cfs_quota_us": "100000", "cpuX/cpu.cfs_period_us": "100000"},
-                 "1:cpu:/\n", mounts="cgroup ROOT/cpuX cgroup rw,relatime,cpu 0 0\n")
+    where = tree(
+        tmp_path,
+        {"cpuX/cpu.cfs_quota_us": "100000", "cpuX/cpu.cfs_period_us": "100000"},
+        "1:cpu:/\n",
+        mounts="cgroup ROOT/cpuX cgroup rw,relatime,cpu 0 0\n",
+    )
     assert cgroup_cpu_quota(**where) == 1.0
 
 
@@ -72,7 +101,12 @@ def test_nothing_to_read_means_no_quota(tmp_path):
 
 def test_a_quota_is_rounded_down_and_never_below_one(tmp_path, monkeypatch):
     monkeypatch.setattr(threads, "affinity_cpus", lambda: 8)
-    for line, cpus in (("150000 100000", 1), ("50000 100000", 1), ("max 100000", 8), ("400000 100000", 4)):
+    for line, cpus in (
+        ("150000 100000", 1),
+        ("50000 100000", 1),
+        ("max 100000", 8),
+        ("400000 100000", 4),
+    ):
         where = tree(tmp_path, {"cgroup.controllers": "cpu", "cpu.max": line}, "0::/\n")
         assert usable_cpus(**where) == cpus, line
 
@@ -107,9 +141,10 @@ def test_this_machine(monkeypatch):
 V1_CPU = Path("/sys/fs/cgroup/cpu")
 
 
-@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
-                    or not (V1_CPU / "cpu.cfs_quota_us").exists(),
-                    reason="needs root and a cgroup v1 cpu controller to make a real limited cgroup")
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0 or not (V1_CPU / "cpu.cfs_quota_us").exists(),
+    reason="needs root and a cgroup v1 cpu controller to make a real limited cgroup",
+)
 def test_a_process_in_a_real_cgroup_with_a_quota_reads_it():
     """Make a cgroup with a 1.5-CPU quota, start a process in it, and read the quota from inside."""
     group = V1_CPU / "react_lab_threads_test"
@@ -117,10 +152,14 @@ def test_a_process_in_a_real_cgroup_with_a_quota_reads_it():
     try:
         (group / "cpu.cfs_period_us").write_text("100000")
         (group / "cpu.cfs_quota_us").write_text("150000")
-        code = (f"import os; open({str(group / 'cgroup.procs')!r}, 'w').write(str(os.getpid()));"
-                "from react_lab.lab.backends.threads import cgroup_cpu_quota, usable_cpus;"
-                "print(cgroup_cpu_quota(), usable_cpus())")
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        code = (
+            f"import os; open({str(group / 'cgroup.procs')!r}, 'w').write(str(os.getpid()));"
+            "from react_lab.lab.backends.threads import cgroup_cpu_quota, usable_cpus;"
+            "print(cgroup_cpu_quota(), usable_cpus())"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        )
         assert out.stdout.split() == ["1.5", "1"]
     finally:
         group.rmdir()

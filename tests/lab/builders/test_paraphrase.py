@@ -1,4 +1,8 @@
-"""The phrasing test sets: rebuilt identically, gold from SQL, the oracle at 100%, never in a prompt."""
+"""The phrasing test sets.
+
+Rebuilt identically, gold from SQL, the oracle at 100%, never in a prompt.
+"""
+
 import json
 import re
 from functools import partial
@@ -6,8 +10,8 @@ from functools import partial
 import pytest
 
 from react_lab import protocol
-from react_lab.lab.cli import main as cli_main
 from react_lab.lab.builders import build_paraphrase as bp
+from react_lab.lab.cli import main as cli_main
 from react_lab.lab.experiments import configs, evals, ladder
 from react_lab.lab.experiments.exemplars import HARVESTED_FROM, answer_intent, get_pool, intent
 from react_lab.lab.experiments.tasks import TASK_FILES, load_tasks
@@ -34,20 +38,26 @@ def test_several_questions_per_category_about_test_entities_only():
     categories = {t["category"] for t in TEMPLATES.values()}
     per = {c: sum(t.category == c for t in PARA) for c in categories}
     assert min(per.values()) >= 4, per
-    test_ids = {i for t in TEMPLATES.values() if t["split"] == "test" for i in ID_RE.findall(
-        t["question"])}
-    dev_ids = {i for t in TEMPLATES.values() if t["split"] == "dev" for i in ID_RE.findall(t["question"])}
+    test_ids = {
+        i for t in TEMPLATES.values() if t["split"] == "test" for i in ID_RE.findall(t["question"])
+    }
+    dev_ids = {
+        i for t in TEMPLATES.values() if t["split"] == "dev" for i in ID_RE.findall(t["question"])
+    }
     for d in RAW:
         assert TEMPLATES[d["rephrases"]]["split"] == "test", d["id"]
         asked = {_canonical(i) for i in ID_RE.findall(d["question"])}
         assert asked <= test_ids and not asked & dev_ids, d["id"]
-        assert d["question"] not in {t["question"] for t in TEMPLATES.values()}   # not a template's words
+        # not a template's words
+        assert d["question"] not in {t["question"] for t in TEMPLATES.values()}
     questions = [t.question for t in PARA]
     assert len(set(questions)) == len(questions)
     # the seed articles' questions about test entities are in it, as the articles word them
-    assert {"Was cus_8812 charged twice for INV-2041 in July?",
-            "Has supplier invoice INV-2291 been paid?"} <= set(questions)
-    assert any(re.search(r"\binv-\d{4}", q) for q in questions)            # an id typed in lower case
+    assert {
+        "Was cus_8812 charged twice for INV-2041 in July?",
+        "Has supplier invoice INV-2291 been paid?",
+    } <= set(questions)
+    assert any(re.search(r"\binv-\d{4}", q) for q in questions)  # an id typed in lower case
 
 
 def test_every_gold_answer_is_what_its_sql_selects():
@@ -66,11 +76,17 @@ def test_every_gold_answer_is_what_its_sql_selects():
 @pytest.mark.parametrize("split", ["paraphrase", "seeds"])
 def test_the_oracle_scores_100_percent_and_dont_know_0(split, tmp_path, shipped_db_unchanged):
     tasks = load_tasks(split=split)
-    run = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                         progress=False)
+    run = evals.evaluate(
+        tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     assert run.metrics["success_rate"] == 1.0 and run.metrics["tool_error_rate"] == 0.0
-    none = evals.evaluate(tasks, partial(evals.dont_know_model), model_name="dont_know",
-                          cache_dir=tmp_path, progress=False)
+    none = evals.evaluate(
+        tasks,
+        partial(evals.dont_know_model),
+        model_name="dont_know",
+        cache_dir=tmp_path,
+        progress=False,
+    )
     assert none.metrics["success_rate"] == 0.0
 
 
@@ -105,37 +121,58 @@ def test_no_paraphrase_question_or_id_value_pair_reaches_a_prompt_building_input
         for task in PARA:
             ids = {_canonical(i) for i in ID_RE.findall(task.question)}
             shown = "\n".join(e.render() for e in ladder.exemplars_for(cfg, task))
-            assert not {i for i in ids if not i.startswith("cus_")} & set(ID_RE.findall(shown)), (cfg.name, task.id)
+            assert not {i for i in ids if not i.startswith("cus_")} & set(ID_RE.findall(shown)), (
+                cfg.name,
+                task.id,
+            )
             if task.kind != "yesno":
-                assert not (ids & set(ID_RE.findall(shown)) and task.gold in shown), (cfg.name, task.id)
+                assert not (ids & set(ID_RE.findall(shown)) and task.gold in shown), (
+                    cfg.name,
+                    task.id,
+                )
 
 
 def test_no_prompt_of_any_configuration_shows_a_paraphrase_task():
     for cfg in configs.CONFIGS.values():
-        ladder.check_no_leak(cfg, PARA)          # exemplars from dev tasks only, none naming its ids
+        ladder.check_no_leak(cfg, PARA)  # exemplars from dev tasks only, none naming its ids
         for task in PARA[::7]:
             prompt = ladder.first_prompt(cfg, task)
-            assert prompt.count(task.question) == 1, (cfg.name, task.id)   # only as the question
+            assert prompt.count(task.question) == 1, (cfg.name, task.id)  # only as the question
 
 
 def test_the_intent_rules_read_every_template_question_as_its_answer_kind():
     """The exemplar selection's reading of a question, checked on the task set (never on the
     paraphrase set): what each template question asks for is the kind of its gold answer."""
-    wrong = [t.id for t in load_tasks(split="all") if intent(t.question) != answer_intent(t)
-             and answer_intent(t) != "label"]
+    wrong = [
+        t.id
+        for t in load_tasks(split="all")
+        if intent(t.question) != answer_intent(t) and answer_intent(t) != "label"
+    ]
     assert wrong == []
 
 
 def test_eval_takes_any_task_file_and_says_what_is_wrong_with_a_bad_one(tmp_path, capsys):
     mine = tmp_path / "mine.json"
-    mine.write_text(json.dumps([{"id": "m1", "category": "c", "question": "What is 2 + 2?",
-                                 "gold": "4", "kind": "number"}]))
+    mine.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "m1",
+                    "category": "c",
+                    "question": "What is 2 + 2?",
+                    "gold": "4",
+                    "kind": "number",
+                }
+            ]
+        )
+    )
     assert [t.id for t in load_tasks(mine, split="all")] == ["m1"]
     assert cli_main(["eval", "--config", "best", "--tasks", str(mine), "--budget", "-1"]) == 3
     assert "0 of 1 runs done" in capsys.readouterr().out
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps([{"id": "m1", "category": "c", "question": "q", "gold": "4",
-                                "kind": "colour"}]))
+    bad.write_text(
+        json.dumps([{"id": "m1", "category": "c", "question": "q", "gold": "4", "kind": "colour"}])
+    )
     assert cli_main(["eval", "--config", "best", "--tasks", str(bad)]) == 2
     assert "kind 'colour'" in capsys.readouterr().err
     bad.write_text(json.dumps([{"id": "m1", "question": "q"}]))

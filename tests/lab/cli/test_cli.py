@@ -1,9 +1,12 @@
-"""The react-lab command: bad options are refused up front, with a message that names what to change.
+"""The react-lab command.
+
+Bad options are refused up front, with a message that names what to change.
 
 Option values (argparse ``type=`` helpers: exit code 2, ``error: argument --x``), models
 and files that cannot be loaded (``react-lab: error: ...``, no traceback), ``--no-stop``,
 the help texts.
 """
+
 import json
 
 import pytest
@@ -33,6 +36,7 @@ def usage_error(capsys, argv: list[str]) -> str:
 
 # --------------------------------------------------------------------------- option values
 
+
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5"])
 def test_cli_refuses_max_tokens_below_one(capsys, script, value):
     err = usage_error(capsys, ["ask", "q", "--model", f"scripted:{script}", "--max-tokens", value])
@@ -42,12 +46,21 @@ def test_cli_refuses_max_tokens_below_one(capsys, script, value):
 # --------------------------------------------------------------------------- 2. option values
 
 ASK_BAD = [
-    ("--max-steps", "0"), ("--max-steps", "-5"), ("--max-steps", "two"),
-    ("--tool-timeout", "-1"), ("--tool-timeout", "nan"), ("--tool-timeout", "inf"),
-    ("--time-budget", "nan"), ("--time-budget", "-1"),
-    ("--token-budget", "-1"), ("--token-budget", "1e3"),
-    ("--price-in", "-5"), ("--price-out", "nan"),
-    ("--money-budget", "-0.5"), ("--money-budget", "nan"), ("--money-budget", "x"),
+    ("--max-steps", "0"),
+    ("--max-steps", "-5"),
+    ("--max-steps", "two"),
+    ("--tool-timeout", "-1"),
+    ("--tool-timeout", "nan"),
+    ("--tool-timeout", "inf"),
+    ("--time-budget", "nan"),
+    ("--time-budget", "-1"),
+    ("--token-budget", "-1"),
+    ("--token-budget", "1e3"),
+    ("--price-in", "-5"),
+    ("--price-out", "nan"),
+    ("--money-budget", "-0.5"),
+    ("--money-budget", "nan"),
+    ("--money-budget", "x"),
 ]
 
 
@@ -63,15 +76,40 @@ def test_guard_limit_errors_say_that_zero_switches_a_limit_off(capsys, script):
 
 
 def test_ask_still_accepts_zero_to_switch_limits_off(capsys, script):
-    assert main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-steps", "1",
-                 "--time-budget", "0", "--tool-timeout", "0", "--token-budget", "0",
-                 "--money-budget", "0", "--price-in", "0", "--price-out", "2.5"]) == 0
+    assert (
+        main(
+            [
+                "ask",
+                "q",
+                "--model",
+                f"scripted:{script}",
+                "--json",
+                "--max-steps",
+                "1",
+                "--time-budget",
+                "0",
+                "--tool-timeout",
+                "0",
+                "--token-budget",
+                "0",
+                "--money-budget",
+                "0",
+                "--price-in",
+                "0",
+                "--price-out",
+                "2.5",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["answer"] == "42"
 
 
 def test_ask_says_when_a_run_ended_without_an_answer(capsys, tmp_path):
     path = tmp_path / "no_answer.json"
-    path.write_text(json.dumps([" I look.\nAction: search[refund policy]", "Action: search[refunds]"]))
+    path.write_text(
+        json.dumps([" I look.\nAction: search[refund policy]", "Action: search[refunds]"])
+    )
     assert main(["ask", "q", "--model", f"scripted:{path}", "--max-steps", "1"]) == 0
     out = capsys.readouterr().out
     assert "answer: none (the run stopped before one)" in out and "answer: None" not in out
@@ -91,12 +129,15 @@ def test_cost_takes_the_largest_allowed_run(capsys):
     assert len(json.loads(capsys.readouterr().out)["per_step"]) == MAX_COST_STEPS
 
 
-@pytest.mark.parametrize("argv,option", [
-    (["eval", "--n", "0", "--model", "oracle"], "--n"),
-    (["eval", "--n", "-2", "--model", "oracle"], "--n"),
-    (["forge-rate", "--n", "0", "--model", "oracle"], "--n"),
-    (["forge-rate", "--n", "ten"], "--n"),
-])
+@pytest.mark.parametrize(
+    "argv,option",
+    [
+        (["eval", "--n", "0", "--model", "oracle"], "--n"),
+        (["eval", "--n", "-2", "--model", "oracle"], "--n"),
+        (["forge-rate", "--n", "0", "--model", "oracle"], "--n"),
+        (["forge-rate", "--n", "ten"], "--n"),
+    ],
+)
 def test_eval_and_forge_rate_refuse_bad_counts(capsys, argv, option):
     err = usage_error(capsys, argv)
     assert f"react-lab {argv[0]}: error: argument {option}:" in err
@@ -104,13 +145,17 @@ def test_eval_and_forge_rate_refuse_bad_counts(capsys, argv, option):
 
 # --------------------------------------------------------------------------- loading
 
-@pytest.mark.parametrize("make_spec,says", [
-    (lambda d: f"scripted:{d / 'dict.json'}", '{"completions": [...]}'),
-    (lambda d: "scripted:", "scripted: needs a file name"),
-    (lambda d: f"scripted:{d}", "is a directory"),
-    (lambda d: f"scripted:{d / 'missing.json'}", "No such file"),
-    (lambda d: "nonsense", "unknown model 'nonsense'"),
-])
+
+@pytest.mark.parametrize(
+    "make_spec,says",
+    [
+        (lambda d: f"scripted:{d / 'dict.json'}", '{"completions": [...]}'),
+        (lambda d: "scripted:", "scripted: needs a file name"),
+        (lambda d: f"scripted:{d}", "is a directory"),
+        (lambda d: f"scripted:{d / 'missing.json'}", "No such file"),
+        (lambda d: "nonsense", "unknown model 'nonsense'"),
+    ],
+)
 def test_cli_turns_load_errors_into_one_line(tmp_path, capsys, make_spec, says):
     (tmp_path / "dict.json").write_text(json.dumps({"x": 1}))
     assert main(["ask", "q", "--model", make_spec(tmp_path)]) == 2
@@ -140,16 +185,19 @@ def test_cli_keeps_tracebacks_for_unexpected_errors(monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr("react_lab.lab.cli.commands.load_model", broken)
-    monkeypatch.setattr("react_lab.lab.cli.commands.warm_up", lambda **_: None)  # no real model here
+    # no real model here
+    monkeypatch.setattr("react_lab.lab.cli.commands.warm_up", lambda **_: None)
     with pytest.raises(RuntimeError, match="a bug"):
         main(["ask", "q"])
 
 
 # --------------------------------------------------------------------------- --no-stop
 
+
 def test_no_stop_with_the_native_protocol_is_a_usage_error(capsys, script):
-    err = usage_error(capsys, ["ask", "q", "--protocol", "native", "--no-stop",
-                               "--model", f"scripted:{script}"])
+    err = usage_error(
+        capsys, ["ask", "q", "--protocol", "native", "--no-stop", "--model", f"scripted:{script}"]
+    )
     assert "react-lab ask: error: argument --no-stop: the native protocol sends no stop" in err
 
 
@@ -159,6 +207,7 @@ def test_no_stop_with_the_text_protocol_still_runs(capsys, script):
 
 
 # --------------------------------------------------------------------------- help, progress
+
 
 def test_eval_help_names_the_scripted_baselines(capsys):
     with pytest.raises(SystemExit):
@@ -199,10 +248,16 @@ def test_ask_refuses_a_blank_question_before_the_model_runs(capsys, tmp_path, qu
     assert "argument question: is blank" in err
 
 
-@pytest.mark.parametrize("value, says", [(",", "an empty tool name in ','"), ("", "an empty tool name in ''"),
-                                         ("search,,calc", "an empty tool name"),
-                                         ("a b,c;d", "'a b' is not a tool name"),
-                                         ("search,c;d", "'c;d' is not a tool name")])
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        (",", "an empty tool name in ','"),
+        ("", "an empty tool name in ''"),
+        ("search,,calc", "an empty tool name"),
+        ("a b,c;d", "'a b' is not a tool name"),
+        ("search,c;d", "'c;d' is not a tool name"),
+    ],
+)
 def test_parse_tools_is_a_comma_separated_list_of_names(capsys, value, says):
     err = usage_error(capsys, ["parse", "--tools", value])
     assert "react-lab parse: error: argument --tools:" in err and says in err
@@ -227,7 +282,9 @@ def test_max_tokens_is_capped_at_the_context_window(capsys, script, value):
 
 
 def test_max_tokens_at_the_cap_still_runs(capsys, script):
-    assert main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-tokens", "4096"]) == 0
+    assert (
+        main(["ask", "q", "--model", f"scripted:{script}", "--json", "--max-tokens", "4096"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["answer"] == "42"
 
 
@@ -236,8 +293,12 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     import sys
 
     big = "Action: search[" + "a" * 2_000_000 + "]"  # a JSON reply far larger than a pipe holds
-    proc = subprocess.Popen([sys.executable, "-m", "react_lab.lab.cli", "parse", "--tools", "search"],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "react_lab.lab.cli", "parse", "--tools", "search"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     proc.stdin.write(big.encode())
     proc.stdin.close()
     proc.stdout.read(5)  # `| head -c 5`

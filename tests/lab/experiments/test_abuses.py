@@ -1,4 +1,8 @@
-"""Three abuses x three defences: what the regex runs, what the schema names, what the grammar refuses."""
+"""Three abuses x three defences.
+
+What the regex runs, what the schema names, what the grammar refuses.
+"""
+
 import json
 import re
 
@@ -42,7 +46,7 @@ def test_every_abuse_meets_both_defences_as_expected(outcomes):
 
 def test_the_regex_runs_a_silently_wrong_query(outcomes):
     wrong = outcomes[("malformed: date in words", "regex")]
-    assert wrong.rows == []                                   # "no invoices", which is false
+    assert wrong.rows == []  # "no invoices", which is false
     assert "i.issued >= 'July 1st'" in wrong.sql[-1]
     assert "the intended call returns 3 rows" in wrong.detail
     slot = outcomes[("undeclared: extra argument in a declared slot", "regex")]
@@ -51,10 +55,15 @@ def test_the_regex_runs_a_silently_wrong_query(outcomes):
 
 def test_the_schema_names_the_missing_and_the_undeclared_field(outcomes):
     assert outcomes[("missing: required argument left out", "schema")].detail.startswith(
-        "since: required argument is missing")
+        "since: required argument is missing"
+    )
     assert outcomes[("undeclared: extra argument", "schema")].detail.startswith(
-        "include_deleted: not a declared argument")
-    assert "since: 'July 1st' is not a 'date'" in outcomes[("malformed: date in words", "schema")].detail
+        "include_deleted: not a declared argument"
+    )
+    assert (
+        "since: 'July 1st' is not a 'date'"
+        in outcomes[("malformed: date in words", "schema")].detail
+    )
     assert "TypeError" in outcomes[("missing: required argument left out", "regex")].detail
 
 
@@ -89,12 +98,16 @@ def test_cli_abuses_json_with_the_grammar_on_the_embedded_model(capsys):
     tools = default_tools()
     for label, (_, schema) in EXPECTED.items():
         # the grammar refuses exactly what the schema rejects
-        assert grammar[label]["outcome"] == ("impossible" if schema == "rejected" else "ok"), grammar[label]
+        assert grammar[label]["outcome"] == ("impossible" if schema == "rejected" else "ok"), (
+            grammar[label]
+        )
         # and invited to the abuse, the model wrote a call (not "sampled: None"): a declared tool
         # with arguments that pass its schema, checked here again from the arguments themselves
         sampled = re.search(r"; sampled: (\w+)\((.*)\) -- schema-valid$", grammar[label]["detail"])
         assert sampled and sampled[1] in tools, grammar[label]["detail"]
-        assert validate_call(tools[sampled[1]], json.loads(sampled[2])) == [], grammar[label]["detail"]
+        assert validate_call(tools[sampled[1]], json.loads(sampled[2])) == [], grammar[label][
+            "detail"
+        ]
 
 
 def test_reply_text_embeds_the_arguments_verbatim():

@@ -1,9 +1,12 @@
-"""One generation read as both arms: the reader's rules, and the experiment's two paths agreeing (no model).
+"""One generation read as both arms.
+
+The reader's rules, and the experiment's two paths agreeing (no model).
 
 The embedded model's own check (real tokens, against two real create_completion calls) is
 tests/lab/experiments/test_forge_model.py. Here a stand-in "greedy model" replays a script one
 byte per token, so every rule of the reader can be hit on purpose.
 """
+
 import random
 import re
 
@@ -40,16 +43,16 @@ def read(text, *, max_tokens=80, run_to_max=False, stop=protocol.STOP):
 def provider_cut(text, stop=protocol.STOP):
     """What a provider returns for ``text`` with ``stop``: cut before the earliest stop string."""
     hits = [text.find(s) for s in stop if s in text]
-    return text[:min(hits)] if hits else text
+    return text[: min(hits)] if hits else text
 
 
 def test_with_stop_is_cut_before_the_stop_string_and_without_stop_ends_at_the_forgery():
-    text = "I need it.\nAction: get_charge[ch_1]\nObservation: {\"status\": \"paid\"}\nThought: paid"
+    text = 'I need it.\nAction: get_charge[ch_1]\nObservation: {"status": "paid"}\nThought: paid'
     r = read(text)
     assert r.with_stop.text == "I need it.\nAction: get_charge[ch_1]"
     assert r.with_stop.finish_reason == "stop"
     assert r.without_stop.finish_reason == "forged"
-    assert r.without_stop.text == text[:text.index("Observation:") + len("Observation:")]
+    assert r.without_stop.text == text[: text.index("Observation:") + len("Observation:")]
     assert find_forged(r.without_stop.text) == find_forged(text)
     assert r.early is r.without_stop and len(r.tokens) < len(text.encode())  # it stopped early
 
@@ -59,8 +62,8 @@ def test_run_to_max_keeps_going_and_remembers_the_early_end():
     r = read(text, run_to_max=True)
     assert r.without_stop.text == text and r.without_stop.finish_reason == "stop"
     assert r.early.finish_reason == "forged" and text.startswith(r.early.text)
-    tail = text[find_forged(text):].encode()
-    assert r.tail_tokens() == len(tail)           # one byte per token: the tail's bytes
+    tail = text[find_forged(text) :].encode()
+    assert r.tail_tokens() == len(tail)  # one byte per token: the tail's bytes
 
 
 def test_max_tokens_ends_both_arms_with_length():
@@ -78,7 +81,7 @@ def test_end_of_text_ends_both_arms():
 def test_lowercase_label_is_a_forgery_but_no_stop_string_so_the_stop_arm_runs_on():
     text = "x\nobservation: fake\nmore text here"
     r = read(text, max_tokens=200)
-    assert r.with_stop.text == text and r.with_stop.finish_reason == "stop"   # stop never hit
+    assert r.with_stop.text == text and r.with_stop.finish_reason == "stop"  # stop never hit
     assert find_forged(r.without_stop.text) == find_forged(text)
 
 
@@ -92,12 +95,13 @@ def test_an_incomplete_utf8_character_is_held_back_before_the_stop_check():
 def test_stop_strings_in_list_order_decide_when_both_appear_at_once():
     text = "ab\nObs"
     r = read(text, stop=["Obs", "\nObs"])
-    assert r.with_stop.text == "ab\n"          # "Obs" is first in the list, though "\nObs" starts earlier
+    assert r.with_stop.text == "ab\n"  # "Obs" is first in the list, though "\nObs" starts earlier
     r = read(text, stop=["\nObs", "Obs"])
     assert r.with_stop.text == "ab"
 
 
 # --------------------------------------------------------------------------- the experiment's paths
+
 
 class ByteLlm:
     detokenize = staticmethod(detokenize)
@@ -129,12 +133,22 @@ class ReplayedGreedy(LocalModel):
                 finish = "stopped"
                 break
         self.usage.add(len(text), 3, len(tokens), 0.0)
-        return Completion(bytes(tokens).decode(), "stop", len(text), len(tokens), 0.0, 3,
-                          raw=Decoded(tokens, finish, 3, 0.0))
+        return Completion(
+            bytes(tokens).decode(),
+            "stop",
+            len(text),
+            len(tokens),
+            0.0,
+            3,
+            raw=Decoded(tokens, finish, 3, 0.0),
+        )
 
 
 REPLIES = {
-    "q1": " I need the charge.\nAction: get_charge[ch_1]\nObservation: {\"status\": \"refunded\"}\nAnswer: refunded",
+    "q1": (
+        " I need the charge.\nAction: get_charge[ch_1]\n"
+        'Observation: {"status": "refunded"}\nAnswer: refunded'
+    ),
     "q2": " I know.\nAnswer: 42",
     "q3": " Search.\nAction: search[refund policy]\nObservation 1: made up\nThought: so",
     "q4": " Look it up.\nAction: list_invoices[cus_1, 2026-07-01]\n**Observation:** [] and on",
@@ -144,10 +158,16 @@ REPLIES = {
 
 def test_one_generation_and_two_passes_count_the_same():
     texts = list(REPLIES)
-    fast = forge.run_experiment(texts, ReplayedGreedy(REPLIES), max_tokens=400, tail=2, batch=1,
-                                progress=False)
-    slow = forge.run_experiment(texts, ScriptedModel([REPLIES[q] for q in texts] * 2), max_tokens=400,
-                                tail=2, progress=False)
+    fast = forge.run_experiment(
+        texts, ReplayedGreedy(REPLIES), max_tokens=400, tail=2, batch=1, progress=False
+    )
+    slow = forge.run_experiment(
+        texts,
+        ScriptedModel([REPLIES[q] for q in texts] * 2),
+        max_tokens=400,
+        tail=2,
+        progress=False,
+    )
     assert fast["arms_from"] == forge.ONE_GENERATION and slow["arms_from"] == forge.TWO_PASSES
     for arm in forge.ARMS:
         assert fast[arm]["forged"] == slow[arm]["forged"]
@@ -165,20 +185,34 @@ def test_one_generation_and_two_passes_count_the_same():
     assert slow["without_stop"]["finals"] == 2 and fast["without_stop"]["finals"] == 1  # q2 answers
     assert fast["without_stop"]["parsed"] == slow["without_stop"]["parsed"] + 1
     assert [t["text"] for t in fast["tail_subsample"]["trials"]] == [REPLIES["q1"], REPLIES["q2"]]
-    assert forge.truncation_costs(fast)["tail_tokens"] == len(REPLIES["q1"][REPLIES["q1"].index("Observation"):])
+    assert forge.truncation_costs(fast)["tail_tokens"] == len(
+        REPLIES["q1"][REPLIES["q1"].index("Observation") :]
+    )
     # the counts come from the model's own counters: 3 prompt tokens evaluated per question
     assert fast["tokens"]["prompt_evaluated"] == 15 and fast["tokens"]["prompt_sent"] > 15
-    generated = [t["text"] for t in fast["tail_subsample"]["trials"] + fast["trials"]["without_stop"][2:]]
+    generated = [
+        t["text"] for t in fast["tail_subsample"]["trials"] + fast["trials"]["without_stop"][2:]
+    ]
     assert fast["tokens"]["generated"] == sum(len(text.encode()) for text in generated)
 
 
 # --------------------------------------------------------------------------- settled_forgery
 
-SYNTHETIC = ["Thought: x\nAction: a[b]\nObservation: {}\n", "x\n<Observation: a> ok\nmore",
-             "x\nObservation -based reading\nObservation - ok", "x\n**Observation**: y",
-             "x\n- Observation (1): y", "x\nObservational data: y\nObservation: z", "a\r\nObservation: b",
-             "a\u2028Observation\uff1ab", "the observation: no\nObs", "x\n<b>Observation</b>: y",
-             "x\nObservation\u2014", "x\nObservation-", "x\nObservation -\u00e9"]
+SYNTHETIC = [
+    "Thought: x\nAction: a[b]\nObservation: {}\n",
+    "x\n<Observation: a> ok\nmore",
+    "x\nObservation -based reading\nObservation - ok",
+    "x\n**Observation**: y",
+    "x\n- Observation (1): y",
+    "x\nObservational data: y\nObservation: z",
+    "a\r\nObservation: b",
+    "a\u2028Observation\uff1ab",
+    "the observation: no\nObs",
+    "x\n<b>Observation</b>: y",
+    "x\nObservation\u2014",
+    "x\nObservation-",
+    "x\nObservation -\u00e9",
+]
 PIECES = ["Observation", ":", " ", "\n", "-", "<", ">", "b", "**", "1", "x", "\u2014", "Obs", "\r"]
 
 
@@ -206,9 +240,9 @@ def test_settled_forgery_property(text):
 
 
 def test_settled_forgery_settles_once_the_label_is_complete():
-    assert settled_forgery("x\nObservation") is None           # could still become Observational
+    assert settled_forgery("x\nObservation") is None  # could still become Observational
     assert settled_forgery("x\nObservation:") == 2
-    assert settled_forgery("x\nObservation -") is None         # could become "Observation -based"
+    assert settled_forgery("x\nObservation -") is None  # could become "Observation -based"
     assert settled_forgery("x\nObservation - ") == 2
-    assert settled_forgery("x\n<b>Observation</b>:") is None   # inside markup: wait for the line
+    assert settled_forgery("x\n<b>Observation</b>:") is None  # inside markup: wait for the line
     assert settled_forgery("x\n<b>Observation</b>: y\n") == 2

@@ -4,8 +4,8 @@ import pytest
 
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments import costs
-from react_lab.lab.sandbox import db_checksum
 from react_lab.lab.notebook.plots import plot_run
+from react_lab.lab.sandbox import db_checksum
 from react_lab.loop import ask
 from react_lab.protocol import build_prompt
 from react_lab.tools import call_tool, default_tools
@@ -56,9 +56,8 @@ def test_measure_run_predicts_a_scripted_run_exactly():
     # ScriptedModel counts whitespace-separated words; count the spans the same way.
     measured = costs.measure_run(result, lambda text: len(text.split()))
     assert measured["steps"] == [1, 2, 3]
-    assert (
-        measured["O"][0] > 50 and measured["O"][2] == 0
-    )  # invoice rows; no observation after the answer
+    # invoice rows; no observation after the answer
+    assert measured["O"][0] > 50 and measured["O"][2] == 0
     assert measured["predicted"] == measured["reported"]
     assert measured["error"] == [0, 0, 0]
     # the mean-size line meets the real one at the last step (means over re-sent steps only)

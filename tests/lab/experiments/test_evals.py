@@ -1,4 +1,5 @@
 """The evaluation harness: task set, scorer, runner, cache, metrics, logs and the CLI."""
+
 import json
 import re
 import time
@@ -8,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.cli import main
 from react_lab.lab.builders.build_tasks import build_tasks
+from react_lab.lab.cli import main
 from react_lab.lab.experiments import evals
 from react_lab.lab.experiments.evals import metrics, percentile
+from react_lab.lab.experiments.steplogs import read_jsonl
 from react_lab.lab.experiments.tasks import (
     MAX_ANSWER_CHARS,
     TASKS_PATH,
@@ -21,36 +23,46 @@ from react_lab.lab.experiments.tasks import (
     numbers_in,
     score,
 )
-from react_lab.loop import ask
 from react_lab.lab.notebook.tables import transcript_html
+from react_lab.loop import ask
 from react_lab.tools import default_tools, open_db
-from react_lab.lab.experiments.steplogs import read_jsonl
 
 TASKS = load_tasks()
 
 
 # --------------------------------------------------------------------------- the task set
 
+
 def test_task_set_is_deterministic_and_matches_the_committed_file():
     conn = open_db()
     assert build_tasks(conn) == build_tasks(conn)
     committed = json.loads(TASKS_PATH.read_text(encoding="utf-8"))
-    assert build_tasks(conn) == committed, "tasks.json is stale: python -m react_lab.lab.builders.build_tasks"
+    assert build_tasks(conn) == committed, (
+        "tasks.json is stale: python -m react_lab.lab.builders.build_tasks"
+    )
 
 
 def test_task_set_shape():
     assert len(TASKS) >= 50
     assert len({t.id for t in TASKS}) == len(TASKS)
     categories = {t.category for t in TASKS}
-    assert {"count_invoices", "latest_date", "duplicate", "paid_in_full", "help",
-            "no_tool", "multi_step"} <= categories
-    assert sum(not t.oracle for t in TASKS) >= 3                  # answerable without a tool
-    assert sum(len(t.oracle) >= 2 for t in TASKS) >= 5            # two or three calls
+    assert {
+        "count_invoices",
+        "latest_date",
+        "duplicate",
+        "paid_in_full",
+        "help",
+        "no_tool",
+        "multi_step",
+    } <= categories
+    assert sum(not t.oracle for t in TASKS) >= 3  # answerable without a tool
+    assert sum(len(t.oracle) >= 2 for t in TASKS) >= 5  # two or three calls
     assert {t.gold for t in TASKS if t.kind == "yesno"} == {"yes", "no"}
     tools = default_tools()
     assert all(tool in tools for t in TASKS for tool, _ in t.oracle)
     # No exemplar question (or its customer / invoice) is in the set: it could be copied.
     from react_lab.protocol import EXEMPLARS
+
     assert not {e.question for e in EXEMPLARS} & {t.question for t in TASKS}
     assert not [t.id for t in TASKS if "cus_4417" in t.question or "INV-2323" in t.question]
 
@@ -64,25 +76,37 @@ def test_gold_answers_recomputed_by_independent_sql():
         cus = next(iter(re.findall(r"cus_\d+", t.question)), None)
         inv = next(iter(re.findall(r"INV-\d+", t.question)), None)
         if t.category == "latest_date":
-            rows = [r[0] for r in conn.execute("SELECT issued FROM invoices WHERE customer_id = ?", (cus,))]
+            rows = [
+                r[0]
+                for r in conn.execute("SELECT issued FROM invoices WHERE customer_id = ?", (cus,))
+            ]
             assert t.gold == sorted(rows)[-1]
         elif t.category == "count_invoices":
             rows = conn.execute("SELECT id, issued FROM invoices WHERE customer_id = ?", (cus,))
             assert int(t.gold) == len({i for i, d in rows if d >= "2026-05-01"})
         elif t.category == "duplicate":
-            statuses = [r[0] for r in conn.execute("SELECT status FROM charges WHERE invoice_id = ?", (inv,))]
+            statuses = [
+                r[0]
+                for r in conn.execute("SELECT status FROM charges WHERE invoice_id = ?", (inv,))
+            ]
             assert t.gold == ("yes" if statuses.count("succeeded") >= 2 else "no")
         elif t.category == "paid_in_full":
             total = conn.execute("SELECT total FROM invoices WHERE id = ?", (inv,)).fetchone()[0]
-            paid = sum(r[0] for r in conn.execute("SELECT amount FROM payments WHERE invoice_id = ?", (inv,)))
+            paid = sum(
+                r[0]
+                for r in conn.execute("SELECT amount FROM payments WHERE invoice_id = ?", (inv,))
+            )
             assert t.gold == ("yes" if paid >= total - 0.005 else "no")
         elif t.category == "invoice_total":
-            assert float(t.gold) == conn.execute("SELECT total FROM invoices WHERE id = ?", (inv,)).fetchone()[0]
+            assert (
+                float(t.gold)
+                == conn.execute("SELECT total FROM invoices WHERE id = ?", (inv,)).fetchone()[0]
+            )
         else:
             continue
         checked += 1
     assert checked >= 20
-    assert by_id["count_invoices-01"].gold == "4"   # cus_8812: INV-2041 listed twice, counted once
+    assert by_id["count_invoices-01"].gold == "4"  # cus_8812: INV-2041 listed twice, counted once
 
 
 def test_oracle_calls_surface_the_gold_answer():
@@ -98,127 +122,181 @@ def test_oracle_calls_surface_the_gold_answer():
 
 # --------------------------------------------------------------------------- the scorer
 
+
 def _task(gold, kind, unit=None, choices=()):
-    return Task(id="x", category="x", question="q", gold=gold, kind=kind, unit=unit,
-                choices=tuple(choices))
+    return Task(
+        id="x", category="x", question="q", gold=gold, kind=kind, unit=unit, choices=tuple(choices)
+    )
 
 
 STATUSES = ("open", "past_due", "partially_paid", "paid", "refunded")
-DUPLICATE = Task(id="d", category="duplicate", gold="no", kind="yesno",
-                 question="Was invoice INV-2041 charged twice, with two succeeded card charges?")
-DUPLICATE_YES = Task(id="d", category="duplicate", gold="yes", kind="yesno",
-                     question="Was invoice INV-1715 charged twice, with two succeeded card charges?")
-PAID = Task(id="p", category="paid_in_full", question="Has invoice INV-2291 been paid in full?",
-            gold="no", kind="yesno")
+DUPLICATE = Task(
+    id="d",
+    category="duplicate",
+    gold="no",
+    kind="yesno",
+    question="Was invoice INV-2041 charged twice, with two succeeded card charges?",
+)
+DUPLICATE_YES = Task(
+    id="d",
+    category="duplicate",
+    gold="yes",
+    kind="yesno",
+    question="Was invoice INV-1715 charged twice, with two succeeded card charges?",
+)
+PAID = Task(
+    id="p",
+    category="paid_in_full",
+    question="Has invoice INV-2291 been paid in full?",
+    gold="no",
+    kind="yesno",
+)
 
 
-@pytest.mark.parametrize("answer,task,ok", [
-    # numbers: formats and units
-    ("129", _task("129.00", "number", "dollars"), True),
-    ("129.0", _task("129.00", "number", "dollars"), True),
-    ("The total is $129.00.", _task("129.00", "number", "dollars"), True),
-    ("129 dollars", _task("129.00", "number", "dollars"), True),
-    ("12900 cents", _task("129.00", "number", "dollars"), True),
-    ("$48,200.00", _task("48200.00", "number", "dollars"), True),
-    ("12900", _task("129.00", "number", "dollars"), False),          # bare cents are not dollars
-    ("$12.90", _task("129.00", "number", "dollars"), False),
-    ("INV-0129 is unpaid", _task("129.00", "number", "dollars"), False),  # digits of an id
-    ("$129.00", _task("12900", "number", "cents"), True),
-    ("129", _task("12900", "number", "cents"), False),
-    ("4 invoices", _task("4", "number", "count"), True),
-    ("four invoices", _task("4", "number", "count"), False),          # digits only
-    ("no action found; write one line", _task("1", "number", "count"), False),
-    ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
-    ("emailed 2026-07-14T08:10:47", _task("7", "number", "count"), False),  # a timestamp's digits
-    ("sent at 08:10:47Z", _task("10", "number", "count"), False),         # a time's digits
-    ("2 sends, at 08:10 and 09:30", _task("2", "number", "count"), True),
-    ("[best effort] 60 days", _task("60", "number", "days"), True),   # the loop's tag is ignored
-    # dates
-    ("2026-07-14", _task("2026-07-14", "date"), True),
-    ("It was issued on July 14, 2026.", _task("2026-07-14", "date"), True),
-    ("14 July 2026", _task("2026-07-14", "date"), True),
-    ("on the 14th of July, 2026", _task("2026-07-14", "date"), True),
-    ("Jul 14th 2026", _task("2026-07-14", "date"), True),
-    ("issued 2026-07-14T08:10:47", _task("2026-07-14", "date"), True),  # a timestamp's date
-    ("2026-07-15", _task("2026-07-14", "date"), False),
-    ("July 14", _task("2026-07-14", "date"), False),                  # no year
-    ("07/14/2026", _task("2026-07-14", "date"), False),               # slashes are ambiguous
-    # ids
-    ("inv-2041", _task("INV-2041", "id"), True),
-    ("The latest is INV 2041.", _task("INV-2041", "id"), True),
-    ("INV-20411", _task("INV-2041", "id"), False),
-    ("INV-2014", _task("INV-2041", "id"), False),
-    ("cus_2041", _task("INV-2041", "id"), False),
-    # yes / no: the answer begins with it, as a word of its own
-    ("Yes, it was charged twice.", _task("yes", "yesno"), True),
-    ("true", _task("yes", "yesno"), True),
-    ("No, only once.", _task("yes", "yesno"), False),
-    ("It was charged twice.", _task("yes", "yesno"), False),          # says neither
-    ("No.", _task("no", "yesno"), True),
-    ("[best effort] No", _task("no", "yesno"), True),
-    ("Yes. There is no second charge.", _task("no", "yesno"), False),
-    ("I don't know.", _task("no", "yesno"), False),
-    ("The loop allows no more tool calls", _task("no", "yesno"), False),  # an echo of the loop
-    ("no action and no answer found", _task("no", "yesno"), False),
-    # yes / no that also states the opposite: wrong
-    ("no, the invoice was charged twice, with two successful card charges", DUPLICATE, False),
-    ("no, the invoice was charged twice, with two successful card charges, but only once with "
-     "the second successful charge.", DUPLICATE, False),
-    ("No, the invoice was not charged twice with two successful card charges.", DUPLICATE, True),
-    ("No, only one succeeded charge; the invoice was emailed twice.", DUPLICATE, True),
-    ("Yes, there is no duplicate charge.", DUPLICATE_YES, False),
-    ("Yes, INV-1715 was charged twice.", DUPLICATE_YES, True),
-    ("No, it is fully paid.", PAID, False),
-    ("No, the invoice INV-2291 has not been paid in full.", PAID, True),
-    ("No. INV-2323 (720.00 dollars) is approved but unpaid.", PAID, True),
-    ("Yes, it is unpaid.", _task("yes", "yesno"), False),            # a question naming neither topic
-    # yes / no as a sentence: the stance taken on the question's own predicate
-    ("Supplier invoice INV-2291 has not been paid.", PAID, True),
-    ("INV-2291 is unpaid.", PAID, True),
-    ("INV-2291 has been paid.", PAID, False),
-    ("INV-2291 is unpaid, although it is paid.", PAID, False),       # both: contradicts itself
-    ("INV-2291 was approved on July 25.", PAID, False),              # no stance
-    ("The latest invoice of cus_4417 is unpaid.", PAID, False),      # about another subject
-    ("INV-1860 is fully paid off.", Task(id="p", category="paid_in_full", gold="yes", kind="yesno",
-                                         question="Is INV-1860 fully paid off?"), True),
-    ("INV-2041 did not get two successful card charges.", DUPLICATE, True),
-    ("INV-1591 did not get two successful card charges.", DUPLICATE, False),  # another invoice
-    ("INV-1591 did not get two successful card charges.",
-     Task(id="d", category="duplicate", gold="no", kind="yesno",
-          question="Was invoice INV-1591 charged twice, with two succeeded card charges?"), True),
-    ("INV-2041 was charged once.", DUPLICATE, True),
-    ("INV-2041 was charged twice.", DUPLICATE, False),
-    ("INV-1715 was charged twice.", DUPLICATE_YES, True),
-    ("It was charged twice.", _task("yes", "yesno"), False),          # a question naming neither
-    # a number beside another for the same quantity: a hedge
-    ("58.00 or 129.00 dollars", _task("58.00", "number", "dollars"), False),
-    ("either 3 days or 7 days", _task("3", "number", "days"), False),
-    ("$58.00 (maybe $129.00)", _task("58.00", "number", "dollars"), False),
-    ("12900 cents (129.00 dollars)", _task("129.00", "number", "dollars"), True),  # one amount, twice
-    ("174.50 dollars, out of 349.00 dollars", _task("174.50", "number", "dollars"), True),
-    ("4200.0 dollars\n\nExample 4:", _task("4200.00", "number", "dollars"), True),
-    # choices: longest match first
-    ("It is paid.", _task("paid", "choice", choices=STATUSES), True),
-    ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
-    ("PAST_DUE", _task("past_due", "choice", choices=STATUSES), True),
-    ("past due", _task("past_due", "choice", choices=STATUSES), True),
-    ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),  # negated
-    ("open, not past due", _task("open", "choice", choices=STATUSES), True),
-    ("open or past due", _task("open", "choice", choices=STATUSES), False),   # a hedge
-    ("No. The status of INV-2041 is not open.", _task("open", "choice", choices=STATUSES), False),
-    ("It isn't paid; it is refunded", _task("refunded", "choice", choices=STATUSES), True),
-    ("It is no longer open.", _task("open", "choice", choices=STATUSES), False),
-    ("It is past due, and past due again", _task("past_due", "choice", choices=STATUSES), True),
-    ("no action found; write 'Action: x' or 'Answer: y'",
-     _task("action", "choice", choices=("thought", "action", "observation", "answer")), False),
-    # text
-    ("bluequill payroll services.", _task("Bluequill Payroll Services", "text"), True),
-    ("Bluequill", _task("Bluequill Payroll Services", "text"), False),
-    # any kind: nothing, or a dump
-    (None, _task("4", "number", "count"), False),
-    ("   ", _task("4", "number", "count"), False),
-    ("4 " * 200, _task("4", "number", "count"), False),
-])
+@pytest.mark.parametrize(
+    "answer,task,ok",
+    [
+        # numbers: formats and units
+        ("129", _task("129.00", "number", "dollars"), True),
+        ("129.0", _task("129.00", "number", "dollars"), True),
+        ("The total is $129.00.", _task("129.00", "number", "dollars"), True),
+        ("129 dollars", _task("129.00", "number", "dollars"), True),
+        ("12900 cents", _task("129.00", "number", "dollars"), True),
+        ("$48,200.00", _task("48200.00", "number", "dollars"), True),
+        ("12900", _task("129.00", "number", "dollars"), False),  # bare cents are not dollars
+        ("$12.90", _task("129.00", "number", "dollars"), False),
+        ("INV-0129 is unpaid", _task("129.00", "number", "dollars"), False),  # digits of an id
+        ("$129.00", _task("12900", "number", "cents"), True),
+        ("129", _task("12900", "number", "cents"), False),
+        ("4 invoices", _task("4", "number", "count"), True),
+        ("four invoices", _task("4", "number", "count"), False),  # digits only
+        ("no action found; write one line", _task("1", "number", "count"), False),
+        ("5 rows, issued 2026-07-04", _task("4", "number", "count"), False),  # a date's digits
+        # a timestamp's digits
+        ("emailed 2026-07-14T08:10:47", _task("7", "number", "count"), False),
+        ("sent at 08:10:47Z", _task("10", "number", "count"), False),  # a time's digits
+        ("2 sends, at 08:10 and 09:30", _task("2", "number", "count"), True),
+        ("[best effort] 60 days", _task("60", "number", "days"), True),  # the loop's tag is ignored
+        # dates
+        ("2026-07-14", _task("2026-07-14", "date"), True),
+        ("It was issued on July 14, 2026.", _task("2026-07-14", "date"), True),
+        ("14 July 2026", _task("2026-07-14", "date"), True),
+        ("on the 14th of July, 2026", _task("2026-07-14", "date"), True),
+        ("Jul 14th 2026", _task("2026-07-14", "date"), True),
+        ("issued 2026-07-14T08:10:47", _task("2026-07-14", "date"), True),  # a timestamp's date
+        ("2026-07-15", _task("2026-07-14", "date"), False),
+        ("July 14", _task("2026-07-14", "date"), False),  # no year
+        ("07/14/2026", _task("2026-07-14", "date"), False),  # slashes are ambiguous
+        # ids
+        ("inv-2041", _task("INV-2041", "id"), True),
+        ("The latest is INV 2041.", _task("INV-2041", "id"), True),
+        ("INV-20411", _task("INV-2041", "id"), False),
+        ("INV-2014", _task("INV-2041", "id"), False),
+        ("cus_2041", _task("INV-2041", "id"), False),
+        # yes / no: the answer begins with it, as a word of its own
+        ("Yes, it was charged twice.", _task("yes", "yesno"), True),
+        ("true", _task("yes", "yesno"), True),
+        ("No, only once.", _task("yes", "yesno"), False),
+        ("It was charged twice.", _task("yes", "yesno"), False),  # says neither
+        ("No.", _task("no", "yesno"), True),
+        ("[best effort] No", _task("no", "yesno"), True),
+        ("Yes. There is no second charge.", _task("no", "yesno"), False),
+        ("I don't know.", _task("no", "yesno"), False),
+        ("The loop allows no more tool calls", _task("no", "yesno"), False),  # an echo of the loop
+        ("no action and no answer found", _task("no", "yesno"), False),
+        # yes / no that also states the opposite: wrong
+        ("no, the invoice was charged twice, with two successful card charges", DUPLICATE, False),
+        (
+            "no, the invoice was charged twice, with two successful card charges, "
+            "but only once with the second successful charge.",
+            DUPLICATE,
+            False,
+        ),
+        (
+            "No, the invoice was not charged twice with two successful card charges.",
+            DUPLICATE,
+            True,
+        ),
+        ("No, only one succeeded charge; the invoice was emailed twice.", DUPLICATE, True),
+        ("Yes, there is no duplicate charge.", DUPLICATE_YES, False),
+        ("Yes, INV-1715 was charged twice.", DUPLICATE_YES, True),
+        ("No, it is fully paid.", PAID, False),
+        ("No, the invoice INV-2291 has not been paid in full.", PAID, True),
+        ("No. INV-2323 (720.00 dollars) is approved but unpaid.", PAID, True),
+        ("Yes, it is unpaid.", _task("yes", "yesno"), False),  # a question naming neither topic
+        # yes / no as a sentence: the stance taken on the question's own predicate
+        ("Supplier invoice INV-2291 has not been paid.", PAID, True),
+        ("INV-2291 is unpaid.", PAID, True),
+        ("INV-2291 has been paid.", PAID, False),
+        ("INV-2291 is unpaid, although it is paid.", PAID, False),  # both: contradicts itself
+        ("INV-2291 was approved on July 25.", PAID, False),  # no stance
+        ("The latest invoice of cus_4417 is unpaid.", PAID, False),  # about another subject
+        (
+            "INV-1860 is fully paid off.",
+            Task(
+                id="p",
+                category="paid_in_full",
+                gold="yes",
+                kind="yesno",
+                question="Is INV-1860 fully paid off?",
+            ),
+            True,
+        ),
+        ("INV-2041 did not get two successful card charges.", DUPLICATE, True),
+        ("INV-1591 did not get two successful card charges.", DUPLICATE, False),  # another invoice
+        (
+            "INV-1591 did not get two successful card charges.",
+            Task(
+                id="d",
+                category="duplicate",
+                gold="no",
+                kind="yesno",
+                question="Was invoice INV-1591 charged twice, with two succeeded card charges?",
+            ),
+            True,
+        ),
+        ("INV-2041 was charged once.", DUPLICATE, True),
+        ("INV-2041 was charged twice.", DUPLICATE, False),
+        ("INV-1715 was charged twice.", DUPLICATE_YES, True),
+        ("It was charged twice.", _task("yes", "yesno"), False),  # a question naming neither
+        # a number beside another for the same quantity: a hedge
+        ("58.00 or 129.00 dollars", _task("58.00", "number", "dollars"), False),
+        ("either 3 days or 7 days", _task("3", "number", "days"), False),
+        ("$58.00 (maybe $129.00)", _task("58.00", "number", "dollars"), False),
+        # one amount, twice
+        ("12900 cents (129.00 dollars)", _task("129.00", "number", "dollars"), True),
+        ("174.50 dollars, out of 349.00 dollars", _task("174.50", "number", "dollars"), True),
+        ("4200.0 dollars\n\nExample 4:", _task("4200.00", "number", "dollars"), True),
+        # choices: longest match first
+        ("It is paid.", _task("paid", "choice", choices=STATUSES), True),
+        ("It is partially paid.", _task("paid", "choice", choices=STATUSES), False),
+        ("PAST_DUE", _task("past_due", "choice", choices=STATUSES), True),
+        ("past due", _task("past_due", "choice", choices=STATUSES), True),
+        ("open, not past due", _task("past_due", "choice", choices=STATUSES), False),  # negated
+        ("open, not past due", _task("open", "choice", choices=STATUSES), True),
+        ("open or past due", _task("open", "choice", choices=STATUSES), False),  # a hedge
+        (
+            "No. The status of INV-2041 is not open.",
+            _task("open", "choice", choices=STATUSES),
+            False,
+        ),
+        ("It isn't paid; it is refunded", _task("refunded", "choice", choices=STATUSES), True),
+        ("It is no longer open.", _task("open", "choice", choices=STATUSES), False),
+        ("It is past due, and past due again", _task("past_due", "choice", choices=STATUSES), True),
+        (
+            "no action found; write 'Action: x' or 'Answer: y'",
+            _task("action", "choice", choices=("thought", "action", "observation", "answer")),
+            False,
+        ),
+        # text
+        ("bluequill payroll services.", _task("Bluequill Payroll Services", "text"), True),
+        ("Bluequill", _task("Bluequill Payroll Services", "text"), False),
+        # any kind: nothing, or a dump
+        (None, _task("4", "number", "count"), False),
+        ("   ", _task("4", "number", "count"), False),
+        ("4 " * 200, _task("4", "number", "count"), False),
+    ],
+)
 def test_score(answer, task, ok):
     assert score(answer, task) is ok
 
@@ -232,57 +310,84 @@ def test_score_rejects_an_unknown_kind():
 @given(st.text(max_size=300), st.sampled_from(TASKS))
 def test_score_never_raises_on_model_text(answer, task):
     verdict = score(answer, task)
-    if answer and answer[0] != "[" and not answer[0].isspace() and len(answer) + 14 <= MAX_ANSWER_CHARS:
-        assert score(f"[best effort] {answer}", task) is verdict   # the loop's label changes nothing
-    assert score(answer + " " * MAX_ANSWER_CHARS, task) is False    # a dump of text is never an answer
+    if (
+        answer
+        and answer[0] != "["
+        and not answer[0].isspace()
+        and len(answer) + 14 <= MAX_ANSWER_CHARS
+    ):
+        assert score(f"[best effort] {answer}", task) is verdict  # the loop's label changes nothing
+    # a dump of text is never an answer
+    assert score(answer + " " * MAX_ANSWER_CHARS, task) is False
 
 
 def test_dates_and_numbers_in():
     assert dates_in("from 2026-07-14 to 1 Aug 2026, not 2026-02-30") == ["2026-07-14", "2026-08-01"]
     assert numbers_in("INV-2041: $1,850.50 and 12900 cents on 2026-07-03") == [
-        (1850.5, "dollars"), (12900.0, "cents")]
+        (1850.5, "dollars"),
+        (12900.0, "cents"),
+    ]
 
 
 # --------------------------------------------------------------------------- proving the harness
 
+
 def test_oracle_scores_100_percent_and_dont_know_scores_0(tmp_path, shipped_db_unchanged):
-    oracle = evals.evaluate(TASKS, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                            progress=False)
+    oracle = evals.evaluate(
+        TASKS, evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     assert [r["task_id"] for r in oracle.records if not r["correct"]] == []
     m = oracle.metrics
     assert m["success_rate"] == 1.0 and m["tool_error_rate"] == 0.0 and m["step_limit_rate"] == 0.0
     assert m["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
-    idk = evals.evaluate(TASKS, evals.dont_know_model, model_name="dont_know", cache_dir=tmp_path,
-                         progress=False)
+    idk = evals.evaluate(
+        TASKS, evals.dont_know_model, model_name="dont_know", cache_dir=tmp_path, progress=False
+    )
     assert idk.metrics["success_rate"] == 0.0 and idk.metrics["answered_rate"] == 1.0
 
 
 def test_cache_rerun_computes_nothing_new_and_a_change_recomputes(tmp_path):
     tasks = TASKS[:6]
-    first = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                           progress=False)
+    first = evals.evaluate(
+        tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     assert first.computed == 6 and first.cache_path.is_file()
-    again = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                           progress=False)
+    again = evals.evaluate(
+        tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     assert again.computed == 0 and all(r["cached"] for r in again.records)
     assert [r["correct"] for r in again.records] == [r["correct"] for r in first.records]
     assert len(read_jsonl(again.log_path)) == sum(len(r["steps"]) for r in first.records)
     # A line cut short by an interrupted write is skipped, not fatal.
     with first.cache_path.open("a", encoding="utf-8") as fh:
         fh.write('{"key": "trunc')
-    assert evals.evaluate(tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                          progress=False).computed == 0
+    assert (
+        evals.evaluate(
+            tasks, evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+        ).computed
+        == 0
+    )
     assert first.cache_path.read_text(encoding="utf-8").endswith('"trunc\n')
     # A different tool description changes the prompt prefix, so every task is recomputed.
     import dataclasses
+
     tools = default_tools()
-    tools["find_invoice"] = dataclasses.replace(tools["find_invoice"], description="Look up an invoice.")
-    changed = evals.evaluate(tasks, evals.oracle_model, model_name="oracle", tools=tools,
-                             cache_dir=tmp_path, progress=False)
+    tools["find_invoice"] = dataclasses.replace(
+        tools["find_invoice"], description="Look up an invoice."
+    )
+    changed = evals.evaluate(
+        tasks,
+        evals.oracle_model,
+        model_name="oracle",
+        tools=tools,
+        cache_dir=tmp_path,
+        progress=False,
+    )
     assert changed.computed == 6 and changed.run_id != first.run_id
     # Extending the set computes only the new tasks.
-    more = evals.evaluate(TASKS[:8], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                          progress=False)
+    more = evals.evaluate(
+        TASKS[:8], evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     assert more.computed == 2
 
 
@@ -293,14 +398,28 @@ def test_per_task_timeout_is_wall_clock_between_steps(tmp_path):
             return super().complete(prompt, **kw)
 
     task = next(t for t in TASKS if len(t.oracle) >= 2)
-    run = evals.evaluate([task], lambda t: Slow(["Action: search[refund]"]), model_name="slow",
-                         timeout=0.01, max_steps=4, cache_dir=tmp_path, progress=False)
+    run = evals.evaluate(
+        [task],
+        lambda t: Slow(["Action: search[refund]"]),
+        model_name="slow",
+        timeout=0.01,
+        max_steps=4,
+        cache_dir=tmp_path,
+        progress=False,
+    )
     record = run.records[0]
     assert record["stopped_by"] == "timeout" and len(record["steps"]) == 1
     assert run.metrics["timeout_rate"] == 1.0 and run.metrics["step_limit_rate"] == 0.0
-    again = evals.evaluate([task], lambda t: Slow(["Action: search[refund]"]), model_name="slow",
-                           timeout=0.01, max_steps=4, cache_dir=tmp_path, progress=False)
-    assert again.computed == 1     # a timeout reflects the machine's load: never cached
+    again = evals.evaluate(
+        [task],
+        lambda t: Slow(["Action: search[refund]"]),
+        model_name="slow",
+        timeout=0.01,
+        max_steps=4,
+        cache_dir=tmp_path,
+        progress=False,
+    )
+    assert again.computed == 1  # a timeout reflects the machine's load: never cached
 
 
 def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation():
@@ -314,7 +433,9 @@ def test_a_transcript_past_the_context_window_ends_that_run_not_the_evaluation()
             return super().complete(prompt, **kw)
 
     task = next(t for t in TASKS if len(t.oracle) >= 2)
-    model = Window(["Thought: a\nAction: search[refunds]", "Thought: b\nAction: search[refund window]"])
+    model = Window(
+        ["Thought: a\nAction: search[refunds]", "Thought: b\nAction: search[refund window]"]
+    )
     model.made = 0
     result = evals.run_task(task, model, default_tools(), max_steps=5)
     assert (result.stopped_by, result.answer, len(result.steps)) == ("context_window", None, 2)
@@ -340,21 +461,48 @@ def test_unknown_protocol_is_a_clear_error(tmp_path):
 
 # --------------------------------------------------------------------------- metrics
 
+
 def _event(tool=None, args=None, error=None, answer=None, p=100, c=10):
-    return {"tool": tool, "args": args, "error": error, "answer": answer,
-            "prompt_tokens": p, "completion_tokens": c}
+    return {
+        "tool": tool,
+        "args": args,
+        "error": error,
+        "answer": answer,
+        "prompt_tokens": p,
+        "completion_tokens": c,
+    }
 
 
 HANDCRAFTED = [
-    {"correct": True, "answer": "129", "stopped_by": "answer", "seconds": 1.0, "category": "a",
-     "steps": [_event("find_invoice", {"invoice_id": "INV-1"}), _event(answer="129")]},
-    {"correct": False, "answer": None, "stopped_by": "max_steps", "seconds": 4.0, "category": "a",
-     "steps": [_event("list_invoices", ["cus_1"], error="bad since"),
-               _event("list_invoices", ["cus_1"], error="bad since"),       # a repeat
-               _event(error="no action and no answer found"),               # a parse error
-               _event("search", {"query": "refund"}, p=200, c=20)]},
-    {"correct": True, "answer": "387", "stopped_by": "answer", "seconds": 1.0, "category": "b",
-     "steps": [_event(answer="387", p=50, c=5)]},
+    {
+        "correct": True,
+        "answer": "129",
+        "stopped_by": "answer",
+        "seconds": 1.0,
+        "category": "a",
+        "steps": [_event("find_invoice", {"invoice_id": "INV-1"}), _event(answer="129")],
+    },
+    {
+        "correct": False,
+        "answer": None,
+        "stopped_by": "max_steps",
+        "seconds": 4.0,
+        "category": "a",
+        "steps": [
+            _event("list_invoices", ["cus_1"], error="bad since"),
+            _event("list_invoices", ["cus_1"], error="bad since"),  # a repeat
+            _event(error="no action and no answer found"),  # a parse error
+            _event("search", {"query": "refund"}, p=200, c=20),
+        ],
+    },
+    {
+        "correct": True,
+        "answer": "387",
+        "stopped_by": "answer",
+        "seconds": 1.0,
+        "category": "b",
+        "steps": [_event(answer="387", p=50, c=5)],
+    },
 ]
 
 
@@ -366,7 +514,11 @@ def test_metrics_on_handcrafted_runs():
     assert m["p95_steps"] == 4
     assert m["step_limit_rate"] == pytest.approx(1 / 3)
     assert m["tool_error_rate"] == pytest.approx(2 / 4)
-    assert m["tool_error_rate_by_tool"] == {"find_invoice": 0.0, "list_invoices": 1.0, "search": 0.0}
+    assert m["tool_error_rate_by_tool"] == {
+        "find_invoice": 0.0,
+        "list_invoices": 1.0,
+        "search": 0.0,
+    }
     assert m["tool_calls_by_tool"] == {"find_invoice": 1, "list_invoices": 2, "search": 1}
     assert m["repeat_action_rate"] == pytest.approx(1 / 4)
     assert m["parse_error_rate"] == pytest.approx(1 / 7)
@@ -380,30 +532,45 @@ def test_metrics_of_nothing_are_zero_not_an_error():
     assert m["n"] == 0 and m["success_rate"] == 0.0 and m["p95_steps"] == 0.0
 
 
-@pytest.mark.parametrize("values,q,expected", [
-    (list(range(1, 21)), 95, 19), (list(range(1, 21)), 100, 20), ([3], 95, 3),
-    ([1, 2, 3, 4], 50, 2), ([5, 1, 4], 95, 5),
-])
+@pytest.mark.parametrize(
+    "values,q,expected",
+    [
+        (list(range(1, 21)), 95, 19),
+        (list(range(1, 21)), 100, 20),
+        ([3], 95, 3),
+        ([1, 2, 3, 4], 50, 2),
+        ([5, 1, 4], 95, 5),
+    ],
+)
 def test_percentile_nearest_rank(values, q, expected):
     assert percentile(values, q) == expected
 
 
 def test_cached_records_keep_their_transcript(tmp_path):
-    run = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                         progress=False)
-    again = evals.evaluate(TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path,
-                           progress=False)
+    run = evals.evaluate(
+        TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
+    again = evals.evaluate(
+        TASKS[:1], evals.oracle_model, model_name="oracle", cache_dir=tmp_path, progress=False
+    )
     html = transcript_html(evals.transcript_of(again.records[0]))
     assert "written by the model" in html and "written by the loop" in html
     assert evals.transcript_of(again.records[0]).text == evals.transcript_of(run.records[0]).text
 
 
-
-
 # --------------------------------------------------------------------------- the CLI
 
-JSON_KEYS = {"success_rate", "mean_steps", "p95_steps", "step_limit_rate", "tool_error_rate",
-             "repeat_action_rate", "tokens_per_task", "n", "seconds"}
+JSON_KEYS = {
+    "success_rate",
+    "mean_steps",
+    "p95_steps",
+    "step_limit_rate",
+    "tool_error_rate",
+    "repeat_action_rate",
+    "tokens_per_task",
+    "n",
+    "seconds",
+}
 
 
 @pytest.mark.parametrize("model,rate", [("oracle", 1.0), ("dont_know", 0.0)])
@@ -426,11 +593,19 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
     pytest.importorskip("react_lab.native")
     from functools import partial
 
-    run = evals.evaluate(TASKS, partial(evals.oracle_model, protocol="native"), protocol="native",
-                         model_name="oracle", cache_dir=tmp_path, progress=False)
+    run = evals.evaluate(
+        TASKS,
+        partial(evals.oracle_model, protocol="native"),
+        protocol="native",
+        model_name="oracle",
+        cache_dir=tmp_path,
+        progress=False,
+    )
     assert [r["task_id"] for r in run.records if not r["correct"]] == []
     assert run.metrics["tool_error_rate"] == 0.0
-    assert run.metrics["mean_steps"] == pytest.approx(sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS))
+    assert run.metrics["mean_steps"] == pytest.approx(
+        sum(len(t.oracle) + 1 for t in TASKS) / len(TASKS)
+    )
     assert "written by the loop" in transcript_html(evals.transcript_of(run.records[0]))
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
     assert main(["eval", "--n", "4", "--model", "dont_know", "--protocol", "native", "--json"]) == 0
@@ -439,7 +614,10 @@ def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
 
 
 def test_notebook_08s_self_contradicting_answers_are_wrong_now():
-    """The three native answers that made notebook 08's native duplicate bar: each says no, then yes."""
+    """The three native answers that made notebook 08's native duplicate bar.
+
+    Each says no, then yes.
+    """
     from react_lab.lab.experiments.tasks import load_tasks
 
     task = {t.id: t for t in load_tasks()}["duplicate-03"]

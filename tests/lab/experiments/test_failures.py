@@ -1,4 +1,8 @@
-"""The failure-mode detectors of react_lab.lab.experiments.failures, each on a scripted run that shows it and one that does not."""
+"""The failure-mode detectors of react_lab.lab.experiments.failures.
+
+Each on a scripted run that shows it and one that does not.
+"""
+
 import pytest
 
 from react_lab.lab.backends.base import Completion
@@ -17,9 +21,11 @@ from react_lab.loop import ask
 from react_lab.tools import Tool
 
 Q = "Has INV-2291 been paid?"
-CLEAN = [" The invoice first.\nAction: find_invoice[INV-2291]",
-         " Its payments.\nAction: get_payments[INV-2291]",
-         " It is approved and has no payments.\nAnswer: No, INV-2291 is not paid."]
+CLEAN = [
+    " The invoice first.\nAction: find_invoice[INV-2291]",
+    " Its payments.\nAction: get_payments[INV-2291]",
+    " It is approved and has no payments.\nAnswer: No, INV-2291 is not paid.",
+]
 
 
 def modes(completions, tools, question=Q, **kw):
@@ -32,18 +38,35 @@ def test_a_clean_run_shows_no_failure_mode(tools):
     assert set(GUARDS) == set(FAILURE_MODES)
 
 
-@pytest.mark.parametrize("completions, mode", [
-    ([CLEAN[0], CLEAN[0], CLEAN[2]], "repeated_action"),
-    ([" Look it up.\nAction: lookup_invoice[INV-2291]", CLEAN[2]], "hallucinated_tool"),
-    ([" Supplier invoices are paid on time.\nAnswer: Yes."], "answer_without_acting"),
-    ([" Paid?\nAnswer: Yes.\n\nQuestion: When was INV-2291 issued?"], "query_drift"),
-    ([" x\nAction: search[late fees]", " x\nAction: search[late fees policy]",
-      " x\nAction: search[late fees rules]", CLEAN[2]], "query_drift"),
-    ([" x\nAction: get_charge[INV-2291]", " x\nAction: get_charge[2291]", " x\nAction: get_charge[ch_2291]",
-      CLEAN[2]], "error_spiral"),
-    ([" x\nAction 1: find_invoice[INV-2291]", CLEAN[2]], "format_drift"),
-    ([" x\nAction: list_invoices[cus_2234, 2026-01-01]", CLEAN[2]], "observation_flooding"),
-])
+@pytest.mark.parametrize(
+    "completions, mode",
+    [
+        ([CLEAN[0], CLEAN[0], CLEAN[2]], "repeated_action"),
+        ([" Look it up.\nAction: lookup_invoice[INV-2291]", CLEAN[2]], "hallucinated_tool"),
+        ([" Supplier invoices are paid on time.\nAnswer: Yes."], "answer_without_acting"),
+        ([" Paid?\nAnswer: Yes.\n\nQuestion: When was INV-2291 issued?"], "query_drift"),
+        (
+            [
+                " x\nAction: search[late fees]",
+                " x\nAction: search[late fees policy]",
+                " x\nAction: search[late fees rules]",
+                CLEAN[2],
+            ],
+            "query_drift",
+        ),
+        (
+            [
+                " x\nAction: get_charge[INV-2291]",
+                " x\nAction: get_charge[2291]",
+                " x\nAction: get_charge[ch_2291]",
+                CLEAN[2],
+            ],
+            "error_spiral",
+        ),
+        ([" x\nAction 1: find_invoice[INV-2291]", CLEAN[2]], "format_drift"),
+        ([" x\nAction: list_invoices[cus_2234, 2026-01-01]", CLEAN[2]], "observation_flooding"),
+    ],
+)
 def test_each_detector_finds_its_mode(tools, completions, mode):
     assert mode in modes(completions, tools)
 
@@ -60,28 +83,45 @@ def test_an_empty_result_is_not_data_for_an_answer(tools):
 
 
 def test_side_effect_call_time_budget_and_context_overflow(tools):
-    pay = Tool("schedule_payment", lambda invoice_id, amount: {"ok": True}, "Pay.",
-               {"type": "object", "properties": {"invoice_id": {"type": "string"}, "amount": {"type": "string"}},
-                "required": ["invoice_id", "amount"], "additionalProperties": False}, side_effect=True)
+    pay = Tool(
+        "schedule_payment",
+        lambda invoice_id, amount: {"ok": True},
+        "Pay.",
+        {
+            "type": "object",
+            "properties": {"invoice_id": {"type": "string"}, "amount": {"type": "string"}},
+            "required": ["invoice_id", "amount"],
+            "additionalProperties": False,
+        },
+        side_effect=True,
+    )
     risky = {**tools, "schedule_payment": pay}
-    found = modes([" x\nAction: schedule_payment[INV-2291, 48200]", CLEAN[2]], risky, time_budget=0.0)
+    found = modes(
+        [" x\nAction: schedule_payment[INV-2291, 48200]", CLEAN[2]], risky, time_budget=0.0
+    )
     assert {"injection", "over_time_budget"} <= found
     assert "context_overflow" in modes(CLEAN, tools, window=10)
-    assert "context_overflow" in modes(CLEAN, tools, error="ValueError: Requested tokens (4206) exceed context window of 4096")
+    assert "context_overflow" in modes(
+        CLEAN, tools, error="ValueError: Requested tokens (4206) exceed context window of 4096"
+    )
     assert "context_overflow" not in modes(CLEAN, tools, error="ValueError: something else")
 
 
 def test_drifted_reads_both_parsers():
     assert not drifted(" The invoice.\nAction: find_invoice[INV-2291]")
-    assert drifted(" The invoice.\nAction 2: find_invoice[INV-2291]")          # strict: error, ours: action
-    assert drifted("Answer: 387\n\nQuestion: What else?")                     # the two answers differ
-    assert not drifted(" I am not sure.")                                       # no action is not drift
+    assert drifted(" The invoice.\nAction 2: find_invoice[INV-2291]")  # strict: error, ours: action
+    assert drifted("Answer: 387\n\nQuestion: What else?")  # the two answers differ
+    assert not drifted(" I am not sure.")  # no action is not drift
 
 
 def test_count_modes_lists_every_mode_with_zero():
     counts = count_modes([{"repeated_action"}, {"repeated_action", "injection"}, set()])
     assert list(counts) == list(FAILURE_MODES)
-    assert counts["repeated_action"] == 2 and counts["injection"] == 1 and counts["hallucinated_tool"] == 0
+    assert (
+        counts["repeated_action"] == 2
+        and counts["injection"] == 1
+        and counts["hallucinated_tool"] == 0
+    )
 
 
 class Continuing:
@@ -98,14 +138,29 @@ class Continuing:
 
 
 def test_stop_probe_reports_an_observation_the_stop_sequence_cut(tools):
-    probe = StopProbe(Continuing("\nObservation: {\"paid\": true}"), tokens=6)
-    run = live_pass([Q], probe, tools, max_steps=1, progress=False, guards=lambda i: LabGuards(best_effort=False))[0]
+    probe = StopProbe(Continuing('\nObservation: {"paid": true}'), tokens=6)
+    run = live_pass(
+        [Q],
+        probe,
+        tools,
+        max_steps=1,
+        progress=False,
+        guards=lambda i: LabGuards(best_effort=False),
+    )[0]
     assert run.result.steps[0].forged and run.result.steps[0].forged_tokens == 6
     assert "forged_observation" in failure_modes(run.result, tools=tools)
-    assert probe.probes == ["\nObservation: {\"paid\": true}"]
-    assert "paid" not in "".join(t for o, t in run.result.transcript.spans if o == "model")  # never entered
+    assert probe.probes == ['\nObservation: {"paid": true}']
+    # never entered
+    assert "paid" not in "".join(t for o, t in run.result.transcript.spans if o == "model")
     honest = StopProbe(Continuing("\nThought: more"), tokens=6)
-    run = live_pass([Q], honest, tools, max_steps=1, progress=False, guards=lambda i: LabGuards(best_effort=False))[0]
+    run = live_pass(
+        [Q],
+        honest,
+        tools,
+        max_steps=1,
+        progress=False,
+        guards=lambda i: LabGuards(best_effort=False),
+    )[0]
     assert not run.result.steps[0].forged
 
 

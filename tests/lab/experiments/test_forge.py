@@ -1,4 +1,5 @@
 """Forged observations: questions from the database, the two-arm experiment, cache, widget, CLI."""
+
 import html
 import json
 import re
@@ -21,10 +22,12 @@ from react_lab.parser import truncate_forged
 
 # One script entry per call. run_experiment asks every question with stop, then every
 # question without, and a greedy model writes the same text both times: the list repeats.
-FORGES_THEN_ANSWERS = (" I need the charge.\nAction: get_charge[ch_1KZq8f]\n"
-                       'Observation: {"status": "refunded"}\nThought: it was refunded.\nAnswer: refunded')
+FORGES_THEN_ANSWERS = (
+    " I need the charge.\nAction: get_charge[ch_1KZq8f]\n"
+    'Observation: {"status": "refunded"}\nThought: it was refunded.\nAnswer: refunded'
+)
 ANSWERS = " I know this one.\nAnswer: 42"
-RAMBLES = " " + " ".join(f"word{i}" for i in range(30))           # 30 words > max_tokens=20
+RAMBLES = " " + " ".join(f"word{i}" for i in range(30))  # 30 words > max_tokens=20
 NUMBERED = " Search first.\nAction: search[refund policy]\nObservation 1: made up"
 SCRIPT = [FORGES_THEN_ANSWERS, ANSWERS, RAMBLES, NUMBERED] * 2
 
@@ -37,10 +40,11 @@ def cache(tmp_path, monkeypatch):
 
 # --------------------------------------------------------------------------- questions
 
+
 def test_questions_are_deterministic_distinct_and_mixed():
     first = forge.questions(100)
     assert first == forge.questions(100)
-    assert forge.questions(10) == first[:10]          # a smaller n is a prefix
+    assert forge.questions(10) == first[:10]  # a smaller n is a prefix
     assert len(set(first)) == 100
     kinds = Counter(q.kind for q in question_set(100))
     assert set(kinds) == set(_KINDS) and min(kinds.values()) >= 10
@@ -75,10 +79,15 @@ def test_questions_are_grounded_in_what_the_tools_return():
             charge_ids = billing.find_invoice(conn, invoice)["charge_ids"]
             ok = [c for c in charge_ids if billing.get_charge(conn, c)["status"] == "succeeded"]
             assert billing.find_invoice(conn, invoice)["customer_id"] == customer
-            assert q.answer == f"{'yes' if len(ok) >= 2 else 'no'}: {len(ok)} succeeded of {len(charge_ids)} charges"
+            verdict = "yes" if len(ok) >= 2 else "no"
+            assert q.answer == f"{verdict}: {len(ok)} succeeded of {len(charge_ids)} charges"
         elif q.kind == "listed_twice":
             invoice, customer = ids
-            rows = [r for r in billing.list_invoices(conn, customer, "0000-00-00") if r["invoice_id"] == invoice]
+            rows = [
+                r
+                for r in billing.list_invoices(conn, customer, "0000-00-00")
+                if r["invoice_id"] == invoice
+            ]
             assert len(rows) >= 2 and q.answer.startswith(f"emailed {len(rows)} times")
         elif q.kind == "help":
             title = re.search(r'"(.+)"', q.text).group(1)
@@ -89,16 +98,22 @@ def test_questions_are_grounded_in_what_the_tools_return():
 
 # --------------------------------------------------------------------------- the experiment
 
+
 def test_experiment_counts_each_arm_exactly():
     model = ScriptedModel(SCRIPT)
     result = forge.run_experiment(["q1", "q2", "q3", "q4"], model, max_tokens=20, progress=False)
     assert model.calls == 8 and result["n"] == 4
     assert result["with_stop"] == {
-        "forged": 0, "parsed": 2, "finals": 1, "finish_reasons": {"length": 1, "stop": 3},
-        "completion_tokens": 37, "seconds": 0.0}
+        "forged": 0,
+        "parsed": 2,
+        "finals": 1,
+        "finish_reasons": {"length": 1, "stop": 3},
+        "completion_tokens": 37,
+        "seconds": 0.0,
+    }
     free = result["without_stop"]
     assert free["forged"] == 2
-    assert free["parsed"] == 1    # the strict loop takes the forged "Answer:" over the action
+    assert free["parsed"] == 1  # the strict loop takes the forged "Answer:" over the action
     assert free["finals"] == 2
     assert free["why_stopped"] == {"forged": 2, "length": 1, "end_of_text": 1}
     assert free["completion_tokens"] > result["with_stop"]["completion_tokens"]
@@ -108,42 +123,67 @@ def test_experiment_counts_each_arm_exactly():
     assert [t["question"] for t in result["trials"]["without_stop"]] == ["q1", "q2", "q3", "q4"]
     assert result["arms_from"] == forge.TWO_PASSES
     assert result["tokens"]["generated"] == 37 + free["completion_tokens"]
-    assert result["tokens"]["prompt_evaluated"] is None     # a scripted model cannot tell
-    assert result["tail_subsample"]["k"] == 4               # fewer questions than TAIL_SAMPLE: all
+    assert result["tokens"]["prompt_evaluated"] is None  # a scripted model cannot tell
+    assert result["tail_subsample"]["k"] == 4  # fewer questions than TAIL_SAMPLE: all
 
 
 def test_truncation_recovers_the_stopped_text_and_counts_the_waste():
-    result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20,
-                                  tail=3, progress=False)
+    result = forge.run_experiment(
+        ["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, tail=3, progress=False
+    )
     costs = forge.truncation_costs(result)
     assert costs["n"] == 3 and costs["forged"] == 1 and costs["same_as_stop"] == 3
     assert costs["tail_tokens"] == len(forge.forged_tail(FORGES_THEN_ANSWERS).split())  # its words
     assert 0 < costs["tail_share"] < 1
 
 
-@pytest.mark.parametrize("forged,finish,expected", [
-    (True, "length", "forged"),      # a forgery that also ran out of tokens counts as forged
-    (True, "stop", "forged"),
-    (False, "length", "length"),
-    (False, "stop", "end_of_text"),
-])
+@pytest.mark.parametrize(
+    "forged,finish,expected",
+    [
+        (True, "length", "forged"),  # a forgery that also ran out of tokens counts as forged
+        (True, "stop", "forged"),
+        (False, "length", "length"),
+        (False, "stop", "end_of_text"),
+    ],
+)
 def test_why_stopped(forged, finish, expected):
     assert forge.why_stopped({"forged": forged, "finish_reason": finish}) == expected
 
 
 # Model text built from protocol fragments, so generated examples do contain forgeries.
-MODEL_TEXT = st.lists(st.sampled_from(["\n", "Observation: ", "Observation 2:", "**Observation**:", "Obs",
-                                       "Action: a[b]", "Answer: x", "<b>", "&amp;", " "]) | st.text(max_size=8),
-                      max_size=12).map("".join)
+MODEL_TEXT = st.lists(
+    st.sampled_from(
+        [
+            "\n",
+            "Observation: ",
+            "Observation 2:",
+            "**Observation**:",
+            "Obs",
+            "Action: a[b]",
+            "Answer: x",
+            "<b>",
+            "&amp;",
+            " ",
+        ]
+    )
+    | st.text(max_size=8),
+    max_size=12,
+).map("".join)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("Action: a[b]\nObservation: fake\nAnswer: x", "Action: a[b]"),
-    ("Action: a[b]\nObs", "Action: a[b]"),                 # a stop word caught a token late
-    ("Action: a[b]\n  **Observation 2**: fake", "Action: a[b]"),
-    ("Action: a[b]\n", "Action: a[b]"),
-    ("The Observation: in a sentence is not a line", "The Observation: in a sentence is not a line"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("Action: a[b]\nObservation: fake\nAnswer: x", "Action: a[b]"),
+        ("Action: a[b]\nObs", "Action: a[b]"),  # a stop word caught a token late
+        ("Action: a[b]\n  **Observation 2**: fake", "Action: a[b]"),
+        ("Action: a[b]\n", "Action: a[b]"),
+        (
+            "The Observation: in a sentence is not a line",
+            "The Observation: in a sentence is not a line",
+        ),
+    ],
+)
 def test_truncate_forged(text, expected):
     assert truncate_forged(text) == expected
 
@@ -157,13 +197,14 @@ def test_truncate_forged_never_raises_and_leaves_no_observation_line(text):
 
 # --------------------------------------------------------------------------- highlighting
 
+
 def test_highlight_marks_the_observation_line_and_what_follows():
     out = highlight_forged(FORGES_THEN_ANSWERS)
     line = re.search(r'<mark class="forged-observation"[^>]*>(.*?)</mark>', out).group(1)
     assert html.unescape(line) == 'Observation: {"status": "refunded"}'
     after = re.search(r'<mark class="forged-after"[^>]*>(.*?)</mark>', out, re.S).group(1)
     assert "Answer: refunded" in after
-    assert "get_charge" not in line + after                 # the model's real action stays plain
+    assert "get_charge" not in line + after  # the model's real action stays plain
 
 
 def test_highlight_without_forgery_marks_nothing_and_escapes():
@@ -189,7 +230,9 @@ def test_highlight_keeps_every_character(text):
 
 
 def test_plot_puts_the_claim_beside_the_measured_rates():
-    result = forge.run_experiment(["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False)
+    result = forge.run_experiment(
+        ["a", "b", "c", "d"], ScriptedModel(SCRIPT), max_tokens=20, progress=False
+    )
     fig = plot_forge_rate(result)
     heights = sorted(round(p.get_height()) for p in fig.axes[0].patches)
     # with stop forged 0/4; without stop: forged 2/4, max_tokens 1/4, end of text 1/4 (stacked);
@@ -198,10 +241,12 @@ def test_plot_puts_the_claim_beside_the_measured_rates():
     labels = fig.axes[0].get_legend_handles_labels()[1]
     assert {"forged Observation", "hit max_tokens first", "model ended its text"} <= set(labels)
     import matplotlib.pyplot as plt
+
     plt.close(fig)
 
 
 # --------------------------------------------------------------------------- cache and CLI
+
 
 def test_cache_miss_then_hit_then_refresh(cache):
     first = forge.forge_rate(3, ScriptedModel([NUMBERED]), progress=False)
@@ -209,8 +254,13 @@ def test_cache_miss_then_hit_then_refresh(cache):
     again = ScriptedModel([NUMBERED])
     hit = forge.forge_rate(3, again, progress=False)
     assert hit["cached"] is True and again.calls == 0
-    assert {k: v for k, v in hit.items() if k != "cached"} == {k: v for k, v in first.items() if k != "cached"}
-    assert forge.forge_rate(3, again, progress=False, refresh=True)["cached"] is False and again.calls == 6
+    assert {k: v for k, v in hit.items() if k != "cached"} == {
+        k: v for k, v in first.items() if k != "cached"
+    }
+    assert (
+        forge.forge_rate(3, again, progress=False, refresh=True)["cached"] is False
+        and again.calls == 6
+    )
     other = ScriptedModel([NUMBERED])
     assert forge.forge_rate(3, other, max_tokens=10, progress=False)["cached"] is False  # new key
     assert forge.forge_rate(3, ScriptedModel([ANSWERS]), progress=False)["cached"] is False
@@ -228,8 +278,17 @@ def test_cli_json_shape(cache, tmp_path, capsys):
     script.write_text(json.dumps([NUMBERED]))
     assert main(["forge-rate", "--n", "5", "--model", f"scripted:{script}", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"n", "with_stop", "without_stop", "model", "max_tokens", "seconds", "arms_from",
-            "tokens", "tail_subsample"} <= set(out)
+    assert {
+        "n",
+        "with_stop",
+        "without_stop",
+        "model",
+        "max_tokens",
+        "seconds",
+        "arms_from",
+        "tokens",
+        "tail_subsample",
+    } <= set(out)
     assert "trials" not in out and "trials" not in out["tail_subsample"] and out["n"] == 5
     assert set(out["tokens"]) == {"prompt_sent", "prompt_evaluated", "generated"}
     assert out["tail_subsample"]["forged"] == 5 and out["tail_subsample"]["n"] == 5
@@ -248,10 +307,13 @@ def test_cli_text_report(cache, tmp_path, capsys):
 
 # --------------------------------------------------------------------------- widget
 
+
 def test_forge_widget_toggles_the_stop_sequence():
     model = ScriptedModel([FORGES_THEN_ANSWERS])
-    box = make_forge_widget(model, ["first question?", "second question?"], tools=tools.default_tools())
-    assert box.completion is None and model.calls == 0          # nothing runs on construction
+    box = make_forge_widget(
+        model, ["first question?", "second question?"], tools=tools.default_tools()
+    )
+    assert box.completion is None and model.calls == 0  # nothing runs on construction
     box.stop.value = False
     box.question.value = "second question?"
     box.run_button.click()

@@ -7,6 +7,7 @@
 * ``react-lab forge-rate`` reports its wall time and the prompt tokens sent against evaluated.
 Properties of the model's output, not its exact text. Run under the model lock.
 """
+
 import json
 
 import pytest
@@ -32,6 +33,7 @@ class TwoPasses:
     def count_tokens(self, text):
         return self.inner.count_tokens(text)
 
+
 def test_the_experiment_counts_the_same_both_ways(model):
     texts = forge.questions(N)
     # Each path starts from an empty KV cache, so neither is charged (or spared) the shared
@@ -46,18 +48,22 @@ def test_the_experiment_counts_the_same_both_ways(model):
     assert fast["with_stop"]["completion_tokens"] == slow["with_stop"]["completion_tokens"]
     # with stop: the one generation's cut is the completion stop gives, token for token
     same = ("text", "finish_reason", "completion_tokens")
-    assert [[t[k] for k in same] for t in fast["trials"]["with_stop"]] == \
-        [[t[k] for k in same] for t in slow["trials"]["with_stop"]]
+    assert [[t[k] for k in same] for t in fast["trials"]["with_stop"]] == [
+        [t[k] for k in same] for t in slow["trials"]["with_stop"]
+    ]
     # without stop, ended at the forgery: a prefix with the same verdict and place
     for f, s in zip(fast["trials"]["without_stop"], slow["trials"]["without_stop"]):
         assert s["text"].startswith(f["text"]) and f["forged_at"] == s["forged_at"]
     # the tail subsample runs on to max_tokens: the whole no-stop completion, token for token
-    assert [[t[k] for k in same] for t in fast["tail_subsample"]["trials"]] == \
-        [[t[k] for k in same] for t in slow["trials"]["without_stop"][:3]]
+    assert [[t[k] for k in same] for t in fast["tail_subsample"]["trials"]] == [
+        [t[k] for k in same] for t in slow["trials"]["without_stop"][:3]
+    ]
     # the one generation costs less: fewer prompt tokens evaluated, fewer generated
     assert fast["tokens"]["prompt_evaluated"] < slow["tokens"]["prompt_evaluated"]
     assert fast["tokens"]["generated"] < slow["tokens"]["generated"]
     assert fast["tokens"]["prompt_sent"] == slow["tokens"]["prompt_sent"] // 2
+
+
 def test_batching_differences_finds_none_between_two_one_at_a_time_runs(model):
     texts = forge.questions(N)
     same = forge.batching_differences(model, texts, max_tokens=8, batch=1)
@@ -66,19 +72,27 @@ def test_batching_differences_finds_none_between_two_one_at_a_time_runs(model):
     assert sides["same"] + len(sides["parted"]) == N and sides["batch"] == forge.BATCH
     for p in sides["parted"]:
         assert 0 <= p["at"] < 8 and p["alone"] != p["batched"]
+
+
 def test_side_by_side_the_forgery_verdicts_agree_with_one_at_a_time_within_noise(model):
     texts = forge.questions(8)
     alone = forge.run_experiment(texts, model, tail=0, batch=1, progress=False)
     batched = forge.run_experiment(texts, model, tail=0, batch=forge.BATCH, progress=False)
     assert batched["batch"] == forge.BATCH and alone["batch"] == 1
-    assert batched["with_stop"]["forged"] == 0      # the stop sequence holds either way
-    verdicts = [{t["question"]: t["forged"] for t in r["trials"]["without_stop"]} for r in (alone, batched)]
+    assert batched["with_stop"]["forged"] == 0  # the stop sequence holds either way
+    verdicts = [
+        {t["question"]: t["forged"] for t in r["trials"]["without_stop"]} for r in (alone, batched)
+    ]
     paired = paired_comparison(*verdicts)
     assert paired.verdict == "not significant" and paired.gained + paired.lost <= len(texts) // 3
     # the same questions, in order, each read as both arms from one generation
     for w, f in zip(batched["trials"]["with_stop"], batched["trials"]["without_stop"]):
         assert w["question"] == f["question"] and f["text"].startswith(w["text"])
-def test_forge_rate_cli_reports_wall_time_and_prompt_tokens_sent_against_evaluated(tmp_path, monkeypatch, capsys):
+
+
+def test_forge_rate_cli_reports_wall_time_and_prompt_tokens_sent_against_evaluated(
+    tmp_path, monkeypatch, capsys
+):
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path))
     assert main(["forge-rate", "--n", "4", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -1,5 +1,6 @@
 """The ladder's pieces: the text-protocol grammar, the configs and the runner, the working agent's
 kinds. The dev exemplar pool is test_exemplars.py's, the tool designs test_tool_designs.py's."""
+
 import dataclasses
 import json
 import re
@@ -20,6 +21,7 @@ DEV = load_tasks(split="dev")
 
 
 # --------------------------------------------------------------------------- the grammar
+
 
 def test_id_patterns_become_gbnf():
     assert tg.regex_to_gbnf(r"^INV-[0-9]{4}$") == '"INV-" [0-9]{4}'
@@ -49,7 +51,9 @@ def test_protocol_grammar_names_every_tool_and_grounds_calls(tools):
     for name in tools:
         assert f'"{name}["' in free
     assert free.startswith("root ::= ") and '"Answer: " ans' in free
-    grounded = tg.protocol_grammar(tools.values(), context="Question: When was cus_8812 last billed?")
+    grounded = tg.protocol_grammar(
+        tools.values(), context="Question: When was cus_8812 last billed?"
+    )
     assert '"cus_8812"' in grounded
     assert "find_invoice[" not in grounded and "get_charge[" not in grounded  # no such ids yet
     assert '" I " ("call "' in tg.protocol_grammar(tools.values(), thought="short")
@@ -58,13 +62,17 @@ def test_protocol_grammar_names_every_tool_and_grounds_calls(tools):
 
 
 def test_grounding_context_skips_exemplars_thoughts_and_errors():
-    prompt = ("Example:\nQuestion: old INV-1111\nObservation: INV-2222\n\n"
-              "Question: Was INV-2041 paid?\nThought: maybe INV-3333\nAction: x\n"
-              "Observation: Error: INV-4444 not found\nThought: y\n"
-              "Observation: {\"charge_ids\": [\"ch_1KZq8f\"]}\nThought:")
+    prompt = (
+        "Example:\nQuestion: old INV-1111\nObservation: INV-2222\n\n"
+        "Question: Was INV-2041 paid?\nThought: maybe INV-3333\nAction: x\n"
+        "Observation: Error: INV-4444 not found\nThought: y\n"
+        'Observation: {"charge_ids": ["ch_1KZq8f"]}\nThought:'
+    )
     context = tg.grounding_context(prompt)
     assert "INV-2041" in context and "ch_1KZq8f" in context
-    assert not {"INV-1111", "INV-2222", "INV-3333", "INV-4444"} & set(re.findall(r"INV-\d+", context))
+    assert not {"INV-1111", "INV-2222", "INV-3333", "INV-4444"} & set(
+        re.findall(r"INV-\d+", context)
+    )
 
 
 def test_the_grammar_model_picks_the_answer_only_grammar_for_best_effort(tools):
@@ -77,13 +85,21 @@ def test_the_grammar_model_picks_the_answer_only_grammar_for_best_effort(tools):
 
 # --------------------------------------------------------------------------- configs and runner
 
+
 def test_the_named_rungs_exist_and_change_one_thing():
     for name in ("baseline", "grammar_action", "grammar_grounded", "pool_k1", "best", "tax_short"):
         assert name in ladder.CONFIGS
     best, gpool = ladder.get_config("best"), ladder.get_config("gpool_k1")
-    assert (best.grammar, best.grounded, best.exemplars, best.k) == (gpool.grammar, gpool.grounded, "pool", 3)
+    assert (best.grammar, best.grounded, best.exemplars, best.k) == (
+        gpool.grammar,
+        gpool.grounded,
+        "pool",
+        3,
+    )
     k1 = ladder.get_config("v_dollars")
-    assert ladder.get_config("v_k3") == dataclasses.replace(k1, name="v_k3", about=ladder.get_config("v_k3").about, k=3)
+    assert ladder.get_config("v_k3") == dataclasses.replace(
+        k1, name="v_k3", about=ladder.get_config("v_k3").about, k=3
+    )
     assert ladder.get_config("t_dollars").tools == "dollars"
     with pytest.raises(ValueError, match="unknown config"):
         ladder.get_config("nope")
@@ -119,15 +135,20 @@ class ScriptedBase:
 
     def generate(self, text, **options):
         self.calls.append(options)
-        live = text[text.rfind("\nQuestion: "):]
+        live = text[text.rfind("\nQuestion: ") :]
         done = live.count("\nObservation: ")
         if done < len(self.task.oracle):
             tool, args = self.task.oracle[done]
             reply = f" I call {tool}.\nAction: {tool}[{', '.join(args)}]"
         else:
             reply = f" I know it.\nAnswer: {self.task.gold}"
-        return Completion(text=reply, finish_reason="stop", prompt_tokens=len(text) // 4,
-                          completion_tokens=10, seconds=0.01)
+        return Completion(
+            text=reply,
+            finish_reason="stop",
+            prompt_tokens=len(text) // 4,
+            completion_tokens=10,
+            seconds=0.01,
+        )
 
 
 def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
@@ -136,20 +157,45 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
     tasks = ladder.choose_tasks("test", per_category=1)[:3]
     cfg = ladder.get_config("best")
     base = ScriptedBase(tasks[0])
-    records, complete = ladder.run_ladder(cfg, tasks[:1], split="test", trials=2, temperature=0.7,
-                                          log_dir=tmp_path, model=base, progress=None)
+    records, complete = ladder.run_ladder(
+        cfg,
+        tasks[:1],
+        split="test",
+        trials=2,
+        temperature=0.7,
+        log_dir=tmp_path,
+        model=base,
+        progress=None,
+    )
     assert complete and [r["trial"] for r in records] == [0, 1]
     assert all(r["correct"] for r in records)
     assert [c["seed"] for c in base.calls[:1]] == [0] and base.calls[-1]["seed"] == 1
     assert all("grammar" in c and c["temperature"] == 0.7 for c in base.calls)
-    again, complete = ladder.run_ladder(cfg, tasks[:1], split="test", trials=2, temperature=0.7,
-                                        log_dir=tmp_path, model=None, progress=None)  # all cached
+    # all cached
+    again, complete = ladder.run_ladder(
+        cfg,
+        tasks[:1],
+        split="test",
+        trials=2,
+        temperature=0.7,
+        log_dir=tmp_path,
+        model=None,
+        progress=None,
+    )
     assert complete and again == records
     # the same name standing for other settings does not reuse the logged runs
     changed = cfg.with_(cfg.name, cfg.about, tools="oldest_first")
     before = len(base.calls)
-    rerun, complete = ladder.run_ladder(changed, tasks[:1], split="test", trials=2, temperature=0.7,
-                                        log_dir=tmp_path, model=base, progress=None)
+    rerun, complete = ladder.run_ladder(
+        changed,
+        tasks[:1],
+        split="test",
+        trials=2,
+        temperature=0.7,
+        log_dir=tmp_path,
+        model=base,
+        progress=None,
+    )
     assert complete and len(base.calls) > before and [r["trial"] for r in rerun] == [0, 1]
     s = ladder.summarize(records)
     assert (s["n"], s["trials"], s["successes"]) == (1, 2, 1)
@@ -157,17 +203,31 @@ def test_runner_logs_resumes_and_summarizes(tmp_path, monkeypatch):
     assert 0 < s["ci95"][0] < s["ci95"][1] == 1.0
     assert "pass^k 1.00 1.00" in ladder.format_summary("best", s)
     # the budget stops before a run starts; the next call resumes
-    _, complete = ladder.run_ladder(cfg, tasks, split="test", budget=-1, log_dir=tmp_path / "b",
-                                    model=base, progress=None)
+    _, complete = ladder.run_ladder(
+        cfg, tasks, split="test", budget=-1, log_dir=tmp_path / "b", model=base, progress=None
+    )
     assert not complete
 
 
 def test_summary_separates_reliability_from_capability():
-    recs = [{"task_id": t, "trial": i, "correct": ok, "category": "c", "n_steps": 2,
-             "prefix_tokens": 1, "exemplar_tokens": 0, "prompt_tokens": 10, "completion_tokens": 1,
-             "seconds": 1.0, "answer": "x", "stopped_by": "answer"}
-            for t, outcomes in {"a": [1, 1, 1, 1], "b": [1, 0, 1, 0], "c": [0, 0, 0, 0]}.items()
-            for i, ok in enumerate(outcomes)]
+    recs = [
+        {
+            "task_id": t,
+            "trial": i,
+            "correct": ok,
+            "category": "c",
+            "n_steps": 2,
+            "prefix_tokens": 1,
+            "exemplar_tokens": 0,
+            "prompt_tokens": 10,
+            "completion_tokens": 1,
+            "seconds": 1.0,
+            "answer": "x",
+            "stopped_by": "answer",
+        }
+        for t, outcomes in {"a": [1, 1, 1, 1], "b": [1, 0, 1, 0], "c": [0, 0, 0, 0]}.items()
+        for i, ok in enumerate(outcomes)
+    ]
     s = ladder.summarize(recs)
     assert s["pass_at_k"][3] == pytest.approx(2 / 3) and s["pass_hat_k"][3] == pytest.approx(1 / 3)
     assert s["pass_hat_k"][0] == s["pass_at_k"][0] == pytest.approx(s["success_rate"] * 0 + 6 / 12)
@@ -175,8 +235,11 @@ def test_summary_separates_reliability_from_capability():
     recs[-1].update(answer=None, stopped_by="timeout")
     recs[-2].update(answer="[best effort] 3", stopped_by="repeat")
     recs[-3].update(answer="4", stopped_by="answer")
-    assert ladder.failure_modes(recs) == {"wrong answer": ["b", "b", "c", "c"], "best effort, wrong (repeat)": ["c"],
-                                          "no answer (timeout)": ["c"]}
+    assert ladder.failure_modes(recs) == {
+        "wrong answer": ["b", "b", "c", "c"],
+        "best effort, wrong (repeat)": ["c"],
+        "no answer (timeout)": ["c"],
+    }
 
 
 def test_results_files_round_trip_with_their_fingerprint(tmp_path):
@@ -184,15 +247,39 @@ def test_results_files_round_trip_with_their_fingerprint(tmp_path):
 
     cfg = ladder.get_config("pool_k1")
     tasks = ladder.choose_tasks("test", per_category=1)[:2]
-    recs = [{"config": cfg.name, "task_id": t.id, "category": t.category, "trial": 0, "correct": i == 0,
-             "answer": t.gold if i == 0 else "I don't know", "stopped_by": "answer",
-             "n_steps": 2, "prefix_tokens": 700, "exemplar_tokens": 300, "prompt_tokens": 1500,
-             "completion_tokens": 40, "seconds": 3.0} for i, t in enumerate(tasks)]
+    recs = [
+        {
+            "config": cfg.name,
+            "task_id": t.id,
+            "category": t.category,
+            "trial": 0,
+            "correct": i == 0,
+            "answer": t.gold if i == 0 else "I don't know",
+            "stopped_by": "answer",
+            "n_steps": 2,
+            "prefix_tokens": 700,
+            "exemplar_tokens": 300,
+            "prompt_tokens": 1500,
+            "completion_tokens": 40,
+            "seconds": 3.0,
+        }
+        for i, t in enumerate(tasks)
+    ]
     settings = ladder.results_config(cfg, "test", tasks, 1, 0.0, 0, "first 1 per category, first 2")
-    ladder.save("ladder-test-pool_k1", recs, settings, command="react-lab eval --config pool_k1",
-                directory=tmp_path)
+    ladder.save(
+        "ladder-test-pool_k1",
+        recs,
+        settings,
+        command="react-lab eval --config pool_k1",
+        directory=tmp_path,
+    )
     (row,) = ladder.load_results(directory=tmp_path)
-    assert (row["config"], row["split"], row["rate"].successes, row["rate"].n) == ("pool_k1", "test", 1, 2)
+    assert (row["config"], row["split"], row["rate"].successes, row["rate"].n) == (
+        "pool_k1",
+        "test",
+        1,
+        2,
+    )
     assert row["outcomes"] == {tasks[0].id: [True], tasks[1].id: [False]}
     assert row["prompt_tokens"] == 1500 and row["mean_steps"] == 2
     # an answer the scorer now judges differently makes the file stale
@@ -216,7 +303,7 @@ def test_cli_lists_configs_and_refuses_unknown_ones(capsys):
     assert "baseline" in out and "best" in out
     assert cli_main(["eval", "--config", "nope"]) == 2
     assert "unknown config" in capsys.readouterr().err
-    assert cli_main(["eval", "--config", "best", "--trials", "2"]) == 2   # greedy repeats
+    assert cli_main(["eval", "--config", "best", "--trials", "2"]) == 2  # greedy repeats
 
 
 @pytest.mark.model
@@ -255,7 +342,8 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
             res = results.load(name)
             if res.config["trials"] == 1 and res.config["split"] == "test":
                 runs.setdefault(res.config["config"], []).append(
-                    {r["task_id"]: r["correct"] for r in res.data["records"]})
+                    {r["task_id"]: r["correct"] for r in res.data["records"]}
+                )
     pairs = 0
     for config, outcomes in runs.items():
         for a in outcomes:
@@ -267,19 +355,23 @@ def test_a_greedy_rung_gives_the_same_outcomes_in_every_shipped_file_that_ran_it
     assert pairs >= 2  # at least baseline's and best's subset and whole-half files
 
 
-# --------------------------------------------------------------------------- the working agent's kinds
+# ------------------------------------------------------------------------ the working agent's kinds
+
 
 def test_the_grammar_offers_no_call_already_made_and_reads_ids_as_typed(tools):
     from react_lab.lab.backends.grammar import grammar_check
 
     best = configs.tools_for(ladder.get_config("best"))
     model = configs.GrammarModel(None, best, thought="free", grounded=True, no_repeat=True)
-    prompt = ("Example:\nQuestion: x INV-1111\nAction: get_payments[INV-1111]\n\nQuestion: is inv-2041 paid?\n"
-              "Thought: a\nAction: get_payments[INV-2041]\n"
-              'Observation: {"invoice_id": "INV-2041", "charge_ids": ["ch_1KZq8f"]}\nThought:')
+    prompt = (
+        "Example:\nQuestion: x INV-1111\nAction: get_payments[INV-1111]\n\n"
+        "Question: is inv-2041 paid?\n"
+        "Thought: a\nAction: get_payments[INV-2041]\n"
+        'Observation: {"invoice_id": "INV-2041", "charge_ids": ["ch_1KZq8f"]}\nThought:'
+    )
     grammar = model.grammar_for(prompt)
-    assert not grammar_check(grammar, " x\nAction: get_payments[INV-2041]").accepted   # made already
-    assert grammar_check(grammar, " x\nAction: find_invoice[INV-2041]").accepted       # lower case read
+    assert not grammar_check(grammar, " x\nAction: get_payments[INV-2041]").accepted  # made already
+    assert grammar_check(grammar, " x\nAction: find_invoice[INV-2041]").accepted  # lower case read
     assert grammar_check(grammar, " x\nAction: get_charge[ch_1KZq8f]").accepted
     plain = configs.GrammarModel(None, best, thought="free", grounded=True)
     assert grammar_check(plain.grammar_for(prompt), " x\nAction: get_payments[INV-2041]").accepted
@@ -299,9 +391,11 @@ def test_intent_selection_picks_an_exemplar_of_the_asked_kind():
     from react_lab.lab.experiments.tasks import Task
 
     pool = list(get_pool("oldest_first"))
-    for question, wanted in [("On what date did cus_9999 last get an invoice?", "date"),
-                             ("Is INV-9999 fully paid off?", "yesno"),
-                             ("which invoice did cus_9999 get last?", "id")]:
+    for question, wanted in [
+        ("On what date did cus_9999 last get an invoice?", "date"),
+        ("Is INV-9999 fully paid off?", "yesno"),
+        ("which invoice did cus_9999 get last?", "id"),
+    ]:
         task = Task("q", "q", question, "", "text")
         (by_intent,) = select(pool, task, by="intent")
         assert intent(question) == wanted
@@ -318,7 +412,7 @@ def test_a_balanced_yes_no_question_sees_a_yes_and_a_no_and_other_questions_one_
     task = Task("q", "q", "Is INV-9999 fully paid off?", "", "text")
     (nearest,) = select(pool, task, by="intent")
     other, last = select(pool, task, by="intent", balanced=True)
-    assert last == nearest                        # the nearest stays nearest the question
+    assert last == nearest  # the nearest stays nearest the question
     assert {other.answer.split(".")[0], last.answer.split(".")[0]} == {"Yes", "No"}
     dated = Task("d", "d", "On what date did cus_9999 last get an invoice?", "", "text")
     assert select(pool, dated, by="intent", balanced=True) == select(pool, dated, by="intent")
@@ -329,10 +423,21 @@ def test_rescore_rewrites_only_the_verdicts_and_the_summary(tmp_path):
 
     cfg = ladder.get_config("pool_k1")
     task = next(t for t in TEST if t.id == "duplicate-03")
-    rec = {"config": cfg.name, "task_id": task.id, "category": task.category, "trial": 0,
-           "correct": True, "answer": "no, the invoice was charged twice, with two successful card charges",
-           "stopped_by": "answer", "n_steps": 1, "prefix_tokens": 1, "exemplar_tokens": 0,
-           "prompt_tokens": 1, "completion_tokens": 1, "seconds": 1.0}
+    rec = {
+        "config": cfg.name,
+        "task_id": task.id,
+        "category": task.category,
+        "trial": 0,
+        "correct": True,
+        "answer": "no, the invoice was charged twice, with two successful card charges",
+        "stopped_by": "answer",
+        "n_steps": 1,
+        "prefix_tokens": 1,
+        "exemplar_tokens": 0,
+        "prompt_tokens": 1,
+        "completion_tokens": 1,
+        "seconds": 1.0,
+    }
     settings = ladder.results_config(cfg, "test", [task], 1, 0.0, 0, "one")
     ladder.save("ladder-x", [rec], settings, command="c", directory=tmp_path)
     with pytest.raises(results.StaleResults, match="scorer now judges 1"):
@@ -350,6 +455,6 @@ def test_ask_takes_a_named_configuration(capsys):
     with pytest.raises(SystemExit):
         cli_main(["ask", "--config", "best", "--protocol", "native", "Was INV-2041 paid?"])
     with pytest.raises(SystemExit):
-        cli_main(["ask"])                                     # a question is still required
+        cli_main(["ask"])  # a question is still required
     assert cli_main(["ask", "x", "--config", "nope"]) == 2
     assert "unknown config" in capsys.readouterr().err

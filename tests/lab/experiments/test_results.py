@@ -1,4 +1,5 @@
 """Saved results: fingerprinted on save, refused when stale, and every shipped file current."""
+
 import json
 import re
 from pathlib import Path
@@ -29,11 +30,21 @@ def script(tmp_path):
 def save_forge(where, script, n=3, overwrite=False):
     model = f"scripted:{script}"
     data = forge.run_experiment(forge.questions(n), load_model(model), progress=False)
-    return results.save("forge-small", data, experiment="forge", directory=where,
-                        config={"n": n, "max_tokens": forge.FORGE_MAX_TOKENS, "tail": forge.TAIL_SAMPLE,
-                                "model": model},
-                        command=f"react-lab forge-rate --n {n} --model {model} --save-results forge-small",
-                        seconds=data["seconds"], overwrite=overwrite)
+    return results.save(
+        "forge-small",
+        data,
+        experiment="forge",
+        directory=where,
+        config={
+            "n": n,
+            "max_tokens": forge.FORGE_MAX_TOKENS,
+            "tail": forge.TAIL_SAMPLE,
+            "model": model,
+        },
+        command=f"react-lab forge-rate --n {n} --model {model} --save-results forge-small",
+        seconds=data["seconds"],
+        overwrite=overwrite,
+    )
 
 
 def test_saved_results_load_back_with_their_fingerprint(where, script):
@@ -43,9 +54,13 @@ def test_saved_results_load_back_with_their_fingerprint(where, script):
     assert loaded.data["without_stop"]["forged"] == 3 and loaded.experiment == "forge"
     fp = loaded.fingerprint
     assert fp["model"] == "sha256:" + results.file_sha256(script)
-    assert re.fullmatch(r"[0-9a-f]{64}", fp["prompt_sha256"]) and re.fullmatch(r"[0-9a-f]{64}", fp["tasks_sha256"])
+    assert re.fullmatch(r"[0-9a-f]{64}", fp["prompt_sha256"]) and re.fullmatch(
+        r"[0-9a-f]{64}", fp["tasks_sha256"]
+    )
     assert fp["code"] == {"forge": forge.EXPERIMENT_VERSION} and fp["package_version"]
-    assert "fingerprint matches" in loaded.describe() and "react-lab forge-rate" in loaded.describe()
+    assert (
+        "fingerprint matches" in loaded.describe() and "react-lab forge-rate" in loaded.describe()
+    )
     assert results.check("forge-small", where) == []
 
 
@@ -67,8 +82,12 @@ def test_a_changed_prompt_makes_the_file_stale(where, script, monkeypatch):
     monkeypatch.setattr(protocol, "build_prompt", lambda *a, **k: build(*a, **k) + " (reworded)")
     message = stale_message("forge-small", where)
     assert "the prompt, exemplars or tool schemas changed" in message
-    assert "regenerate them: react-lab forge-rate --n 3" in message and "not shown as current" in message
-    assert message.endswith("--save-results forge-small --overwrite")  # the file exists: the command says so
+    assert (
+        "regenerate them: react-lab forge-rate --n 3" in message
+        and "not shown as current" in message
+    )
+    # the file exists: the command says so
+    assert message.endswith("--save-results forge-small --overwrite")
 
 
 def test_a_changed_model_file_or_code_version_makes_the_file_stale(where, script, monkeypatch):
@@ -83,13 +102,26 @@ def test_a_changed_model_file_or_code_version_makes_the_file_stale(where, script
 def test_eval_results_from_the_cli_and_a_changed_task_set(where, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(results, "RESULTS_DIR", where)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
-    assert main(["eval", "--model", "oracle", "--n", "3", "--json", "--save-results", "eval-oracle"]) == 0
+    assert (
+        main(["eval", "--model", "oracle", "--n", "3", "--json", "--save-results", "eval-oracle"])
+        == 0
+    )
     assert "saved:" in capsys.readouterr().err
     loaded = results.load("eval-oracle")
     assert loaded.data["metrics"]["success_rate"] == 1.0 and len(loaded.data["records"]) == 3
-    assert loaded.config == {"protocol": "text", "model": "oracle", "n": 3, "max_steps": 4, "max_tokens": 128}
-    assert loaded.command == "react-lab eval --protocol text --model oracle --n 3 --save-results eval-oracle"
+    assert loaded.config == {
+        "protocol": "text",
+        "model": "oracle",
+        "n": 3,
+        "max_steps": 4,
+        "max_tokens": 128,
+    }
+    assert (
+        loaded.command
+        == "react-lab eval --protocol text --model oracle --n 3 --save-results eval-oracle"
+    )
     from react_lab.lab.experiments import tasks
+
     first = tasks.load_tasks
 
     def fewer(*args, n=None, **kwargs):
@@ -102,16 +134,37 @@ def test_eval_results_from_the_cli_and_a_changed_task_set(where, monkeypatch, tm
 def test_forge_rate_cli_saves_results(where, monkeypatch, tmp_path, script, capsys):
     monkeypatch.setattr(results, "RESULTS_DIR", where)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
-    assert main(["forge-rate", "--n", "2", "--model", f"scripted:{script}", "--json",
-                 "--save-results", "forge-cli"]) == 0
+    assert (
+        main(
+            [
+                "forge-rate",
+                "--n",
+                "2",
+                "--model",
+                f"scripted:{script}",
+                "--json",
+                "--save-results",
+                "forge-cli",
+            ]
+        )
+        == 0
+    )
     assert results.load("forge-cli").data["n"] == 2
 
 
-@pytest.mark.parametrize("name, error", [("../escape", ValueError), ("", ValueError), (".hidden", ValueError)])
+@pytest.mark.parametrize(
+    "name, error", [("../escape", ValueError), ("", ValueError), (".hidden", ValueError)]
+)
 def test_a_results_name_is_a_plain_file_name(name, error, where):
     with pytest.raises(error, match="plain file name"):
-        results.save(name, {}, experiment="forge", config={"n": 1, "max_tokens": 80}, command="x",
-                     directory=where)
+        results.save(
+            name,
+            {},
+            experiment="forge",
+            config={"n": 1, "max_tokens": 80},
+            command="x",
+            directory=where,
+        )
 
 
 def test_unknown_experiments_and_missing_files_say_what_to_do(where):
@@ -129,22 +182,42 @@ def test_the_shipped_results_are_package_data():
 
 @pytest.mark.parametrize("name", results.saved())
 def test_every_shipped_results_file_matches_the_code(name):
-    """Fails when the code moved on since the file was made; the message names the command to rerun."""
+    """Fails when the code moved on since the file was made.
+
+    The message names the command to rerun.
+    """
     results.load(name)
 
 
-def test_eval_with_more_exemplars_is_its_own_fingerprinted_result(where, monkeypatch, tmp_path,
-                                                                   capsys):
+def test_eval_with_more_exemplars_is_its_own_fingerprinted_result(
+    where, monkeypatch, tmp_path, capsys
+):
     """``--exemplars N`` changes the prompt: the file records it, and is refused if they change."""
     monkeypatch.setattr(results, "RESULTS_DIR", where)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
     assert main(["eval", "--model", "oracle", "--n", "2", "--json", "--save-results", "plain"]) == 0
-    assert main(["eval", "--model", "oracle", "--n", "2", "--exemplars", "2", "--json",
-                 "--save-results", "two"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                "oracle",
+                "--n",
+                "2",
+                "--exemplars",
+                "2",
+                "--json",
+                "--save-results",
+                "two",
+            ]
+        )
+        == 0
+    )
     plain, two = results.load("plain"), results.load("two")
     assert "exemplars" not in plain.config and two.config["exemplars"] == 2
-    assert two.command == ("react-lab eval --protocol text --model oracle --n 2 --exemplars 2 "
-                           "--save-results two")
+    assert two.command == (
+        "react-lab eval --protocol text --model oracle --n 2 --exemplars 2 --save-results two"
+    )
     assert plain.fingerprint["prompt_sha256"] != two.fingerprint["prompt_sha256"]
     assert plain.fingerprint["tasks_sha256"] == two.fingerprint["tasks_sha256"]
     monkeypatch.setattr(protocol, "EXEMPLARS", protocol.EXEMPLARS[:1] + protocol.EXEMPLARS[2:3])
@@ -177,7 +250,10 @@ def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
     loaded = results.load(name)
     tasks = {t.id: t for t in load_tasks(n=loaded.config.get("n"))}
     # the file's limits are those `react-lab eval` runs with now
-    assert (loaded.config["max_steps"], loaded.config["max_tokens"]) == (EVAL_MAX_STEPS, EVAL_MAX_TOKENS)
+    assert (loaded.config["max_steps"], loaded.config["max_tokens"]) == (
+        EVAL_MAX_STEPS,
+        EVAL_MAX_TOKENS,
+    )
     records = loaded.data["records"]
     assert [r["task_id"] for r in records] == list(tasks)
     assert [r["gold"] for r in records] == [t.gold for t in tasks.values()]
@@ -186,10 +262,17 @@ def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
     assert metrics(records) == loaded.data["metrics"]
 
 
-@pytest.mark.parametrize("argv", [["eval", "--model", "oracle", "--n", "2"],
-                                  ["eval", "--config", "baseline", "--n", "1"],
-                                  ["forge-rate", "--n", "2", "--model", "oracle"]])
-def test_a_bad_results_name_stops_the_cli_before_any_work(argv, where, monkeypatch, tmp_path, capsys):
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "--model", "oracle", "--n", "2"],
+        ["eval", "--config", "baseline", "--n", "1"],
+        ["forge-rate", "--n", "2", "--model", "oracle"],
+    ],
+)
+def test_a_bad_results_name_stops_the_cli_before_any_work(
+    argv, where, monkeypatch, tmp_path, capsys
+):
     monkeypatch.setattr(results, "RESULTS_DIR", where)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
     from react_lab.lab.cli import commands
@@ -206,8 +289,13 @@ def test_a_bad_results_name_stops_the_cli_before_any_work(argv, where, monkeypat
     assert "argument --save-results: a results name is a plain file name" in err and "'a/b'" in err
 
 
-def test_an_existing_results_file_is_refused_without_overwrite(where, monkeypatch, tmp_path, capsys):
-    """A short run must not replace a shipped result: refused naming the file, unless --overwrite."""
+def test_an_existing_results_file_is_refused_without_overwrite(
+    where, monkeypatch, tmp_path, capsys
+):
+    """A short run must not replace a shipped result.
+
+    It is refused naming the file, unless --overwrite.
+    """
     import shutil
 
     shipped = where / "shipped"
@@ -215,8 +303,18 @@ def test_an_existing_results_file_is_refused_without_overwrite(where, monkeypatc
     monkeypatch.setattr(results, "RESULTS_DIR", shipped)
     monkeypatch.setenv("REACT_LAB_CACHE", str(tmp_path / "cache"))
     before = (shipped / "eval-native.json").read_bytes()
-    argv = ["eval", "--model", "oracle", "--n", "2", "--protocol", "native", "--json",
-            "--save-results", "eval-native"]
+    argv = [
+        "eval",
+        "--model",
+        "oracle",
+        "--n",
+        "2",
+        "--protocol",
+        "native",
+        "--json",
+        "--save-results",
+        "eval-native",
+    ]
     with pytest.raises(SystemExit) as stopped:
         main(argv)
     assert stopped.value.code == 2
@@ -232,7 +330,9 @@ def test_an_existing_results_file_is_refused_without_overwrite(where, monkeypatc
     assert main(argv + ["--overwrite"]) == 0  # said explicitly: replaced
     assert results.load("eval-native").config["n"] == 2
     with pytest.raises(ValueError, match="exists already"):  # the library refuses too
-        results.save("eval-native", {}, experiment="forge", config={}, command="x", directory=shipped)
+        results.save(
+            "eval-native", {}, experiment="forge", config={}, command="x", directory=shipped
+        )
 
 
 @pytest.mark.parametrize("name", results.saved())

@@ -40,8 +40,8 @@ def test_pass_hat_k_falls_and_pass_at_k_rises_with_k():
     hats = [pass_hat_k(trials, k) for k in range(1, 5)]
     ats = [pass_at_k(trials, k) for k in range(1, 5)]
     assert hats == sorted(hats, reverse=True) and ats == sorted(ats)
-    assert hats[-1] == pytest.approx(1 / 3)        # only the first task never failed
-    assert ats[-1] == pytest.approx(2 / 3)         # the last task never succeeded
+    assert hats[-1] == pytest.approx(1 / 3)  # only the first task never failed
+    assert ats[-1] == pytest.approx(2 / 3)  # the last task never succeeded
     assert hats[1] == pytest.approx((1 + 1 / 6) / 3)  # C(2,2)/C(4,2) for the middle task
 
 
@@ -53,12 +53,12 @@ def test_too_few_trials_raise():
 def test_paired_comparison_counts_disagreements_and_tests_them():
     from react_lab.lab.experiments.stats import paired_comparison
 
-    old = {f"t{i}": i < 10 for i in range(40)}          # solves t0-t9
-    new = {f"t{i}": 2 <= i < 22 for i in range(40)}     # loses t0-t1, gains t10-t21
+    old = {f"t{i}": i < 10 for i in range(40)}  # solves t0-t9
+    new = {f"t{i}": 2 <= i < 22 for i in range(40)}  # loses t0-t1, gains t10-t21
     r = paired_comparison(old, new)
     assert (r.gained, r.lost, r.same) == (12, 2, 26)
     # exact McNemar: P(X <= 2 or X >= 12), X ~ Binomial(14, 1/2) = 2 * 106/16384
-    assert r.p == pytest.approx(2 * (1 + 14 + 91) / 2 ** 14)
+    assert r.p == pytest.approx(2 * (1 + 14 + 91) / 2**14)
     assert r.verdict == "better" and "+12 -2" in str(r)
     assert paired_comparison(new, old).verdict == "worse"
     near = paired_comparison(old, {**old, "t20": True, "t0": False, "t21": True})
@@ -80,7 +80,10 @@ def test_interval_and_sign_test_agree_with_scipy_for_every_count_up_to_60():
         for k in range(n + 1):
             ref = binomtest(k, n)
             ci, rate = ref.proportion_ci(method="wilson"), success_rate(k, n)
-            assert (rate.low, rate.high) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+            assert (rate.low, rate.high) == (
+                pytest.approx(ci.low, abs=1e-12),
+                pytest.approx(ci.high, abs=1e-12),
+            )
             assert 0.0 <= rate.low <= rate.high <= 1.0
             assert sign_test(k, n - k) == pytest.approx(ref.pvalue, abs=1e-12)
     ninety = success_rate(30, 52, confidence=0.90)

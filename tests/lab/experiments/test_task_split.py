@@ -1,4 +1,5 @@
 """The extended task set: regenerated identically, gold answers from SQL, a clean dev/test split."""
+
 import json
 import re
 from collections import Counter
@@ -13,9 +14,21 @@ from react_lab.tools import call_tool, default_tools, open_db
 RAW = json.loads(TASKS_PATH.read_text(encoding="utf-8"))
 IDS = re.compile(r"\b(?:cus_\d{4}|INV-\d{4}|ch_[A-Za-z0-9]{6}|sup_\d{3}|pay_\d{4}|KB-\d{2})\b")
 #: The original 50 tasks, by category, in file order: they keep their ids and answers.
-ORIGINAL = {"latest_date": 4, "latest_id": 3, "invoice_total": 4, "invoice_status": 4,
-            "count_invoices": 4, "charge": 4, "duplicate": 5, "paid_in_full": 5,
-            "amount_paid": 2, "help": 5, "supplier": 3, "multi_step": 3, "no_tool": 4}
+ORIGINAL = {
+    "latest_date": 4,
+    "latest_id": 3,
+    "invoice_total": 4,
+    "invoice_status": 4,
+    "count_invoices": 4,
+    "charge": 4,
+    "duplicate": 5,
+    "paid_in_full": 5,
+    "amount_paid": 2,
+    "help": 5,
+    "supplier": 3,
+    "multi_step": 3,
+    "no_tool": 4,
+}
 
 
 def test_regenerating_writes_the_identical_file(tmp_path):
@@ -27,7 +40,7 @@ def test_regenerating_writes_the_identical_file(tmp_path):
 def test_the_original_50_come_first_with_their_ids():
     expected = [f"{cat}-{i:02d}" for cat, n in ORIGINAL.items() for i in range(1, n + 1)]
     assert [d["id"] for d in RAW[:50]] == expected
-    assert {d["id"]: d["gold"] for d in RAW}["duplicate-03"] == "no"      # INV-2041: one charge
+    assert {d["id"]: d["gold"] for d in RAW}["duplicate-03"] == "no"  # INV-2041: one charge
     assert len(RAW) >= 200 and len({d["id"] for d in RAW}) == len(RAW)
     assert set(Counter(d["category"] for d in RAW)) == set(ORIGINAL)
     assert all(n >= 10 for n in Counter(d["category"] for d in RAW).values())
@@ -45,7 +58,7 @@ def test_every_gold_answer_is_what_its_sql_selects():
     checked = 0
     for d in RAW:
         sql = d["sql"]
-        if sql.startswith("--"):        # read from the protocol's own text
+        if sql.startswith("--"):  # read from the protocol's own text
             assert d["gold"] in d["choices"] and d["category"] == "no_tool"
             continue
         query, _, regex = sql.partition("  -- then the regex ")
@@ -65,9 +78,10 @@ def test_split_is_about_half_each_within_every_category():
     for category in ORIGINAL:
         per = Counter(d["split"] for d in RAW if d["category"] == category)
         assert per["dev"] >= 4 and per["test"] >= 4 and abs(per["dev"] - per["test"]) <= 2, category
-    for category in ("duplicate", "paid_in_full"):   # both answers on both sides
+    for category in ("duplicate", "paid_in_full"):  # both answers on both sides
         assert {(d["split"], d["gold"]) for d in RAW if d["category"] == category} == {
-            (s, g) for s in ("dev", "test") for g in ("yes", "no")}
+            (s, g) for s in ("dev", "test") for g in ("yes", "no")
+        }
 
 
 def test_load_tasks_by_split():
@@ -111,10 +125,13 @@ def test_no_test_task_is_about_what_an_exemplar_shows():
     tools = default_tools()
     for d in RAW:
         if d["split"] == "test":
-            ids = _subjects(d) | {i for _, args in d["oracle"] for a in args for i in IDS.findall(a)}
+            ids = _subjects(d) | {
+                i for _, args in d["oracle"] for a in args for i in IDS.findall(a)
+            }
             assert not ids & exemplar_ids, d["id"]
-            assert not _shown(d, tools) & {i for e in protocol.EXEMPLARS
-                                          for i in IDS.findall(e.question)}, d["id"]
+            assert not _shown(d, tools) & {
+                i for e in protocol.EXEMPLARS for i in IDS.findall(e.question)
+            }, d["id"]
 
 
 def test_no_development_run_shows_a_test_task_subject():

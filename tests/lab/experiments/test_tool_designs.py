@@ -1,5 +1,6 @@
 """The ladder's tool designs: each variant described, the database's values kept, and the
 distractor tools that answer from their own table."""
+
 import pytest
 
 from react_lab.lab.experiments.tool_designs import (
@@ -23,12 +24,18 @@ def test_every_tool_variant_has_its_description():
 def test_tool_variants_keep_the_database_values():
     base = default_tools()
     rows = call_tool(base, "list_invoices", ["cus_4417", "2026-01-01"]).value
-    assert call_tool(get_tools("oldest_first"), "list_invoices", ["cus_4417", "2026-01-01"]).value == rows[::-1]
+    assert (
+        call_tool(get_tools("oldest_first"), "list_invoices", ["cus_4417", "2026-01-01"]).value
+        == rows[::-1]
+    )
     counted = call_tool(get_tools("counted"), "list_invoices", ["cus_4417", "2026-01-01"]).value
     assert counted["invoice_count"] == len({r["invoice_id"] for r in rows})
     charge = call_tool(get_tools("dollars"), "get_charge", ["ch_1KZq8f"]).value
-    assert charge["amount_dollars"] * 100 == charge["amount_cents"] == call_tool(
-        base, "get_charge", ["ch_1KZq8f"]).value["amount"]
+    assert (
+        charge["amount_dollars"] * 100
+        == charge["amount_cents"]
+        == call_tool(base, "get_charge", ["ch_1KZq8f"]).value["amount"]
+    )
     paid = call_tool(get_tools("sums"), "get_payments", ["INV-2041"]).value
     assert paid["paid_in_full"] is True and paid["total_paid"] == paid["invoice_total"]
     statuses = call_tool(get_tools("statuses"), "find_invoice", ["INV-2041"]).value

@@ -1,4 +1,5 @@
 """Fixtures for the notebook support's tests: the learner's file in a folder of the test's own."""
+
 import pytest
 
 from react_lab.lab.notebook import solutions

@@ -1,4 +1,5 @@
 """Cells as a notebook runs them: compiled under a cell's name, text kept where inspect looks."""
+
 import itertools
 import linecache
 
@@ -16,10 +17,13 @@ def run_cell(source: str, namespace: dict) -> dict:
 def notebook_namespace(**names) -> dict:
     """A notebook's namespace after its imports: what the core notebooks import, plus ``names``."""
     space: dict = {"__name__": "__main__"}
-    run_cell("import json, re\nimport jsonschema\n"
-             "from react_lab.tool_calls import first_messages, reply_calls\n"
-             "from react_lab.protocol import ACTION_RE, STOP, build_prompt\n"
-             "from react_lab.tools import call_tool, tool_schemas\n"
-             "from react_lab.lab.notebook.native_turn import tool_messages\n", space)
+    run_cell(
+        "import json, re\nimport jsonschema\n"
+        "from react_lab.tool_calls import first_messages, reply_calls\n"
+        "from react_lab.protocol import ACTION_RE, STOP, build_prompt\n"
+        "from react_lab.tools import call_tool, tool_schemas\n"
+        "from react_lab.lab.notebook.native_turn import tool_messages\n",
+        space,
+    )
     space.update(names)
     return space

@@ -1,4 +1,5 @@
 """The learner's file: pieces saved in place, loaded fresh, checked; references stand in loudly."""
+
 import os
 import subprocess
 import sys
@@ -36,7 +37,7 @@ def observe(text, tools):
     return "\\nObservation: " + call_tool(tools, match.group(1), args).text + "\\nThought:"
 '''
 
-LOOP = '''
+LOOP = """
 def run_loop(question, model, tools, exemplars=None, max_steps=6):
     transcript = build_prompt(question, tools.values(), exemplars)
     for _ in range(max_steps):
@@ -46,7 +47,7 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6):
             return text.split("Answer:", 1)[1].split("\\n", 1)[0]{strip}, transcript
         transcript += observe(text, tools)
     return None, transcript
-'''
+"""
 
 
 def cell(source: str, space: dict | None = None):
@@ -63,6 +64,7 @@ def lines(capsys) -> list[str]:
 
 
 # --------------------------------------------------------------------------- save
+
 
 def test_a_new_file_starts_with_the_header_and_the_piece(agent_file, capsys):
     mine = cell(OBSERVE.format(no_action="none"))
@@ -91,22 +93,34 @@ def test_an_edit_is_saved_under_the_piece_name(agent_file, capsys):
 
 def test_the_imports_a_piece_uses_are_added_and_other_names_are_named(agent_file, capsys):
     space = notebook_namespace()
-    run_cell("from react_lab.protocol import OBSERVATION\nfrom react_lab.cost import count_tokens\n"
-             "import collections\nlimit = 3\n", space)
-    save(cell("def short(text):\n    c = collections.Counter(text)\n"
-              "    return count_tokens(text) < limit and OBSERVATION not in text\n", space))
+    run_cell(
+        "from react_lab.protocol import OBSERVATION\nfrom react_lab.cost import count_tokens\n"
+        "import collections\nlimit = 3\n",
+        space,
+    )
+    save(
+        cell(
+            "def short(text):\n    c = collections.Counter(text)\n"
+            "    return count_tokens(text) < limit and OBSERVATION not in text\n",
+            space,
+        )
+    )
     text = agent_file.read_text()
     assert "from react_lab.protocol import OBSERVATION\n" in text
     assert "from react_lab.cost import count_tokens\n" in text and "import collections\n" in text
     assert text.index("import collections") < text.index("def short(")
-    assert lines(capsys) == ["saved to my_agent.py; it uses limit, which my_agent.py does not "
-                             "define: save it too"]
+    assert lines(capsys) == [
+        "saved to my_agent.py; it uses limit, which my_agent.py does not define: save it too"
+    ]
 
 
-@pytest.mark.parametrize("fn, why", [
-    (lambda text: text, "not a function written with def"),
-    (len, "not a function written with def"),
-])
+@pytest.mark.parametrize(
+    "fn, why",
+    [
+        (lambda text: text, "not a function written with def"),
+        (len, "not a function written with def"),
+    ],
+)
 def test_what_cannot_be_saved_is_said_not_raised(agent_file, capsys, fn, why):
     assert save(fn, "observe") is None
     out = capsys.readouterr().out
@@ -116,8 +130,10 @@ def test_what_cannot_be_saved_is_said_not_raised(agent_file, capsys, fn, why):
 def test_a_file_that_no_longer_parses_is_left_alone(agent_file, capsys):
     agent_file.write_text("def observe(text, tools:\n")
     assert save(cell(OBSERVE.format(no_action="x"))) is None
-    assert lines(capsys) == ["not saved: my_agent.py does not parse (line 1: '(' was never "
-                             "closed); fix it there, or delete it to start it again"]
+    assert lines(capsys) == [
+        "not saved: my_agent.py does not parse (line 1: '(' was never "
+        "closed); fix it there, or delete it to start it again"
+    ]
     assert agent_file.read_text() == "def observe(text, tools:\n"
 
 
@@ -126,11 +142,19 @@ def test_the_saved_file_imports_on_its_own(agent_file, capsys):
     pieces = ("observe_args", "run_loop_guards", "run_native")
     for name in pieces:
         save(cell(agent_file_source(name)), CORE[name].piece)
-    script = ("import my_agent; from react_lab.tools import default_tools; "
-              "print(my_agent.observe('Action: find_invoice[INV-2291]', default_tools())[:40])")
+    script = (
+        "import my_agent; from react_lab.tools import default_tools; "
+        "print(my_agent.observe('Action: find_invoice[INV-2291]', default_tools())[:40])"
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", script], cwd=agent_file.parent, env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=agent_file.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith('\nObservation: {"invoice_id": "INV-2291"')
 
@@ -149,13 +173,19 @@ def test_the_header_imports_every_name_the_references_use():
 
 # --------------------------------------------------------------------------- load_agent
 
+
 def test_without_a_file_every_piece_is_the_reference(agent_file, capsys):
     agent = load_agent(3)
-    assert lines(capsys) == ["→ observe: the reference stands in (my_agent.py not found)",
-                             "→ run_loop: the reference stands in (my_agent.py not found)"]
+    assert lines(capsys) == [
+        "→ observe: the reference stands in (my_agent.py not found)",
+        "→ run_loop: the reference stands in (my_agent.py not found)",
+    ]
     assert agent.run_loop.reference == "run_loop" and agent.observe.reference == "observe"
-    answer, _ = agent.run_loop("Has supplier invoice INV-2291 been paid?",
-                               ScriptedModel([" I know.\nAnswer: No."]), default_tools())
+    answer, _ = agent.run_loop(
+        "Has supplier invoice INV-2291 been paid?",
+        ScriptedModel([" I know.\nAnswer: No."]),
+        default_tools(),
+    )
     assert answer == "No."
 
 
@@ -163,9 +193,10 @@ def test_a_piece_not_yet_written_and_a_failing_one_say_why_in_one_line(agent_fil
     save(cell(LOOP.format(strip="")))  # the answer's line is not stripped: rule 3
     capsys.readouterr()
     agent = load_agent(["run_loop"])  # and the observe it calls
-    assert lines(capsys) == ["→ observe: the reference stands in (yours: not written yet)",
-                             '→ run_loop: the reference stands in (yours fails rule 3 '
-                             '"stop on an answer")']
+    assert lines(capsys) == [
+        "→ observe: the reference stands in (yours: not written yet)",
+        '→ run_loop: the reference stands in (yours fails rule 3 "stop on an answer")',
+    ]
     assert agent.run_loop.reference == "run_loop"
 
 
@@ -174,8 +205,7 @@ def test_passing_pieces_are_the_learners_own(agent_file, capsys):
     save(cell(LOOP.format(strip=".strip()")))
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys) == ["✓ observe: yours (my_agent.py)",
-                             "✓ run_loop: yours (my_agent.py)"]
+    assert lines(capsys) == ["✓ observe: yours (my_agent.py)", "✓ run_loop: yours (my_agent.py)"]
     assert agent.run_loop.__code__.co_filename == str(agent_file)
     assert not hasattr(agent.run_loop, "reference")
 
@@ -195,17 +225,19 @@ def test_the_pieces_call_each_other_through_the_agent(agent_file, capsys):
     save(cell(OBSERVE.format(no_action="")))  # an empty observation: rule 5
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys)[0] == ('→ observe: the reference stands in (yours fails rule 5 '
-                                '"no action line")')
+    assert lines(capsys)[0] == (
+        '→ observe: the reference stands in (yours fails rule 5 "no action line")'
+    )
     assert "Observation: Error: no action line" in transcript(agent)  # their loop, its observe
 
     save(cell(OBSERVE.format(no_action="my own words")))
     save(cell(LOOP.format(strip="")))  # their loop fails: the reference loop calls their observe
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys) == ["✓ observe: yours (my_agent.py)",
-                             '→ run_loop: the reference stands in (yours fails rule 3 '
-                             '"stop on an answer")']
+    assert lines(capsys) == [
+        "✓ observe: yours (my_agent.py)",
+        '→ run_loop: the reference stands in (yours fails rule 3 "stop on an answer")',
+    ]
     assert "Observation: my own words" in transcript(agent)
 
 
@@ -220,12 +252,19 @@ def test_each_load_reads_the_file_afresh(agent_file, capsys):
     assert not list(agent_file.parent.glob("__pycache__")) and "my_agent" not in sys.modules
 
 
-@pytest.mark.parametrize("text, why", [
-    ("def observe(text, tools:\n",
-     "my_agent.py does not run: SyntaxError at line 1: '(' was never closed"),
-    ("import json\n\nx = 1 / 0\n",
-     "my_agent.py does not run: ZeroDivisionError at line 3: division by zero"),
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        (
+            "def observe(text, tools:\n",
+            "my_agent.py does not run: SyntaxError at line 1: '(' was never closed",
+        ),
+        (
+            "import json\n\nx = 1 / 0\n",
+            "my_agent.py does not run: ZeroDivisionError at line 3: division by zero",
+        ),
+    ],
+)
 def test_a_file_that_does_not_run_leaves_the_references(agent_file, capsys, text, why):
     agent_file.write_text(text)
     agent = load_agent(["observe"])
@@ -239,13 +278,19 @@ def test_a_newer_version_of_a_piece_still_counts_as_theirs(agent_file, capsys):
         save(cell(agent_file_source(name)), CORE[name].piece)
     capsys.readouterr()
     load_agent(["run_loop"])  # notebook 02's loop, and the observe it calls
-    assert lines(capsys) == ["✓ observe: yours (my_agent.py)",
-                             "✓ run_loop: yours (my_agent.py, as of notebook 06)"]
+    assert lines(capsys) == [
+        "✓ observe: yours (my_agent.py)",
+        "✓ run_loop: yours (my_agent.py, as of notebook 06)",
+    ]
 
 
 def test_what_a_piece_prints_while_it_is_checked_is_not_shown(agent_file, capsys):
-    save(cell('def is_forged(text):\n    print("checking", text)\n'
-              '    return re.search(r"^Observation", text, re.M) is not None\n'))
+    save(
+        cell(
+            'def is_forged(text):\n    print("checking", text)\n'
+            '    return re.search(r"^Observation", text, re.M) is not None\n'
+        )
+    )
     capsys.readouterr()
     load_agent(["is_forged"])
     assert lines(capsys) == ["✓ is_forged: yours (my_agent.py)"]
@@ -276,15 +321,19 @@ def test_every_piece_is_checked_after_the_pieces_it_calls():
 
 # --------------------------------------------------------------------------- %agent
 
+
 def test_agent_shows_their_piece_or_the_reference_saying_so(agent_file, capsys):
     text = agent_source("observe")
-    assert text.splitlines()[0] == ("# %agent observe: the reference observe stands in "
-                                    "(my_agent.py not found); edit it, then run this cell")
+    assert text.splitlines()[0] == (
+        "# %agent observe: the reference observe stands in "
+        "(my_agent.py not found); edit it, then run this cell"
+    )
     assert "def observe(text, tools):" in text
     save(cell(OBSERVE.format(no_action="mine")))
     text = agent_source("observe")
-    assert text.splitlines()[0] == ("# %agent observe: your observe from my_agent.py; edit it, "
-                                    "then run this cell")
+    assert text.splitlines()[0] == (
+        "# %agent observe: your observe from my_agent.py; edit it, then run this cell"
+    )
     assert text.endswith(textwrap.dedent(OBSERVE.format(no_action="mine")).lstrip())
 
 
@@ -338,10 +387,13 @@ def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, ca
     try:
         # In a kernel the package is first imported inside IPython, which registers %agent;
         # here it was imported before the shell existed, so register as that import does.
-        shell.run_cell("from react_lab.lab.notebook import check, register_magic\nimport re\n"
-                       "register_magic()")
-        shell.run_cell('def is_forged(text):\n    """Mine."""\n'
-                       '    return re.search(r"^Observation", text, re.M) is not None\n')
+        shell.run_cell(
+            "from react_lab.lab.notebook import check, register_magic\nimport re\nregister_magic()"
+        )
+        shell.run_cell(
+            'def is_forged(text):\n    """Mine."""\n'
+            '    return re.search(r"^Observation", text, re.M) is not None\n'
+        )
         shell.run_cell('check("is_forged", is_forged)')
         assert "✓ is_forged: 6/6 cases pass — saved to my_agent.py" in capsys.readouterr().out
         shell.run_cell("%agent is_forged")
@@ -353,6 +405,7 @@ def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, ca
 
 # --------------------------------------------------------------------------- download
 
+
 def test_the_download_link_says_why_and_points_at_the_file(agent_file, capsys, monkeypatch):
     assert download_link() is None
     assert lines(capsys) == ["Nothing is saved yet: my_agent.py appears when a checker passes."]
@@ -363,8 +416,9 @@ def test_the_download_link_says_why_and_points_at_the_file(agent_file, capsys, m
     assert repr(link) == f"{DOWNLOAD_SENTENCE} {agent_file}"
 
 
-def test_the_magic_as_a_new_name_binds_the_reference_until_the_learner_runs_theirs(agent_file,
-                                                                                   capsys):
+def test_the_magic_as_a_new_name_binds_the_reference_until_the_learner_runs_theirs(
+    agent_file, capsys
+):
     """``%agent run_loop as run_native`` headless: the cell's new text is dropped, the checker
     still runs and says "not written yet" (the name is the reference, marked so)."""
     from IPython.core.interactiveshell import InteractiveShell

@@ -7,6 +7,7 @@ and saves it, and the agent runs on the scripted models. At the end every piece 
 theirs; then one is broken or deleted, and the reference stands in for it alone, saying
 so in one line, while the agent still runs.
 """
+
 import re
 
 import pytest
@@ -65,11 +66,15 @@ def run_notebook(notebook: int, capsys) -> object:
 
 def run_text_agent(agent, max_steps=6) -> tuple:
     """The text agent on a run with a repeat, a call the schema refuses, and no answer in time."""
-    model = ScriptedModel([" I look at the invoice.\nAction: find_invoice[INV-2291]",
-                           " Again.\nAction: find_invoice[INV-2291]",
-                           " Its July invoices.\nAction: list_invoices[cus_8812, July 1st]",
-                           " Its payments.\nAction: get_payments[INV-2291]",
-                           " It has no payments, so it is not paid."])
+    model = ScriptedModel(
+        [
+            " I look at the invoice.\nAction: find_invoice[INV-2291]",
+            " Again.\nAction: find_invoice[INV-2291]",
+            " Its July invoices.\nAction: list_invoices[cus_8812, July 1st]",
+            " Its payments.\nAction: get_payments[INV-2291]",
+            " It has no payments, so it is not paid.",
+        ]
+    )
     return agent.run_loop(QUESTION, model, default_tools(), max_steps=max_steps)
 
 
@@ -77,22 +82,36 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     for notebook in NOTEBOOKS:
         agent = run_notebook(notebook, capsys)
         if notebook == 2:  # their loop on the scripted model, calling their observe
-            model = ScriptedModel([" I look.\nAction: find_invoice[INV-2291]",
-                                   " Approved.\nAnswer: Not paid."])
+            model = ScriptedModel(
+                [" I look.\nAction: find_invoice[INV-2291]", " Approved.\nAnswer: Not paid."]
+            )
             answer, transcript = agent.run_loop(QUESTION, model, default_tools())
             assert answer == "Not paid." and '"status": "approved"' in transcript
         if notebook == 3:  # their loop, stop switched off: the forged observation stays in
-            _, transcript = agent.run_loop(QUESTION, ScriptedModel(
-                [" I look.\nAction: find_invoice[INV-2291]\nObservation: {}\nAnswer: Paid."]),
-                default_tools(), stop=None)
+            _, transcript = agent.run_loop(
+                QUESTION,
+                ScriptedModel(
+                    [" I look.\nAction: find_invoice[INV-2291]\nObservation: {}\nAnswer: Paid."]
+                ),
+                default_tools(),
+                stop=None,
+            )
             assert agent.is_forged(transcript)
 
     capsys.readouterr()
     agent = load_agent(9)
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"✓ {p}: yours (my_agent.py)" for p in
-                   ["observe", "run_loop", "is_forged", "prompt_tokens_at_step",
-                    "run_native", "pick_exemplar"]]
+    assert out == [
+        f"✓ {p}: yours (my_agent.py)"
+        for p in [
+            "observe",
+            "run_loop",
+            "is_forged",
+            "prompt_tokens_at_step",
+            "run_native",
+            "pick_exemplar",
+        ]
+    ]
     assert all(not hasattr(getattr(agent, e.piece), "reference") for e in CORE.values())
 
     answer, transcript = run_text_agent(agent, max_steps=4)
@@ -101,12 +120,17 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     # their schema check, in their observe, through their loop
     assert "list_invoices was not run: 'July 1st' does not match" in transcript
 
-    leaked = ('<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}'
-              "</tool_call>")
+    leaked = (
+        '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'
+    )
     payments = {"name": "get_payments", "arguments": {"invoice_id": "INV-2291"}}
-    model = ScriptedChatModel([{"thought": "", "answer": leaked},
-                               {"thought": "Payments.", "tool_calls": [payments]},
-                               {"thought": "None.", "answer": "No, INV-2291 is not paid."}])
+    model = ScriptedChatModel(
+        [
+            {"thought": "", "answer": leaked},
+            {"thought": "Payments.", "tool_calls": [payments]},
+            {"thought": "None.", "answer": "No, INV-2291 is not paid."},
+        ]
+    )
     answer, messages = agent.run_native(QUESTION, model, default_tools(), exemplars=[EXEMPLARS[1]])
     assert answer == "No, INV-2291 is not paid."
     ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"][-2:]  # after the exemplar's
@@ -149,10 +173,12 @@ def test_a_skipped_edit_leaves_the_reference_version_and_the_rest_runs(agent_fil
     assert capsys.readouterr().out.splitlines() == [
         "✓ observe: yours (my_agent.py)",
         '→ run_loop: the reference stands in (yours fails rule 6 "stop as a parameter")',
-        "→ is_forged: the reference stands in (yours: not written yet)"]
+        "→ is_forged: the reference stands in (yours: not written yet)",
+    ]
     model = ScriptedModel([" Done.\nAnswer: No."])
     answer, _ = agent.run_loop(QUESTION, model, default_tools(), stop=None)
     assert answer == "No."
     assert agent_source("run_loop").startswith(
         "# %agent run_loop: your run_loop from my_agent.py (yours fails rule 6 "
-        '"stop as a parameter"; the reference stood in)')
+        '"stop as a parameter"; the reference stood in)'
+    )

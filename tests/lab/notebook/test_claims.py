@@ -1,4 +1,5 @@
 """The quoted figures and the claim / measured / why table."""
+
 from datetime import date
 
 from react_lab.lab.notebook.claims import (
@@ -14,7 +15,10 @@ from react_lab.lab.notebook.claims import (
 
 def test_the_text_protocol_had_eight_months_to_itself():
     assert months_between(TEXT_PROTOCOL[1], FUNCTION_CALLING[1]) == SEED_WINDOW["months"] == 8
-    assert f"{TEXT_PROTOCOL[1]:%B %Y}" == SEED_WINDOW["from"] and f"{FUNCTION_CALLING[1]:%B %Y}" == SEED_WINDOW["to"]
+    assert (
+        f"{TEXT_PROTOCOL[1]:%B %Y}" == SEED_WINDOW["from"]
+        and f"{FUNCTION_CALLING[1]:%B %Y}" == SEED_WINDOW["to"]
+    )
 
 
 def test_months_between_counts_a_month_once_its_day_is_reached():
@@ -47,7 +51,9 @@ def test_holds_prints_a_statement_marked_and_raises_only_in_solutions_mode(monke
     holds("the model wrote no Answer:", True)
     holds("the model wrote no Answer:", False)
     assert capsys.readouterr().out.splitlines() == [
-        "✓ the model wrote no Answer:", "✗ not in this run: the model wrote no Answer:"]
+        "✓ the model wrote no Answer:",
+        "✗ not in this run: the model wrote no Answer:",
+    ]
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
     holds("it holds", 1)
     with pytest.raises(AssertionError, match="does not bear it out"):

@@ -4,6 +4,7 @@ A planted mistake is written as a learner would write it, in a notebook cell who
 namespace holds the pieces of the notebooks before (the references). Every rule of every
 exercise is broken by at least one of them, so no rule's check is dead code.
 """
+
 import ast
 import json
 import textwrap
@@ -25,24 +26,27 @@ from react_lab.lab.notebook.core_exercises import (
 )
 from react_lab.lab.notebook.exercises import NOT_WRITTEN, check, failed_rule, run_cases
 
-OBSERVE = '''
+OBSERVE = """
 def observe(text, tools):
     match = {regex}
     if match is None:
         return {none}
     name, args = match.group(1), {args}
     return {result}
-'''
-OBSERVE_OK = dict(regex="ACTION_RE.search(text)", none='"\\nObservation: no action\\nThought:"',
-                  args='[a.strip() for a in match.group(2).split(",")]',
-                  result='"\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"')
+"""
+OBSERVE_OK = dict(
+    regex="ACTION_RE.search(text)",
+    none='"\\nObservation: no action\\nThought:"',
+    args='[a.strip() for a in match.group(2).split(",")]',
+    result='"\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"',
+)
 
 
 def _observe(**changes):
     return OBSERVE.format(**{**OBSERVE_OK, **changes})
 
 
-LOOP = '''
+LOOP = """
 def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
     transcript = build_prompt(question, tools.values(), exemplars)
     calls = []
@@ -59,12 +63,16 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
         calls.append(match.groups() if match else None)
     {effort}
     return {end}, transcript
-'''
-EFFORT = 'text = model.complete(transcript + {nudge}, stop={stop}, max_tokens=128).text'
-GUARDED = dict(params=", stop=STOP", stop="stop", answered="",
-               repeat="match and match.groups() in calls",
-               effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="stop"),
-               end='"[best effort] " + text.strip().split("\\n")[0]')
+"""
+EFFORT = "text = model.complete(transcript + {nudge}, stop={stop}, max_tokens=128).text"
+GUARDED = dict(
+    params=", stop=STOP",
+    stop="stop",
+    answered="",
+    repeat="match and match.groups() in calls",
+    effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="stop"),
+    end='"[best effort] " + text.strip().split("\\n")[0]',
+)
 UNGUARDED = dict(effort="", end="None", repeat="False")
 
 
@@ -72,7 +80,7 @@ def _loop(**changes):
     return LOOP.format(**{**GUARDED, **changes})
 
 
-NATIVE = '''
+NATIVE = """
 def run_native(question, model, tools, exemplars=None, max_steps=6):
     messages = {start}
     for _ in range({steps}):
@@ -82,15 +90,22 @@ def run_native(question, model, tools, exemplars=None, max_steps=6):
             return reply.content, {answered}
         {turn}
     return None, messages
-'''
-NATIVE_OK = {"start": "first_messages(question, tools, exemplars=exemplars or ())", "steps": "max_steps",
-             "stop": "", "calls": "reply_calls(reply, tools)", "answered": "messages + [reply.message()]",
-             "turn": "messages += tool_messages(reply, tools)"}
+"""
+NATIVE_OK = {
+    "start": "first_messages(question, tools, exemplars=exemplars or ())",
+    "steps": "max_steps",
+    "stop": "",
+    "calls": "reply_calls(reply, tools)",
+    "answered": "messages + [reply.message()]",
+    "turn": "messages += tool_messages(reply, tools)",
+}
 #: A turn written out by hand, with the arguments left a JSON string (rule 4).
-TURN_BY_HAND = ('messages.append({**reply.message(), "tool_calls": calls})\n'
-                "        for call in calls:\n"
-                '            messages.append({"role": "tool", "tool_call_id": call["id"], "content": '
-                'call_tool(tools, call["function"]["name"], call["function"]["arguments"]).text})')
+TURN_BY_HAND = (
+    'messages.append({**reply.message(), "tool_calls": calls})\n'
+    "        for call in calls:\n"
+    '            messages.append({"role": "tool", "tool_call_id": call["id"], "content": '
+    'call_tool(tools, call["function"]["name"], call["function"]["arguments"]).text})'
+)
 
 
 def _native(**changes):
@@ -105,7 +120,7 @@ def cell(body: str) -> str:
 OBSERVED = '"\\nObservation: " + {} + "\\nThought:"'.format
 RAN = "call_tool(tools, name, args).text"
 
-CHECKED = '''
+CHECKED = """
 def observe(text, tools):
     match = ACTION_RE.search(text)
     if match is None:
@@ -117,13 +132,15 @@ def observe(text, tools):
     if errors:
         return {refuse}
     return "\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"
-'''
-CHECKED_OK = dict(named="dict(zip(schema.get('properties', ()), args))",
-                  refuse=OBSERVED("'; '.join(errors)"))
+"""
+CHECKED_OK = dict(
+    named="dict(zip(schema.get('properties', ()), args))", refuse=OBSERVED("'; '.join(errors)")
+)
 
 
 def _checked(**changes):
     return CHECKED.format(**{**CHECKED_OK, **changes})
+
 
 #: (exercise, the learner's cell, the rule its first failure must name)
 PLANTED = [
@@ -136,45 +153,77 @@ PLANTED = [
     ("run_loop_stop", _loop(params="", stop="STOP", **UNGUARDED), 6),
     ("run_loop_stop", _loop(stop="STOP", **UNGUARDED), 6),
     ("run_loop_stop", _loop(params=", stop=None", **UNGUARDED), 2),
-    ("is_forged", cell("""
+    (
+        "is_forged",
+        cell("""
         def is_forged(text):
             return 'Observation' in text
-        """), 2),
-    ("is_forged", cell("""
+        """),
+        2,
+    ),
+    (
+        "is_forged",
+        cell("""
         def is_forged(text):
             return re.search(r'^Observation:', text, re.M) is not None
-        """), 1),
-    ("is_forged", cell("""
+        """),
+        1,
+    ),
+    (
+        "is_forged",
+        cell("""
         def is_forged(text):
             return re.search(r'^Observation', text, re.M)
-        """), 3),
+        """),
+        3,
+    ),
     ("observe_args", _observe(), 7),
     ("observe_args", _checked(named="args"), 6),  # the list itself, not named
     ("observe_args", _checked(named="dict(zip(reversed(list(schema['properties'])), args))"), 6),
     ("observe_args", _checked(refuse=OBSERVED("'not run'")), 8),
     ("observe_args", _checked(refuse=OBSERVED("errors[0]")), 8),  # the first error only
     ("observe_args", _checked(refuse=OBSERVED(f"'; '.join(errors) + {RAN}")), 7),
-    ("prompt_tokens_at_step", cell("""
+    (
+        "prompt_tokens_at_step",
+        cell("""
         def prompt_tokens_at_step(P, O, A, k):
             return P + k * (A + O)
-        """), 1),
-    ("prompt_tokens_at_step", cell("""
+        """),
+        1,
+    ),
+    (
+        "prompt_tokens_at_step",
+        cell("""
         def prompt_tokens_at_step(P, O, A, k):
             return P + (k - 1) * A
-        """), 2),
+        """),
+        2,
+    ),
     ("run_loop_guards", _loop(repeat="False"), 7),
     ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
     ("run_loop_guards", _loop(effort="", end="None"), 8),
     ("run_loop_guards", _loop(effort=EFFORT.format(nudge='"\\nAnswer:"', stop="stop")), 8),
     ("run_loop_guards", _loop(effort=EFFORT.format(nudge='" I must answer now."', stop="stop")), 8),
-    ("run_loop_guards", _loop(effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"',
-                                                   stop="None")), 8),
+    (
+        "run_loop_guards",
+        _loop(effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="None")),
+        8,
+    ),
     ("run_loop_guards", _loop(end="text.strip()"), 8),
-    ("run_loop_guards", _loop(answered=EFFORT.format(nudge='" Now.\\nAnswer:"', stop="stop")
-                              + "\n            "), 8),
+    (
+        "run_loop_guards",
+        _loop(answered=EFFORT.format(nudge='" Now.\\nAnswer:"', stop="stop") + "\n            "),
+        8,
+    ),
     ("run_native", _native(start='[{"role": "user", "content": question}]'), 1),
-    ("run_native", _native(start='[{"role": "system", "content": build_prompt(question, '
-                                 'tools.values())}, {"role": "user", "content": question}]'), 1),
+    (
+        "run_native",
+        _native(
+            start='[{"role": "system", "content": build_prompt(question, '
+            'tools.values())}, {"role": "user", "content": question}]'
+        ),
+        1,
+    ),
     ("run_native", _native(stop=", stop=STOP"), 2),
     ("run_native", _native(answered="messages"), 3),
     ("run_native", _native(turn="messages += tool_messages(reply, tools)[1:]"), 3),
@@ -182,20 +231,32 @@ PLANTED = [
     ("run_native", _native(turn=TURN_BY_HAND), 4),
     ("run_native", _native(calls="(reply.tool_calls, [], None)"), 5),
     ("run_native", _native(steps="100"), 6),
-    ("pick_exemplar", cell("""
+    (
+        "pick_exemplar",
+        cell("""
         def pick_exemplar(question, pool):
             return pool[0]
-        """), 1),
-    ("pick_exemplar", cell("""
+        """),
+        1,
+    ),
+    (
+        "pick_exemplar",
+        cell("""
         def pick_exemplar(question, pool):
             words = set(question.split())
             return min(pool, key=lambda e: len(words & set(e.question.split())))
-        """), 1),
-    ("pick_exemplar", cell("""
+        """),
+        1,
+    ),
+    (
+        "pick_exemplar",
+        cell("""
         def pick_exemplar(question, pool):
             words = set(question.split())
             return max(pool, key=lambda e: len(words & set(e.question.split()))).question
-        """), 2),
+        """),
+        2,
+    ),
 ]
 
 
@@ -212,8 +273,11 @@ def test_each_reference_passes_every_case(name):
     assert failure is None and passed == total > 0
 
 
-@pytest.mark.parametrize("exercise, source, rule", PLANTED,
-                         ids=[f"{e}-rule{r}-{i}" for i, (e, _, r) in enumerate(PLANTED)])
+@pytest.mark.parametrize(
+    "exercise, source, rule",
+    PLANTED,
+    ids=[f"{e}-rule{r}-{i}" for i, (e, _, r) in enumerate(PLANTED)],
+)
 def test_a_planted_mistake_fails_on_its_rule(exercise, source, rule):
     passed, total, failure = run_cases(exercise, _defined(source))
     assert failure is not None and passed < total
@@ -244,8 +308,11 @@ def test_a_stub_is_not_written_yet(name, agent_file, capsys):
 
 def test_an_edit_exercise_starts_from_the_agent_magic():
     assert [e.stub for e in CORE.values() if e.edits] == [
-        "%agent run_loop\n", "%agent observe\n", "%agent run_loop\n",
-        "%agent run_loop as run_native\n"]
+        "%agent run_loop\n",
+        "%agent observe\n",
+        "%agent run_loop\n",
+        "%agent run_loop as run_native\n",
+    ]
 
 
 def test_a_learner_error_is_reported_never_raised(agent_file, capsys):
@@ -286,13 +353,17 @@ def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
     """Each case's exemplar shares strictly the most words, split on spaces or on \\w+."""
     import re
 
-    splits = [lambda t: set(t.lower().split()), lambda t: set(re.findall(r"\w+", t.lower())),
-              lambda t: set(t.split())]
+    splits = [
+        lambda t: set(t.lower().split()),
+        lambda t: set(re.findall(r"\w+", t.lower())),
+        lambda t: set(t.split()),
+    ]
     for case in _pick_cases():
         question, pool = case.args
         for split in splits:
-            scores = sorted((len(split(question) & split(e.question)), i)
-                            for i, e in enumerate(pool))
+            scores = sorted(
+                (len(split(question) & split(e.question)), i) for i, e in enumerate(pool)
+            )
             assert scores[-1][0] > scores[-2][0], (question, scores)
             best = pool[scores[-1][1]]
             assert case.expected(best) is None
@@ -331,8 +402,14 @@ def test_exercise_metadata_is_what_a_notebook_cell_carries():
 def test_the_pieces_before_a_notebook_are_the_latest_of_each():
     assert pieces_before(1) == []
     assert pieces_before(4) == ["observe", "run_loop_stop", "is_forged"]
-    assert pieces_before(9) == ["observe_args", "run_loop_guards", "is_forged",
-                                "prompt_tokens_at_step", "run_native", "pick_exemplar"]
+    assert pieces_before(9) == [
+        "observe_args",
+        "run_loop_guards",
+        "is_forged",
+        "prompt_tokens_at_step",
+        "run_native",
+        "pick_exemplar",
+    ]
 
 
 def test_a_piece_not_loaded_and_the_wrong_model_method_say_what_to_do():
@@ -348,10 +425,13 @@ def test_a_piece_not_loaded_and_the_wrong_model_method_say_what_to_do():
     assert "this is a text-completion model" in run_cases("run_loop", native)[2]
 
 
-@pytest.mark.parametrize("source, rule", [
-    ("def is_repeat(calls, name, args):\n    return False\n", 1),
-    ("def is_repeat(calls, name, args):\n    return any(a == args for _, a in calls)\n", 2),
-])
+@pytest.mark.parametrize(
+    "source, rule",
+    [
+        ("def is_repeat(calls, name, args):\n    return False\n", 1),
+        ("def is_repeat(calls, name, args):\n    return any(a == args for _, a in calls)\n", 2),
+    ],
+)
 def test_the_bench_repeat_exercise_still_names_its_rule(source, rule):
     """Bench notebook 06 keeps ``is_repeat`` as an exercise; the core path's guard is inline."""
     from react_lab.lab.notebook.core_exercises import REPEAT_RULES

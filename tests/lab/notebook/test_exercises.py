@@ -4,6 +4,7 @@ The bench's exercises and notebook 02's loop here; every checker's promises (a s
 written yet", solutions mode checks the reference); the core path's other pieces are in
 test_core_exercises.py.
 """
+
 import re
 
 import pytest
@@ -15,14 +16,17 @@ from react_lab.protocol import ACTION_RE, STOP, build_prompt
 from react_lab.tools import call_tool
 
 WRONG = {
+    # unanchored, no comma split
     "parse_action": lambda text: (lambda m: m and (m.group(1), [m.group(2)]))(
-        re.search(r"Action:\s*(\w+)\[(.*)\]", text)),           # unanchored, no comma split
+        re.search(r"Action:\s*(\w+)\[(.*)\]", text)
+    ),
     "dispatch": lambda tools, name, args: str(tools[name].fn(*args)),  # raises on bad input
-    "cut_forgery": lambda text: text.split("Observation:")[0],      # misses the partial stop word
+    "cut_forgery": lambda text: text.split("Observation:")[0],  # misses the partial stop word
     "missing_fields": lambda schema, args: [k for k in schema["properties"] if k not in args][:1],
-    "truncate_observation": lambda text, n: text[:n] + "...",       # no count, cuts at the limit
+    "truncate_observation": lambda text, n: text[:n] + "...",  # no count, cuts at the limit
     "normalise_amount": lambda text: float(re.sub(r"[^\d.]", "", text) or 0),  # "0" for no number
-    "is_repeat": lambda calls, name, args: any(n == name for n, _ in calls),  # ignores the arguments
+    # ignores the arguments
+    "is_repeat": lambda calls, name, args: any(n == name for n, _ in calls),
 }
 
 
@@ -48,8 +52,9 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     assert check("observe", solutions.observe) is False
-    assert capsys.readouterr().out.startswith("✎ observe: not written yet — this observe is the "
-                                              "reference solution, not yours.")
+    assert capsys.readouterr().out.startswith(
+        "✎ observe: not written yet — this observe is the reference solution, not yours."
+    )
     stand_in = load_agent(["observe"]).observe
     capsys.readouterr()
     assert check("observe", stand_in) is False
@@ -60,7 +65,7 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
 @pytest.mark.parametrize("name", sorted(WRONG))
 def test_planted_wrong_answer_fails(name, monkeypatch, capsys):
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
-    assert check(name, WRONG[name]) is False          # never raises for a learner
+    assert check(name, WRONG[name]) is False  # never raises for a learner
     assert capsys.readouterr().out.startswith("✗")
 
 
@@ -73,8 +78,9 @@ def test_stub_is_reported_not_raised(monkeypatch, capsys):
     assert check("parse_action", stub) is False
     out = capsys.readouterr().out
     # The learner's message: what to write, where, and that nothing passed (no ✓).
-    assert out.startswith("✎ parse_action: not written yet — write parse_action(text) -> "
-                          "(tool, args)")
+    assert out.startswith(
+        "✎ parse_action: not written yet — write parse_action(text) -> (tool, args)"
+    )
     assert "✓" not in out and "reference solution" not in out and "run this cell again" in out
 
 
@@ -108,6 +114,7 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
     from react_lab.lab.notebook.exercises import choose
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
+
     def mine(text, n):
         return text if len(text) <= n else f"{text[:n]} ...[truncated {len(text) - n} characters]"
 
@@ -141,6 +148,7 @@ def _loop(break_rule=None):
     Its names come from this module's globals, as a notebook's come from its cells:
     ``observe`` is the one above.
     """
+
     def run(question, model, tools, exemplars=None, max_steps=6):
         shown = None if break_rule == "exemplars" else exemplars
         transcript = build_prompt(question, tools.values(), shown)
@@ -160,8 +168,11 @@ def _loop(break_rule=None):
             if break_rule == "no action" and match is None:
                 return None, transcript
             if break_rule == "inline":
-                observation = (call_tool(tools, match.group(1), match.group(2).split(",")).text
-                               if match else "none")
+                observation = (
+                    call_tool(tools, match.group(1), match.group(2).split(",")).text
+                    if match
+                    else "none"
+                )
                 transcript += "\nObservation: " + observation + "\nThought:"
             elif break_rule == "label":
                 transcript += observe(text, tools).removesuffix("\nThought:")
@@ -170,6 +181,7 @@ def _loop(break_rule=None):
             else:
                 transcript += observe(text, tools)
         return None, transcript
+
     return run
 
 
@@ -181,11 +193,22 @@ def test_a_loop_written_from_the_rules_passes_every_run(monkeypatch, capsys, tmp
     assert capsys.readouterr().out.startswith("✓ run_loop: 5/5 cases pass")
 
 
-@pytest.mark.parametrize("break_rule, rule", [
-    ("exemplars", 1), ("strip text", 2), ("max_tokens", 2), ("no max_tokens", 2),
-    ("action first", 3), ("line", 3), ("inline", 4), ("label", 4), ("observe the prompt", 4),
-    ("no action", 4), ("max_steps", 5),
-])
+@pytest.mark.parametrize(
+    "break_rule, rule",
+    [
+        ("exemplars", 1),
+        ("strip text", 2),
+        ("max_tokens", 2),
+        ("no max_tokens", 2),
+        ("action first", 3),
+        ("line", 3),
+        ("inline", 4),
+        ("label", 4),
+        ("observe the prompt", 4),
+        ("no action", 4),
+        ("max_steps", 5),
+    ],
+)
 def test_a_broken_rule_fails_and_is_named(break_rule, rule):
     """A loop that breaks one rule of the notebook's five fails, and the message names that rule."""
     passed, total, failure = run_cases("run_loop", _loop(break_rule))

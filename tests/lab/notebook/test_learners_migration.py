@@ -1,5 +1,6 @@
 """Notebook 07's pieces around the learner's two loops: the turn helper, the three problems counted
 from what a model said, a measured run, the diff of the learner's code, the facade's labels."""
+
 import pytest
 
 from react_lab.lab.backends.base import Completion
@@ -31,53 +32,84 @@ LEAK = '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-229
 
 # --------------------------------------------------------------------------- tool_messages
 
+
 def test_tool_messages_appends_the_reply_then_one_result_per_call_keyed_to_its_id():
-    reply = ChatReply(content=None, thought="Both.", finish_reason="tool_calls", tool_calls=[
-        tool_call("call_1", "find_invoice", {"invoice_id": "INV-2291"}),
-        tool_call("call_2", "get_payments", {"invoice_id": "INV-2291"})])
+    reply = ChatReply(
+        content=None,
+        thought="Both.",
+        finish_reason="tool_calls",
+        tool_calls=[
+            tool_call("call_1", "find_invoice", {"invoice_id": "INV-2291"}),
+            tool_call("call_2", "get_payments", {"invoice_id": "INV-2291"}),
+        ],
+    )
     said, *results = tool_messages(reply, TOOLS)
     assert said == {"role": "assistant", "content": "Both.", "tool_calls": reply.tool_calls}
     assert [m["tool_call_id"] for m in results] == ["call_1", "call_2"]
-    assert results[1]["content"] == call_tool(TOOLS, "get_payments", {"invoice_id": "INV-2291"}).text
+    assert (
+        results[1]["content"] == call_tool(TOOLS, "get_payments", {"invoice_id": "INV-2291"}).text
+    )
 
 
 def test_tool_messages_runs_a_leaked_call_and_notes_one_that_cannot_run():
     said, result = tool_messages(leaked_reply(LEAK), TOOLS)
-    assert said["tool_calls"][0]["id"] == result["tool_call_id"] and '"INV-2291"' in result["content"]
+    assert (
+        said["tool_calls"][0]["id"] == result["tool_call_id"] and '"INV-2291"' in result["content"]
+    )
     bad = leaked_reply('{"name": "lookup_invoice", "arguments": {"id": "INV-2291"}}')
     said, note = tool_messages(bad, TOOLS)
-    assert "tool_calls" not in said and note["role"] == "user" and note["content"].startswith("Error:")
+    assert (
+        "tool_calls" not in said and note["role"] == "user" and note["content"].startswith("Error:")
+    )
     assert "lookup_invoice" in note["content"]
 
 
 # --------------------------------------------------------------------------- the three problems
 
-@pytest.mark.parametrize("text, expected", [
-    (" I look.\nAction: find_invoice[INV-2291]", (0, 0, 0, 1)),
-    (" I look.\nAction: find_invoice[INV-2291].", (1, 0, 0, 0)),         # the anchored regex misses it
-    (" I list.\nAction: list_invoices[cus_8812, July 1st]", (0, 1, 0, 1)),  # the schema refuses the date
-    (" I look.\nAction: lookup_invoice[INV-2291]", (0, 1, 0, 1)),       # an undeclared tool
-    (" I am not sure what to do next.", (0, 0, 1, 0)),                  # neither a call nor an answer
-    (" Done.\nAnswer: No.\nQuestion: Was INV-2323 paid?", (0, 0, 1, 0)),  # ran on past the answer
-    (" Done.\nAnswer: No.", (0, 0, 0, 0)),
-    (" I look.\nAction: find_invoice[INV-2291]\nObservation: {}", (1, 0, 0, 1)),  # forged
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (" I look.\nAction: find_invoice[INV-2291]", (0, 0, 0, 1)),
+        (" I look.\nAction: find_invoice[INV-2291].", (1, 0, 0, 0)),  # the anchored regex misses it
+        # the schema refuses the date
+        (" I list.\nAction: list_invoices[cus_8812, July 1st]", (0, 1, 0, 1)),
+        (" I look.\nAction: lookup_invoice[INV-2291]", (0, 1, 0, 1)),  # an undeclared tool
+        (" I am not sure what to do next.", (0, 0, 1, 0)),  # neither a call nor an answer
+        # ran on past the answer
+        (" Done.\nAnswer: No.\nQuestion: Was INV-2323 paid?", (0, 0, 1, 0)),
+        (" Done.\nAnswer: No.", (0, 0, 0, 0)),
+        (" I look.\nAction: find_invoice[INV-2291]\nObservation: {}", (1, 0, 0, 1)),  # forged
+    ],
+)
 def test_completion_problems_read_a_completion_as_the_learners_loop_does(text, expected):
     got = completion_problems(text, TOOLS)
     assert (got["unreadable"], got["invalid"], got["undone"], got["calls"]) == expected
 
 
 def test_reply_problems_read_a_reply_as_the_learners_native_loop_does():
-    call = ChatReply(content=None, finish_reason="tool_calls",
-                     tool_calls=[tool_call("c1", "find_invoice", {"invoice_id": "INV-2291"})])
-    bad = ChatReply(content=None, finish_reason="tool_calls",
-                    tool_calls=[tool_call("c1", "find_invoice", {"invoice_id": "2291"})])
+    call = ChatReply(
+        content=None,
+        finish_reason="tool_calls",
+        tool_calls=[tool_call("c1", "find_invoice", {"invoice_id": "INV-2291"})],
+    )
+    bad = ChatReply(
+        content=None,
+        finish_reason="tool_calls",
+        tool_calls=[tool_call("c1", "find_invoice", {"invoice_id": "2291"})],
+    )
     cut = ChatReply(content=None, finish_reason="length")
     empty = ChatReply(content="", finish_reason="stop")
     answer = ChatReply(content="No.", finish_reason="stop")
     rows = [reply_problems(r, TOOLS) for r in (call, bad, leaked_reply(LEAK), cut, empty, answer)]
     assert [(r["unreadable"], r["invalid"], r["undone"], r["calls"]) for r in rows] == [
-        (0, 0, 0, 1), (0, 1, 0, 1), (1, 0, 0, 1), (1, 0, 0, 0), (0, 0, 1, 0), (0, 0, 0, 0)]
+        (0, 0, 0, 1),
+        (0, 1, 0, 1),
+        (1, 0, 0, 1),
+        (1, 0, 0, 0),
+        (0, 0, 1, 0),
+        (0, 0, 0, 0),
+    ]
     assert rows[2]["leaked"] == 1
 
 
@@ -91,19 +123,43 @@ def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
     task = tasks_named("paid_in_full-01")[0]
     text_loop = _rebind(solutions.run_loop_guards, vars(solutions), "run_loop")
     native_loop = _rebind(solutions.run_native, vars(solutions), "run_native")
-    text = measured(text_loop, task, ScriptedModel([" I look.\nAction: find_invoice[INV-2291].",
-                                                    " Again.\nAction: find_invoice[INV-2291]",
-                                                    " None.\nAnswer: No."]), TOOLS)
-    native = measured(native_loop, task, ScriptedChatModel([
-        {"thought": "", "answer": LEAK}, {"thought": "Approved.", "answer": "No, it is not paid."}]),
-        TOOLS, [EXEMPLARS[1]])
+    text = measured(
+        text_loop,
+        task,
+        ScriptedModel(
+            [
+                " I look.\nAction: find_invoice[INV-2291].",
+                " Again.\nAction: find_invoice[INV-2291]",
+                " None.\nAnswer: No.",
+            ]
+        ),
+        TOOLS,
+    )
+    native = measured(
+        native_loop,
+        task,
+        ScriptedChatModel(
+            [
+                {"thought": "", "answer": LEAK},
+                {"thought": "Approved.", "answer": "No, it is not paid."},
+            ]
+        ),
+        TOOLS,
+        [EXEMPLARS[1]],
+    )
     assert (text["right"], text["steps"], text["unreadable"], text["calls"]) == (True, 3, 1, 1)
-    assert (native["right"], native["steps"], native["unreadable"], native["leaked"]) == (True, 2, 1, 1)
+    assert (native["right"], native["steps"], native["unreadable"], native["leaked"]) == (
+        True,
+        2,
+        1,
+        1,
+    )
     table = problems_table([text], [native], saved_results())
     assert "your run_loop" in table and "1/1" in table and "file migration-test" in table
 
 
-# --------------------------------------------------------------------------- the diff and the labels
+# -------------------------------------------------------------------------- the diff and the labels
+
 
 def test_source_of_is_the_code_only_and_names_a_reference_standing_in_as_the_piece():
     standing_in = _rebind(solutions.run_loop_guards, vars(solutions), "run_loop")
@@ -111,13 +167,19 @@ def test_source_of_is_the_code_only_and_names_a_reference_standing_in_as_the_pie
     lines = source_of(standing_in)
     assert lines[0].startswith("def run_loop(") and all(line.endswith("\n") for line in lines)
     assert not any('"""' in line or "#" in line.split('"')[0] for line in lines)
-    assert any(line.startswith("    for _ in range(max_steps):") for line in lines)  # indentation kept
+    # indentation kept
+    assert any(line.startswith("    for _ in range(max_steps):") for line in lines)
 
 
 def test_the_facade_labels_what_it_loads():
     assert "ladder-test-native_pool_k1" in ladder_table("native_pool_k1")
     assert ladder_table("pool_k1").splitlines()[1].endswith(" UTC")
     assert exemplar_for("Has supplier invoice INV-2291 been paid?")[0].question != ""
-    messages = [{"role": "assistant", "tool_calls": [tool_call("example_1_1", "find_invoice", {})]},
-                {"role": "assistant", "tool_calls": [tool_call("call_1", "get_payments", {"invoice_id": "INV-2291"})]}]
+    messages = [
+        {"role": "assistant", "tool_calls": [tool_call("example_1_1", "find_invoice", {})]},
+        {
+            "role": "assistant",
+            "tool_calls": [tool_call("call_1", "get_payments", {"invoice_id": "INV-2291"})],
+        },
+    ]
     assert calls_in(messages) == ['get_payments({"invoice_id": "INV-2291"})']

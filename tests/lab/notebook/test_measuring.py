@@ -1,4 +1,8 @@
-"""Notebook 08's pieces: the learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports."""
+"""Notebook 08's pieces.
+
+The learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports.
+"""
+
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.notebook import solutions
 from react_lab.lab.notebook.agent_file import _rebind
@@ -29,15 +33,30 @@ def test_run_tasks_scores_each_answer_and_shows_the_picked_exemplar():
     seeds = {t.id: t for t in seed_tasks()}
     task = seeds["seed-paid_in_full-01"]
     said = []
-    before = run_tasks(LOOP, [task], ScriptedModel([" I look.\nAction: find_invoice[INV-2291]",
-                                                    " Its payments.\nAction: get_payments[INV-2291]",
-                                                    " None.\nAnswer: Yes."]), TOOLS)
-    after = run_tasks(LOOP, [task], ScriptedModel([" None.\nAnswer: It has not been paid."]), TOOLS,
-                      pick=lambda q, pool: said.append(q) or pool[0], pool=dev_pool())
+    before = run_tasks(
+        LOOP,
+        [task],
+        ScriptedModel(
+            [
+                " I look.\nAction: find_invoice[INV-2291]",
+                " Its payments.\nAction: get_payments[INV-2291]",
+                " None.\nAnswer: Yes.",
+            ]
+        ),
+        TOOLS,
+    )
+    after = run_tasks(
+        LOOP,
+        [task],
+        ScriptedModel([" None.\nAnswer: It has not been paid."]),
+        TOOLS,
+        pick=lambda q, pool: said.append(q) or pool[0],
+        pool=dev_pool(),
+    )
     assert not before[task.id].right and after[task.id].right and said == [task.question]
     assert after[task.id].exemplars == [dev_pool()[0]]
     assert before[task.id].calls()[1][:2] == ("get_payments", "INV-2291")
-    assert '"payments": []' in before[task.id].calls()[1][2]   # what came back
+    assert '"payments": []' in before[task.id].calls()[1][2]  # what came back
     assert str(rate(after)).startswith("1/1 = 100%")
     assert (paired(before, after).gained, paired(before, after).lost) == (1, 0)
     report = seed_report(before[task.id])
@@ -47,7 +66,10 @@ def test_run_tasks_scores_each_answer_and_shows_the_picked_exemplar():
 
 def test_gold_reasons_come_from_the_database():
     reasons = {t.id: gold_reason(t) for t in seed_tasks()}
-    assert "INV-2041" in reasons["seed-duplicate-01"] and "charged once" in reasons["seed-duplicate-01"]
+    assert (
+        "INV-2041" in reasons["seed-duplicate-01"]
+        and "charged once" in reasons["seed-duplicate-01"]
+    )
     assert "INV-2088, issued 2026-07-14" in reasons["seed-latest_date-01"]
     assert "0.00 dollars of payments" in reasons["seed-paid_in_full-01"]
 

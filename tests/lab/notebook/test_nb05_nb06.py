@@ -1,4 +1,5 @@
 """Notebooks 05 and 06's helpers: the recording model, the request split, the approval gate."""
+
 import asyncio
 import sqlite3
 from queue import Empty
@@ -17,8 +18,9 @@ PAY = "Pay supplier invoice INV-2291."
 
 
 def test_recording_keeps_each_prompt_the_loop_sent():
-    recorded = Recording(ScriptedModel([" Look.\nAction: find_invoice[INV-2291]",
-                                        " Done.\nAnswer: No."]))
+    recorded = Recording(
+        ScriptedModel([" Look.\nAction: find_invoice[INV-2291]", " Done.\nAnswer: No."])
+    )
     answer, transcript = solutions.run_loop_stop("Q?", recorded, default_tools())
     assert answer == "No." and len(recorded.prompts) == 2
     first, second = recorded.prompts
@@ -34,21 +36,27 @@ def test_the_split_and_the_figure():
 
 def payer(copy):
     tools = default_tools()
-    return {"find_invoice": tools["find_invoice"], "get_payments": tools["get_payments"],
-            **payment_tools(copy)}
+    return {
+        "find_invoice": tools["find_invoice"],
+        "get_payments": tools["get_payments"],
+        **payment_tools(copy),
+    }
 
 
-SCRIPT = [" The invoice.\nAction: find_invoice[INV-2291]",
-          " Approved, 48200.\nAction: schedule_payment[INV-2291, 48200]",
-          " Done.\nAnswer: INV-2291 is paid."]
+SCRIPT = [
+    " The invoice.\nAction: find_invoice[INV-2291]",
+    " Approved, 48200.\nAction: schedule_payment[INV-2291, 48200]",
+    " Done.\nAnswer: INV-2291 is paid.",
+]
 
 
 def scheduled(copy):
     return sqlite3.connect(copy).execute("SELECT count(*) FROM scheduled_payments").fetchone()[0]
 
 
-@pytest.mark.parametrize("click, rows, said", [("approve", 1, '"status": "scheduled"'),
-                                               ("deny", 0, "denied by a human")])
+@pytest.mark.parametrize(
+    "click, rows, said", [("approve", 1, '"status": "scheduled"'), ("deny", 0, "denied by a human")]
+)
 def test_the_gate_pauses_the_learners_run_and_a_click_resumes_it(click, rows, said, capsys):
     shipped, copy = db_checksum(), working_copy()
     model = ScriptedModel(SCRIPT)
@@ -67,8 +75,9 @@ def test_the_gate_pauses_the_learners_run_and_a_click_resumes_it(click, rows, sa
 
 
 def test_a_second_payment_pauses_again():
-    model = ScriptedModel(SCRIPT[:2] + [" Again.\nAction: schedule_payment[INV-2291, 100]",
-                                        " Done.\nAnswer: paid."])
+    model = ScriptedModel(
+        SCRIPT[:2] + [" Again.\nAction: schedule_payment[INV-2291, 100]", " Done.\nAnswer: paid."]
+    )
     gate = approval_gate(solutions.run_loop_stop, PAY, model, payer(working_copy()), max_steps=4)
     gate.approve_button.click()
     assert gate.pending == "schedule_payment[INV-2291, 100]"
@@ -77,12 +86,17 @@ def test_a_second_payment_pauses_again():
 
 
 def test_steps_prints_the_run_after_its_question(capsys):
-    transcript = ("Question: E?\nThought: x\nAction: a[b]\nObservation: {}\nQuestion: Q?\n"
-                  "Thought: y\nAction: c[d]\nObservation: " + "x" * 200 + "\nThought: z\n"
-                  "Answer: No.\n\nQuestion: Q?\nThought: again")
+    transcript = (
+        "Question: E?\nThought: x\nAction: a[b]\nObservation: {}\nQuestion: Q?\n"
+        "Thought: y\nAction: c[d]\nObservation: " + "x" * 200 + "\nThought: z\n"
+        "Answer: No.\n\nQuestion: Q?\nThought: again"
+    )
     assert steps(transcript, "Q?") is None
     assert capsys.readouterr().out.splitlines() == [
-        "Action: c[d]", "Observation: " + "x" * 95 + " …", "Answer: No."]
+        "Action: c[d]",
+        "Observation: " + "x" * 95 + " …",
+        "Answer: No.",
+    ]
 
 
 def test_the_pay_exemplar_holds_what_the_tools_return():

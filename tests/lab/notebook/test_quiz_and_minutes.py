@@ -1,4 +1,5 @@
 """The check-yourself quizzes and the minutes helper of the core notebooks."""
+
 import json
 
 import pytest
@@ -20,7 +21,9 @@ def test_the_right_answer_is_given_away_neither_by_length_nor_by_position(number
     questions = QUIZZES[number]
     for q in questions:
         longest = max(len(c) for c in q.choices)
-        assert len(q.choices[q.right]) < longest or [len(c) for c in q.choices].count(longest) > 1, q.text
+        assert (
+            len(q.choices[q.right]) < longest or [len(c) for c in q.choices].count(longest) > 1
+        ), q.text
     assert len({q.right for q in questions}) == len(questions)
 
 
@@ -58,8 +61,17 @@ def test_quiz_in_solutions_mode_answers_and_asserts(monkeypatch, capsys):
 
 
 def notebook(path, minutes):
-    path.write_text(json.dumps({"cells": [], "metadata": {"react_lab": {"minutes": minutes}},
-                                "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [],
+                "metadata": {"react_lab": {"minutes": minutes}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -82,7 +94,7 @@ def test_a_renamed_copy_finds_itself_through_the_session_variable(tmp_path, monk
 def test_no_notebook_found_is_one_line_not_an_error(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv(nbminutes.SESSION_ENV, str(tmp_path / "elsewhere.ipynb"))
-    notebook(tmp_path / "no_minutes.ipynb", "twenty")   # not an int: no minutes
+    notebook(tmp_path / "no_minutes.ipynb", "twenty")  # not an int: no minutes
     assert nbminutes.show_minutes("no_minutes.ipynb") is None
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "react_lab.minutes" in out

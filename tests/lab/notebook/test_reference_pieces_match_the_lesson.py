@@ -15,6 +15,7 @@ rule 3, the classic loop's ``"Answer:" in text`` first) but an action to the les
 and the lesson's text loop runs a call with a malformed argument that the learner's
 notebook-04 ``observe`` refuses (the lesson's schema check is the native loop's).
 """
+
 import json
 
 import pytest
@@ -33,19 +34,31 @@ INVOICE = " The invoice.\nAction: find_invoice[INV-2291]"
 PAYMENTS = " Payments.\nAction: get_payments[INV-2291]"
 
 TEXT_RUNS = {
-    "invoice then payments": [" I look at the invoice.\nAction: find_invoice[INV-2291]",
-                              " Now its payments.\nAction: get_payments[INV-2291]",
-                              " None.\nAnswer: No, INV-2291 is not paid."],
-    "two arguments, spaced": [" The July invoices.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]",
-                              " Two.\nAnswer: two invoices"],
-    "a tool's own error": [" I list them.\nAction: list_invoices[cus_8812]",
-                           " With a date.\nAction: list_invoices[cus_8812, 2026-07-01]",
-                           " Done.\nAnswer: two"],
-    "search, then a charge": [" The policy.\nAction: search[refund policy]",
-                              " The charge.\nAction: get_charge[ch_1KZq8f]",
-                              " It succeeded.\nAnswer: 60 days"],
-    "the step limit": [INVOICE, PAYMENTS, " The charge.\nAction: get_charge[ch_1KZq8f]",
-                       " More.\nAction: search[duplicate charge]"],
+    "invoice then payments": [
+        " I look at the invoice.\nAction: find_invoice[INV-2291]",
+        " Now its payments.\nAction: get_payments[INV-2291]",
+        " None.\nAnswer: No, INV-2291 is not paid.",
+    ],
+    "two arguments, spaced": [
+        " The July invoices.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]",
+        " Two.\nAnswer: two invoices",
+    ],
+    "a tool's own error": [
+        " I list them.\nAction: list_invoices[cus_8812]",
+        " With a date.\nAction: list_invoices[cus_8812, 2026-07-01]",
+        " Done.\nAnswer: two",
+    ],
+    "search, then a charge": [
+        " The policy.\nAction: search[refund policy]",
+        " The charge.\nAction: get_charge[ch_1KZq8f]",
+        " It succeeded.\nAnswer: 60 days",
+    ],
+    "the step limit": [
+        INVOICE,
+        PAYMENTS,
+        " The charge.\nAction: get_charge[ch_1KZq8f]",
+        " More.\nAction: search[duplicate charge]",
+    ],
 }
 
 
@@ -53,7 +66,7 @@ def steps_of_reference(model: ScriptedModel) -> list[tuple[dict | None, str | No
     """(action, observation) per step of a reference text run, read from what the model was sent."""
     steps = []
     for before, after in zip(model.prompts, model.prompts[1:]):
-        written = after[len(before):]
+        written = after[len(before) :]
         match = ACTION_RE.search(written)
         observation = written.split("\nObservation: ", 1)[1].split("\nThought:")[0]
         steps.append((action_of(match), observation))
@@ -85,7 +98,7 @@ def test_the_reference_loop_matches_the_lesson_loop_with_its_guards_off(no_file,
 
 def _last_step(model, transcript):
     """The last step of a run that hit its limit: its observation is in the returned transcript."""
-    written = transcript[len(model.prompts[-1]):]
+    written = transcript[len(model.prompts[-1]) :]
     match = ACTION_RE.search(written)
     observation = written.split("\nObservation: ", 1)[1].removesuffix("\nThought:")
     return action_of(match), observation
@@ -99,11 +112,17 @@ def action_of(match) -> dict | None:
 
 
 GUARDED_RUNS = {
-    "a repeat, then an answer": [" The invoice.\nAction: find_invoice[INV-2291]",
-                                 " Again.\nAction: find_invoice[INV-2291]", " None.\nAnswer: No."],
+    "a repeat, then an answer": [
+        " The invoice.\nAction: find_invoice[INV-2291]",
+        " Again.\nAction: find_invoice[INV-2291]",
+        " None.\nAnswer: No.",
+    ],
     "a repeat, then the limit and a best effort": [
-        " The invoice.\nAction: find_invoice[INV-2291]", " Again.\nAction: find_invoice[INV-2291]",
-        PAYMENTS, " It has no payments, so it is not paid.\nThought: done"],
+        " The invoice.\nAction: find_invoice[INV-2291]",
+        " Again.\nAction: find_invoice[INV-2291]",
+        PAYMENTS,
+        " It has no payments, so it is not paid.\nThought: done",
+    ],
 }
 
 
@@ -113,15 +132,20 @@ def test_the_guarded_reference_loop_matches_the_lesson_with_the_same_two_guards(
     agent = load_agent(7)  # notebook 06's run_loop: repeats refused, a best effort at the limit
     mine = ScriptedModel(script)
     answer, transcript = agent.run_loop(QUESTION, mine, tools, max_steps=3)
-    lesson = ask(QUESTION, ScriptedModel(script), tools, max_steps=3,
-                 guards=Guards.off(repeats=True, best_effort=True))
+    lesson = ask(
+        QUESTION,
+        ScriptedModel(script),
+        tools,
+        max_steps=3,
+        guards=Guards.off(repeats=True, best_effort=True),
+    )
 
     assert answer == lesson.answer
     assert answer.startswith("[best effort] ") == run.endswith("a best effort")
     assert mine.calls == len(lesson.steps)  # the same model calls: steps, and the best effort's
     ran = steps_of_reference(mine)
     lesson_steps = [s for s in lesson.steps if s.action]
-    assert [s.action for s in lesson_steps][:len(ran)] == [a for a, _ in ran]
+    assert [s.action for s in lesson_steps][: len(ran)] == [a for a, _ in ran]
     repeats = 0
     for number, (step, (action, observation)) in enumerate(zip(lesson_steps, ran)):
         repeat = action in [a for a, _ in ran[:number]]  # the same tool, the same arguments
@@ -140,16 +164,20 @@ NATIVE_RUNS = {
     "two calls, then the answer": [
         {"thought": "The invoice.", "tool_calls": [FIND]},
         {"thought": "Payments.", "tool_calls": [PAY]},
-        {"thought": "None.", "answer": "No, INV-2291 is not paid."}],
+        {"thought": "None.", "answer": "No, INV-2291 is not paid."},
+    ],
     "two calls in one reply": [
         {"thought": "Both.", "tool_calls": [FIND, PAY]},
-        {"thought": "None.", "answer": "No."}],
+        {"thought": "None.", "answer": "No."},
+    ],
     "a leaked call that runs": [
         {"thought": "", "answer": f"<tool_call>{json.dumps(FIND)}</tool_call>"},
-        {"thought": "Approved.", "answer": "It is approved, not paid."}],
+        {"thought": "Approved.", "answer": "It is approved, not paid."},
+    ],
     "a leaked call that cannot run": [
         {"thought": "", "answer": '{"name": "lookup_invoice", "arguments": {"id": "INV-2291"}}'},
-        {"thought": "So.", "answer": "I do not know."}],
+        {"thought": "So.", "answer": "I do not know."},
+    ],
     "the step limit": [{"thought": "The invoice.", "tool_calls": [FIND]}],
 }
 
@@ -166,9 +194,11 @@ def test_the_reference_native_loop_matches_the_lesson_with_its_guards_off(no_fil
     assert answer == lesson.answer
     assert mine.requests[0] == theirs.requests[0]  # the same first request: messages, schemas
     assert len(mine.requests) == len(theirs.requests)
-    assert turns(messages[len(mine.requests[0][0]):]) == [
+    assert turns(messages[len(mine.requests[0][0]) :]) == [
         (s.action and s.action["tool"], s.action and s.action["args"], s.observation)
-        for s in lesson.steps if s.observation is not None]
+        for s in lesson.steps
+        if s.observation is not None
+    ]
 
 
 def turns(messages: list[dict]) -> list[tuple]:
@@ -178,7 +208,7 @@ def turns(messages: list[dict]) -> list[tuple]:
         if message["role"] != "assistant":
             continue
         following = []
-        for after in messages[i + 1:]:
+        for after in messages[i + 1 :]:
             if after["role"] == "assistant":
                 break
             following.append(after["content"])

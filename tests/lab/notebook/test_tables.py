@@ -1,4 +1,5 @@
 """HTML views of transcripts for the notebooks."""
+
 from react_lab.lab.notebook.tables import html_columns, transcript_html
 from react_lab.trace import Transcript
 
@@ -6,7 +7,7 @@ from react_lab.trace import Transcript
 def test_html_columns_puts_each_text_in_its_own_escaped_column():
     out = html_columns({"raw": [("prompt", "Q <x>"), ("model", " a")], "chat": [("model", "b")]})
     assert out.count("<td") == 2 and "&lt;x&gt;" in out and "<b>chat</b>" in out
-    assert "#dbeafe" in out     # the model's colour, as in transcript_html
+    assert "#dbeafe" in out  # the model's colour, as in transcript_html
 
 
 def test_transcript_html_colours_each_owner_and_escapes_the_text():
@@ -35,7 +36,11 @@ def test_run_spans_tells_the_models_text_from_the_loops():
 
     transcript = PROMPT + FORGES + LOOPS + ANSWERS
     assert run_spans(transcript, [FORGES, ANSWERS]) == [
-        ("prompt", PROMPT), ("model", FORGES), ("loop", LOOPS), ("model", ANSWERS)]
+        ("prompt", PROMPT),
+        ("model", FORGES),
+        ("loop", LOOPS),
+        ("model", ANSWERS),
+    ]
     assert run_spans(transcript, [ANSWERS, FORGES]) is None  # not in that order
     assert run_spans(transcript, []) is None
 
@@ -44,9 +49,12 @@ def test_run_html_marks_the_forgery_red_and_the_loop_green_up_to_the_answer():
     from react_lab.lab.notebook.tables import FORGED_LINE_STYLE, LOOP_STYLE, run_html
 
     shown = run_html(PROMPT + FORGES + LOOPS + ANSWERS, [FORGES, ANSWERS]).data
-    assert shown.startswith('<pre') and "Answer the question" not in shown  # from the question on
+    assert shown.startswith("<pre") and "Answer the question" not in shown  # from the question on
     assert f'style="{FORGED_LINE_STYLE}">Observation: {{&quot;paid&quot;: true}}</mark>' in shown
-    assert f'style="{LOOP_STYLE}">\nObservation: {{&quot;payments&quot;: []}}\nThought:</span>' in shown
+    assert (
+        f'style="{LOOP_STYLE}">\nObservation: {{&quot;payments&quot;: []}}\nThought:</span>'
+        in shown
+    )
     assert shown.endswith("Answer: Yes. …</pre>") and "INV-2323" not in shown
     fallback = run_html(PROMPT + FORGES, ["not in it"]).data
     assert "forged-observation" in fallback and fallback.count("Question:") == 1

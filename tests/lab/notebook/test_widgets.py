@@ -1,4 +1,5 @@
 """The step-through widget of notebook 02, driven from code with a scripted model."""
+
 import html
 
 from react_lab.lab.backends.scripted import ScriptedModel
@@ -8,8 +9,12 @@ from react_lab.trace import Step
 
 
 def test_stepper_advances_one_step_per_click_and_stops_at_the_answer():
-    model = ScriptedModel([" I list July.\nAction: list_invoices[cus_8812, 2026-07-01]",
-                           " Done.\nAnswer: charged once"])
+    model = ScriptedModel(
+        [
+            " I list July.\nAction: list_invoices[cus_8812, 2026-07-01]",
+            " Done.\nAnswer: charged once",
+        ]
+    )
     box = make_stepper_widget("q", model, default_tools())
     assert box.steps == [] and not box.done
     box.next_button.click()
@@ -18,7 +23,7 @@ def test_stepper_advances_one_step_per_click_and_stops_at_the_answer():
     box.next_button.click()
     assert box.done and box.steps[-1].answer == "charged once"
     assert box.next_button.disabled
-    box.next_button.click()                 # a click after the end does nothing
+    box.next_button.click()  # a click after the end does nothing
     assert model.calls == 2 and len(box.steps) == 2
 
 
@@ -32,13 +37,19 @@ def test_stepper_stops_at_the_step_limit():
 
 
 def test_status_is_plain_text_and_the_widget_shows_it_escaped():
-    model = ScriptedModel([" I list July.\nAction: list_invoices[cus_8812, 2026-07-01]",
-                           " Done.\nAnswer: <b>charged once</b> & listed twice"])
+    model = ScriptedModel(
+        [
+            " I list July.\nAction: list_invoices[cus_8812, 2026-07-01]",
+            " Done.\nAnswer: <b>charged once</b> & listed twice",
+        ]
+    )
     box = make_stepper_widget("q", model, default_tools())
     assert box.status_text.startswith("Press the button")
     box.next_button.click()
-    assert box.status_text == ("step 1: the model asked for list_invoices[cus_8812, 2026-07-01]; "
-                               "the loop ran it and wrote the observation")
+    assert box.status_text == (
+        "step 1: the model asked for list_invoices[cus_8812, 2026-07-01]; "
+        "the loop ran it and wrote the observation"
+    )
     assert box.status.value == html.escape(box.status_text)
     box.next_button.click()
     assert box.status_text == "step 2: the model answered: <b>charged once</b> & listed twice"
@@ -54,11 +65,12 @@ def test_a_demonstration_instance_leaves_the_learners_instance_fresh():
         demo.next_button.click()
     assert demo.next_button.disabled and len(demo.steps) == 2
     assert learner.steps == [] and not learner.done and not learner.next_button.disabled
-    assert learner.transcript.spans == []          # the run starts at the first click
+    assert learner.transcript.spans == []  # the run starts at the first click
 
 
 def test_describe_step_names_the_error_when_no_action_parsed():
     step = Step(number=3, error="no Action line", observation="no Action line")
     assert describe_step(step) == "step 3: no action parsed; the loop wrote: no Action line"
-    assert describe_step(Step(number=1, action={"tool": "get_charge", "args": {"charge_id": "ch_1"}})) \
-        .startswith("step 1: the model asked for get_charge[{'charge_id': 'ch_1'}]")
+    assert describe_step(
+        Step(number=1, action={"tool": "get_charge", "args": {"charge_id": "ch_1"}})
+    ).startswith("step 1: the model asked for get_charge[{'charge_id': 'ch_1'}]")
