@@ -78,10 +78,31 @@ def _call_text(name: str, args) -> str:
     return f"{name}[{', '.join(map(str, args))}]"
 
 
+#: A dollar amount as the text protocol writes it: plain decimal text, at most 2 decimals.
+AMOUNT_TEXT = r"^[0-9]+(\.[0-9]{1,2})?$"
+
+
+def as_text_protocol(schema: dict) -> dict:
+    """``schema`` with each number property also taking its decimal text (``"48200"``).
+
+    A text-protocol action writes every argument as text, so a learner's schema check
+    (notebook 04's ``observe``) would refuse ``schedule_payment[INV-2291, 48200]`` before the
+    gate ever saw it; the tool itself reads the text as dollars and refuses a near miss.
+    """
+    properties = {
+        name: {**prop, "type": ["number", "string"], "pattern": AMOUNT_TEXT}
+        if prop.get("type") == "number"
+        else prop
+        for name, prop in schema.get("properties", {}).items()
+    }
+    return {**schema, "properties": properties}
+
+
 def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
     """Run ``run_loop(question, model, tools, **run_kwargs)``, a human deciding each side effect.
 
-    Every tool whose ``side_effect`` is True is wrapped: the n-th such call of a run runs
+    Every tool whose ``side_effect`` is True is wrapped (its schema taking numbers as text,
+    :func:`as_text_protocol`): the n-th such call of a run runs
     if the n-th decision was Approve, is refused with an observation if it was Deny, and
     is *held* if nothing is decided yet (the run pauses at its next model call, see the
     module's docstring). Prints the run so far (what a stored notebook shows) and returns
@@ -113,7 +134,7 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
                 raise ToolError(f"{tool.name} was denied by a human; nothing was done")
             return tool.fn(*args, **kwargs)
 
-        return replace(tool, fn=fn)
+        return replace(tool, fn=fn, parameters=as_text_protocol(tool.parameters))
 
     gated_tools = {name: gated(t) if t.side_effect else t for name, t in tools.items()}
 

@@ -12,6 +12,7 @@ from react_lab.lab.notebook.headless import sliced
 from react_lab.lab.notebook.nb05 import Recording, plot_requests, split_requests
 from react_lab.lab.notebook.nb06 import approval_gate, pay_exemplar, steps
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
+from react_lab.protocol import STOP
 from react_lab.tools import default_tools
 
 PAY = "Pay supplier invoice INV-2291."
@@ -125,3 +126,32 @@ def test_a_sliced_wait_finds_a_message_a_missed_wake_up_left_waiting():
 
     with pytest.raises(Empty):
         asyncio.run(sliced(never, 0.01)(timeout=0.05))
+
+
+def schema_checked_loop(question, model, tools, max_steps=4, **_):
+    """A learner's loop after notebook 04: its observe checks each call against the schema."""
+    transcript = f"Question: {question}\n"
+    for _ in range(max_steps):
+        text = model.complete(transcript, stop=STOP, max_tokens=128).text
+        transcript += text
+        if "Answer:" in text:
+            return text.split("Answer:", 1)[1].strip(), transcript
+        transcript += solutions.observe_args(text, tools)
+    return None, transcript
+
+
+def test_the_gate_pauses_a_loop_whose_observe_checks_the_schema():
+    # the text protocol writes the amount as text: "48200" must reach the gate, not a refusal
+    copy = working_copy()
+    gate = approval_gate(schema_checked_loop, PAY, ScriptedModel(SCRIPT), payer(copy))
+    assert gate.pending == "schedule_payment[INV-2291, 48200]"
+    gate.approve_button.click()
+    assert gate.answer == "INV-2291 is paid." and scheduled(copy) == 1
+
+
+def test_the_gate_still_refuses_an_amount_that_is_not_dollars():
+    script = [SCRIPT[0], " Pay.\nAction: schedule_payment[INV-2291, lots]", " Done.\nAnswer: no."]
+    copy = working_copy()
+    gate = approval_gate(schema_checked_loop, PAY, ScriptedModel(script), payer(copy))
+    assert gate.pending is None and "schedule_payment was not run: 'lots'" in gate.transcript
+    assert scheduled(copy) == 0
