@@ -134,6 +134,9 @@ def search(conn: sqlite3.Connection, query: str) -> list[dict]:
     matched as plain text and can never raise a syntax error. A query without a word
     (``"???"``) is refused: an empty result would tell the model no article exists.
     """
+    limit = SEARCH["properties"]["query"]["maxLength"]  # the schema's, checked here too
+    if len(str(query)) > limit:
+        raise ToolError(f"query is {len(str(query)):,} characters, at most {limit}; use keywords")
     words = re.findall(r"[^\W_]+", str(query))[:20]
     if not words:
         raise ToolError(

@@ -369,3 +369,9 @@ def test_schedule_payment_takes_plain_amounts(tmp_path, amount):
 def test_a_huge_id_is_not_echoed_back_whole(name):
     obs = T.call_tool(T.default_tools(), name, ["x" * 100_000])
     assert obs.error is not None and len(obs.text) < 300 and "..." in obs.text
+
+
+def test_search_refuses_a_query_longer_than_its_schema_allows(conn):
+    with pytest.raises(billing.ToolError, match="200,000 characters, at most 200"):
+        billing.search(conn, "a" * 200_000)
+    assert billing.search(conn, "refund " * 28)  # 196 characters: still a query

@@ -476,6 +476,14 @@ def _steps_wrong(
                     "...\\nThought:')",
                 )
             args = [a.strip() for a in match.group(2).split(",")]
+            calls = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
+            if any(call and call[0] == text for call in calls):  # observe ran the repeat too, whatever was appended
+                return broke(
+                    rules,
+                    7,
+                    f"refused {match.group(0).strip()!r} and also passed it to observe, "
+                    "which ran it again; a refused repeat runs nothing",
+                )
             if written == _observation(tools, match.group(1), args):
                 return broke(
                     rules,

@@ -201,6 +201,8 @@ PLANTED = [
     ),
     ("run_loop_guards", _loop(repeat="False"), 7),
     ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
+    # the refusal written, and the repeat passed to observe all the same: it ran again
+    ("run_loop_guards", _loop().replace("        else:\n", "        if True:\n"), 7),
     ("run_loop_guards", _loop(effort="", end="None"), 8),
     ("run_loop_guards", _loop(effort=EFFORT.format(nudge='"\\nAnswer:"', stop="stop")), 8),
     ("run_loop_guards", _loop(effort=EFFORT.format(nudge='" I must answer now."', stop="stop")), 8),
