@@ -37,6 +37,10 @@ MAX_TOKENS = 256
 #: a word-character tool name, everything inside the brackets as one string.
 ACTION_RE = re.compile(r"^Action:\s*(\w+)\[(.*)\]\s*$", re.MULTILINE)
 
+#: The answer, anchored as the action is: a line that starts with ``Answer:``, its text the
+#: rest of that line ("...the Answer: is unclear" in a thought is not one).
+ANSWER_RE = re.compile(r"^Answer:[ \t]*(.*)$", re.MULTILINE)
+
 
 # --------------------------------------------------------------------------- prompt
 

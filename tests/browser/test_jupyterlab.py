@@ -106,8 +106,8 @@ LEARNERS_CODE = {
     for _ in range(max_steps):
         text = model.complete(transcript, stop=STOP, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:
-            return text.split("Answer:", 1)[1].split("\n")[0].strip(), transcript
+        if answer := ANSWER_RE.search(text):
+            return answer.group(1).strip(), transcript
         transcript += observe(text, tools)
     return None, transcript''',
 }
@@ -223,7 +223,7 @@ def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answ
     first = cell_outputs(driver, 'show_minutes("02_the_loop.ipynb")')
     assert "✓ observe: yours (my_agent.py)" in first, first  # their 01 piece, loaded in 02
     checked = cell_outputs(driver, 'check("run_loop", run_loop)')
-    assert "✓ run_loop: 5/5 cases pass — saved to my_agent.py" in checked, checked
+    assert "✓ run_loop: 6/6 cases pass — saved to my_agent.py" in checked, checked
     ran = cell_outputs(driver, 'agent = load_agent(["observe", "run_loop"])')
     assert "✓ observe: yours (my_agent.py)" in ran and "✓ run_loop: yours (my_agent.py)" in ran, ran
     answered = cell_outputs(driver, "exemplars=[paid_exemplar])")

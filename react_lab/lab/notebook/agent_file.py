@@ -64,7 +64,7 @@ import jsonschema
 
 from react_lab.lab.notebook.native_turn import tool_messages
 from react_lab.tool_calls import first_messages, reply_calls
-from react_lab.protocol import ACTION_RE, STOP, build_prompt
+from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
 from react_lab.tools import call_tool, tool_schemas
 '''
 

@@ -35,7 +35,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...protocol import ACTION_RE, EXEMPLARS, STOP, Exemplar, build_prompt
+from ...protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, Exemplar, build_prompt
 from ...tools import call_tool, default_tools, tool_schemas
 from .cases import (
     Case,
@@ -447,12 +447,19 @@ def _steps_wrong(
                 f"did not append the completion's text as it is ({text!r}: keep "
                 "every space and newline)",
             )
-        if "Answer:" in text:
+        if "Answer:" in text and not ANSWER_RE.search(text) and last:
+            return broke(
+                rules,
+                3,
+                f"stopped after {text!r}: its 'Answer:' does not start a line, so it is no "
+                "answer; look for a line that starts with it, ANSWER_RE.search(text)",
+            )
+        if ANSWER_RE.search(text):
             if not last:
                 return broke(
                     rules,
                     3,
-                    f"went on after {text!r}, which contains 'Answer:'; look "
+                    f"went on after {text!r}, which has a line starting 'Answer:'; look "
                     "for it before anything else",
                 )
             if after != before + text:
@@ -476,8 +483,9 @@ def _steps_wrong(
                     "...\\nThought:')",
                 )
             args = [a.strip() for a in match.group(2).split(",")]
+            # observe ran the repeat too, whatever was appended
             calls = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
-            if any(call and call[0] == text for call in calls):  # observe ran the repeat too, whatever was appended
+            if any(call and call[0] == text for call in calls):
                 return broke(
                     rules,
                     7,
@@ -666,6 +674,18 @@ def _loop_cases(rules) -> list[Case]:
             answer="No, it is not paid.",
             steps=1,
             hint=" (an answer ends the run, even beside an action)",
+        ),
+        _loop_case(
+            rules,
+            3,
+            q,
+            [
+                " I think the Answer: is unclear.\nAction: find_invoice[INV-2291]",
+                " Approved, unpaid.\nAnswer: No.",
+            ],
+            answer="No.",
+            steps=2,
+            hint=" (an 'Answer:' inside a line is not the answer: it starts its own line)",
         ),
         _loop_case(
             rules,

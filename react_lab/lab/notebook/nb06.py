@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 from dataclasses import replace
 
-from ...protocol import ACTION_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
+from ...protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
 from ...tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
 from ..backends.load import load_model  # noqa: F401 -- the embedded model
 from ..sandbox import db_checksum, payment_tools, working_copy  # noqa: F401

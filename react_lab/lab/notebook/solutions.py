@@ -18,7 +18,7 @@ import re
 
 import jsonschema
 
-from ...protocol import ACTION_RE, STOP, build_prompt
+from ...protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
 from ...tool_calls import first_messages, reply_calls
 from ...tools import call_tool, tool_schemas
 from .native_turn import tool_messages
@@ -42,8 +42,8 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6):
         # send the whole transcript; the stop sequence cuts the completion before an Observation
         text = model.complete(transcript, stop=STOP, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:  # stop on an answer: the rest of its line
-            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
+        if answer := ANSWER_RE.search(text):  # stop on an answer: a line that starts Answer:
+            return answer.group(1).strip(), transcript
         transcript += observe(text, tools)  # the loop, not the model, writes the Observation
     return None, transcript
 
@@ -56,8 +56,8 @@ def run_loop_stop(question, model, tools, exemplars=None, max_steps=6, stop=STOP
         # send the whole transcript; the stop sequence cuts the completion before an Observation
         text = model.complete(transcript, stop=stop, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:  # stop on an answer: the rest of its line
-            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
+        if answer := ANSWER_RE.search(text):  # stop on an answer: a line that starts Answer:
+            return answer.group(1).strip(), transcript
         transcript += observe(text, tools)  # the loop, not the model, writes the Observation
     return None, transcript
 
@@ -98,8 +98,8 @@ def run_loop_guards(question, model, tools, exemplars=None, max_steps=6, stop=ST
         # send the whole transcript; the stop sequence cuts the completion before an Observation
         text = model.complete(transcript, stop=stop, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:  # stop on an answer: the rest of its line
-            return text.split("Answer:", 1)[1].split("\n", 1)[0].strip(), transcript
+        if answer := ANSWER_RE.search(text):  # stop on an answer: a line that starts Answer:
+            return answer.group(1).strip(), transcript
         if (call := ACTION_RE.search(text)) and call.groups() in calls:  # the same call again
             transcript += "\nObservation: Error: that call already ran; see above.\nThought:"
         else:

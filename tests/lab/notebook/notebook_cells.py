@@ -20,7 +20,7 @@ def notebook_namespace(**names) -> dict:
     run_cell(
         "import json, re\nimport jsonschema\n"
         "from react_lab.tool_calls import first_messages, reply_calls\n"
-        "from react_lab.protocol import ACTION_RE, STOP, build_prompt\n"
+        "from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt\n"
         "from react_lab.tools import call_tool, tool_schemas\n"
         "from react_lab.lab.notebook.native_turn import tool_messages\n",
         space,

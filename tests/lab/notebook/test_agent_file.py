@@ -43,8 +43,8 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6):
     for _ in range(max_steps):
         text = model.complete(transcript, stop=STOP, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:
-            return text.split("Answer:", 1)[1].split("\\n", 1)[0]{strip}, transcript
+        if answer := ANSWER_RE.search(text):
+            return answer.group(1){strip}, transcript
         transcript += observe(text, tools)
     return None, transcript
 """

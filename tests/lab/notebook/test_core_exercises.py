@@ -53,8 +53,8 @@ def run_loop(question, model, tools, exemplars=None, max_steps=6{params}):
     for _ in range(max_steps):
         text = model.complete(transcript, stop={stop}, max_tokens=128).text
         transcript += text
-        if "Answer:" in text:
-            {answered}return text.split("Answer:", 1)[1].split("\\n", 1)[0].strip(), transcript
+        if answer := ANSWER_RE.search(text):
+            {answered}return answer.group(1).strip(), transcript
         match = ACTION_RE.search(text)
         if {repeat}:
             transcript += "\\nObservation: Error: already ran\\nThought:"
