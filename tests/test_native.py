@@ -4,6 +4,7 @@ import json
 
 import jsonschema
 import pytest
+from helpers.native_samples import CALL_THEN_ANSWER, JULY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,17 +27,6 @@ from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()
 LIST = TOOLS["list_invoices"]
-JULY = {"customer_id": "cus_8812", "since": "2026-07-01"}
-CALL_THEN_ANSWER = [
-    {
-        "thought": "I need the July invoices.",
-        "tool_calls": [{"name": "list_invoices", "arguments": JULY}],
-    },
-    {
-        "thought": "Two invoices, one emailed twice.",
-        "answer": "Two invoices: INV-2041 and INV-2116.",
-    },
-]
 
 
 # ---- validate_call: errors name the field --------------------------------------------------

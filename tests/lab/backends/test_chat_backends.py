@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import jsonschema
 import pytest
+from helpers.native_samples import CALL_THEN_ANSWER, JULY
 
 from react_lab.lab.backends.chat import (
     ChatReply,
@@ -24,18 +25,6 @@ from react_lab.native import ask_native, run_native
 from react_lab.tools import default_tools, tool_schemas
 
 TOOLS = default_tools()
-LIST = TOOLS["list_invoices"]
-JULY = {"customer_id": "cus_8812", "since": "2026-07-01"}
-CALL_THEN_ANSWER = [
-    {
-        "thought": "I need the July invoices.",
-        "tool_calls": [{"name": "list_invoices", "arguments": JULY}],
-    },
-    {
-        "thought": "Two invoices, one emailed twice.",
-        "answer": "Two invoices: INV-2041 and INV-2116.",
-    },
-]
 
 
 # ---- the OpenAI-compatible backend, with a fake client ------------------------------------------
