@@ -11,11 +11,13 @@ and share one server and one browser:
    writes ``observe`` into 01's exercise cell, as a learner types it, runs every cell on the
    embedded model and sees the checker's ✓ (which saves it to my_agent.py) and 01's second
    completion use it; then writes ``run_loop`` into 02's, runs every cell, and sees 02 load
-   *their* ``observe``, the checker's ✓, their loop run on the model, and its right answer.
+   *their* ``observe``, the checker's ✓, their loop run on the model, and its right answer;
+4. then 07: their loop migrated to ``run_native``, written into the stub cell (the
+   ``%agent`` line replaced), every cell run: the checker's ✓, the diff of *their* two
+   functions, and their native loop making a real tool call on the embedded model.
 
 :func:`do_exercises` does a notebook as a learner does (open, write the exercises, Run All,
-save); a test of another notebook's exercise (07's ``run_native``) puts its piece in
-:data:`LEARNERS_CODE` and sits beside the 01-02 test.
+save); each learner's piece is in :data:`LEARNERS_CODE`.
 
 Screenshots of each stage go to a directory printed at the start (REACT_LAB_SCREENSHOTS
 keeps them). Run: ``flock /tmp/react_lab_model.lock .venv/bin/python -m pytest tests/browser``.
@@ -110,6 +112,16 @@ LEARNERS_CODE = {
             return answer.group(1).strip(), transcript
         transcript += observe(text, tools)
     return None, transcript''',
+    "run_native": r'''def run_native(question, model, tools, exemplars=None, max_steps=6):
+    """My loop, migrated: messages, the schemas, tool calls; no text protocol."""
+    messages = first_messages(question, tools, exemplars=exemplars or ())
+    for _ in range(max_steps):
+        reply = model.chat(messages, tools=tool_schemas(tools), max_tokens=128)
+        calls, _, problem = reply_calls(reply, tools)
+        if not calls and not problem:
+            return reply.content, messages + [reply.message()]
+        messages += tool_messages(reply, tools)
+    return None, messages''',
 }
 
 # Put text into a cell's editor the way typing does: a CodeMirror 6 transaction on the cell's
@@ -236,3 +248,25 @@ def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answ
     shut_down_kernels(lab)
     print("checker:", checked.strip()[:120])
     print("answer :", re.search(r"model's answer: .*", answered).group(0)[:160])
+
+
+@pytest.mark.model
+def test_migrate_the_loop_in_07_and_see_the_check_the_diff_and_a_call(lab, driver, screenshots):
+    """After 01 and 02 (the test above), 07 as a learner does it: the stub's ``%agent`` line
+    replaced by their run_native, every cell run on the embedded model."""
+    do_exercises(driver, lab, "07_native.ipynb", ["run_native"], screenshots)
+    checked = cell_outputs(driver, 'check("run_native", run_native)')
+    assert "✓ run_native: 6/6 cases pass — saved to my_agent.py" in checked, checked
+    diff = cell_outputs(driver, 'run_native = load_agent(["run_native"]).run_native')
+    assert "✓ run_native: yours (my_agent.py)" in diff, diff
+    assert "-def run_loop(" in diff and "+def run_native(" in diff, diff
+    asked = cell_outputs(driver, "for shown in ([], exemplar_for(question)):")
+    assert re.search(r"1 exemplar\(s\): calls \['find_invoice", asked), asked  # a real call
+    scroll_to(
+        driver,
+        ".jp-NotebookPanel .jp-Cell",
+        cell_index(driver, "for shown in ([], exemplar_for(question)):"),
+    )
+    driver.save_screenshot(str(screenshots / "5_07_native_calls.png"))
+    shut_down_kernels(lab)
+    print("checker:", checked.strip()[:120])
