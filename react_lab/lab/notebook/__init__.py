@@ -10,9 +10,8 @@ here, the lesson's own names (``ACTION_RE``, ``call_tool``, ...) from the lesson
 """
 
 from ..backends.load import load_model  # noqa: F401
-from .agent_file import download_link, load_agent, register_magic, save  # noqa: F401
+from .agent_file import check, download_link, load_agent, register_magic, save  # noqa: F401
 from .claims import holds  # noqa: F401
-from .exercises import check  # noqa: F401
 from .gold import check_charges, invoice_paid, judge_loop, judge_run, run_of  # noqa: F401
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401

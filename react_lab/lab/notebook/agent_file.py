@@ -46,6 +46,7 @@ from typing import Callable, Iterable
 from . import solutions
 from .core_exercises import CORE, Exercise, pieces_before
 from .exercises import NOT_WRITTEN, failed_rule, run_cases, solutions_mode
+from .exercises import check as check_piece
 
 AGENT_FILE_ENV = "REACT_LAB_AGENT_FILE"
 FILE_NAME = "my_agent.py"
@@ -567,3 +568,9 @@ def download_link():
     except ValueError:  # another drive (Windows)
         shown = str(path)
     return AgentLink(shown, result_html_prefix=DOWNLOAD_SENTENCE + " ")
+
+
+def check(name: str, fn) -> bool:
+    """The core notebooks' checker: :func:`react_lab.lab.notebook.exercises.check`, a piece
+    that passes saved into the learner's ``my_agent.py`` (:func:`save_quietly`)."""
+    return check_piece(name, fn, save=save_quietly)

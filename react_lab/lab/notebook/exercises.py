@@ -6,8 +6,9 @@ In a notebook, an exercise is a stub you fill in and a checker cell::
     check("parse_action", parse_action)    # prints ✓, or the first rule a case breaks
 
 An exercise of the core path is a piece of the learner's agent
-(:mod:`react_lab.lab.notebook.core_exercises`): when it passes, :func:`check` saves it
-into the learner's file, ``my_agent.py`` (:mod:`react_lab.lab.notebook.agent_file`).
+(:mod:`react_lab.lab.notebook.core_exercises`): when it passes, the core notebooks'
+checker, :func:`react_lab.lab.notebook.agent_file.check`, saves it into the learner's file,
+``my_agent.py``.
 
 The reference solutions live in one place, :mod:`react_lab.lab.notebook.solutions`. With
 ``REACT_LAB_SOLUTIONS=1`` in the environment (CI sets it), :func:`check` checks the
@@ -275,15 +276,15 @@ def choose(name: str, fn: Callable) -> Callable:
     return reference
 
 
-def check(name: str, fn: Callable) -> bool:
+def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     """Check ``fn`` (or, in solutions mode, the reference solution) and print ✓ or what is wrong.
 
     Returns True when every case passes. A stub that still raises ``NotImplementedError``
-    gets the learner's "not written yet — write ..." message, not a failure. A piece of
-    the core path that passes is saved into the learner's ``my_agent.py``
-    (:func:`react_lab.lab.notebook.agent_file.save`), and the same line says so. In
-    solutions mode a failure raises ``AssertionError``, so CI notices a wrong reference
-    solution, and nothing is saved.
+    gets the learner's "not written yet — write ..." message, not a failure. ``save``
+    (``save(fn, piece) -> str``) keeps a passing piece of the core path and says where;
+    the core notebooks' ``check`` (:func:`react_lab.lab.notebook.agent_file.check`) passes
+    the one that writes the learner's ``my_agent.py``. In solutions mode a failure raises
+    ``AssertionError``, so CI notices a wrong reference solution, and nothing is saved.
     """
     if solutions_mode():
         fn = getattr(solutions, name)
@@ -304,10 +305,8 @@ def check(name: str, fn: Callable) -> bool:
     source = " (reference solution)" if solutions_mode() else ""
     if failure is None:
         saved = ""
-        if name in CORE and not solutions_mode():
-            from .agent_file import save_quietly
-
-            saved = f" — {save_quietly(fn, CORE[name].piece)}"
+        if save is not None and name in CORE and not solutions_mode():
+            saved = f" — {save(fn, CORE[name].piece)}"
         print(f"✓ {name}: {passed}/{total} cases pass{source}{saved}")
         return True
     print(f"✗ {name}: {passed}/{total} cases pass{source}. First problem: {failure}")

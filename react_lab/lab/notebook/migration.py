@@ -718,41 +718,10 @@ __all__ = [
     "load_chat_model",
     "show_minutes",
     "quiz",
-    "tasks_named",
-    "exemplar_for",
-    "saved_results",
     "ladder_table",
     "leaked_reply",
     "calls_in",
 ]
-
-
-def tasks_named(*ids: str) -> list:
-    """The questions of the results file ``migration-test`` with these ids, in this order."""
-    from .migration_runs import experiment_tasks
-
-    by_id = {t.id: t for t in experiment_tasks()}
-    return [by_id[i] for i in ids]
-
-
-def exemplar_for(task) -> list:
-    """The nearest dev-pool exemplar for ``task``: what the file's runs showed.
-
-    ``task`` is a task, or a question.
-    """
-    from ..experiments.tasks import Task
-    from .migration_runs import ARMS, exemplars_of
-
-    if isinstance(task, str):
-        task = Task(id="", category="", question=task, gold="", kind="text")
-    return exemplars_of(ARMS["text"], task)
-
-
-def saved_results():
-    """The fingerprinted results file ``migration-test`` (a stale file raises)."""
-    from .migration_runs import load
-
-    return load()
 
 
 def ladder_table(*configs: str) -> str:

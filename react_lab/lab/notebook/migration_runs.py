@@ -409,5 +409,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- notebook 07's
+
+
+def tasks_named(*ids: str) -> list:
+    """The questions of the results file ``migration-test`` with these ids, in this order."""
+    by_id = {t.id: t for t in experiment_tasks()}
+    return [by_id[i] for i in ids]
+
+
+def exemplar_for(task) -> list:
+    """The nearest dev-pool exemplar for ``task``: what the file's runs showed.
+
+    ``task`` is a task, or a question.
+    """
+    from ..experiments.tasks import Task
+
+    if isinstance(task, str):
+        task = Task(id="", category="", question=task, gold="", kind="text")
+    return exemplars_of(ARMS["text"], task)
+
+
+def saved_results():
+    """The fingerprinted results file ``migration-test`` (a stale file raises)."""
+    return load()
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

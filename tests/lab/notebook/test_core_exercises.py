@@ -13,6 +13,7 @@ import pytest
 from notebook_cells import notebook_namespace, run_cell
 
 from react_lab.lab.notebook import solutions
+from react_lab.lab.notebook.agent_file import check
 from react_lab.lab.notebook.core_exercises import (
     _OTHERS,
     CORE,
@@ -24,7 +25,7 @@ from react_lab.lab.notebook.core_exercises import (
     pieces_before,
     solution_lines,
 )
-from react_lab.lab.notebook.exercises import NOT_WRITTEN, check, failed_rule, run_cases
+from react_lab.lab.notebook.exercises import NOT_WRITTEN, failed_rule, run_cases
 
 OBSERVE = """
 def observe(text, tools):

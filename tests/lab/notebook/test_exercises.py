@@ -10,8 +10,9 @@ import re
 import pytest
 
 from react_lab.lab.notebook import solutions
+from react_lab.lab.notebook.agent_file import check
 from react_lab.lab.notebook.core_exercises import CORE, LOOP_RULES
-from react_lab.lab.notebook.exercises import EXERCISES, check, run_cases
+from react_lab.lab.notebook.exercises import EXERCISES, run_cases
 from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
 from react_lab.tools import call_tool
 

@@ -12,16 +12,14 @@ from react_lab.lab.notebook.migration import (
     Watched,
     calls_in,
     completion_problems,
-    exemplar_for,
     ladder_table,
     leaked_reply,
     measured,
     problems_table,
     reply_problems,
-    saved_results,
     source_of,
-    tasks_named,
 )
+from react_lab.lab.notebook.migration_runs import exemplar_for, saved_results, tasks_named
 from react_lab.lab.notebook.native_turn import tool_messages
 from react_lab.protocol import EXEMPLARS
 from react_lab.tools import call_tool, default_tools
