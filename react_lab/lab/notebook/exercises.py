@@ -290,8 +290,8 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
         fn = getattr(solutions, name)
     elif is_reference(fn):
         print(
-            f"✎ {name}: not written yet — this {getattr(fn, '__name__', name)} is the reference "
-            "solution, not yours. Write yours in the cell above (an edit starts from %agent), "
+            f"✎ {name}: not written yet — the {getattr(fn, '__name__', name)} here is the "
+            "reference standing in for yours. Write yours in the cell above (an edit starts from %agent), "
             "then run this cell again."
         )
         return False

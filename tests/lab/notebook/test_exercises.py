@@ -54,12 +54,12 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     assert check("observe", solutions.observe) is False
     assert capsys.readouterr().out.startswith(
-        "✎ observe: not written yet — this observe is the reference solution, not yours."
+        "✎ observe: not written yet — the observe here is the reference standing in for yours."
     )
     stand_in = load_agent(["observe"]).observe
     capsys.readouterr()
     assert check("observe", stand_in) is False
-    assert "is the reference solution, not yours" in capsys.readouterr().out
+    assert "is the reference standing in for yours" in capsys.readouterr().out
     assert not (tmp_path / "my_agent.py").exists()
 
 
