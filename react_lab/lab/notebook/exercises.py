@@ -291,8 +291,8 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     elif is_reference(fn):
         print(
             f"✎ {name}: not written yet — the {getattr(fn, '__name__', name)} here is the "
-            "reference standing in for yours. Write yours in the cell above (an edit starts from %agent), "
-            "then run this cell again."
+            "reference standing in for yours. Write yours in the cell above (an edit starts "
+            "from %agent), then run this cell again."
         )
         return False
     passed, total, failure = run_cases(name, fn)
