@@ -55,7 +55,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ...checks import check_count
 from ...cost import count_tokens
@@ -119,20 +119,7 @@ def run_one(
     """
     tools = tools_for(cfg)
     exemplars = exemplars_for(cfg, task)
-    runner = GrammarModel(
-        model or base_model(),
-        tools,
-        thought=cfg.grammar,
-        grounded=cfg.grounded,
-        temperature=temperature,
-        seed=seed,
-        no_repeat=cfg.no_repeat,
-    )
-    options = {"exemplars": exemplars, "loop_options": {"guards": guards_for(cfg)}}
-    if cfg.protocol == "native":  # the chat backend on the same weights; exemplars as messages
-        from ..backends.chat import LocalChatModel
-
-        runner, options = LocalChatModel(runner.base), {"loop_options": {"exemplars": exemplars}}
+    runner, options = _runner(cfg, tools, exemplars, model, temperature=temperature, seed=seed)
     t0 = time.perf_counter()
     result = run_task(
         task,
@@ -187,7 +174,7 @@ def ask_config(
     timeout: float = 120.0,
     progress: bool = False,
 ):
-    """Run one question through the text loop as ``cfg`` runs it; return its result.
+    """Run one question through ``cfg``'s loop (text or native) as it runs; return its result.
 
     The result is a :class:`react_lab.trace.RunResult`.
 
@@ -198,25 +185,40 @@ def ask_config(
     """
     task = Task(id="ask", category="ask", question=question, gold="", kind="text")
     tools = tools_for(cfg)
+    runner, options = _runner(cfg, tools, exemplars_for(cfg, task), model)
+    return run_task(
+        task,
+        runner,
+        tools,
+        protocol=cfg.protocol,
+        max_steps=max_steps or cfg.max_steps,
+        max_tokens=cfg.max_tokens,
+        timeout=timeout,
+        progress=progress,
+        **options,
+    )
+
+
+def _runner(cfg: Config, tools, exemplars, model, **sampling) -> tuple[Any, dict]:
+    """The model ``cfg`` runs a task on, and the options its loop gets.
+
+    The text protocol: the base model behind ``cfg``'s grammar, with the exemplars in the
+    prompt and ``cfg``'s guards. The native protocol: the chat backend on the same weights,
+    the exemplars as past messages (``sampling``, temperature and seed, is the text grammar's).
+    """
     runner = GrammarModel(
         model or base_model(),
         tools,
         thought=cfg.grammar,
         grounded=cfg.grounded,
         no_repeat=cfg.no_repeat,
+        **sampling,
     )
-    return run_task(
-        task,
-        runner,
-        tools,
-        protocol="text",
-        max_steps=max_steps or cfg.max_steps,
-        max_tokens=cfg.max_tokens,
-        timeout=timeout,
-        exemplars=exemplars_for(cfg, task),
-        loop_options={"guards": guards_for(cfg)},
-        progress=progress,
-    )
+    if cfg.protocol == "native":
+        from ..backends.chat import LocalChatModel
+
+        return LocalChatModel(runner.base), {"loop_options": {"exemplars": exemplars}}
+    return runner, {"exemplars": exemplars, "loop_options": {"guards": guards_for(cfg)}}
 
 
 def check_no_leak(cfg: Config, tasks: Iterable[Task]) -> None:

@@ -458,3 +458,30 @@ def test_ask_takes_a_named_configuration(capsys):
         cli_main(["ask"])  # a question is still required
     assert cli_main(["ask", "x", "--config", "nope"]) == 2
     assert "unknown config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["best", "native_pool_k1"])
+def test_ask_runs_a_configuration_in_its_own_protocol(name, monkeypatch):
+    """`react-lab ask --config NAME` runs what the ladder measured: a native rung natively."""
+    from react_lab.lab.backends import chat
+
+    monkeypatch.setattr(configs, "compiled", lambda grammar: grammar)  # no llama.cpp needed
+    monkeypatch.setattr(chat, "LocalChatModel", lambda base: ("chat on", base))
+    seen = {}
+
+    def run_task(task, runner, tools, **options):
+        seen.update(options, runner=runner)
+        return "result"
+
+    monkeypatch.setattr(ladder, "run_task", run_task)
+    cfg = ladder.get_config(name)
+    base = object()
+    assert (
+        ladder.ask_config("Has supplier invoice INV-2291 been paid?", cfg, model=base) == "result"
+    )
+    assert seen["protocol"] == cfg.protocol
+    if cfg.protocol == "native":
+        assert seen["runner"] == ("chat on", base) and seen["loop_options"]["exemplars"]
+    else:
+        assert seen["runner"].base is base and seen["exemplars"]
+        assert "guards" in seen["loop_options"]
