@@ -22,8 +22,8 @@ documents it), with ``split`` set to ``"paraphrase"`` or ``"seeds"``. As there, 
 answer is what its SQL selects from the shipped database (run here; none typed in), and
 every task carries its oracle calls; ``tests/lab/builders/test_paraphrase.py`` checks that the
 oracle scores 100% on both files through the real loop and scorer. A paraphrase task names the
-template task it rephrases (``rephrases``) and takes that task's oracle calls and answer
-kind unless it says otherwise; the template task must be in the test half.
+template task it rephrases (``rephrases``) and takes that task's query, params, oracle calls
+and answer kind unless it says otherwise; the template task must be in the test half.
 """
 
 from __future__ import annotations
