@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 from ...checks import check_count
 from ...protocol import MAX_TOKENS
 from .base import Completion, render_chat
-from .decode import GrammarSampler, greedy_decode, greedy_decode_batch
+from .decode import Decoded, GrammarSampler, greedy_decode, greedy_decode_batch
 from .llama_state import (
     ContextWindowExceeded,
     PrefixState,
@@ -226,15 +226,24 @@ class LocalModel:
                 self.llm, tokens, max_tokens=max_tokens, on_token=on_token, grammar=sampler
             )
             self.usage.add(len(tokens), out.evaluated_tokens, len(out.tokens), out.seconds)
-            completion = self.llm.detokenize(out.tokens).decode("utf-8", errors="ignore")
+            return self._completion(out, len(tokens))
+
+    def _completion(self, decoded: Decoded, prompt_tokens: int) -> Completion:
+        """The :class:`Completion` of one greedy decode of a ``prompt_tokens``-token prompt.
+
+        Its text is the decoded tokens detokenised (bytes that are not UTF-8 dropped), its
+        finish reason ``"length"`` when ``max_tokens`` ran out, else ``"stop"``, and its
+        ``raw`` the :class:`~react_lab.lab.backends.decode.Decoded` itself. Call it under
+        ``self._lock``: it reads the model's vocabulary.
+        """
         return Completion(
-            text=completion,
-            finish_reason="length" if out.finish == "length" else "stop",
-            prompt_tokens=len(tokens),
-            completion_tokens=len(out.tokens),
-            seconds=out.seconds,
-            evaluated_tokens=out.evaluated_tokens,
-            raw=out,
+            text=self.llm.detokenize(decoded.tokens).decode("utf-8", errors="ignore"),
+            finish_reason="length" if decoded.finish == "length" else "stop",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=len(decoded.tokens),
+            seconds=decoded.seconds,
+            evaluated_tokens=decoded.evaluated_tokens,
+            raw=decoded,
         )
 
     def decode_many(
@@ -293,21 +302,7 @@ class LocalModel:
                 time.perf_counter() - t0,
                 calls=len(prompts),
             )
-            texts_out = [
-                self.llm.detokenize(d.tokens).decode("utf-8", errors="ignore") for d in decoded
-            ]
-        return [
-            Completion(
-                text=text,
-                finish_reason="length" if d.finish == "length" else "stop",
-                prompt_tokens=len(p),
-                completion_tokens=len(d.tokens),
-                seconds=d.seconds,
-                evaluated_tokens=d.evaluated_tokens,
-                raw=d,
-            )
-            for text, d, p in zip(texts_out, decoded, prompts)
-        ]
+            return [self._completion(d, len(p)) for d, p in zip(decoded, prompts)]
 
     def grammar_sampler(self, grammar: str) -> GrammarSampler:
         """The parsed :class:`GrammarSampler` of ``grammar`` (GBNF), one per distinct grammar."""

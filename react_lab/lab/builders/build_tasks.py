@@ -53,6 +53,8 @@ SPLITS = ("dev", "test")
 #: The scenarios the notebooks run live stay in the test half, so that no exemplar built
 #: from a development run can hold their answers.
 TEST_PINNED = ("cus_8812", "INV-2041", "INV-2291")
+#: The choices of the questions that ask which label starts a line.
+PROTOCOL_LABELS = [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"]
 #: Ids as they appear in questions and tool output (customers, invoices, charges,
 #: suppliers, payments, help articles).
 
@@ -185,139 +187,341 @@ class _Tasks:
                 raise AssertionError(f"only {len(chosen)} fresh candidates, {k} wanted")
 
 
+# The SQL a question template runs, and the lists entities are picked from: each written
+# once, for the original set and for _more_tasks alike.
+LATEST_SQL = "SELECT max(issued) FROM invoices WHERE customer_id = ?"
+TOTAL_SQL = "SELECT total FROM invoices WHERE id = ?"
+CHARGES_OF_SQL = "SELECT id FROM charges WHERE invoice_id = ? ORDER BY created"
+HELP_BODY_SQL = "SELECT body FROM help_articles WHERE title = ?"
+ARTICLE_SQL = "SELECT article_id FROM help_articles WHERE title = ?"
+CUSTOMERS_SQL = "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id" % ",".join(
+    "?" * len(EXEMPLAR_CUSTOMERS)
+)
+#: Customers with an invoice sent twice since May: list_invoices shows it twice.
+RESENT_SQL = (
+    "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
+    " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
+    " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1"
+)
+#: Invoices with two succeeded card charges: real duplicates.
+DUPES_SQL = (
+    "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
+    " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1"
+)
+#: Invoices with several charges, one of them succeeded: not duplicates.
+MIXED_SQL = (
+    "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
+    " AND sum(status = 'succeeded') = 1 ORDER BY 1"
+)
+#: The day list_invoices is asked to list from in the count_invoices questions.
+SINCE = "2026-05-01"
+
+
+# Oracles: the tool calls that answer a template's question about one entity.
+def _latest_listing(conn: sqlite3.Connection, cus: str) -> list:
+    """List ``cus``'s invoices from the first day of the month of its latest one."""
+    return [("list_invoices", (cus, _one(conn, LATEST_SQL, (cus,))[:8] + "01"))]
+
+
+def _charges_lookup(conn: sqlite3.Connection, inv: str) -> list:
+    """Look invoice ``inv`` up, then each of its card charges, oldest first."""
+    return [("find_invoice", (inv,))] + [
+        ("get_charge", (ch,)) for ch in _column(conn, CHARGES_OF_SQL, (inv,))
+    ]
+
+
+# Question templates: one function a template, used by the original set and by
+# _more_tasks alike, so that the same question always reads, and is scored, the same way.
+def _ask_latest_date(t: _Tasks, cus: str) -> None:
+    """When was ``cus``'s latest invoice issued? (one list_invoices call)"""
+    t.add(
+        "latest_date",
+        f"When was the latest invoice of {cus} issued?",
+        LATEST_SQL,
+        (cus,),
+        "date",
+        oracle=_latest_listing(t.conn, cus),
+    )
+
+
+def _ask_latest_id(t: _Tasks, cus: str) -> None:
+    """Which is ``cus``'s most recent invoice? (one list_invoices call)"""
+    t.add(
+        "latest_id",
+        f"What is the id of the most recent invoice of {cus}?",
+        "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
+        (cus,),
+        "id",
+        oracle=_latest_listing(t.conn, cus),
+    )
+
+
+def _ask_count_invoices(t: _Tasks, cus: str) -> None:
+    """How many invoices did ``cus`` get since :data:`SINCE`? (a re-sent one is listed twice)"""
+    t.add(
+        "count_invoices",
+        f"How many invoices were issued to {cus} since {SINCE}?",
+        "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
+        (cus, SINCE),
+        "number",
+        unit="count",
+        oracle=[("list_invoices", (cus, SINCE))],
+    )
+
+
+def _ask_invoice_total(t: _Tasks, inv: str) -> None:
+    """What is the total of invoice ``inv``, in dollars? (one find_invoice call)"""
+    t.add(
+        "invoice_total",
+        f"What is the total of invoice {inv}, in dollars?",
+        TOTAL_SQL,
+        (inv,),
+        "number",
+        unit="dollars",
+        fmt=_money,
+        oracle=[("find_invoice", (inv,))],
+    )
+
+
+def _ask_invoice_status(t: _Tasks, inv: str) -> None:
+    """What is the status of invoice ``inv``? (one find_invoice call)"""
+    t.add(
+        "invoice_status",
+        f"What is the status of invoice {inv}?",
+        "SELECT status FROM invoices WHERE id = ?",
+        (inv,),
+        "choice",
+        choices=CUSTOMER_STATUSES,
+        oracle=[("find_invoice", (inv,))],
+    )
+
+
+def _ask_charge_amount(t: _Tasks, ch: str) -> None:
+    """How much was card charge ``ch`` for, in dollars? (the tool shows cents)"""
+    t.add(
+        "charge",
+        f"How much was card charge {ch} for, in dollars?",
+        "SELECT amount / 100.0 FROM charges WHERE id = ?",
+        (ch,),
+        "number",
+        unit="dollars",
+        fmt=_money,
+        oracle=[("get_charge", (ch,))],
+    )
+
+
+def _ask_charge_failure(t: _Tasks, ch: str) -> None:
+    """Why did card charge ``ch`` fail? (one of :data:`DECLINES`)"""
+    t.add(
+        "charge",
+        f"Why did card charge {ch} fail?",
+        "SELECT failure_reason FROM charges WHERE id = ?",
+        (ch,),
+        "choice",
+        choices=DECLINES,
+        oracle=[("get_charge", (ch,))],
+    )
+
+
+def _ask_duplicate(t: _Tasks, inv: str) -> None:
+    """Was invoice ``inv`` charged twice: two *succeeded* charges (KB-03), not two listings."""
+    t.add(
+        "duplicate",
+        f"Was invoice {inv} charged twice, with two succeeded card charges?",
+        DUPLICATE_SQL,
+        (inv,),
+        "yesno",
+        oracle=_charges_lookup(t.conn, inv),
+    )
+
+
+def _ask_paid_in_full(t: _Tasks, inv: str) -> None:
+    """Has invoice ``inv`` been paid in full? Payments (refunds negative) against the total."""
+    t.add(
+        "paid_in_full",
+        f"Has invoice {inv} been paid in full?",
+        PAID_SQL,
+        (inv,),
+        "yesno",
+        oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))],
+    )
+
+
+def _ask_amount_paid(t: _Tasks, inv: str) -> None:
+    """How much has been paid on invoice ``inv`` so far? (one get_payments call)"""
+    t.add(
+        "amount_paid",
+        f"How much has been paid on invoice {inv} so far, in dollars?",
+        "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?",
+        (inv,),
+        "number",
+        unit="dollars",
+        fmt=_money,
+        oracle=[("get_payments", (inv,))],
+    )
+
+
+def _ask_supplier_name(t: _Tasks, inv: str) -> None:
+    """Which supplier sent invoice ``inv``? (one find_invoice call)"""
+    t.add(
+        "supplier",
+        f"Which supplier sent invoice {inv}?",
+        "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
+        (inv,),
+        "text",
+        oracle=[("find_invoice", (inv,))],
+    )
+
+
+def _ask_supplier_due(t: _Tasks, inv: str) -> None:
+    """When is supplier invoice ``inv`` due? (one find_invoice call)"""
+    t.add(
+        "supplier",
+        f"When is supplier invoice {inv} due?",
+        "SELECT due FROM invoices WHERE id = ?",
+        (inv,),
+        "date",
+        oracle=[("find_invoice", (inv,))],
+    )
+
+
+def _ask_combined_total(t: _Tasks, a: str, b: str) -> None:
+    """What is the combined total of invoices ``a`` and ``b``? (two lookups, then calc)"""
+    ta, tb = _one(t.conn, TOTAL_SQL, (a,)), _one(t.conn, TOTAL_SQL, (b,))
+    t.add(
+        "multi_step",
+        f"What is the combined total of invoices {a} and {b}, in dollars?",
+        "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)",
+        (a, b),
+        "number",
+        unit="dollars",
+        fmt=_money,
+        oracle=[("find_invoice", (a,)), ("find_invoice", (b,)), ("calc", (f"{ta} + {tb}",))],
+    )
+
+
+def _ask_paying_charge(t: _Tasks, inv: str) -> None:
+    """How many cents was the charge that paid ``inv``? (the invoice, then its charges)"""
+    t.add(
+        "multi_step",
+        f"How many cents was the card charge that paid invoice {inv}?",
+        "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'",
+        (inv,),
+        "number",
+        unit="cents",
+        oracle=_charges_lookup(t.conn, inv),
+    )
+
+
+def _ask_help_days(t: _Tasks, title: str, question: str, pattern: str, query: str) -> None:
+    """Ask a number of days read out of article ``title``'s body by ``pattern``.
+
+    The oracle searches for ``query``; the task's subject is the article's id.
+    """
+    days = re.search(pattern, _one(t.conn, HELP_BODY_SQL, (title,))).group(1)
+    t.add(
+        "help",
+        question,
+        f"{HELP_BODY_SQL}  -- then the regex {pattern}",
+        (title,),
+        "number",
+        unit="days",
+        value=days,
+        oracle=[("search", (query,))],
+        subjects={_one(t.conn, ARTICLE_SQL, (title,))},
+    )
+
+
+def _article_search(conn: sqlite3.Connection, title: str) -> tuple[set, list]:
+    """The subjects and oracle of a question on article ``title``: its id; a search for it."""
+    return {_one(conn, ARTICLE_SQL, (title,))}, [("search", (title.lower(),))]
+
+
+def _ask_article_id(t: _Tasks, title: str) -> None:
+    """What is the id of the help article titled ``title``? (one search)"""
+    subjects, oracle = _article_search(t.conn, title)
+    t.add(
+        "help",
+        f"What is the id of the help article titled '{title}'?",
+        ARTICLE_SQL,
+        (title,),
+        "id",
+        oracle=oracle,
+        subjects=subjects,
+    )
+
+
+def _ask_arithmetic(t: _Tasks, expr: str) -> None:
+    """What is ``expr``? No tool needed; SQLite computes the gold answer."""
+    t.add(
+        "no_tool",
+        f"What is {expr}? Answer directly.",
+        f"SELECT {expr}",
+        (),
+        "number",
+        fmt=lambda v: f"{v:g}",
+        oracle=[],
+    )
+
+
+def _ask_protocol(t: _Tasks, question: str, gold: str, choices: list[str]) -> None:
+    """A question about the protocol itself, its gold read from the prompt's own text."""
+    t.add(
+        "no_tool",
+        question,
+        "-- read from react_lab.protocol (the prompt's instructions)",
+        (),
+        "choice",
+        value=gold.lower(),
+        choices=[c.lower() for c in choices],
+        oracle=[],
+    )
+
+
 def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     """Return the evaluation tasks as JSON-ready dicts, gold answers computed from ``conn``."""
     t = _Tasks(conn)
-    customers = _column(
-        conn,
-        "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
-        % ",".join("?" * len(EXEMPLAR_CUSTOMERS)),
-        EXEMPLAR_CUSTOMERS,
-    )
+    customers = _column(conn, CUSTOMERS_SQL, EXEMPLAR_CUSTOMERS)
 
     # Latest invoice date and id: one list_invoices call from the first of that month.
-    latest = "SELECT max(issued) FROM invoices WHERE customer_id = ?"
     for cus in ["cus_8812"] + _spread([c for c in customers if c != "cus_8812"], 3):
-        since = _one(conn, latest, (cus,))[:8] + "01"
-        t.add(
-            "latest_date",
-            f"When was the latest invoice of {cus} issued?",
-            latest,
-            (cus,),
-            "date",
-            oracle=[("list_invoices", (cus, since))],
-        )
+        _ask_latest_date(t, cus)
     for cus in _spread(customers[1:], 3):
-        since = _one(conn, latest, (cus,))[:8] + "01"
-        t.add(
-            "latest_id",
-            f"What is the id of the most recent invoice of {cus}?",
-            "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
-            (cus,),
-            "id",
-            oracle=[("list_invoices", (cus, since))],
-        )
+        _ask_latest_id(t, cus)
 
     # Invoice totals (customer and supplier invoices) and statuses: one find_invoice call.
-    total = "SELECT total FROM invoices WHERE id = ?"
     for inv in _spread(
         _column(conn, "SELECT id FROM invoices WHERE kind = 'customer' ORDER BY id"), 2
     ) + _spread(
         _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY total, id"), 2
     ):
-        t.add(
-            "invoice_total",
-            f"What is the total of invoice {inv}, in dollars?",
-            total,
-            (inv,),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("find_invoice", (inv,))],
-        )
+        _ask_invoice_total(t, inv)
     for status in ["past_due", "partially_paid", "open", "refunded"]:
         inv = _column(conn, "SELECT id FROM invoices WHERE status = ? ORDER BY id", (status,))[0]
-        t.add(
-            "invoice_status",
-            f"What is the status of invoice {inv}?",
-            "SELECT status FROM invoices WHERE id = ?",
-            (inv,),
-            "choice",
-            choices=CUSTOMER_STATUSES,
-            oracle=[("find_invoice", (inv,))],
-        )
+        _ask_invoice_status(t, inv)
 
     # Counting invoices, where a re-sent invoice is listed twice by list_invoices.
-    resent = _column(
-        conn,
-        "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
-        " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
-        " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1",
-    )
+    resent = _column(conn, RESENT_SQL)
     for cus in ["cus_8812"] + _spread([c for c in resent if c in customers and c != "cus_8812"], 3):
-        t.add(
-            "count_invoices",
-            f"How many invoices were issued to {cus} since 2026-05-01?",
-            "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
-            (cus, "2026-05-01"),
-            "number",
-            unit="count",
-            oracle=[("list_invoices", (cus, "2026-05-01"))],
-        )
+        _ask_count_invoices(t, cus)
 
     # Card charges: amount (cents in the tool, dollars asked), status, failure reason.
     succeeded = _column(
         conn, "SELECT id FROM charges WHERE status = 'succeeded' ORDER BY amount DESC, id"
     )
     for ch in _spread(succeeded, 2):
-        t.add(
-            "charge",
-            f"How much was card charge {ch} for, in dollars?",
-            "SELECT amount / 100.0 FROM charges WHERE id = ?",
-            (ch,),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("get_charge", (ch,))],
-        )
+        _ask_charge_amount(t, ch)
     for reason in ("card_declined", "expired_card"):
         ch = _column(
             conn, "SELECT id FROM charges WHERE failure_reason = ? ORDER BY id", (reason,)
         )[0]
-        t.add(
-            "charge",
-            f"Why did card charge {ch} fail?",
-            "SELECT failure_reason FROM charges WHERE id = ?",
-            (ch,),
-            "choice",
-            choices=DECLINES,
-            oracle=[("get_charge", (ch,))],
-        )
+        _ask_charge_failure(t, ch)
 
     # Duplicate checks: two *succeeded* charges on one invoice (KB-03), not two listings.
-    charges_of = "SELECT id FROM charges WHERE invoice_id = ? ORDER BY created"
-    dupes = _column(
-        conn,
-        "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
-        " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1",
-    )
-    mixed = _column(
-        conn,
-        "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
-        " AND sum(status = 'succeeded') = 1 ORDER BY 1",
-    )
+    dupes = _column(conn, DUPES_SQL)
+    mixed = _column(conn, MIXED_SQL)
     for inv in _spread(dupes, 2) + ["INV-2041"] + _spread(mixed, 2):
-        calls = [("find_invoice", (inv,))] + [
-            ("get_charge", (ch,)) for ch in _column(conn, charges_of, (inv,))
-        ]
-        t.add(
-            "duplicate",
-            f"Was invoice {inv} charged twice, with two succeeded card charges?",
-            DUPLICATE_SQL,
-            (inv,),
-            "yesno",
-            oracle=calls,
-        )
+        _ask_duplicate(t, inv)
 
     # Paid in full? Payments (refunds negative) against the total: find_invoice + get_payments.
     picks = (
@@ -334,31 +538,13 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
         + _spread(_column(conn, "SELECT id FROM invoices WHERE status = 'paid' ORDER BY id"), 2)
     )
     for inv in picks:
-        t.add(
-            "paid_in_full",
-            f"Has invoice {inv} been paid in full?",
-            PAID_SQL,
-            (inv,),
-            "yesno",
-            oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))],
-        )
+        _ask_paid_in_full(t, inv)
     for inv in _column(conn, "SELECT id FROM invoices WHERE status = 'partially_paid' ORDER BY id")[
         1:3
     ]:
-        t.add(
-            "amount_paid",
-            f"How much has been paid on invoice {inv} so far, in dollars?",
-            "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?",
-            (inv,),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("get_payments", (inv,))],
-        )
+        _ask_amount_paid(t, inv)
 
     # Help articles: a number read out of an article's body, or the id of an article.
-    body = "SELECT body FROM help_articles WHERE title = ?"
-    article = "SELECT article_id FROM help_articles WHERE title = ?"
     for title, question, pattern, query in [
         (
             "Late payment reminders",
@@ -385,112 +571,41 @@ def build_tasks(conn: sqlite3.Connection) -> list[dict]:
             "chargebacks",
         ),
     ]:
-        days = re.search(pattern, _one(conn, body, (title,))).group(1)
-        t.add(
-            "help",
-            question,
-            f"{body}  -- then the regex {pattern}",
-            (title,),
-            "number",
-            unit="days",
-            value=days,
-            oracle=[("search", (query,))],
-            subjects={_one(conn, article, (title,))},
-        )
-    t.add(
-        "help",
-        "What is the id of the help article titled 'Invoice listed twice'?",
-        article,
-        ("Invoice listed twice",),
-        "id",
-        oracle=[("search", ("invoice listed twice",))],
-        subjects={_one(conn, article, ("Invoice listed twice",))},
-    )
+        _ask_help_days(t, title, question, pattern, query)
+    _ask_article_id(t, "Invoice listed twice")
 
     # Supplier invoices: who sent it, when it is due.
     suppliers = _spread(
         _column(conn, "SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY id"), 4
     )
-    t.add(
-        "supplier",
-        f"Which supplier sent invoice {suppliers[1]}?",
-        "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id WHERE i.id = ?",
-        (suppliers[1],),
-        "text",
-        oracle=[("find_invoice", (suppliers[1],))],
-    )
+    _ask_supplier_name(t, suppliers[1])
     for inv in ("INV-2291", suppliers[3]):
-        t.add(
-            "supplier",
-            f"When is supplier invoice {inv} due?",
-            "SELECT due FROM invoices WHERE id = ?",
-            (inv,),
-            "date",
-            oracle=[("find_invoice", (inv,))],
-        )
+        _ask_supplier_due(t, inv)
 
     # Two or three calls: look two invoices up, then add; follow an invoice to its charge.
     pairs = _spread(
         _column(conn, "SELECT id FROM invoices WHERE kind = 'customer' ORDER BY total, id"), 4
     )
     for a, b in (pairs[:2], pairs[2:]):
-        ta, tb = _one(conn, total, (a,)), _one(conn, total, (b,))
-        t.add(
-            "multi_step",
-            f"What is the combined total of invoices {a} and {b}, in dollars?",
-            "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)",
-            (a, b),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("find_invoice", (a,)), ("find_invoice", (b,)), ("calc", (f"{ta} + {tb}",))],
-        )
-    inv = "INV-2041"
-    ch = _column(conn, charges_of, (inv,))[0]
-    t.add(
-        "multi_step",
-        f"How many cents was the card charge that paid invoice {inv}?",
-        "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'",
-        (inv,),
-        "number",
-        unit="cents",
-        oracle=[("find_invoice", (inv,)), ("get_charge", (ch,))],
-    )
+        _ask_combined_total(t, a, b)
+    _ask_paying_charge(t, "INV-2041")  # its one charge
 
     # No tool needed: arithmetic (computed by SQLite) and questions about the protocol.
     for expr in ["129 * 3", "48200 - 1850"]:
-        t.add(
-            "no_tool",
-            f"What is {expr}? Answer directly.",
-            f"SELECT {expr}",
-            (),
-            "number",
-            fmt=lambda v: f"{v:g}",
-            oracle=[],
-        )
+        _ask_arithmetic(t, expr)
     who = re.search(r"Observation: .*?The (\w+) writes", protocol.INSTRUCTIONS).group(1)
-    for question, gold, choices in [
-        (
-            "In this protocol, who writes the Observation lines: the model or the program?",
-            who,
-            ["model", "program"],
-        ),
-        (
-            "Which label starts the line on which you call a tool?",
-            protocol.ACTION,
-            [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"],
-        ),
-    ]:
-        t.add(
-            "no_tool",
-            question,
-            "-- read from react_lab.protocol (the prompt's instructions)",
-            (),
-            "choice",
-            value=gold.lower(),
-            choices=[c.lower() for c in choices],
-            oracle=[],
-        )
+    _ask_protocol(
+        t,
+        "In this protocol, who writes the Observation lines: the model or the program?",
+        who,
+        ["model", "program"],
+    )
+    _ask_protocol(
+        t,
+        "Which label starts the line on which you call a tool?",
+        protocol.ACTION,
+        PROTOCOL_LABELS,
+    )
     _more_tasks(t)
     assign_splits(t)
     return t.items
@@ -504,8 +619,6 @@ def _more_tasks(t: _Tasks) -> None:
     asks about, so a run of one shows nothing of another's answer. Invoice-level
     categories come first (their entities are scarce), then the customer-level ones.
     """
-    from ... import protocol
-
     conn = t.conn
     for i, ex in enumerate(protocol.EXEMPLARS, 1):  # exemplars block their ids like tasks do
         t.subjects[f"exemplar-{i}"] = set(ID_RE.findall(ex.question))
@@ -518,107 +631,51 @@ def _more_tasks(t: _Tasks) -> None:
         return _column(conn, sql, params)
 
     customer_invoices = "SELECT id FROM invoices WHERE kind = 'customer' AND status = ? ORDER BY id"
-    charges_of = "SELECT id FROM charges WHERE invoice_id = ? ORDER BY created"
 
     # Duplicates: the one real duplicate left, invoices with one succeeded charge among
     # several (a failed or refunded one too), invoices with a single succeeded charge.
     def charged(inv):
-        return {inv}, [("find_invoice", (inv,))] + [
-            ("get_charge", (ch,)) for ch in ids(charges_of, (inv,))
-        ]
+        return {inv}, _charges_lookup(conn, inv)
 
-    dupes = ids(
-        "SELECT invoice_id FROM charges WHERE status = 'succeeded'"
-        " GROUP BY invoice_id HAVING count(*) > 1 ORDER BY 1"
-    )
-    mixed = ids(
-        "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) > 1"
-        " AND sum(status = 'succeeded') = 1 ORDER BY 1"
-    )
+    dupes = ids(DUPES_SQL)
+    mixed = ids(MIXED_SQL)
     single = ids(
         "SELECT invoice_id FROM charges GROUP BY invoice_id HAVING count(*) = 1"
         " AND sum(status = 'succeeded') = 1 ORDER BY 1"
     )
     for pool, k in ((dupes, 1), (mixed, 4), (single, 2)):
         for inv in t.pick(pool, k, charged):
-            t.add(
-                "duplicate",
-                f"Was invoice {inv} charged twice, with two succeeded card charges?",
-                DUPLICATE_SQL,
-                (inv,),
-                "yesno",
-                oracle=charged(inv)[1],
-            )
+            _ask_duplicate(t, inv)
 
     # Customer-level tasks next: each takes the invoices its listing shows, so the
     # invoice-level tasks below come from the other invoices.
-    customers = ids(
-        "SELECT id FROM customers WHERE id NOT IN (%s) ORDER BY id"
-        % ",".join("?" * len(EXEMPLAR_CUSTOMERS)),
-        EXEMPLAR_CUSTOMERS,
-    )
-    latest = "SELECT max(issued) FROM invoices WHERE customer_id = ?"
+    customers = ids(CUSTOMERS_SQL, EXEMPLAR_CUSTOMERS)
 
     def listed(cus):
-        return {cus}, [("list_invoices", (cus, _one(conn, latest, (cus,))[:8] + "01"))]
+        return {cus}, _latest_listing(conn, cus)
 
     for cus in t.pick(customers, 14, listed):
-        t.add(
-            "latest_date",
-            f"When was the latest invoice of {cus} issued?",
-            latest,
-            (cus,),
-            "date",
-            oracle=listed(cus)[1],
-        )
+        _ask_latest_date(t, cus)
     for cus in t.pick(customers, 13, listed):
-        t.add(
-            "latest_id",
-            f"What is the id of the most recent invoice of {cus}?",
-            "SELECT id FROM invoices WHERE customer_id = ? ORDER BY issued DESC, id DESC LIMIT 1",
-            (cus,),
-            "id",
-            oracle=listed(cus)[1],
-        )
-    resent = ids(
-        "SELECT DISTINCT i.customer_id FROM invoices i JOIN invoice_sends s"
-        " ON s.invoice_id = i.id WHERE i.issued >= '2026-05-01'"
-        " GROUP BY s.invoice_id HAVING count(*) > 1 ORDER BY 1"
-    )
+        _ask_latest_id(t, cus)
+    resent = ids(RESENT_SQL)
     recent = ids(
         "SELECT DISTINCT customer_id FROM invoices WHERE issued >= '2026-05-01' ORDER BY 1"
     )
 
     def since_may(cus):
-        return {cus}, [("list_invoices", (cus, "2026-05-01"))]
+        return {cus}, [("list_invoices", (cus, SINCE))]
 
     for pool, k in (
         ([c for c in resent if c in customers], 7),
         ([c for c in recent if c in customers and c not in resent], 7),
     ):
         for cus in t.pick(pool, k, since_may):
-            t.add(
-                "count_invoices",
-                f"How many invoices were issued to {cus} since 2026-05-01?",
-                "SELECT count(*) FROM invoices WHERE customer_id = ? AND issued >= ?",
-                (cus, "2026-05-01"),
-                "number",
-                unit="count",
-                oracle=since_may(cus)[1],
-            )
+            _ask_count_invoices(t, cus)
 
     # Amount paid so far on partially paid invoices.
     for inv in t.pick(ids(customer_invoices, ("partially_paid",)), 8, invoice("get_payments")):
-        t.add(
-            "amount_paid",
-            f"How much has been paid on invoice {inv} so far, in dollars?",
-            "SELECT round(sum(amount), 2) FROM payments WHERE invoice_id = ?",
-            (inv,),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("get_payments", (inv,))],
-        )
+        _ask_amount_paid(t, inv)
 
     # Statuses, every customer status.
     for status, k in (
@@ -629,15 +686,7 @@ def _more_tasks(t: _Tasks) -> None:
         ("paid", 3),
     ):
         for inv in t.pick(ids(customer_invoices, (status,)), k, invoice("find_invoice")):
-            t.add(
-                "invoice_status",
-                f"What is the status of invoice {inv}?",
-                "SELECT status FROM invoices WHERE id = ?",
-                (inv,),
-                "choice",
-                choices=CUSTOMER_STATUSES,
-                oracle=[("find_invoice", (inv,))],
-            )
+            _ask_invoice_status(t, inv)
 
     # Card charges: amounts (spread over the sizes) and every failure reason.
     def charge(ch):
@@ -646,29 +695,12 @@ def _more_tasks(t: _Tasks) -> None:
     for ch in t.pick(
         ids("SELECT id FROM charges WHERE status = 'succeeded' ORDER BY amount DESC, id"), 8, charge
     ):
-        t.add(
-            "charge",
-            f"How much was card charge {ch} for, in dollars?",
-            "SELECT amount / 100.0 FROM charges WHERE id = ?",
-            (ch,),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("get_charge", (ch,))],
-        )
+        _ask_charge_amount(t, ch)
     for reason in DECLINES:
         for ch in t.pick(
             ids("SELECT id FROM charges WHERE failure_reason = ? ORDER BY id", (reason,)), 2, charge
         ):
-            t.add(
-                "charge",
-                f"Why did card charge {ch} fail?",
-                "SELECT failure_reason FROM charges WHERE id = ?",
-                (ch,),
-                "choice",
-                choices=DECLINES,
-                oracle=[("get_charge", (ch,))],
-            )
+            _ask_charge_failure(t, ch)
 
     # Paid in full: supplier and customer invoices, paid and not.
     suppliers_with = (
@@ -683,88 +715,36 @@ def _more_tasks(t: _Tasks) -> None:
         (ids(customer_invoices, ("refunded",)), 1),
     ):
         for inv in t.pick(pool, k, invoice("find_invoice", "get_payments")):
-            t.add(
-                "paid_in_full",
-                f"Has invoice {inv} been paid in full?",
-                PAID_SQL,
-                (inv,),
-                "yesno",
-                oracle=[("find_invoice", (inv,)), ("get_payments", (inv,))],
-            )
+            _ask_paid_in_full(t, inv)
 
     # Totals of customer and supplier invoices.
-    total = "SELECT total FROM invoices WHERE id = ?"
     for pool, k in (
         (ids("SELECT id FROM invoices WHERE kind = 'customer' ORDER BY id"), 10),
         (ids("SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY total, id"), 4),
     ):
         for inv in t.pick(pool, k, invoice("find_invoice")):
-            t.add(
-                "invoice_total",
-                f"What is the total of invoice {inv}, in dollars?",
-                total,
-                (inv,),
-                "number",
-                unit="dollars",
-                fmt=_money,
-                oracle=[("find_invoice", (inv,))],
-            )
+            _ask_invoice_total(t, inv)
 
     # Supplier invoices: who sent it, when it is due.
     supplier_invoices = ids("SELECT id FROM invoices WHERE kind = 'supplier' ORDER BY id")
     picked = list(t.pick(supplier_invoices, 13, invoice("find_invoice")))
     for n, inv in enumerate(picked):
         if n % 2 == 0:
-            t.add(
-                "supplier",
-                f"Which supplier sent invoice {inv}?",
-                "SELECT s.name FROM invoices i JOIN suppliers s ON s.id = i.supplier_id"
-                " WHERE i.id = ?",
-                (inv,),
-                "text",
-                oracle=[("find_invoice", (inv,))],
-            )
+            _ask_supplier_name(t, inv)
         else:
-            t.add(
-                "supplier",
-                f"When is supplier invoice {inv} due?",
-                "SELECT due FROM invoices WHERE id = ?",
-                (inv,),
-                "date",
-                oracle=[("find_invoice", (inv,))],
-            )
+            _ask_supplier_due(t, inv)
 
     # Two or three calls: combined totals of two invoices of similar size; the charge
     # that paid an invoice which also has a failed or refunded charge.
     by_total = ids("SELECT id FROM invoices WHERE kind = 'customer' ORDER BY total, id")
     picked = list(t.pick(by_total, 16, invoice("find_invoice")))
     for a, b in zip(picked[0::2], picked[1::2]):
-        ta, tb = _one(conn, total, (a,)), _one(conn, total, (b,))
-        t.add(
-            "multi_step",
-            f"What is the combined total of invoices {a} and {b}, in dollars?",
-            "SELECT round(sum(total), 2) FROM invoices WHERE id IN (?, ?)",
-            (a, b),
-            "number",
-            unit="dollars",
-            fmt=_money,
-            oracle=[("find_invoice", (a,)), ("find_invoice", (b,)), ("calc", (f"{ta} + {tb}",))],
-        )
+        _ask_combined_total(t, a, b)
     for inv in t.pick(mixed, 5, charged):
-        t.add(
-            "multi_step",
-            f"How many cents was the card charge that paid invoice {inv}?",
-            "SELECT amount FROM charges WHERE invoice_id = ? AND status = 'succeeded'",
-            (inv,),
-            "number",
-            unit="cents",
-            oracle=charged(inv)[1],
-        )
+        _ask_paying_charge(t, inv)
 
     # Help articles: the later reminders, and the ids of articles by title. These share
     # articles with other help tasks at times; assign_splits keeps such tasks together.
-    body = "SELECT body FROM help_articles WHERE title = ?"
-    article = "SELECT article_id FROM help_articles WHERE title = ?"
     for question, pattern in [
         (
             "How many days after an unpaid invoice's due date is the second reminder emailed?",
@@ -775,19 +755,7 @@ def _more_tasks(t: _Tasks) -> None:
             r"reminder \d+, \d+ and (\d+)",
         ),
     ]:
-        title = "Late payment reminders"
-        days = re.search(pattern, _one(conn, body, (title,))).group(1)
-        t.add(
-            "help",
-            question,
-            f"{body}  -- then the regex {pattern}",
-            (title,),
-            "number",
-            unit="days",
-            value=days,
-            oracle=[("search", ("late payment reminders",))],
-            subjects={_one(conn, article, (title,))},
-        )
+        _ask_help_days(t, "Late payment reminders", question, pattern, "late payment reminders")
     asked = set().union(*(t.subjects[x["id"]] for x in t.items if x["category"] == "help"))
     titles = [
         title
@@ -797,18 +765,8 @@ def _more_tasks(t: _Tasks) -> None:
         if aid not in asked
         and not any(aid in ids_ for key, ids_ in t.touched.items() if key.startswith("exemplar-"))
     ]
-    for title in t.pick(
-        titles, 5, lambda title: ({_one(conn, article, (title,))}, [("search", (title.lower(),))])
-    ):
-        t.add(
-            "help",
-            f"What is the id of the help article titled '{title}'?",
-            article,
-            (title,),
-            "id",
-            oracle=[("search", (title.lower(),))],
-            subjects={_one(conn, article, (title,))},
-        )
+    for title in t.pick(titles, 5, lambda title: _article_search(conn, title)):
+        _ask_article_id(t, title)
 
     # No tool: arithmetic on the lab's amounts, and two more questions about the protocol.
     for expr in [
@@ -821,30 +779,12 @@ def _more_tasks(t: _Tasks) -> None:
         "349 * 2",
         "12900 - 2900",
     ]:
-        t.add(
-            "no_tool",
-            f"What is {expr}? Answer directly.",
-            f"SELECT {expr}",
-            (),
-            "number",
-            fmt=lambda v: f"{v:g}",
-            oracle=[],
-        )
-    labels = [protocol.THOUGHT, protocol.ACTION, protocol.OBSERVATION, "Answer"]
+        _ask_arithmetic(t, expr)
     for question, gold in [
         ("Which label starts the line on which you think about what to do next?", protocol.THOUGHT),
         ("Which label starts the line that shows a tool's result?", protocol.OBSERVATION),
     ]:
-        t.add(
-            "no_tool",
-            question,
-            "-- read from react_lab.protocol (the prompt's instructions)",
-            (),
-            "choice",
-            value=gold.lower(),
-            choices=[c.lower() for c in labels],
-            oracle=[],
-        )
+        _ask_protocol(t, question, gold, PROTOCOL_LABELS)
 
 
 def assign_splits(t: _Tasks, seed: int = SPLIT_SEED) -> None:

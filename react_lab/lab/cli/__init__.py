@@ -165,6 +165,20 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_save_results(parser: argparse.ArgumentParser, saves: str) -> None:
+    """``--save-results NAME [--overwrite]``: save a run as a fingerprinted results file.
+
+    ``saves`` is the help of ``--save-results``: what the command saves, and when;
+    ``--overwrite`` reads the same everywhere.
+    """
+    parser.add_argument("--save-results", metavar="NAME", default=None, help=saves)
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save-results: replace that file if it exists (else refused)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with one subcommand per experiment."""
     p = argparse.ArgumentParser(prog="react-lab", description=__doc__.split("\n")[0])
@@ -268,17 +282,10 @@ def _add_forge_rate(sub) -> None:
         "1 = one at a time, exactly create_completion's tokens)",
     )
     f.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
-    f.add_argument(
-        "--save-results",
-        metavar="NAME",
-        default=None,
-        help="also save the result, fingerprinted, as react_lab/data/results/NAME.json "
+    _add_save_results(
+        f,
+        "also save the result, fingerprinted, as react_lab/data/results/NAME.json "
         "(react_lab.lab.experiments.results); checked before the run starts",
-    )
-    f.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="with --save-results: replace that file if it exists (else refused)",
     )
     f.set_defaults(func=commands.cmd_forge_rate, usage_error=f.error)
 
@@ -348,18 +355,11 @@ def _add_eval(sub) -> None:
         help="runs in flight at once against an endpoint (default %(default)s); "
         "records come back in task order, as a serial run's",
     )
-    e.add_argument(
-        "--save-results",
-        metavar="NAME",
-        default=None,
-        help="compute every task afresh (no cache) and save metrics and records, "
+    _add_save_results(
+        e,
+        "compute every task afresh (no cache) and save metrics and records, "
         "fingerprinted, as react_lab/data/results/NAME.json (react_lab.lab.experiments.results); "
         "with --config: save the finished ladder run; checked before the run starts",
-    )
-    e.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="with --save-results: replace that file if it exists (else refused)",
     )
     ladder_group = e.add_argument_group(
         "the ladder (react_lab.lab.experiments.ladder)",

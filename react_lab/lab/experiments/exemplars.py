@@ -427,18 +427,24 @@ def build_pool(variant: str = "default") -> list[PoolEntry]:
     tools = get_tools(variant)
     pool = []
     for task in load_tasks(split="dev"):
-        ex, shown = pool_exemplar(task, tools, variant)
-        pool.append(
-            PoolEntry(
-                task.id,
-                task.category,
-                ex,
-                frozenset(shown),
-                shape_tokens(task.question),
-                answer_intent(task),
-            )
-        )
+        pool.append(_pool_entry(task, *pool_exemplar(task, tools, variant)))
     return pool
+
+
+def _pool_entry(task: Task, exemplar: PoolExemplar, shown: set[str]) -> PoolEntry:
+    """The pool entry of dev ``task`` shown by ``exemplar`` (written or harvested).
+
+    ``shown`` is every id the exemplar shows; the entry adds the question's word shapes
+    and the task's answer intent, which the selection matches on.
+    """
+    return PoolEntry(
+        task.id,
+        task.category,
+        exemplar,
+        frozenset(shown),
+        shape_tokens(task.question),
+        answer_intent(task),
+    )
 
 
 # --------------------------------------------------------------------------- the runs pool
@@ -514,16 +520,7 @@ def harvest(records: list[dict], variant: str = "default") -> list[PoolEntry]:
             str(last["answer"]),
             source=task.id,
         )
-        pool.append(
-            PoolEntry(
-                task.id,
-                task.category,
-                ex,
-                frozenset(shown),
-                shape_tokens(task.question),
-                answer_intent(task),
-            )
-        )
+        pool.append(_pool_entry(task, ex, shown))
     return pool
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from ...protocol import ACTION_RE, EXEMPLARS
 from ...tools import ID_RE, open_db
@@ -34,8 +35,40 @@ PAID_SQL = (
 )
 
 
+class _InvoiceQuestion:
+    """A yes/no question about one invoice, its gold answer read from the database.
+
+    What :class:`ChargeCheck` and :class:`PaidCheck` share: each has an ``invoice_id`` and
+    a ``gold`` (``"yes"`` or ``"no"``), and names the task id's prefix (``TASK_ID``), the
+    evaluation's ``CATEGORY`` for the question and the ``SQL`` that gives the same gold.
+    """
+
+    TASK_ID: ClassVar[str]
+    CATEGORY: ClassVar[str]
+    SQL: ClassVar[str]
+
+    def task(self, question: str) -> Task:
+        """``question`` as a yes/no task with this gold answer.
+
+        A :class:`~react_lab.lab.experiments.tasks.Task`.
+        """
+        return Task(
+            id=f"{self.TASK_ID}:{self.invoice_id}",
+            category=self.CATEGORY,
+            question=question,
+            gold=self.gold,
+            kind="yesno",
+            sql=self.SQL,
+            params=(self.invoice_id,),
+        )
+
+    def right(self, answer: str | None, question: str = "") -> bool:
+        """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
+        return score(answer, self.task(question))
+
+
 @dataclass(frozen=True)
-class ChargeCheck:
+class ChargeCheck(_InvoiceQuestion):
     """An invoice's card charges and emails, as the database has them.
 
     ``charges`` and ``sends`` are tuples of dicts (columns of the ``charges`` and
@@ -48,6 +81,10 @@ class ChargeCheck:
     charges: tuple[dict, ...]
     sends: tuple[dict, ...]
 
+    TASK_ID = "charged_twice"
+    CATEGORY = "duplicate"
+    SQL = DUPLICATE_SQL
+
     @property
     def succeeded(self) -> list[dict]:
         """The charges that took money."""
@@ -57,25 +94,6 @@ class ChargeCheck:
     def gold(self) -> str:
         """``"yes"`` when two or more charges succeeded, else ``"no"``."""
         return "yes" if len(self.succeeded) > 1 else "no"
-
-    def task(self, question: str) -> Task:
-        """``question`` as a yes/no task with this gold answer.
-
-        A :class:`~react_lab.lab.experiments.tasks.Task`.
-        """
-        return Task(
-            id=f"charged_twice:{self.invoice_id}",
-            category="duplicate",
-            question=question,
-            gold=self.gold,
-            kind="yesno",
-            sql=DUPLICATE_SQL,
-            params=(self.invoice_id,),
-        )
-
-    def right(self, answer: str | None, question: str = "") -> bool:
-        """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
-        return score(answer, self.task(question))
 
     def facts(self) -> str:
         """The short form of :meth:`explain`.
@@ -144,7 +162,7 @@ def check_charges(invoice_id: str, conn: sqlite3.Connection | None = None) -> Ch
 
 
 @dataclass(frozen=True)
-class PaidCheck:
+class PaidCheck(_InvoiceQuestion):
     """Whether an invoice is paid in full, as the database has it: its total against its payments.
 
     ``total`` and ``paid`` are dollars (refunds count negative); ``status`` is the
@@ -158,29 +176,14 @@ class PaidCheck:
     status: str
     due: str
 
+    TASK_ID = "paid"
+    CATEGORY = "paid"
+    SQL = PAID_SQL
+
     @property
     def gold(self) -> str:
         """``"yes"`` when its payments reach its total, else ``"no"`` (:data:`PAID_SQL`)."""
         return "yes" if self.paid >= self.total else "no"
-
-    def task(self, question: str) -> Task:
-        """``question`` as a yes/no task with this gold answer.
-
-        A :class:`~react_lab.lab.experiments.tasks.Task`.
-        """
-        return Task(
-            id=f"paid:{self.invoice_id}",
-            category="paid",
-            question=question,
-            gold=self.gold,
-            kind="yesno",
-            sql=PAID_SQL,
-            params=(self.invoice_id,),
-        )
-
-    def right(self, answer: str | None, question: str = "") -> bool:
-        """True when ``answer`` states the gold, scored as the evaluation scores a yes/no task."""
-        return score(answer, self.task(question))
 
     def explain(self) -> str:
         """One sentence: the invoice, its total, what was paid, and so the gold answer."""

@@ -45,12 +45,8 @@ def plot_cost(P: int, O: int, A: int, N: int, *, title: str | None = None):
 
     cum_prefix = [P * n for n in steps]
     cum_resent = [(A + O) * n * (n - 1) // 2 for n in steps]
-    right.stackplot(
-        steps,
-        cum_prefix,
-        cum_resent,
-        colors=["#9ca3af", "#2563eb"],
-        labels=["prefix: N·P (linear)", "re-sent: (A+O)·N(N-1)/2 (quadratic)"],
+    _stack_cumulative(
+        right, steps, cum_prefix, cum_resent, "#2563eb", "re-sent: (A+O)·N(N-1)/2 (quadratic)"
     )
     right.plot(steps, cum_prefix, color="#374151", lw=1)
     m = cost["cumulative_crossover_step"]
@@ -72,6 +68,21 @@ def plot_cost(P: int, O: int, A: int, N: int, *, title: str | None = None):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _stack_cumulative(ax, steps, cum_prefix, cum_resent, resent_color, resent_label):
+    """Stack a run's cumulative prompt tokens on ``ax``, as both cost plots draw them.
+
+    The prefix first (grey, "prefix: N·P (linear)"), the re-sent text on top of it in
+    ``resent_color``, labelled ``resent_label``.
+    """
+    ax.stackplot(
+        steps,
+        cum_prefix,
+        cum_resent,
+        colors=["#9ca3af", resent_color],
+        labels=["prefix: N·P (linear)", resent_label],
+    )
 
 
 def _mark(ax, x, text):
@@ -135,13 +146,7 @@ def plot_run(measured: dict, *, title: str | None = None, unit: str = "model tok
 
     cum_prefix = running(prefix)
     cum_resent = running([a + o for a, o in zip(model_text, observations)])
-    right.stackplot(
-        steps,
-        cum_prefix,
-        cum_resent,
-        colors=["#9ca3af", "#1d4ed8"],
-        labels=["prefix: N·P (linear)", "re-sent text (quadratic)"],
-    )
+    _stack_cumulative(right, steps, cum_prefix, cum_resent, "#1d4ed8", "re-sent text (quadratic)")
     if all(e is not None for e in measured["evaluated"]):  # a backend that reports its KV cache
         right.plot(
             steps,
