@@ -9,9 +9,7 @@ import ast
 import json
 import re
 import textwrap
-from pathlib import Path
 
-import nbformat
 import pytest
 from notebook_cells import notebook_namespace, run_cell
 
@@ -29,8 +27,6 @@ from react_lab.lab.notebook.core_exercises import (
     solution_lines,
 )
 from react_lab.lab.notebook.exercises import NOT_WRITTEN, failed_rule, run_cases
-
-NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 
 OBSERVE = """
 def observe(text, tools):
@@ -319,30 +315,6 @@ def test_a_planted_mistake_fails_on_its_rule(exercise, source, rule):
     passed, total, failure = run_cases(exercise, _defined(source))
     assert failure is not None and passed < total
     assert failed_rule(failure) == (rule, CORE[exercise].rules[rule]), failure
-
-
-def _stated(exercise, number: int) -> int:
-    """The notebook that states rule ``number`` of ``exercise``: an edit's kept rules are its
-    earlier notebook's (notebook 03: "Rules 1 to 5 are notebook 02's")."""
-    earlier = CORE.get(exercise.edits)
-    if earlier and earlier.rules.get(number) == exercise.rules[number]:
-        return _stated(earlier, number)
-    return exercise.notebook
-
-
-@pytest.mark.parametrize("name", list(CORE))
-def test_every_rule_a_checker_names_is_numbered_and_named_in_its_notebook(name):
-    """A failure says "breaks rule 3 (an int)": the learner finds "3. *an int*" in the notebook."""
-    exercise = CORE[name]
-    for number, rule in exercise.rules.items():
-        path = next(NOTEBOOKS.glob(f"0{_stated(exercise, number)}_*.ipynb"))
-        markdown = " ".join(
-            " ".join(cell.source.split())
-            for cell in nbformat.read(path, as_version=4).cells
-            if cell.cell_type == "markdown"
-        )
-        stated = rf"(^|\s){number}\. [*_]+{re.escape(rule)}[*_]*"
-        assert re.search(stated, markdown, re.IGNORECASE), (path.name, number, rule)
 
 
 def test_every_new_rule_is_broken_by_a_planted_mistake():
