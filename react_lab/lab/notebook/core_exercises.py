@@ -825,33 +825,38 @@ def _forged_cases() -> list[Case]:
 
 # ---------------------------------------------------------------- 05, bench 06 small functions
 
-TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O"}
+TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O", 3: "an int"}
 #: Bench notebook 06's exercise (the core path's repeat guard is inline in run_loop_guards).
 REPEAT_RULES = {1: "the same call", 2: "another tool or other arguments"}
 
 
-def _equal_case(rules, rule: int, args: tuple, want: Any, note: str = "") -> Case:
-    def verify(got):
-        return (
-            None
-            if got == want
-            else broke(
-                rules,
-                rule,
-                f"returned {got!r:.60}; expected {want!r}" + (f" ({note})" if note else ""),
-            )
-        )
+def _tokens_case(rule: int, args: tuple, want: int, note: str = "") -> Case:
+    """``prompt_tokens_at_step(*args)`` is ``want``, as an int (rule 3: tokens come whole)."""
+    r = TOKENS_RULES
 
-    return Case(args, verify, rule=rule_of(rules, rule))
+    def verify(got):
+        if got != want:
+            return broke(
+                r, rule, f"returned {got!r:.60}; expected {want!r}" + (f" ({note})" if note else "")
+            )
+        if not isinstance(got, int) or isinstance(got, bool):
+            return broke(
+                r,
+                3,
+                f"returned {got!r:.60}; return the int {want!r}: tokens are counted "
+                "whole (/ always makes a float)",
+            )
+        return None
+
+    return Case(args, verify, rule=rule_of(r, rule))
 
 
 def _tokens_cases() -> list[Case]:
-    r = TOKENS_RULES
     return [
-        _equal_case(r, 1, (1000, 600, 100, 1), 1000, "step 1 sends the prefix alone"),
-        _equal_case(r, 2, (1000, 600, 100, 10), 7300),
-        _equal_case(r, 2, (340, 0, 50, 3), 440),
-        _equal_case(r, 2, (0, 10, 0, 4), 30),
+        _tokens_case(1, (1000, 600, 100, 1), 1000, "step 1 sends the prefix alone"),
+        _tokens_case(2, (1000, 600, 100, 10), 7300),
+        _tokens_case(2, (340, 0, 50, 3), 440),
+        _tokens_case(2, (0, 10, 0, 4), 30),
     ]
 
 
@@ -1027,7 +1032,7 @@ def _native_turns_wrong(model, tools, final: list) -> str | None:
     from ...tool_calls import reply_calls
 
     for (sent, _, _), reply, after in zip(model.requests, model.replies, nexts):
-        calls = reply_calls(reply, tools)[0]
+        calls, _, problem = reply_calls(reply, tools)
         added = after[len(sent) :]
         if after[: len(sent)] != sent:
             return broke(r, 2, "the messages returned are not the whole conversation")
@@ -1041,7 +1046,23 @@ def _native_turns_wrong(model, tools, final: list) -> str | None:
                 "the assistant message does not carry the reply's tool calls; "
                 "append reply.message() (with the calls the reply made)",
             )
+        replies = sum(m.get("role") == "assistant" for m in added)
+        if replies > 1:
+            return broke(
+                r,
+                3,
+                f"appended {replies} assistant messages for one reply; append the reply "
+                "once (reply.message()), then one tool message per call",
+            )
         results = [m for m in added[1:] if m.get("role") == "tool"]
+        others = [m for m in added[1:] if m.get("role") != "tool"]
+        if len(others) > (1 if problem else 0):  # a call that cannot run: the loop's note
+            return broke(
+                r,
+                4,
+                f"appended {str(others[-1])[:60]} after the reply; append the reply, then "
+                "one tool message per call, nothing else",
+            )
         if len(results) != len(calls):
             return broke(
                 r,
@@ -1166,7 +1187,7 @@ _OTHERS = (
 )
 
 
-def _pick_case(question: str, pool: list[Exemplar], want: Exemplar) -> Case:
+def _pick_case(question: str, pool: list[Exemplar], want: Exemplar, hint: str = "") -> Case:
     r = PICK_RULES
 
     def verify(got):
@@ -1178,7 +1199,8 @@ def _pick_case(question: str, pool: list[Exemplar], want: Exemplar) -> Case:
             else broke(
                 r,
                 1,
-                f"picked {got.question!r}; {want.question!r} shares more words with {question!r}",
+                f"picked {got.question!r}; {want.question!r} shares more words with "
+                f"{question!r}{hint}",
             )
         )
 
@@ -1196,6 +1218,13 @@ def _pick_cases() -> list[Case]:
             "How many days after a charge can a card payment be refunded?", pool[::-1], EXEMPLARS[2]
         ),
         _pick_case("Which card charge paid invoice INV-2041?", pool, _OTHERS[0]),
+        # compared as they are, the shouted words match nothing and the total's question wins
+        _pick_case(
+            "WHEN WAS THE LATEST INVOICE OF cus_8812 ISSUED? What is its total?",
+            pool,
+            EXEMPLARS[0],
+            " (a word is the same word in any case: compare them lower-cased)",
+        ),
     ]
 
 

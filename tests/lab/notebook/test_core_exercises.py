@@ -7,6 +7,7 @@ exercise is broken by at least one of them, so no rule's check is dead code.
 
 import ast
 import json
+import re
 import textwrap
 
 import pytest
@@ -200,6 +201,14 @@ PLANTED = [
         """),
         2,
     ),
+    (
+        "prompt_tokens_at_step",
+        cell("""
+        def prompt_tokens_at_step(P, O, A, k):
+            return P + (k - 1) / 1 * (A + O)
+        """),
+        3,
+    ),
     ("run_loop_guards", _loop(repeat="False"), 7),
     ("run_loop_guards", _loop(repeat="match and match.group(1) in [c[0] for c in calls if c]"), 7),
     # the refusal written, and the repeat passed to observe all the same: it ran again
@@ -231,6 +240,18 @@ PLANTED = [
     ("run_native", _native(answered="messages"), 3),
     ("run_native", _native(turn="messages += tool_messages(reply, tools)[1:]"), 3),
     ("run_native", _native(turn="messages += tool_messages(reply, tools)[:1]"), 4),
+    # the final reply appended twice: the answer and every turn before it are right
+    ("run_native", _native(answered="messages + [reply.message(), reply.message()]"), 3),
+    ("run_native", _native(turn="messages += [reply.message()] + tool_messages(reply, tools)"), 3),
+    # the reply's text once more, as a user turn, after its tool messages
+    (
+        "run_native",
+        _native(
+            turn="messages += tool_messages(reply, tools) + "
+            '[{"role": "user", "content": reply.content}]'
+        ),
+        4,
+    ),
     ("run_native", _native(turn=TURN_BY_HAND), 4),
     ("run_native", _native(calls="(reply.tool_calls, [], None)"), 5),
     ("run_native", _native(steps="100"), 6),
@@ -259,6 +280,15 @@ PLANTED = [
             return max(pool, key=lambda e: len(words & set(e.question.split()))).question
         """),
         2,
+    ),
+    (  # every word compared as it is written: a question in capitals shares none
+        "pick_exemplar",
+        cell("""
+        def pick_exemplar(question, pool):
+            words = set(question.split())
+            return max(pool, key=lambda e: len(words & set(e.question.split())))
+        """),
+        1,
     ),
 ]
 
@@ -353,23 +383,28 @@ def test_solutions_mode_checks_the_reference_and_saves_nothing(agent_file, monke
 
 
 def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
-    """Each case's exemplar shares strictly the most words, split on spaces or on \\w+."""
-    import re
+    """Each case's exemplar shares strictly the most lower-cased words, split on spaces or on
+    \\w+; words compared as written pick it too, but in the one case that checks the lower-casing:
+    there they pick another, on both splits."""
 
-    splits = [
-        lambda t: set(t.lower().split()),
-        lambda t: set(re.findall(r"\w+", t.lower())),
-        lambda t: set(t.split()),
-    ]
+    splits = [str.split, lambda t: re.findall(r"\w+", t)]
+    cased = []
     for case in _pick_cases():
         question, pool = case.args
-        for split in splits:
-            scores = sorted(
-                (len(split(question) & split(e.question)), i) for i, e in enumerate(pool)
-            )
-            assert scores[-1][0] > scores[-2][0], (question, scores)
-            best = pool[scores[-1][1]]
-            assert case.expected(best) is None
+        for lower in (True, False):
+            for split in splits:
+
+                def words(text):
+                    return set(split(text.lower() if lower else text))
+
+                scores = sorted(
+                    (len(words(question) & words(e.question)), i) for i, e in enumerate(pool)
+                )
+                assert scores[-1][0] > scores[-2][0], (question, lower, scores)
+                right = case.expected(pool[scores[-1][1]]) is None
+                assert right or not lower, (question, scores)
+                cased += [] if right else [question]
+    assert len(cased) == 2 and len(set(cased)) == 1, cased
     assert set(map(id, EXEMPLARS + _OTHERS)) >= {id(c.args[1][0]) for c in _pick_cases()}
 
 
