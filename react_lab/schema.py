@@ -16,6 +16,9 @@ it holds as if written ``\\A...\\Z``. A free-text argument must hold something t
 (:data:`HAS_WORD`, :data:`HAS_NUMBER`). Every message the check returns names the field it
 is about and fits on one line; a decoding error says what happened (cut off, markup, extra
 text) and shows the arguments the tool expects.
+
+The tools' schemas (:mod:`react_lab.billing`) are built here: :func:`object_schema` and the
+id fields they share (:data:`CUSTOMER_ID`, :data:`INVOICE_ID`, :data:`CHARGE_ID`).
 """
 
 from __future__ import annotations
@@ -100,6 +103,39 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
                 )
         cleaned[key] = value
     return (cleaned if isinstance(args, dict) else list(cleaned.values())), errors
+
+
+# --------------------------------------------------------------------------- the tools' schemas
+
+
+def object_schema(**properties: dict) -> dict:
+    """Return an object schema requiring exactly these properties, in this order."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+CUSTOMER_ID = {
+    "type": "string",
+    "pattern": r"^cus_[0-9]{4}$",
+    "description": "customer id, e.g. cus_8812",
+    "examples": ["cus_0000"],
+}
+INVOICE_ID = {
+    "type": "string",
+    "pattern": r"^INV-[0-9]{4}$",
+    "description": "invoice id, e.g. INV-2041",
+    "examples": ["INV-0000"],
+}
+CHARGE_ID = {
+    "type": "string",
+    "pattern": r"^ch_[A-Za-z0-9]+$",
+    "description": "card charge id, e.g. ch_1KZq8f",
+    "examples": ["ch_0000"],
+}
 
 
 # --------------------------------------------------------------------------- the schema check

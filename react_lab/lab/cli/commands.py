@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from ...cost import describe_cost, run_cost
+from ...cost import run_cost
 from ...loop import ask
 from ...native import ask_native
 from ...parser import parse
@@ -22,6 +22,7 @@ from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec
 from ..experiments import evals
 from ..experiments.abuses import run_abuses
+from ..experiments.costs import describe_cost
 from ..experiments.evals import save_eval
 from ..experiments.forge import (
     BATCH,
