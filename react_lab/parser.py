@@ -272,15 +272,6 @@ def _truncate(text: str) -> tuple[str, bool]:
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
 
 
-def settled_forgery(text: str) -> int | None:
-    """:func:`find_forged` for a completion still being streamed: an index no later text undoes.
-
-    Once its line is finished or its label complete (:func:`react_lab._parsing.forgery.settled`),
-    ``find_forged(text + more)`` is that index for every continuation ``more``; else None.
-    """
-    return forgery.settled(text, find_forged(text))
-
-
 def read_reply(text: str | None, tools: Iterable[str] | dict | None = None) -> ReplyText:
     """Read a reply's text (a native reply's content, a best-effort completion) as parse would.
 
