@@ -1,6 +1,6 @@
 """The tolerant parser: read real model text into an action, an answer or an error.
 
-:func:`react_lab.protocol.strict_parse` is the classic loop's regex and fails on the first
+The classic loop's regex (:data:`react_lab.protocol.ACTION_RE`) fails on the first
 drift. Real completions drift: numbered labels (``Action 2:``), markdown, a cut-off stop
 word, an ``Observation`` the model wrote itself. :func:`parse` reads them and never raises;
 the loop uses it. It reads a completion in five steps:
