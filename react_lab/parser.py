@@ -27,7 +27,6 @@ from ._parsing import forgery, labels, read_other, reasons
 from ._parsing.brackets import bracket_call
 from ._parsing.calls import FINISH_NAMES, answer_text, clean_input, is_tool_name
 from ._parsing.forgery import trim_partial_stop
-from ._parsing.labels import starts_with_label, strip_answer_label  # noqa: F401 (guards.py's)
 from ._parsing.reasoning import set_aside_reasoning
 from ._parsing.reply import ReplyText, read_reply_text
 from ._parsing.tokens import THOUGHT_TOKENS, decode_markers, without_end_tokens
