@@ -4,9 +4,10 @@
 Each is a plain function, all but ``calc`` with the database connection first
 (:func:`react_lab.tools.default_tools` and :func:`react_lab.tools.payment_tool` bind it); it
 returns JSON-ready data or raises :class:`ToolError` with a message that says what to change.
-Each schema lists its properties in the function's parameter order. ``calc`` reads arithmetic
-through Python's ``ast``, never ``eval()`` (:mod:`react_lab._parsing.arithmetic`).
-``schedule_payment`` writes through the connection it is given: one to a copy of the database
+Each schema (built with :func:`react_lab.schema.object_schema`, the id fields there too) lists
+its properties in the function's parameter order. ``calc`` reads arithmetic through Python's
+``ast``, never ``eval()`` (:mod:`react_lab._parsing.arithmetic`). ``schedule_payment`` writes
+through the connection it is given: one to a copy of the database
 (:func:`react_lab.lab.sandbox.payment_tools` makes the copy).
 
 Units: invoice totals and payments are dollars; card charges are cents (12900 = $129.00).
@@ -20,7 +21,15 @@ from typing import Any
 
 from ._parsing.arithmetic import ArithmeticRefused, evaluate
 from .protocol import shown
-from .schema import HAS_NUMBER, HAS_WORD, NEEDS
+from .schema import (
+    CHARGE_ID,
+    CUSTOMER_ID,
+    HAS_NUMBER,
+    HAS_WORD,
+    INVOICE_ID,
+    NEEDS,
+    object_schema,
+)
 
 
 class ToolError(Exception):
@@ -30,42 +39,9 @@ class ToolError(Exception):
     """
 
 
-# --- argument schemas: one per tool, properties in the function's parameter order ------
-
-
-def _schema(**properties: dict) -> dict:
-    """Return an object schema requiring exactly these properties, in this order."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
-CUSTOMER_ID = {
-    "type": "string",
-    "pattern": r"^cus_[0-9]{4}$",
-    "description": "customer id, e.g. cus_8812",
-    "examples": ["cus_0000"],
-}
-INVOICE_ID = {
-    "type": "string",
-    "pattern": r"^INV-[0-9]{4}$",
-    "description": "invoice id, e.g. INV-2041",
-    "examples": ["INV-0000"],
-}
-CHARGE_ID = {
-    "type": "string",
-    "pattern": r"^ch_[A-Za-z0-9]+$",
-    "description": "card charge id, e.g. ch_1KZq8f",
-    "examples": ["ch_0000"],
-}
-
-
 # --- the read-only tools: plain functions, conn first (bound by default_tools) ----------
 
-LIST_INVOICES = _schema(
+LIST_INVOICES = object_schema(
     customer_id=CUSTOMER_ID,
     since={
         "type": "string",
@@ -97,7 +73,7 @@ def list_invoices(conn: sqlite3.Connection, customer_id: str, since: str) -> lis
     return [dict(row, charge_ids=_split(row["charge_ids"])) for row in rows]
 
 
-GET_CHARGE = _schema(charge_id=CHARGE_ID)
+GET_CHARGE = object_schema(charge_id=CHARGE_ID)
 
 
 def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
@@ -115,7 +91,7 @@ def get_charge(conn: sqlite3.Connection, charge_id: str) -> dict:
     return dict(row)
 
 
-SEARCH = _schema(
+SEARCH = object_schema(
     query={
         "type": "string",
         "minLength": 1,
@@ -151,7 +127,7 @@ def search(conn: sqlite3.Connection, query: str) -> list[dict]:
     return [dict(row) for row in rows]
 
 
-FIND_INVOICE = _schema(invoice_id=INVOICE_ID)
+FIND_INVOICE = object_schema(invoice_id=INVOICE_ID)
 
 
 def find_invoice(conn: sqlite3.Connection, invoice_id: str) -> dict:
@@ -173,7 +149,7 @@ def find_invoice(conn: sqlite3.Connection, invoice_id: str) -> dict:
     return invoice
 
 
-GET_PAYMENTS = _schema(invoice_id=INVOICE_ID)
+GET_PAYMENTS = object_schema(invoice_id=INVOICE_ID)
 
 
 def get_payments(conn: sqlite3.Connection, invoice_id: str) -> dict:
@@ -212,7 +188,7 @@ def _no_invoice(invoice_id: str) -> str:
 
 # --- calc: arithmetic through the ast, never eval() --------------------------------------
 
-CALC = _schema(
+CALC = object_schema(
     expression={
         "type": "string",
         "minLength": 1,
@@ -235,7 +211,7 @@ def calc(expression: str) -> int | float:
 
 # --- the side-effecting tool ---------------------------------------------------------------
 
-SCHEDULE_PAYMENT = _schema(
+SCHEDULE_PAYMENT = object_schema(
     invoice_id={**INVOICE_ID, "description": "supplier invoice id, e.g. INV-2291"},
     amount={
         "type": "number",

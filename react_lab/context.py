@@ -7,8 +7,9 @@ small; compaction, here, keeps the whole run small: once the transcript passes
 summary the loop writes. The prompt (instructions, tools, question) is never touched.
 
 How a step is summarised decides what the model can still use: :func:`keep_ids_summary`
-keeps error text and every id, :func:`naive_summary` keeps the first characters and
-loses the id a later step needs (notebook 07 shows the difference).
+keeps error text and every id; the lab's :func:`react_lab.lab.guards.naive_summary` keeps
+the first characters and loses the id a later step needs (bench notebook 07 shows the
+difference).
 """
 
 from __future__ import annotations
@@ -79,12 +80,6 @@ def keep_ids_summary(observation: str) -> str:
         return text
     ids = list(dict.fromkeys(ID_RE.findall(text)))
     return f"({len(text)} characters summarised) ids: {', '.join(ids) if ids else 'none'}"
-
-
-def naive_summary(observation: str, chars: int = 100) -> str:
-    """Summarise an observation the naive way: its first ``chars`` characters."""
-    text = MARKERS.sub("", observation).strip()
-    return text if len(text) <= chars else f"{text[:chars]}… ({len(text)} characters summarised)"
 
 
 def compact(

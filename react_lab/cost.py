@@ -9,10 +9,10 @@ ride in it, and they grow differently:
   re-sent by every later request, so they add ``(A + O) * N * (N - 1) / 2`` -- a parabola.
 
 The module follows the notebook ``05_cost.ipynb``: token counting with cl100k_base (no
-network) and the cost model, with what prompt caching changes. Token counts are always
-integers of *tokens*; "the seed" is the article this lab is built from (P=1,000, O=600,
-A=100, N=10 gives 7,300 tokens at step 10 and 41,500 in total; a 1,400-token prefix over
-8 steps is 11,200). Real runs are held up against the model in the lab
+network) and the cost model. Token counts are always integers of *tokens*; "the seed" is
+the article this lab is built from (P=1,000, O=600, A=100, N=10 gives 7,300 tokens at step
+10 and 41,500 in total; a 1,400-token prefix over 8 steps is 11,200). Real runs are held up
+against the model, and prompt caching priced, in the lab
 (:mod:`react_lab.lab.experiments.costs`).
 """
 
@@ -122,58 +122,3 @@ def run_cost(P: int, O: int, A: int, N: int) -> dict:
         "crossover_step": crossover_step(P, O, A),
         "cumulative_crossover_step": cumulative_crossover_step(P, O, A),
     }
-
-
-def cached_cost(
-    P: int, O: int, A: int, N: int, discount: float = 0.1, scope: str = "transcript"
-) -> dict:
-    """Billed prompt tokens when a provider charges a cached token ``discount`` of the price.
-
-    ``scope="prefix"`` caches only the fixed prompt prefix (from step 2 on, ``P``
-    tokens are cached); ``scope="transcript"`` caches everything the previous request
-    sent (``P + (k - 2) * (A + O)`` at step k), as automatic prefix caching does, so
-    only the newest ``A + O`` tokens are fresh. Returns ``fresh_per_step``,
-    ``cached_per_step`` (tokens), ``billed_per_step`` and ``billed_tokens``
-    (token-equivalents at full price: ``fresh + discount * cached``) and ``total_tokens``
-    (what is sent, unchanged by caching).
-    """
-    if scope not in ("prefix", "transcript"):
-        raise ValueError(f"scope must be 'prefix' or 'transcript', not {scope!r}")
-    if not 0 <= discount <= 1:
-        raise ValueError(
-            f"discount is the price of a cached token relative to a fresh one, "
-            f"between 0 and 1; got {discount!r}"
-        )
-    sent = per_step(P, O, A, N)
-    cached = [0] + [P if scope == "prefix" else sent[k - 1] for k in range(1, N)]
-    fresh = [s - c for s, c in zip(sent, cached)]
-    billed = [f + discount * c for f, c in zip(fresh, cached)]
-    return {
-        "fresh_per_step": fresh,
-        "cached_per_step": cached,
-        "billed_per_step": billed,
-        "billed_tokens": sum(billed),
-        "total_tokens": sum(sent),
-        "discount": discount,
-        "scope": scope,
-    }
-
-
-def describe_cost(cost: dict) -> str:
-    """A short paragraph naming the total, its two terms and the crossovers (CLI and widget)."""
-    n = len(cost["per_step"])
-    lines = [
-        f"{n} steps send {cost['total_tokens']:,} prompt tokens = "
-        f"{cost['prefix_tokens']:,} prefix (linear) + "
-        f"{cost['resent_tokens']:,} re-sent (quadratic); "
-        f"naive count {cost['naive_tokens']:,}"
-    ]
-    k, m = cost["crossover_step"], cost["cumulative_crossover_step"]
-    if k is None:
-        lines.append("nothing is re-sent, so the prefix is the whole cost")
-    else:
-        lines.append(
-            f"re-sent tokens outweigh the prefix from step {k} on (per step) "
-            f"and in any run of {m} or more steps (cumulative)"
-        )
-    return "\n".join(lines)

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable
 
-from .parser import starts_with_label, strip_answer_label
+from ._parsing.labels import starts_with_label, strip_answer_label
 from .protocol import ParseResult, clip
 from .tools import Observation, Tool, call_tool
 

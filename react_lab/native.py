@@ -27,7 +27,6 @@ from .protocol import MAX_TOKENS, Exemplar, unknown_tool_message
 from .schema import check_arguments, decode_arguments, example_args
 from .tool_calls import (
     SYSTEM,
-    check_tool_choice,
     conversation,
     declared,
     first_messages,
@@ -121,7 +120,8 @@ def run_native(
     grow (it is filled in place). ``exemplars`` (:class:`react_lab.protocol.Exemplar`) are
     prepended as past exchanges (:func:`react_lab.tool_calls.exemplar_messages`).
     ``tool_choice`` is sent until a call has run, then ``"auto"``, so a forced call cannot
-    loop (:func:`react_lab.tool_calls.check_tool_choice`). A step's ``action`` is
+    loop; the backend refuses one it cannot take, as a provider does
+    (:func:`react_lab.lab.backends.grammar.check_tool_choice`). A step's ``action`` is
     ``{"tool", "args"}`` of its first call (plus ``"calls"``, all of them, when the reply
     made several); its ``observation`` is the results joined by newlines.
 
@@ -147,7 +147,6 @@ def run_native(
     watch = guards.start(question)  # guard: this run's counters and clock start
     offered = guards.offered_tools(tools)  # guard: tools a guard adds, offered from the first step
     schemas = tool_schemas(offered)
-    check_tool_choice(tool_choice, schemas)
     messages = messages if messages is not None else []
     if not messages:  # guard: prompt notes (data markers, citations) in the system turn
         messages += first_messages(

@@ -1,6 +1,6 @@
 """The tolerant parser: read real model text into an action, an answer or an error.
 
-:func:`react_lab.protocol.strict_parse` is the classic loop's regex and fails on the first
+The classic loop's regex (:data:`react_lab.protocol.ACTION_RE`) fails on the first
 drift. Real completions drift: numbered labels (``Action 2:``), markdown, a cut-off stop
 word, an ``Observation`` the model wrote itself. :func:`parse` reads them and never raises;
 the loop uses it. It reads a completion in five steps:
@@ -27,7 +27,6 @@ from ._parsing import forgery, labels, read_other, reasons
 from ._parsing.brackets import bracket_call
 from ._parsing.calls import FINISH_NAMES, answer_text, clean_input, is_tool_name
 from ._parsing.forgery import trim_partial_stop
-from ._parsing.labels import starts_with_label, strip_answer_label  # noqa: F401 (guards.py's)
 from ._parsing.reasoning import set_aside_reasoning
 from ._parsing.reply import ReplyText, read_reply_text
 from ._parsing.tokens import THOUGHT_TOKENS, decode_markers, without_end_tokens
@@ -270,15 +269,6 @@ def _truncate(text: str) -> tuple[str, bool]:
     cut = find_forged(text)
     kept = text if cut is None else text[:cut]
     return trim_partial_stop(kept.rstrip()).rstrip(), cut is not None
-
-
-def settled_forgery(text: str) -> int | None:
-    """:func:`find_forged` for a completion still being streamed: an index no later text undoes.
-
-    Once its line is finished or its label complete (:func:`react_lab._parsing.forgery.settled`),
-    ``find_forged(text + more)`` is that index for every continuation ``more``; else None.
-    """
-    return forgery.settled(text, find_forged(text))
 
 
 def read_reply(text: str | None, tools: Iterable[str] | dict | None = None) -> ReplyText:

@@ -7,10 +7,11 @@ not the model, writes each ``Observation:`` line. Three pieces make that work:
 * the prompt, which teaches the format by example (the *exemplar*): :func:`build_prompt`;
 * :data:`STOP`, the stop sequence that cuts the completion before the model can write an
   observation of its own;
-* the parser, which decides which characters are a tool call. Here is the classic loop's:
-  :data:`ACTION_RE` with :func:`strict_parse`, kept exactly as a teaching artifact. The
-  tolerant parser the loop uses on real model text is :func:`react_lab.parser.parse`; both
-  return a :class:`ParseResult`.
+* the parser, which decides which characters are a tool call. Here is the classic loop's
+  regex, :data:`ACTION_RE`, kept exactly as a teaching artifact (the lab's experiments read
+  with it as the classic loop did: :func:`react_lab.lab.experiments.abuses.strict_parse`).
+  The tolerant parser the loop uses on real model text is :func:`react_lab.parser.parse`; it
+  returns a :class:`ParseResult`.
 """
 
 from __future__ import annotations
@@ -212,24 +213,6 @@ def shown(value: Any, limit: int = 60) -> str:
     """``repr(value)`` clipped to ``limit`` characters, its last (closing) character kept."""
     text = repr(value)
     return clip(text[:-1], limit - 1) + text[-1]
-
-
-# --------------------------------------------------------------------------- strict parser
-
-
-def strict_parse(text: str) -> ParseResult:
-    """Parse as the classic loop does: ``"Answer:" in text`` first, then :data:`ACTION_RE`.
-
-    No tolerance at all: numbered labels, ``Action Input:`` lines, JSON and trailing
-    text after ``]`` are all parse errors. Never raises.
-    """
-    text = text if isinstance(text, str) else str(text)
-    if "Answer:" in text:
-        return ParseResult("final", answer=text.split("Answer:", 1)[1].strip(), dialect="strict")
-    match = ACTION_RE.search(text)
-    if not match:
-        return ParseResult("error", reason="Could not parse an action. Retry.", dialect="strict")
-    return ParseResult("action", tool=match.group(1), input=match.group(2), dialect="strict")
 
 
 # --------------------------------------------------------------------------- blank text

@@ -16,17 +16,19 @@ it holds as if written ``\\A...\\Z``. A free-text argument must hold something t
 (:data:`HAS_WORD`, :data:`HAS_NUMBER`). Every message the check returns names the field it
 is about and fits on one line; a decoding error says what happened (cut off, markup, extra
 text) and shows the arguments the tool expects.
+
+The tools' schemas (:mod:`react_lab.billing`) are built here: :func:`object_schema` and the
+id fields they share (:data:`CUSTOMER_ID`, :data:`INVOICE_ID`, :data:`CHARGE_ID`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 from typing import Any
 
-from ._parsing.json_errors import not_an_object, not_json
+from ._parsing.json_errors import decode_json, not_an_object, not_json
 from ._parsing.messages import describe_errors
 from .protocol import clip, shown
 
@@ -102,6 +104,39 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
     return (cleaned if isinstance(args, dict) else list(cleaned.values())), errors
 
 
+# --------------------------------------------------------------------------- the tools' schemas
+
+
+def object_schema(**properties: dict) -> dict:
+    """Return an object schema requiring exactly these properties, in this order."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+CUSTOMER_ID = {
+    "type": "string",
+    "pattern": r"^cus_[0-9]{4}$",
+    "description": "customer id, e.g. cus_8812",
+    "examples": ["cus_0000"],
+}
+INVOICE_ID = {
+    "type": "string",
+    "pattern": r"^INV-[0-9]{4}$",
+    "description": "invoice id, e.g. INV-2041",
+    "examples": ["INV-0000"],
+}
+CHARGE_ID = {
+    "type": "string",
+    "pattern": r"^ch_[A-Za-z0-9]+$",
+    "description": "card charge id, e.g. ch_1KZq8f",
+    "examples": ["ch_0000"],
+}
+
+
 # --------------------------------------------------------------------------- the schema check
 
 
@@ -168,36 +203,11 @@ def decode_arguments(arguments: Any) -> Any:
 
     The raw value when it is not JSON.
 
-    The same decoding :func:`check_arguments` applies; for a guard or a log that needs the
+    The same decoding :func:`check_arguments` applies (strict JSON:
+    :func:`react_lab._parsing.json_errors.decode_json`); for a guard or a log that needs the
     value whether or not it is valid. Never raises.
     """
-    return _decode(arguments)[0]
-
-
-def _no_constant(name: str) -> float:
-    """Refuse ``NaN``/``Infinity``: Python's json reads them, JSON (RFC 8259) has no such values."""
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _finite(text: str) -> float:
-    """Read a JSON number with a fraction or exponent; refuse one too large for a float.
-
-    ``1e400`` is refused.
-    """
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is too large to be a number")
-    return value
-
-
-def _decode(arguments: Any) -> tuple[Any, Exception | None]:
-    """``(decoded value, None)``; ``(arguments, the decoder's error)`` for text that is not JSON."""
-    if not isinstance(arguments, str):
-        return arguments, None
-    try:
-        return json.loads(arguments, parse_constant=_no_constant, parse_float=_finite), None
-    except (ValueError, RecursionError) as exc:
-        return arguments, exc
+    return decode_json(arguments)[0]
 
 
 def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, list[str]]:
@@ -208,7 +218,7 @@ def check_arguments(tool: Tool, arguments: str | dict) -> tuple[dict | None, lis
     message saying what happened (cut off, markup, extra text after the object, single
     quotes, a code fence) and showing the arguments the tool expects. Never raises.
     """
-    decoded, exc = _decode(arguments)
+    decoded, exc = decode_json(arguments)
     if exc is not None:
         message = not_json(tool.name, arguments, exc, example_args(tool))
         return None, [clip(message, 600, one_line=True)]

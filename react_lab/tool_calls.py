@@ -5,8 +5,9 @@ call (:data:`react_lab.protocol.ACTION_RE`). Native tool calling moves that deci
 request carries every tool's JSON Schema, the reply carries its calls in ``tool_calls`` (the
 OpenAI chat completions shape: ``id``, ``type: "function"``, ``function: {name, arguments}``
 with ``arguments`` a JSON *string*), and each result goes back as a ``{"role": "tool",
-"tool_call_id": ...}`` message. ``tool_choice`` (:func:`check_tool_choice`) says whether the
-reply may, must or must not call, or which tool it must call.
+"tool_call_id": ...}`` message. ``tool_choice`` says whether the reply may, must or must not
+call, or which tool it must call (the provider checks it: in the lab,
+:func:`react_lab.lab.backends.grammar.check_tool_choice`).
 
 Here, for :func:`react_lab.native.run_native`: the messages a run starts from
 (:func:`first_messages`; the text protocol's exemplar becomes a past exchange,
@@ -36,37 +37,6 @@ SYSTEM = (
 
 #: How an exemplar's tool-call ids start (``example_1_1``): they mark where the prompt ends.
 EXAMPLE_ID = "example_"
-
-#: The ``tool_choice`` strings (the OpenAI parameter's); a dict names one tool.
-TOOL_CHOICES = ("auto", "required", "none")
-
-
-def check_tool_choice(tool_choice: str | dict, tools: Sequence[dict]) -> str | None:
-    """Check an OpenAI ``tool_choice`` against the offered tool schemas; the tool it forces.
-
-    ``"auto"`` (call or answer), ``"required"`` (a call), ``"none"`` (an answer) give None;
-    ``{"type": "function", "function": {"name": NAME}}`` gives ``NAME`` (a call to that
-    tool). Raises ValueError for anything else, for a name no offered tool has, and for
-    ``"required"`` or a named tool with no tools offered (the OpenAI API refuses those too).
-    """
-    if tool_choice in TOOL_CHOICES:
-        if tool_choice == "required" and not tools:
-            raise ValueError('tool_choice "required" needs at least one tool')
-        return None
-    name = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
-    if not isinstance(name, str) or tool_choice.get("type") != "function":
-        raise ValueError(
-            'tool_choice must be "auto", "required", "none" or {"type": "function", '
-            f'"function": {{"name": "<a tool>"}}}}, not {tool_choice!r:.80}'
-        )
-    names = [t["function"]["name"] for t in tools]
-    if name not in names:
-        raise ValueError(
-            f"tool_choice names {name!r}, which is not among the tools offered: "
-            f"{', '.join(names) or 'none'}"
-        )
-    return name
-
 
 # --------------------------------------------------------------------------- the first messages
 

@@ -3,7 +3,9 @@
 A text-protocol transcript is one growing string, but three parties write it: the
 *prompt* (instructions, tools, exemplars, the question), the *model* (thoughts and
 actions) and the *loop* (every observation). :class:`Transcript` keeps the owner of
-each span so a learner can see who wrote what. :class:`Step` is one model call and what
+each span so a learner can see who wrote what (the lab shows it:
+:func:`react_lab.lab.notebook.tables.transcript_html`, and as plain text
+:func:`~react_lab.lab.notebook.tables.transcript_text`). :class:`Step` is one model call and what
 the loop did with it; :class:`RunResult` a finished run of either loop. The lab logs steps
 as JSON lines (:mod:`react_lab.lab.experiments.steplogs`).
 """
@@ -131,21 +133,6 @@ class Transcript:
     @property
     def text(self) -> str:
         return "".join(t for _, t in self.spans)
-
-    def render_text(self, *, show_prompt: bool = False) -> str:
-        """Plain text with an owner tag on every line, e.g. ``[model] Thought: ...``.
-
-        The prompt prefix is shown as one summary line unless ``show_prompt``.
-        """
-        lines = []
-        for owner, t in self.spans:
-            if owner == "prompt" and not show_prompt:
-                q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
-                lines.append(f"[prompt] ({len(t)} characters of instructions, tools and exemplars)")
-                lines += [f"[prompt] {q[-1]}"] if q else []
-                continue
-            lines += [f"[{owner:>6}] {ln}" for ln in t.strip("\n").splitlines()]
-        return "\n".join(lines)
 
 
 @dataclass

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.context import COMPACTED, compact, keep_ids_summary, naive_summary
+from react_lab.context import COMPACTED, compact, keep_ids_summary
 from react_lab.guards import Guards
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.chat import ScriptedChatModel
+from react_lab.lab.guards import naive_summary
 from react_lab.loop import ask
 from react_lab.native import run_native
 from react_lab.tools import ID_RE

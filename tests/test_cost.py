@@ -182,17 +182,6 @@ def test_bad_sizes_raise():
         cost.run_cost(1000, -1, 100, 3)
 
 
-def test_cached_cost():
-    full = cost.cached_cost(1000, 600, 100, 10, discount=1.0)
-    assert full["billed_tokens"] == full["total_tokens"] == 41500
-    free = cost.cached_cost(1000, 600, 100, 10, discount=0.0)
-    assert free["fresh_per_step"] == [1000] + [700] * 9  # only the newest text is fresh: linear
-    prefix_only = cost.cached_cost(1000, 600, 100, 10, discount=0.5, scope="prefix")
-    assert prefix_only["billed_tokens"] == 41500 - 9 * 1000 * 0.5
-    with pytest.raises(ValueError, match="between 0 and 1"):
-        cost.cached_cost(1000, 600, 100, 10, discount=2)
-
-
 # ---- the CLI ----------------------------------------------------------------------------
 
 SEED_ARGS = [

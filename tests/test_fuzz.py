@@ -18,6 +18,7 @@ import time
 import pytest
 from helpers.model_like import (
     EXAMPLE_ARGS,
+    LABELLY,
     LINE_BREAKS,
     PIECES,
     TOOLS,
@@ -29,8 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from react_lab._parsing.leaks import leaked_calls
-from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
-from react_lab.protocol import strict_parse
+from react_lab.lab.experiments.abuses import strict_parse
+from react_lab.lab.experiments.arms import settled_forgery
+from react_lab.parser import find_forged, parse, trim_partial_stop
 from react_lab.schema import validate_call
 
 EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000"))
@@ -105,53 +107,6 @@ NATIVE = [
     "</think>",
     "<|im_end|>",
 ]
-#: Labels and the characters around them, as the property tests of the parser always drew them.
-LABELLY = [
-    "Thought:",
-    "Action:",
-    "Action 2:",
-    "Action Input:",
-    "Observation",
-    "Observation:",
-    "observations",
-    "Answer:",
-    "Final Answer:",
-    "[",
-    "]",
-    "{",
-    "}",
-    '"',
-    "'",
-    "\\",
-    "```",
-    "```json",
-    "Finish[",
-    "None",
-    ",",
-    "\x00",
-    "\n",
-    "\r",
-    "\r\n",
-    "\u2028",
-    " ",
-    "*",
-    "_",
-    "-",
-    "1",
-    "(",
-    ")",
-    "<b>",
-    "</b>",
-    "\u00a0",
-    "\u200b",
-    ":",
-    "\uff1a",
-    "search",
-    "x",
-    "<observation>",
-    "<|im_end|>",
-    "\uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e",
-]
 
 piece = st.sampled_from(PIECES + NATIVE + LABELLY)
 run = st.tuples(piece, st.integers(50, 2000)).map(lambda t: t[0] * t[1])  # a long run of one piece
@@ -203,8 +158,6 @@ def test_find_forged_is_a_line_start_and_line_breaks_do_not_matter(parts):
         "observation"
     ), (text, at)
     assert find_forged(text.replace("\n", "\u2028")) == at
-    settled = settled_forgery(text)
-    assert settled is None or settled == at
 
 
 @FUZZ

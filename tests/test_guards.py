@@ -19,12 +19,13 @@ from helpers.two_loops import bad_charges, calls_run, sleepy_tools, spent, walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.billing import ToolError, _schema
+from react_lab.billing import ToolError
 from react_lab.guards import Guards, Watch
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask
 from react_lab.native import ask_native, run_native
+from react_lab.schema import object_schema
 from react_lab.tools import Tool, default_tools
 
 # --------------------------------------------------------------- what a run is allowed, what it did
@@ -215,7 +216,7 @@ def test_a_tool_that_exits_is_an_error_observation(loop, tools):
         "quit",
         lambda code: __import__("sys").exit(3),
         "Exit the process.",
-        _schema(code={"type": "string", "description": "anything"}),
+        object_schema(code={"type": "string", "description": "anything"}),
     )
     steps = loop.run(
         "q",
@@ -319,7 +320,10 @@ def test_error_observations_are_truncated_too(loop, tools):
     def loud(query):  # a tool whose error message is huge (the shipped tools clip theirs)
         raise ToolError("no luck: " + "x" * 20_000)
 
-    tools = {**tools, "loud": Tool("loud", loud, "Fail loudly.", _schema(query={"type": "string"}))}
+    tools = {
+        **tools,
+        "loud": Tool("loud", loud, "Fail loudly.", object_schema(query={"type": "string"})),
+    }
     script = [loop.call("loud", query="a"), loop.answer("none")]
     result = loop.ask("q", loop.model(script), tools, guards=Guards(observation_chars=500))
     obs = result.steps[0].observation

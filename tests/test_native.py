@@ -19,6 +19,7 @@ from react_lab.lab.backends.grammar import (
     reply_schema,
 )
 from react_lab.lab.guards import LabGuards
+from react_lab.lab.notebook.tables import transcript_text
 from react_lab.native import ask_native, run_native
 from react_lab.protocol import EXEMPLARS
 from react_lab.schema import check_arguments, clean_arguments, validate_call
@@ -181,7 +182,7 @@ def test_native_loop_sends_schemas_and_returns_results_by_call_id():
     assert [t["function"]["name"] for t in tools[len(TOOLS) :]] == ["more"]
     owners = [o for o, _ in result.transcript.spans]
     assert owners == ["prompt", "model", "loop", "model"]
-    assert "Question: How many invoices" in result.transcript.render_text()
+    assert "Question: How many invoices" in transcript_text(result.transcript)
     lesson = ScriptedChatModel(CALL_THEN_ANSWER)  # the lesson's guards page nothing: no `more`
     ask_native("How many invoices did cus_8812 receive in July 2026?", lesson, TOOLS)
     assert lesson.requests[1][1] == tool_schemas(TOOLS)

@@ -2,14 +2,14 @@
 
 The loop writes every observation; the parser drops everything from the first line the model
 wrote as one (:func:`react_lab.parser.find_forged`), keeps the action before it, and never
-takes an answer written after it. A streamed completion can be ended as soon as the forgery
-is certain (``settled_forgery``); a cut-off stop word is trimmed (``trim_partial_stop``).
+takes an answer written after it; a cut-off stop word is trimmed (``trim_partial_stop``). When
+a streamed completion's forgery is certain is the lab's (``tests/lab/experiments/test_arms.py``).
 """
 
 import pytest
-from helpers.parsing_checks import TOOLS
+from helpers.parsing_checks import BARE, INLINE, TOOLS
 
-from react_lab.parser import find_forged, parse, settled_forgery, trim_partial_stop
+from react_lab.parser import find_forged, parse, trim_partial_stop
 
 # ---- forged observations, whatever their spelling -----------------------------------------
 
@@ -92,18 +92,6 @@ def test_observation_as_an_ordinary_word_is_not_a_forgery(line):
     assert (r.kind, r.answer, r.forged) == ("final", "Yes", False)
 
 
-BARE = [
-    "Observation",
-    "**Observation**",
-    "### Observation",
-    "Observation 2",
-    "Observations",
-    "<b>Observation</b>",
-    "OBSERVATION",
-    "> Observation",
-    "Observation  ",
-    "_Observation_",
-]
 # Lines that hold the word alone but are prose or a plan, not a label (a fresh reader's finds).
 NOT_BARE = [
     "observation.",
@@ -132,7 +120,7 @@ def test_the_word_alone_on_a_line_of_prose_or_a_list_is_not_a_label(line):
 def test_a_line_that_is_the_label_alone_is_a_forged_observation(label):
     # The model writes the label as a heading and the made-up result on the next line.
     text = f"Thought: check\nAction: get_payments[INV-2291]\n{label}\n[] \nAnswer: unpaid"
-    assert find_forged(text) == settled_forgery(text) == text.index(label)
+    assert find_forged(text) == text.index(label)
     r = parse(text)
     assert (r.kind, r.tool, r.input, r.forged) == ("action", "get_payments", "INV-2291", True)
     assert r.kept == "Thought: check\nAction: get_payments[INV-2291]"
@@ -142,7 +130,7 @@ def test_a_line_that_is_the_label_alone_is_a_forged_observation(label):
 def test_the_label_alone_counts_only_once_its_line_is_finished(label):
     # "Observation" at the very end may yet become "Observation shows that ...".
     text = f"Thought: check\n{label}"
-    assert find_forged(text) is None and settled_forgery(text) is None
+    assert find_forged(text) is None
     assert find_forged(text + " shows that it was paid\n") is None
     assert find_forged(text + "\r\n") == len("Thought: check\n")
 
@@ -188,17 +176,6 @@ def test_a_last_line_that_is_not_a_stop_word_stays(tail):
 
 # ---- an Observation written on the action's own line -------------------------------------------
 
-INLINE = [
-    'Action: search[refunds] Observation: {"rows": 3}',
-    "Action: search[refunds]Observation: 3",
-    "Action: search[refunds] **Observation:** 3",
-    "Action: search[refunds]<|im_end|>Observation: 3",
-    "Action: search[refunds] Observation 1: 3",
-    'Action: search("refunds") Observation: 3',
-    "Action: search[refunds] \uff2f\uff42\uff53\uff45\uff52\uff56\uff41\uff54\uff49\uff4f\uff4e: 3",
-    "**Action:** search[refunds] OBSERVATION: 3",
-]
-
 
 @pytest.mark.parametrize("line", INLINE)
 def test_an_observation_after_the_call_on_its_line_is_forged_and_the_action_kept(line):
@@ -206,10 +183,6 @@ def test_an_observation_after_the_call_on_its_line_is_forged_and_the_action_kept
     at = find_forged(text)
     assert at is not None and text[at:].translate(_FOLD).lower().startswith(
         ("observation", "**observation")
-    )
-    assert settled_forgery(text) == at and settled_forgery(text[: text.index(": 3") + 2]) in (
-        None,
-        at,
     )
     r = parse(text, tools=TOOLS)
     assert (r.kind, r.tool, r.input, r.forged, r.answer) == (

@@ -1,4 +1,4 @@
-"""react_lab.tool_calls: tool_choice, the exemplar as past messages, what a run makes of a reply."""
+"""react_lab.tool_calls: the exemplar as past messages, what a run makes of a reply."""
 
 import json
 
@@ -8,35 +8,14 @@ from react_lab.lab.backends.chat import ChatReply
 from react_lab.protocol import EXEMPLARS
 from react_lab.tool_calls import (
     assistant_json,
-    check_tool_choice,
     conversation,
     exemplar_messages,
     first_messages,
     reply_calls,
 )
-from react_lab.tools import default_tools, tool_schemas
+from react_lab.tools import default_tools
 
 TOOLS = default_tools()
-NAMED = {"type": "function", "function": {"name": "find_invoice"}}
-
-
-# ---- tool_choice -----------------------------------------------------------------------------
-
-
-def test_check_tool_choice_takes_the_openai_values_and_names_what_is_wrong():
-    schemas = tool_schemas(TOOLS)
-    assert [check_tool_choice(c, schemas) for c in ("auto", "required", "none")] == [None] * 3
-    assert check_tool_choice(NAMED, schemas) == "find_invoice"
-    for bad, words in [
-        ("any", "must be"),
-        ({"function": {"name": "find_invoice"}}, "must be"),
-        ({"type": "function", "function": {"name": "serch"}}, "'serch', which is not"),
-        ({"type": "function", "function": {}}, "must be"),
-    ]:
-        with pytest.raises(ValueError, match=words):
-            check_tool_choice(bad, schemas)
-    with pytest.raises(ValueError, match="needs at least one tool"):
-        check_tool_choice("required", [])
 
 
 # ---- the native exemplar ---------------------------------------------------------------------

@@ -20,8 +20,9 @@ The modules:
 * :mod:`.leaks` -- calls a native reply wrote into its text;
 * :mod:`.reply` -- a reply's text read as the parser reads a completion;
 * :mod:`.reasons` -- the parser's messages for the rarer shapes;
-* :mod:`.messages` and :mod:`.json_errors` -- the argument check's messages
-  (:mod:`react_lab.schema`): jsonschema's errors made plainer, and JSON that is not an object.
+* :mod:`.messages` and :mod:`.json_errors` -- the argument check's reading and messages
+  (:mod:`react_lab.schema`): arguments decoded as strict JSON, jsonschema's errors made
+  plainer, and JSON that is not an object.
 """
 
 from .other import read_other

@@ -1,6 +1,8 @@
-"""What is wrong with a call's arguments when they are not a JSON object, in JSON's words.
+"""A call's arguments read as JSON, and what is wrong when they are not a JSON object.
 
-:func:`react_lab.schema.check_arguments` decodes a call's ``arguments`` string and
+:func:`decode_json` reads an ``arguments`` string as strict JSON (RFC 8259: no ``NaN``, no
+``Infinity``, no number too large for a float). :func:`react_lab.schema.check_arguments`
+decodes a call's ``arguments`` string with it and
 :func:`react_lab.schema.validate_call` wants an object; when either fails, :func:`not_json`
 says what happened (cut off, markup, a code fence, extra text, single quotes, where the text
 broke and what was expected there) and :func:`not_an_object` names what came instead (null, an
@@ -11,9 +13,40 @@ the schema check puts it on one line.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ..protocol import clip, shown
+
+
+def _no_constant(name: str) -> float:
+    """Refuse ``NaN``/``Infinity``: Python's json reads them, JSON (RFC 8259) has no such values."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """Read a JSON number with a fraction or exponent; refuse one too large for a float.
+
+    ``1e400`` is refused.
+    """
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is too large to be a number")
+    return value
+
+
+def decode_json(arguments: Any) -> tuple[Any, Exception | None]:
+    """``(decoded value, None)``; ``(arguments, the decoder's error)`` for text that is not JSON.
+
+    Strict JSON (RFC 8259): ``NaN``, ``Infinity`` and a number too large for a float are
+    errors. A value that is not a string is returned as it is. Never raises.
+    """
+    if not isinstance(arguments, str):
+        return arguments, None
+    try:
+        return json.loads(arguments, parse_constant=_no_constant, parse_float=_finite), None
+    except (ValueError, RecursionError) as exc:
+        return arguments, exc
 
 
 def not_json(name: str, text: str, exc: Exception, example: str) -> str:

@@ -22,6 +22,9 @@ results recorded. What it adds:
 * ``pin_question``: refuse an action or answer the model wrote under a ``Question:`` line of
   its own (query drift: a small model starts a question of its own and answers that); the
   refusal repeats the run's question. Off by default; bench notebook 06 switches it on.
+* :func:`naive_summary`: a ``summarize`` for compaction that keeps an observation's first
+  characters and loses its ids (bench notebook 07 sets it beside the lesson's
+  :func:`react_lab.context.keep_ids_summary`).
 * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean
   (:data:`DATA_NOTE`). Off by default, so the transcript stays the protocol notebooks 01-05
   teach; switch it on where tool output carries text written outside (help articles, web
@@ -422,3 +425,9 @@ def _cut(text: str, limit: int) -> int:
         if at >= 0:
             return at + keep
     return limit
+
+
+def naive_summary(observation: str, chars: int = 100) -> str:
+    """Summarise an observation the naive way: its first ``chars`` characters."""
+    text = MARKERS.sub("", observation).strip()
+    return text if len(text) <= chars else f"{text[:chars]}… ({len(text)} characters summarised)"

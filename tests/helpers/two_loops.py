@@ -10,11 +10,11 @@ its adapters.
 
 import time
 
-from react_lab.billing import _schema
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask, run
 from react_lab.native import ask_native, run_native
+from react_lab.schema import object_schema
 from react_lab.tools import Tool
 
 
@@ -133,7 +133,7 @@ def sleepy_tools(tools):
         time.sleep(float(seconds))
         return {"slept": float(seconds)}
 
-    schema = _schema(seconds={"type": "string", "description": "seconds to sleep"})
+    schema = object_schema(seconds={"type": "string", "description": "seconds to sleep"})
     return {**tools, "nap": Tool("nap", nap, "Sleep, then answer.", schema)}
 
 

@@ -21,7 +21,6 @@ from helpers.two_loops import (
     walk,
 )
 
-from react_lab.billing import _schema
 from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
@@ -36,6 +35,7 @@ from react_lab.lab.loops import ask as lab_ask
 from react_lab.lab.sandbox import db_checksum
 from react_lab.loop import ask
 from react_lab.native import ask_native
+from react_lab.schema import object_schema
 from react_lab.tools import Tool, default_tools
 
 #: The ``loop`` fixture's default guards here (tests/conftest.py): the lab's.
@@ -223,7 +223,7 @@ def test_a_tool_that_exits_is_an_error_observation_at_once(
     loop, tools, quits, says, timeout, capsys
 ):
     """sys.exit() in a tool (in the timeout's worker thread or not) is named at once."""
-    schema = _schema(code={"type": "string", "description": "anything"})
+    schema = object_schema(code={"type": "string", "description": "anything"})
     quitter = Tool("quit", lambda code: quits(), "Exit the process.", schema)
     model = loop.model([loop.call("quit", code="3"), loop.answer("done")])
     t0 = time.perf_counter()

@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from react_lab.billing import _schema
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.experiments.evals import run_task
 from react_lab.lab.experiments.tasks import Task
@@ -21,6 +20,7 @@ from react_lab.lab.parallel_calls import (
     start_call,
 )
 from react_lab.native import ask_native, run_calls
+from react_lab.schema import object_schema
 from react_lab.tools import Tool, connection, default_tools
 
 TOOLS = default_tools()
@@ -46,7 +46,9 @@ def _timed_tools(log, barrier=None, side_effect=False, names=("a", "b")):
             log.append((name, start, time.perf_counter()))
             return {"tool": name, "x": x}
 
-        return Tool(name, fn, f"{name}.", _schema(x={"type": "string"}), side_effect=side_effect)
+        return Tool(
+            name, fn, f"{name}.", object_schema(x={"type": "string"}), side_effect=side_effect
+        )
 
     return {n: make(n) for n in names}
 
@@ -131,7 +133,7 @@ def test_each_concurrent_database_call_has_a_connection_and_a_sql_record_of_its_
     assert shared.execute("select 1").fetchone()[0] == 1  # the shared one is untouched
     memory = sqlite3.connect(":memory:", check_same_thread=False)
     in_memory = Tool(
-        "q", functools.partial(lambda conn, x: x, memory), "q.", _schema(x={"type": "string"})
+        "q", functools.partial(lambda conn, x: x, memory), "q.", object_schema(x={"type": "string"})
     )
     assert concurrent_tool({"q": in_memory}, _call("q", x="1")) is None  # cannot be opened twice
     assert concurrent_tool(TOOLS, _call("calc", expression="1+1")) is TOOLS["calc"]  # no database

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...protocol import MAX_TOKENS
-from ...tool_calls import assistant_json, check_tool_choice
+from ...tool_calls import assistant_json
 from .endpoints import EndpointBackend
-from .grammar import decodable, reply_grammar
+from .grammar import check_tool_choice, decodable, reply_grammar
 from .local import local_model
 
 # --------------------------------------------------------------------------- replies
@@ -118,8 +118,8 @@ class LocalChatModel:
         tool only calls to it. The prompt is the same whatever the choice (the tools stay in
         the system turn), so the cached prefix is reused. A reply cut off by ``max_tokens``
         is not valid JSON: it comes back with no calls and ``finish_reason="length"``.
-        Raises ValueError for a bad ``tool_choice``
-        (:func:`react_lab.tool_calls.check_tool_choice`) or a grammar that cannot be built.
+        Raises ValueError for a bad ``tool_choice`` (:func:`.grammar.check_tool_choice`) or a
+        grammar that cannot be built.
         """
         tools = list(tools or [])
         key = json.dumps([tools, tool_choice], sort_keys=True)
@@ -280,7 +280,7 @@ class OpenAIChatModel(EndpointBackend):
         server builds a grammar from each and crashes on a ``\\d`` in a pattern; what that
         drops, the loop's schema check still checks.
         Raises ValueError for a bad ``tool_choice``
-        (:func:`react_lab.tool_calls.check_tool_choice`),
+        (:func:`react_lab.lab.backends.grammar.check_tool_choice`),
         :class:`react_lab.lab.backends.endpoints.EndpointError` when the endpoint cannot
         serve the request.
         """

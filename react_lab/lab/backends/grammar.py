@@ -16,13 +16,43 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ...schema import NEEDS
-from ...tool_calls import check_tool_choice
 from .decode import GrammarSampler
 from .local import local_model
 
 #: Longest thought and answer a local reply may write, in characters: a small model
 #: otherwise loops inside one string ("a refund of a refund of ...") until max_tokens.
 MAX_THOUGHT, MAX_ANSWER = 160, 400
+
+
+#: The ``tool_choice`` strings (the OpenAI parameter's); a dict names one tool.
+TOOL_CHOICES = ("auto", "required", "none")
+
+
+def check_tool_choice(tool_choice: str | dict, tools: Sequence[dict]) -> str | None:
+    """Check an OpenAI ``tool_choice`` against the offered tool schemas; the tool it forces.
+
+    ``"auto"`` (call or answer), ``"required"`` (a call), ``"none"`` (an answer) give None;
+    ``{"type": "function", "function": {"name": NAME}}`` gives ``NAME`` (a call to that
+    tool). Raises ValueError for anything else, for a name no offered tool has, and for
+    ``"required"`` or a named tool with no tools offered (the OpenAI API refuses those too).
+    """
+    if tool_choice in TOOL_CHOICES:
+        if tool_choice == "required" and not tools:
+            raise ValueError('tool_choice "required" needs at least one tool')
+        return None
+    name = tool_choice.get("function", {}).get("name") if isinstance(tool_choice, dict) else None
+    if not isinstance(name, str) or tool_choice.get("type") != "function":
+        raise ValueError(
+            'tool_choice must be "auto", "required", "none" or {"type": "function", '
+            f'"function": {{"name": "<a tool>"}}}}, not {tool_choice!r:.80}'
+        )
+    names = [t["function"]["name"] for t in tools]
+    if name not in names:
+        raise ValueError(
+            f"tool_choice names {name!r}, which is not among the tools offered: "
+            f"{', '.join(names) or 'none'}"
+        )
+    return name
 
 
 def reply_schema(
@@ -36,7 +66,7 @@ def reply_schema(
     ``tool_choice`` follows the OpenAI parameter: ``"auto"`` (either form), ``"required"``
     (a call), ``"none"`` (an answer) or ``{"type": "function", "function": {"name": NAME}}``
     (calls to that tool only). Raises ValueError for anything else
-    (:func:`react_lab.tool_calls.check_tool_choice`).
+    (:func:`check_tool_choice`).
     """
     forced = check_tool_choice(tool_choice, tools)
     calls = [

@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from ...cost import describe_cost, run_cost
+from ...cost import run_cost
 from ...loop import ask
 from ...native import ask_native
 from ...parser import parse
@@ -22,6 +22,7 @@ from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec
 from ..experiments import evals
 from ..experiments.abuses import run_abuses
+from ..experiments.costs import describe_cost
 from ..experiments.evals import save_eval
 from ..experiments.forge import (
     BATCH,
@@ -46,6 +47,7 @@ from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
 from ..guards import LabGuards
 from ..notebook.plots import plot_cost
+from ..notebook.tables import transcript_text
 from ..notebook.warm import warm_up
 from ..parallel_calls import run_parallel_calls
 
@@ -59,7 +61,7 @@ def _print_run(args, result) -> int:
     if args.json:
         _print_json(result.to_dict())
     else:
-        print(result.transcript.render_text())
+        print(transcript_text(result.transcript))
         answer = result.answer if result.answer is not None else "none (the run stopped before one)"
         print(f"\nanswer: {answer}\nstopped_by: {result.stopped_by}")
     return 0

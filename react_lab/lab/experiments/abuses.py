@@ -5,8 +5,8 @@ A tool call goes wrong in three ways: an argument is *malformed*, a required one
 twice -- as the text protocol's action and as the JSON arguments a native call carries --
 and meets three defences:
 
-* ``regex`` -- the classic loop: :func:`react_lab.protocol.strict_parse`, a split on
-  commas, ``tool.fn(*args)``. Nothing checks the arguments; we record the SQL that ran.
+* ``regex`` -- the classic loop: :func:`strict_parse`, a split on commas,
+  ``tool.fn(*args)``. Nothing checks the arguments; we record the SQL that ran.
 * ``schema`` -- JSON Schema validation of the structured call
   (:func:`react_lab.schema.check_arguments`).
 * ``grammar`` -- schema-constrained decoding: the native loop's reply grammar, run through
@@ -24,11 +24,28 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ...protocol import strict_parse
+from ...protocol import ACTION_RE, ParseResult
 from ...schema import check_arguments
 from ...tool_calls import SYSTEM
 from ...tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
 from ..backends.grammar import grammar_check, reply_grammar
+
+
+def strict_parse(text: str) -> ParseResult:
+    """Parse as the classic loop does: ``"Answer:" in text`` first, then the seed's regex.
+
+    The regex is :data:`react_lab.protocol.ACTION_RE`, used as it is. No tolerance at all:
+    numbered labels, ``Action Input:`` lines, JSON and trailing text after ``]`` are all parse
+    errors. Never raises.
+    """
+    text = text if isinstance(text, str) else str(text)
+    if "Answer:" in text:
+        return ParseResult("final", answer=text.split("Answer:", 1)[1].strip(), dialect="strict")
+    match = ACTION_RE.search(text)
+    if not match:
+        return ParseResult("error", reason="Could not parse an action. Retry.", dialect="strict")
+    return ParseResult("action", tool=match.group(1), input=match.group(2), dialect="strict")
+
 
 DEFENCES = ("regex", "schema", "grammar")
 OUTCOMES = ("wrong_call", "type_error", "rejected", "impossible", "ok")

@@ -17,7 +17,18 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ... import protocol
-from ...parser import find_forged, settled_forgery
+from ..._parsing import forgery
+from ...parser import find_forged
+
+
+def settled_forgery(text: str) -> int | None:
+    """Where a streamed completion's forged ``Observation`` starts, once no later text undoes it.
+
+    :func:`react_lab.parser.find_forged`'s index, once its line is finished or its label
+    complete (:func:`react_lab._parsing.forgery.settled`): ``find_forged(text + more)`` is that
+    index for every continuation ``more``; else None.
+    """
+    return forgery.settled(text, find_forged(text))
 
 
 @dataclass
@@ -38,7 +49,7 @@ class TwoArmReader:
     ``Llama.create_completion`` reads it, token for token: incomplete UTF-8 held back,
     then the stop check (the first string of ``stop``, in list order, found in the text;
     the text is cut there), then ``max_tokens``. The no-stop arm ends as soon as a
-    model-written ``Observation`` line is certain (:func:`react_lab.parser.settled_forgery`)
+    model-written ``Observation`` line is certain (:func:`settled_forgery`)
     and the with-stop arm is decided: its verdict and ``forged_at`` are then those of the
     whole completion; its finish reason is ``"forged"``. With ``run_to_max`` it runs on to
     ``max_tokens`` (or the end of the text), and ``early`` keeps the record the early end

@@ -2,10 +2,11 @@
 
 :mod:`react_lab.cost` is the model (``P``, ``O``, ``A``, ``N``); this module is what
 notebooks 05 and bench 05 measure with it: exemplars and tool descriptions for prompts of
-two sizes (:func:`lab_exemplars`, :func:`production_tools`), and a finished run of the
+two sizes (:func:`lab_exemplars`, :func:`production_tools`), a finished run of the
 loop split into the model's terms (:func:`measure_run`, :func:`request_texts`; with
 :class:`react_lab.lab.backends.scripted.ForcedModel` the run's text is scripted and its
-token counts real).
+token counts real), what prompt caching bills (:func:`cached_cost`) and the model's numbers
+in words (:func:`describe_cost`, for the CLI and the cost widget).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from ... import protocol
-from ...billing import CHARGE_ID, ToolError
+from ...billing import ToolError
 from ...cost import per_step
+from ...schema import CHARGE_ID
 from ...tools import Tool, call_tool, default_tools, open_db, payment_tool
 
 # --------------------------------------------------------------------------- prompts to count
@@ -192,3 +194,61 @@ def running(values: Sequence[int]) -> list[int]:
         total += v
         out.append(total)
     return out
+
+
+# --------------------------------------------------------------------------- prices and words
+
+
+def cached_cost(
+    P: int, O: int, A: int, N: int, discount: float = 0.1, scope: str = "transcript"
+) -> dict:
+    """Billed prompt tokens when a provider charges a cached token ``discount`` of the price.
+
+    ``scope="prefix"`` caches only the fixed prompt prefix (from step 2 on, ``P``
+    tokens are cached); ``scope="transcript"`` caches everything the previous request
+    sent (``P + (k - 2) * (A + O)`` at step k), as automatic prefix caching does, so
+    only the newest ``A + O`` tokens are fresh. Returns ``fresh_per_step``,
+    ``cached_per_step`` (tokens), ``billed_per_step`` and ``billed_tokens``
+    (token-equivalents at full price: ``fresh + discount * cached``) and ``total_tokens``
+    (what is sent, unchanged by caching).
+    """
+    if scope not in ("prefix", "transcript"):
+        raise ValueError(f"scope must be 'prefix' or 'transcript', not {scope!r}")
+    if not 0 <= discount <= 1:
+        raise ValueError(
+            f"discount is the price of a cached token relative to a fresh one, "
+            f"between 0 and 1; got {discount!r}"
+        )
+    sent = per_step(P, O, A, N)
+    cached = [0] + [P if scope == "prefix" else sent[k - 1] for k in range(1, N)]
+    fresh = [s - c for s, c in zip(sent, cached)]
+    billed = [f + discount * c for f, c in zip(fresh, cached)]
+    return {
+        "fresh_per_step": fresh,
+        "cached_per_step": cached,
+        "billed_per_step": billed,
+        "billed_tokens": sum(billed),
+        "total_tokens": sum(sent),
+        "discount": discount,
+        "scope": scope,
+    }
+
+
+def describe_cost(cost: dict) -> str:
+    """A short paragraph naming the total, its two terms and the crossovers (CLI and widget)."""
+    n = len(cost["per_step"])
+    lines = [
+        f"{n} steps send {cost['total_tokens']:,} prompt tokens = "
+        f"{cost['prefix_tokens']:,} prefix (linear) + "
+        f"{cost['resent_tokens']:,} re-sent (quadratic); "
+        f"naive count {cost['naive_tokens']:,}"
+    ]
+    k, m = cost["crossover_step"], cost["cumulative_crossover_step"]
+    if k is None:
+        lines.append("nothing is re-sent, so the prefix is the whole cost")
+    else:
+        lines.append(
+            f"re-sent tokens outweigh the prefix from step {k} on (per step) "
+            f"and in any run of {m} or more steps (cumulative)"
+        )
+    return "\n".join(lines)

@@ -30,9 +30,10 @@ from ...context import MARKERS
 from ...guards import EMPTY_RESULTS, Guards, call_key, call_words
 from ...loop import run
 from ...parser import find_forged, parse
-from ...protocol import ParseResult, strict_parse
+from ...protocol import ParseResult
 from ...trace import RunResult, Step, Transcript
 from ..guards import MORE, LabGuards, invented_question, one_word_apart
+from .abuses import strict_parse
 
 #: Every failure mode, in the order notebook 06 takes them, with what its detector looks for.
 FAILURE_MODES = {

@@ -37,6 +37,7 @@ from ...checks import check_count
 from ...parser import find_forged, truncate_forged
 from ...tools import default_tools
 from ..backends.local import LocalModel, local_model
+from .abuses import strict_parse
 from .arms import TwoArmReader
 from .questions import questions
 from .results import Inputs, cache_dir
@@ -224,7 +225,7 @@ def describe(
 ) -> dict:
     """One trial's record: ``{"question", "stop", "text", "finish_reason", "completion_tokens",
     "forged", "forged_at" (character index or None), "strict" (kind from
-    protocol.strict_parse), "seconds"}``."""
+    :func:`react_lab.lab.experiments.abuses.strict_parse`), "seconds"}``."""
     at = find_forged(text)
     return {
         "question": question,
@@ -234,7 +235,7 @@ def describe(
         "completion_tokens": completion_tokens,
         "forged": at is not None,
         "forged_at": at,
-        "strict": protocol.strict_parse(text).kind,
+        "strict": strict_parse(text).kind,
         "seconds": round(seconds, 4),
     }
 

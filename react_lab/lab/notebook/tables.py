@@ -215,7 +215,7 @@ def transcript_html(transcript: Transcript, *, show_prompt: bool = False) -> str
     """A transcript as HTML, each span coloured by its owner, with a legend; for notebooks.
 
     The prompt prefix is shown as one summary line (and its question) unless ``show_prompt``;
-    text is escaped. :meth:`react_lab.trace.Transcript.render_text` is the plain-text view.
+    text is escaped. :func:`transcript_text` is the plain-text view.
     """
     legend = " ".join(
         f'<span style="background:{OWNER_BACKGROUNDS[o]};color:{OWNER_COLOURS[o]};padding:0 4px">'
@@ -235,3 +235,20 @@ def transcript_html(transcript: Transcript, *, show_prompt: bool = False) -> str
         f'<div style="font-size:90%">written by: {legend}</div>'
         f'<pre style="white-space:pre-wrap;line-height:1.35">{"".join(body)}</pre>'
     )
+
+
+def transcript_text(transcript: Transcript, *, show_prompt: bool = False) -> str:
+    """A transcript as plain text with an owner tag on every line, e.g. ``[model] Thought: ...``.
+
+    The prompt prefix is shown as one summary line unless ``show_prompt``; the CLI prints
+    this view, :func:`transcript_html` is the notebooks'.
+    """
+    lines = []
+    for owner, t in transcript.spans:
+        if owner == "prompt" and not show_prompt:
+            q = [ln for ln in t.splitlines() if ln.startswith("Question:")]
+            lines.append(f"[prompt] ({len(t)} characters of instructions, tools and exemplars)")
+            lines += [f"[prompt] {q[-1]}"] if q else []
+            continue
+        lines += [f"[{owner:>6}] {ln}" for ln in t.strip("\n").splitlines()]
+    return "\n".join(lines)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from ...cost import describe_cost, run_cost
+from ...cost import run_cost
 from ...loop import run
 from ...parser import find_forged
 from ...protocol import STOP, build_prompt
@@ -17,6 +17,7 @@ from ...tools import default_tools
 from ...trace import Transcript
 from ..backends.local import local_model
 from ..experiments import forge
+from ..experiments.costs import describe_cost
 from ..guards import LabGuards
 from .plots import plot_cost
 from .tables import highlight_forged, transcript_html

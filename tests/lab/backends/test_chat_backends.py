@@ -15,6 +15,7 @@ from react_lab.lab.backends.chat import (
     ScriptedChatModel,
 )
 from react_lab.lab.backends.grammar import (
+    check_tool_choice,
     decodable,
     grammar_check,
     reply_grammar,
@@ -118,9 +119,25 @@ def test_a_native_run_with_several_calls_in_a_reply_keys_each_result_to_its_call
     assert result.answer == "approved, unpaid"
 
 
-# ---- tool_choice (check_tool_choice: tests/test_tool_calls.py) ----------------------------------
+# ---- tool_choice ---------------------------------------------------------------------------------
 
 NAMED = {"type": "function", "function": {"name": "find_invoice"}}
+
+
+def test_check_tool_choice_takes_the_openai_values_and_names_what_is_wrong():
+    schemas = tool_schemas(TOOLS)
+    assert [check_tool_choice(c, schemas) for c in ("auto", "required", "none")] == [None] * 3
+    assert check_tool_choice(NAMED, schemas) == "find_invoice"
+    for bad, words in [
+        ("any", "must be"),
+        ({"function": {"name": "find_invoice"}}, "must be"),
+        ({"type": "function", "function": {"name": "serch"}}, "'serch', which is not"),
+        ({"type": "function", "function": {}}, "must be"),
+    ]:
+        with pytest.raises(ValueError, match=words):
+            check_tool_choice(bad, schemas)
+    with pytest.raises(ValueError, match="needs at least one tool"):
+        check_tool_choice("required", [])
 
 
 def test_the_reply_schema_follows_tool_choice():

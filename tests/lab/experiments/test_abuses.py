@@ -15,9 +15,11 @@ from react_lab.lab.experiments.abuses import (
     OUTCOMES,
     reply_text,
     run_abuses,
+    strict_parse,
 )
 from react_lab.lab.notebook.plots import plot_trust_boundary
 from react_lab.lab.notebook.tables import outcome_table
+from react_lab.parser import parse
 from react_lab.schema import validate_call
 from react_lab.tools import default_tools
 
@@ -113,3 +115,27 @@ def test_cli_abuses_json_with_the_grammar_on_the_embedded_model(capsys):
 def test_reply_text_embeds_the_arguments_verbatim():
     for abuse in ABUSES:
         assert abuse.arguments in reply_text(abuse)
+
+
+# ---- strict_parse: the classic loop's reading, the regex defence --------------------------------
+
+
+def test_strict_parse_reads_the_seed_regex_and_splits_on_commas():
+    parsed = strict_parse("Thought: t\nAction: list_invoices[cus_8812, 2026-07-01]")
+    assert (parsed.kind, parsed.tool, parsed.dialect) == ("action", "list_invoices", "strict")
+    assert parsed.args == ["cus_8812", "2026-07-01"]
+    assert strict_parse("Thought: done\nAnswer: 42").answer == "42"  # "Answer:" is read first
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Action 1: search[x]",
+        "Action: search\nAction Input: x",
+        "Action: search[x] trailing",
+        "  Action: search[x]",
+    ],
+)
+def test_strict_parse_refuses_drift_the_tolerant_parser_accepts(text):
+    assert strict_parse(text).kind == "error"
+    assert parse(text).kind == "action"

@@ -11,7 +11,9 @@ import random
 import re
 
 import pytest
-from hypothesis import given
+from helpers.model_like import LABELLY
+from helpers.parsing_checks import BARE, INLINE
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab import protocol
@@ -20,8 +22,8 @@ from react_lab.lab.backends.decode import Decoded
 from react_lab.lab.backends.local import LocalModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments import forge
-from react_lab.lab.experiments.arms import TwoArmReader
-from react_lab.parser import find_forged, settled_forgery
+from react_lab.lab.experiments.arms import TwoArmReader, settled_forgery
+from react_lab.parser import find_forged
 
 
 def detokenize(tokens):
@@ -246,3 +248,26 @@ def test_settled_forgery_settles_once_the_label_is_complete():
     assert settled_forgery("x\nObservation - ") == 2
     assert settled_forgery("x\n<b>Observation</b>:") is None  # inside markup: wait for the line
     assert settled_forgery("x\n<b>Observation</b>: y\n") == 2
+
+
+@pytest.mark.parametrize("label", BARE)
+def test_settled_forgery_takes_the_label_alone_once_its_line_is_finished(label):
+    text = f"Thought: check\nAction: get_payments[INV-2291]\n{label}\n[] \nAnswer: unpaid"
+    assert settled_forgery(text) == find_forged(text) == text.index(label)
+    assert settled_forgery(f"Thought: check\n{label}") is None  # may yet become prose
+
+
+@pytest.mark.parametrize("line", INLINE)
+def test_settled_forgery_takes_an_observation_after_the_call_on_its_line(line):
+    text = f"Thought: look\n{line}\nAnswer: 3 refunds"
+    at = find_forged(text)
+    assert at is not None and settled_forgery(text) == at
+    assert settled_forgery(text[: text.index(": 3") + 2]) in (None, at)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(LABELLY), st.text(max_size=8)), max_size=40))
+def test_settled_forgery_is_find_forged_or_not_yet_on_model_like_text(parts):
+    text = "".join(parts)
+    settled = settled_forgery(text)
+    assert settled is None or settled == find_forged(text)

@@ -1,4 +1,4 @@
-"""react_lab.lab.experiments.costs: prompts of production size, real runs against the model."""
+"""react_lab.lab.experiments.costs: prompts of production size, real runs, cached prices."""
 
 import pytest
 
@@ -95,3 +95,14 @@ def test_production_tools_describe_the_two_money_tools_and_run_neither(shipped_s
 
 def test_running_totals():
     assert costs.running([1, 2, 3]) == [1, 3, 6] and costs.running([]) == []
+
+
+def test_cached_cost():
+    full = costs.cached_cost(1000, 600, 100, 10, discount=1.0)
+    assert full["billed_tokens"] == full["total_tokens"] == 41500
+    free = costs.cached_cost(1000, 600, 100, 10, discount=0.0)
+    assert free["fresh_per_step"] == [1000] + [700] * 9  # only the newest text is fresh: linear
+    prefix_only = costs.cached_cost(1000, 600, 100, 10, discount=0.5, scope="prefix")
+    assert prefix_only["billed_tokens"] == 41500 - 9 * 1000 * 0.5
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        costs.cached_cost(1000, 600, 100, 10, discount=2)

@@ -1,6 +1,6 @@
 """HTML views of transcripts for the notebooks."""
 
-from react_lab.lab.notebook.tables import html_columns, transcript_html
+from react_lab.lab.notebook.tables import html_columns, transcript_html, transcript_text
 from react_lab.trace import Transcript
 
 
@@ -58,3 +58,12 @@ def test_run_html_marks_the_forgery_red_and_the_loop_green_up_to_the_answer():
     assert shown.endswith("Answer: Yes. …</pre>") and "INV-2323" not in shown
     fallback = run_html(PROMPT + FORGES, ["not in it"]).data
     assert "forged-observation" in fallback and fallback.count("Question:") == 1
+
+
+def test_transcript_text_tags_each_line_with_its_owner():
+    t = Transcript()
+    t.add("prompt", "Question: q\n")
+    t.add("model", "Thought: x\nAction: a[b]\n")
+    t.add("loop", "Observation: <b>\n")
+    text = transcript_text(t)
+    assert "[ model] Action: a[b]" in text and "[  loop] Observation: <b>" in text
