@@ -44,9 +44,9 @@ ls notebooks/bench/*.ipynb >/dev/null   # set -e: stop here if the bench is miss
 # The longest notebooks first, then every other one: a kernel takes the next notebook as it
 # comes free, so no long notebook starts last and leaves the other core idle at the end.
 # --no-loadscope-reorder keeps this order (xdist would otherwise start the notebooks with the
-# most cells, which are not the longest). Measured under nbval on 2 December: 08 took 220 s,
-# bench 06 170, bench 08 140, 07 125, bench 03 (since it loads its 100-question run) and
-# bench 04 about 60; every other notebook under 40.
+# most cells, which are not the longest). Measured under nbval on 2 December, on a busy
+# machine: 08 took 220 s, bench 06 170, bench 08 140, 07 125, bench 04 60, every other one
+# under 40 (bench 03, 150 s before it loaded its 100-question run, 40 s alone since).
 longest_first=(notebooks/08_measuring.ipynb notebooks/bench/06_failure_modes.ipynb
   notebooks/bench/08_evaluation.ipynb notebooks/07_native.ipynb
   notebooks/bench/03_forgery_in_depth.ipynb notebooks/bench/04_parsers_in_depth.ipynb)

@@ -42,7 +42,7 @@ echo "==> model, server and browser tests, two files at a time (${SECONDS} s so 
 # would otherwise start the files with the most tests): each worker is handed two files at
 # the start, so the longest, the browser test's, is paired with the shortest, and the server
 # and speed files go to the other worker; the rest follow as a worker comes free. Measured on
-# 2 December: the browser file took half as long again as either of the next two.
+# 2 December: the browser file took nearly twice as long as either of the next two.
 heavy_order=(tests/browser/test_jupyterlab.py tests/lab/backends/test_llama_server.py
   tests/lab/experiments/test_ladder.py tests/lab/backends/test_speed_model.py
   tests/lab/experiments/test_forge_model.py tests/lab/experiments/test_abuses.py)
