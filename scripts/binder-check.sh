@@ -36,17 +36,31 @@ if [ ! -e "$VENV/.built" ]; then
   exit 1
 fi
 # binder/start sets the kernel's environment; run the notebooks through it. A fresh results
-# cache, so every number the notebooks print is computed in this run. pytest recurses into
-# notebooks/bench/, so the bench runs under nbval like the core path. Two kernels at a time
+# cache, so every number the notebooks print is computed in this run. Every notebook of
+# notebooks/ and notebooks/bench/ is passed, so the bench runs under nbval like the core path. Two kernels at a time
 # (each notebook whole in one, --dist loadfile), each llama.cpp on one thread: two models
 # with two threads each on two cores would be several times slower, one thread each is not.
 ls notebooks/bench/*.ipynb >/dev/null   # set -e: stop here if the bench is missing
+# The longest notebooks first, then every other one: a kernel takes the next notebook as it
+# comes free, so no long notebook starts last and leaves the other core idle at the end.
+# --no-loadscope-reorder keeps this order (xdist would otherwise start the notebooks with the
+# most cells, which are not the longest). Measured under nbval on 2 December, on a busy
+# machine: 08 took 220 s, bench 06 170, bench 08 140, 07 125, bench 04 60, every other one
+# under 40 (bench 03, 150 s before it loaded its 100-question run, 40 s alone since).
+longest_first=(notebooks/08_measuring.ipynb notebooks/bench/06_failure_modes.ipynb
+  notebooks/bench/08_evaluation.ipynb notebooks/07_native.ipynb
+  notebooks/bench/03_forgery_in_depth.ipynb notebooks/bench/04_parsers_in_depth.ipynb)
+ordered=("${longest_first[@]}")
+for notebook in notebooks/*.ipynb notebooks/bench/*.ipynb; do
+  [[ " ${longest_first[*]} " == *" $notebook "* ]] || ordered+=("$notebook")
+done
 cache="$(mktemp -d)"
 run_notebooks=(env REACT_LAB_SOLUTIONS=1 MPLBACKEND=Agg PYTHONHASHSEED=0 REACT_LAB_CACHE="$cache"
   REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}"
-  bash binder/start "$VENV/bin/python" -m pytest notebooks
+  bash binder/start "$VENV/bin/python" -m pytest "${ordered[@]}"
   --nbval-lax --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg
-  --nbval-cell-timeout=2400 -p no:cacheprovider -n "${REACT_LAB_NOTEBOOK_WORKERS:-2}" --dist loadfile "$@")
+  --nbval-cell-timeout=2400 -p no:cacheprovider -n "${REACT_LAB_NOTEBOOK_WORKERS:-2}" --dist loadfile
+  --no-loadscope-reorder "$@")
 if unshare -n true 2>/dev/null && command -v ip >/dev/null; then
   echo "==> executing every notebook with no network (loopback only)"
   unshare -n bash -c 'ip link set lo up && exec "$@"' _ "${run_notebooks[@]}"

@@ -33,13 +33,34 @@ trap 'kill -- "-$binder_build" 2>/dev/null || true' EXIT   # a failing test stop
 export PYTHONHASHSEED=0 MPLBACKEND=Agg REACT_LAB_SOLUTIONS=1
 echo "==> unit tests without the model, on both cores (${SECONDS} s so far)"
 # The tests that need no model run on both cores (pytest-xdist). The ones that load the model,
-# start its server or drive the browser run after them, two test files at a time, each
-# llama.cpp on one thread: two models with two threads each on two cores are several times
-# slower (their threads wait for each other), one thread each is not.
+# start its server or drive the browser run after them (below).
 .venv/bin/python -m pytest tests -p no:cacheprovider -m "not model and not server and not browser" -n 2
-echo "==> model, server and browser tests, two files at a time (${SECONDS} s so far)"
+echo "==> model, server and browser tests, two processes side by side (${SECONDS} s so far)"
+# Two pytest processes, one core each, rather than pytest-xdist's two workers: xdist hands a
+# worker its next file once that worker has two tests left, so it gave the forgery tests to
+# the worker still busy with the browser file (the longest, about 190 s alone) and left the
+# other idle at the end. These two lists split the files' times (measured alone on
+# 2 December) about evenly: the browser file with three short ones, about 215 s; the server,
+# speed and forgery files, about 220 s, with every other test file, so that a model test in a
+# new file runs too. Each llama.cpp on one thread: two models with two threads each on two
+# cores are several times slower (their threads wait for each other), one thread each is not.
+with_browser=(tests/browser/test_jupyterlab.py tests/lab/experiments/test_ladder.py
+  tests/lab/experiments/test_abuses.py tests/lab/backends/test_chat_backends.py)
+mapfile -t the_rest < <(find tests -name "test_*.py" | sort | grep -vxF -f <(printf "%s\n" "${with_browser[@]}"))
+browser_log="$(mktemp)"
 REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}" \
-  .venv/bin/python -m pytest tests -p no:cacheprovider -m "$heavy" -n 2 --dist loadfile
+  .venv/bin/python -m pytest "${with_browser[@]}" -p no:cacheprovider -m "$heavy" >"$browser_log" 2>&1 &
+browser_run=$!
+failed=0
+REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}" \
+  .venv/bin/python -m pytest "${the_rest[@]}" -p no:cacheprovider -m "$heavy" || failed=1
+wait "$browser_run" || failed=1
+echo "==> the browser test's process (${browser_log}):"
+cat "$browser_log"
+if [ "$failed" != 0 ]; then
+  echo "model, server or browser tests failed (above)" >&2
+  exit 1
+fi
 if ! wait "$binder_build"; then
   cat "$binder_log" >&2
   echo "building the Binder environment failed (its log is above)" >&2

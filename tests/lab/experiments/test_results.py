@@ -236,6 +236,23 @@ def test_notebook_08_results_are_shipped():
     assert set(NOTEBOOK_08_RESULTS) <= set(results.saved())
 
 
+#: A notebook's ``results.load("NAME")``: the shipped file it loads.
+LOADS = re.compile(r"""results\.load\(\s*["']([\w.-]+)["']\s*\)""")
+
+
+def test_every_results_file_a_notebook_loads_is_shipped():
+    """A notebook that loads a long run's results (core 03 and 08, bench 03 and 08) finds it."""
+    loaded = {}
+    for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for cell in (c for c in cells if c["cell_type"] == "code"):
+            for name in LOADS.findall("".join(cell["source"])):
+                loaded.setdefault(name, []).append(path.name)
+    assert {"forge-100", "forge-100-batch8", *NOTEBOOK_08_RESULTS} <= set(loaded)
+    missing = {name: where for name, where in loaded.items() if name not in results.saved()}
+    assert not missing, f"notebooks load results files that are not shipped: {missing}"
+
+
 def _experiment(name):
     return json.loads((results.RESULTS_DIR / f"{name}.json").read_text())["experiment"]
 
