@@ -5,6 +5,7 @@ the public cases are tests/test_public_cases.py.
 """
 
 import pytest
+from helpers.parsing_checks import DRIFT
 
 from react_lab.parser import find_forged, parse, trim_partial_stop
 from react_lab.protocol import ACTION_RE, STOP
@@ -19,15 +20,7 @@ def test_seed_regex_is_anchored_and_exact():
     assert match.groups() == ("list_invoices", "cus_8812, 2026-07-01")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Action 1: search[x]",
-        "Action: search\nAction Input: x",
-        "Action: search[x] trailing",
-        "  Action: search[x]",
-    ],
-)
+@pytest.mark.parametrize("text", DRIFT)
 def test_seed_regex_rejects_drift_the_tolerant_parser_accepts(text):
     assert ACTION_RE.search(text) is None
     assert parse(text).kind == "action"

@@ -8,6 +8,14 @@ TOOLS = ["search", "calc", "list_invoices", "get_charge"]
 LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
 #: The refusal that names nothing it saw.
 GENERIC = "no action and no answer found"
+#: An action line drifted from the seed's exact form: the tolerant parser reads each, the
+#: seed's anchored regex (and the classic loop's strict reading) none.
+DRIFT = [
+    "Action 1: search[x]",
+    "Action: search\nAction Input: x",
+    "Action: search[x] trailing",
+    "  Action: search[x]",
+]
 #: An ``Observation`` label alone on its line, as models write it: forged once the line ends.
 BARE = [
     "Observation",

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from helpers.parsing_checks import DRIFT
 
 from react_lab.lab.cli import main
 from react_lab.lab.experiments.abuses import (
@@ -127,15 +128,7 @@ def test_strict_parse_reads_the_seed_regex_and_splits_on_commas():
     assert strict_parse("Thought: done\nAnswer: 42").answer == "42"  # "Answer:" is read first
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Action 1: search[x]",
-        "Action: search\nAction Input: x",
-        "Action: search[x] trailing",
-        "  Action: search[x]",
-    ],
-)
+@pytest.mark.parametrize("text", DRIFT)
 def test_strict_parse_refuses_drift_the_tolerant_parser_accepts(text):
     assert strict_parse(text).kind == "error"
     assert parse(text).kind == "action"

@@ -10,11 +10,17 @@ def test_html_columns_puts_each_text_in_its_own_escaped_column():
     assert "#dbeafe" in out  # the model's colour, as in transcript_html
 
 
-def test_transcript_html_colours_each_owner_and_escapes_the_text():
+def _three_owners(prompt: str) -> Transcript:
+    """A transcript with a span of each owner: ``prompt``, an action, an observation."""
     t = Transcript()
-    t.add("prompt", "Instructions.\nQuestion: q\n")
+    t.add("prompt", prompt)
     t.add("model", "Thought: x\nAction: a[b]\n")
     t.add("loop", "Observation: <b>\n")
+    return t
+
+
+def test_transcript_html_colours_each_owner_and_escapes_the_text():
+    t = _three_owners("Instructions.\nQuestion: q\n")
     out = transcript_html(t)
     assert "&lt;b&gt;" in out and "<b>" not in out
     assert 'title="written by the model" style="background:#dbeafe;color:#1d4ed8"' in out
@@ -61,9 +67,5 @@ def test_run_html_marks_the_forgery_red_and_the_loop_green_up_to_the_answer():
 
 
 def test_transcript_text_tags_each_line_with_its_owner():
-    t = Transcript()
-    t.add("prompt", "Question: q\n")
-    t.add("model", "Thought: x\nAction: a[b]\n")
-    t.add("loop", "Observation: <b>\n")
-    text = transcript_text(t)
+    text = transcript_text(_three_owners("Question: q\n"))
     assert "[ model] Action: a[b]" in text and "[  loop] Observation: <b>" in text
