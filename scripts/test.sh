@@ -38,14 +38,13 @@ echo "==> unit tests without the model, on both cores (${SECONDS} s so far)"
 echo "==> model, server and browser tests, two processes side by side (${SECONDS} s so far)"
 # Two pytest processes, one core each, rather than pytest-xdist's two workers: xdist hands a
 # worker its next file once that worker has two tests left, so it gave the forgery tests to
-# the worker still busy with the browser file (the longest, about 190 s alone) and left the
-# other idle at the end. These two lists split the files' times (measured alone on
-# 2 December) about evenly: the browser file with three short ones, about 215 s; the server,
-# speed and forgery files, about 220 s, with every other test file, so that a model test in a
-# new file runs too. Each llama.cpp on one thread: two models with two threads each on two
-# cores are several times slower (their threads wait for each other), one thread each is not.
-with_browser=(tests/browser/test_jupyterlab.py tests/lab/experiments/test_ladder.py
-  tests/lab/experiments/test_abuses.py tests/lab/backends/test_chat_backends.py)
+# the worker still busy with the browser file (the longest) and left the other idle at the
+# end. These two lists split the files' times (measured alone on 2 December) about evenly:
+# the browser file (about 135 s) with the forgery file (60 s); the server (99 s), speed
+# (62 s) and the short files, with every other test file, so that a model test in a new file
+# runs too. Each llama.cpp on one thread: two models with two threads each on two cores are
+# several times slower (their threads wait for each other), one thread each is not.
+with_browser=(tests/browser/test_jupyterlab.py tests/lab/experiments/test_forge_model.py)
 mapfile -t the_rest < <(find tests -name "test_*.py" | sort | grep -vxF -f <(printf "%s\n" "${with_browser[@]}"))
 browser_log="$(mktemp)"
 REACT_LAB_THREADS="${REACT_LAB_THREADS:-1}" \
