@@ -69,6 +69,24 @@ class TooManyCalls(Exception):
     """A checked run made more than :data:`MAX_CALLS` model calls."""
 
 
+def _count_call(made: int) -> None:
+    """Let a checked run that has made ``made`` model calls make one more.
+
+    Raises :class:`TooManyCalls` once it has made :data:`MAX_CALLS`.
+    """
+    if made >= MAX_CALLS:
+        raise TooManyCalls(f"made more than {MAX_CALLS} model calls")
+
+
+def _wrong_protocol(name: str, other: str, hint: str) -> AttributeError:
+    """The error a recording model raises for an attribute ``name`` it does not have.
+
+    When ``name`` is ``other``, the other protocol's method (a text loop called ``chat``, a
+    native loop ``complete``), the error is ``hint``: which model this is, and what to send.
+    """
+    return AttributeError(hint if name == other else name)
+
+
 class RecordingModel:
     """A scripted model (stop applied as a provider does) recording what each call sent and got.
 
@@ -91,16 +109,15 @@ class RecordingModel:
         return self.inner.calls
 
     def __getattr__(self, name):
-        if name == "chat":
-            raise AttributeError(
-                "this is a text-completion model: it has complete(prompt, "
-                "stop=..., max_tokens=...), not chat(...)"
-            )
-        raise AttributeError(name)
+        raise _wrong_protocol(
+            name,
+            "chat",
+            "this is a text-completion model: it has complete(prompt, "
+            "stop=..., max_tokens=...), not chat(...)",
+        )
 
     def complete(self, prompt, *, stop=None, max_tokens=None):
-        if self.calls >= MAX_CALLS:
-            raise TooManyCalls(f"made more than {MAX_CALLS} model calls")
+        _count_call(self.calls)
         self.sent.append((stop, max_tokens))
         limit = MAX_TOKENS if max_tokens is None else max_tokens
         completion = self.inner.complete(prompt, stop=stop, max_tokens=limit)
@@ -123,16 +140,15 @@ class RecordingChatModel:
         self.inner, self.requests, self.replies = ScriptedChatModel(replies), [], []
 
     def __getattr__(self, name):
-        if name == "complete":
-            raise AttributeError(
-                "this is a chat model: it has chat(messages, tools=...), not "
-                "complete(...); send the messages, not a transcript"
-            )
-        raise AttributeError(name)
+        raise _wrong_protocol(
+            name,
+            "complete",
+            "this is a chat model: it has chat(messages, tools=...), not "
+            "complete(...); send the messages, not a transcript",
+        )
 
     def chat(self, messages, tools=None, **kwargs):
-        if len(self.requests) >= MAX_CALLS:
-            raise TooManyCalls(f"made more than {MAX_CALLS} model calls")
+        _count_call(len(self.requests))
         self.requests.append((copy.deepcopy(list(messages)), copy.deepcopy(tools), dict(kwargs)))
         passed = {k: v for k, v in kwargs.items() if k in ("max_tokens", "tool_choice")}
         reply = self.inner.chat(messages, tools, **passed)
