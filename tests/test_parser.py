@@ -471,3 +471,42 @@ def test_each_quoted_argument_loses_its_quotes(text):
 def test_an_answer_ends_at_the_first_end_of_turn_token():
     r = parse("Answer: 42<|im_end|>\n<|im_start|>user\nObservation: x")
     assert (r.kind, r.answer) == ("final", "42")
+
+
+# ---- an answer that is itself a call: never the answer ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Answer: get_charge(charge_id="ch_2VzSg6")',  # call syntax
+        "Final Answer: calc(129 * 2)",
+        'Answer: `get_charge(charge_id="ch_2VzSg6")`',  # in backticks
+        'Answer: [get_charge(charge_id="ch_2VzSg6")]',  # a Python-style list of calls
+        'Answer: get_charge{"charge_id": "ch_2VzSg6"}',  # a name glued to its object
+        'Answer:\n```python\nget_charge(charge_id="ch_2VzSg6")\n```',  # fenced
+        'Answer: refund_charge(charge_id="ch_2VzSg6")',  # a tool the agent does not have
+        "Answer: get_charge[ch_2VzSg6]",  # the paper's own form
+        '{"action": "Final Answer", "action_input": "get_charge(charge_id=\\"ch_2VzSg6\\")"}',
+        "finish(answer=\"get_charge(charge_id='ch_2VzSg6')\")",
+    ],
+)
+def test_an_answer_that_is_a_call_is_no_answer(text):
+    r = parse(text, tools=TOOLS)
+    assert r.kind != "final", r.answer
+    assert r.kind == "action" or "call" in one_line_reason(r)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes (the charge was declined).",
+        "Declined (card_declined)",
+        "No. (It was refunded.)",
+        "The total is 258, from calc(129 * 2).",
+        "card_declined",
+    ],
+)
+def test_an_answer_that_mentions_a_call_or_a_parenthesis_is_kept(answer):
+    r = parse(f"Answer: {answer}", tools=TOOLS)
+    assert (r.kind, r.answer) == ("final", answer)

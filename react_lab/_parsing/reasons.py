@@ -16,6 +16,7 @@ from ..protocol import clip, shown, unknown_tool_message, visible
 from .brackets import find_brackets
 from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
 from .labels import ANY_LABEL, NAME, THOUGHT_LINE
+from .other import bare_call
 from .tokens import markup_piece
 
 #: What to write, said at the end of most messages.
@@ -36,6 +37,10 @@ _FIRST_WORD = re.compile(NAME)
 _MARKUP = re.compile(
     r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)", re.IGNORECASE
 )
+#: A line that is only the paper's call, ``get_charge[ch_1]`` (backticks, quotes, markdown around).
+_BRACKET_CALL_LINE = re.compile(
+    r"^[ \t>*`\"']*(" + NAME + r")\[[^\]\n]*\][ \t`*\"'.]*$", re.MULTILINE
+)
 #: Characters a sentence (or a block) ends with: a completion that stops on another was cut
 #: mid-sentence.
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
@@ -54,7 +59,28 @@ def answer_reason(answer: str | None) -> str | None:
             f"the answer holds call markup or a special token ({shown(piece, 40)}), which is "
             "never part of an answer; write the answer as plain text after 'Answer:'"
         )
+    name = call_in_answer(answer)
+    if name is not None:  # "Answer: get_charge(charge_id="ch_1")": a call nobody ran
+        return (
+            f"the answer holds a call to {shown(name, 40)} on a line of its own, which is never "
+            f"an answer; to run it write 'Action: {clip(name, 40)}[arguments]', or write the "
+            "answer as plain text after 'Answer:'"
+        )
     return None
+
+
+def call_in_answer(answer: str) -> str | None:
+    """The tool name of a line of ``answer`` that is only a call, or None.
+
+    Call syntax, a list of calls or a name glued to its object (:func:`bare_call`, which
+    leaves ``Yes (declined)`` alone), or the paper's ``get_charge[ch_1]``; in backticks or a
+    fence too. A call mentioned mid-sentence (``258, from calc(129 * 2)``) is not one.
+    """
+    call = bare_call(answer)
+    if call is not None:
+        return call[2].tool
+    bracket = _BRACKET_CALL_LINE.search(answer)
+    return bracket.group(1) if bracket is not None else None
 
 
 def name_reason(name: str, tools: list[str] | None, markup: str | None = None) -> str:

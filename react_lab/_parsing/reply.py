@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
+from .calls import cut_off_call
 from .formats import find_calls
 from .leaks import Leak, find_leaks
 from .reasoning import set_aside_reasoning
@@ -78,6 +79,12 @@ def read_reply_text(
             return ReplyText(None, [], saw, reasoning)
         if read.kind == "error" and read.reason.startswith(NAMELESS):
             return ReplyText(None, [], "an arguments object that names no tool", reasoning)
+        if read.kind == "error" and cut_off_call(plain) is not None:  # '{"name": "search", ...'
+            return ReplyText(None, [], "a JSON tool call cut off before its end", reasoning)
+        if read.kind == "error" and read.dialect is not None:  # "Answer:", "Answer: search(...)"
+            line = plain.strip().split("\n", 1)[0]
+            saw = f"{shown(line, 60)}, a label or a call with no plain answer in it"
+            return ReplyText(None, [], saw, reasoning)
         if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer parse reads
             plain = read.answer
         elif aside is None and frame is None and markup_piece(text) is None:
