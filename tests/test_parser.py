@@ -12,7 +12,7 @@ tests/test_fuzz.py.
 import pytest
 from helpers.parsing_checks import DS, GENERIC, KIMI_K2, TOOLS, W, one_line_reason
 
-from react_lab.parser import find_forged, parse
+from react_lab.parser import find_forged, parse, read_reply
 
 # ---- labels: drift in the paper's own format ---------------------------------------------
 
@@ -510,3 +510,47 @@ def test_an_answer_that_is_a_call_is_no_answer(text):
 def test_an_answer_that_mentions_a_call_or_a_parenthesis_is_kept(answer):
     r = parse(f"Answer: {answer}", tools=TOOLS)
     assert (r.kind, r.answer) == ("final", answer)
+
+
+# ---- invisible format characters before a label: the label is still read -------------------
+
+
+@pytest.mark.parametrize(
+    "mark",
+    [
+        "\u200e",  # left-to-right mark (text beside Arabic or Hebrew)
+        "\u200f",  # right-to-left mark
+        "\u061c",  # Arabic letter mark
+        "\u202a",  # left-to-right embedding
+        "\u202e",  # right-to-left override
+        "\u2066",  # left-to-right isolate
+        "\u00ad",  # soft hyphen
+        "\u2063",  # invisible separator
+        "\U000e0041",  # a tag character
+    ],
+)
+def test_a_label_after_an_invisible_format_character_is_read(mark):
+    r = parse(f"{mark}Action: search[refund]", tools=TOOLS)
+    assert (r.kind, r.tool, r.input) == ("action", "search", "refund")
+    r = parse(f"Thought: done.\n{mark}Answer: INV-2041", tools=TOOLS)
+    assert (r.kind, r.answer) == ("final", "INV-2041")
+    assert read_reply(f"{mark}Action: search[refund]", TOOLS).answer is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Answer: I will call {"name": "get_charge", "arguments": {"charge_id": "ch_2VzSg6"}} now.',
+        'Answer: The charge: {"tool_name": "get_charge", "tool_input": {"charge_id": "ch_2VzSg6"}}',
+        'Final Answer: done.\n{"name": "search", "parameters": {"query": "refund"}}',
+    ],
+)
+def test_an_answer_holding_a_json_call_is_no_answer_as_in_the_native_loop(text):
+    r = parse(text, tools=TOOLS)
+    assert r.kind != "final", r.answer
+    assert read_reply(text, TOOLS).answer is None  # what the native loop reads the same way
+
+
+def test_an_answer_holding_json_data_that_is_no_call_is_kept():
+    answer = 'The customer is {"name": "Brightwater Florists", "id": "cus_8812"}.'
+    assert parse(f"Answer: {answer}", tools=TOOLS).answer == answer

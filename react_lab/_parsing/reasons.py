@@ -16,6 +16,7 @@ from ..protocol import clip, shown, unknown_tool_message, visible
 from .brackets import find_brackets
 from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
 from .labels import ANY_LABEL, NAME, THOUGHT_LINE
+from .leaks import find_leaks
 from .other import bare_call
 from .tokens import markup_piece
 
@@ -62,20 +63,27 @@ def answer_reason(answer: str | None) -> str | None:
     name = call_in_answer(answer)
     if name is not None:  # "Answer: get_charge(charge_id="ch_1")": a call nobody ran
         return (
-            f"the answer holds a call to {shown(name, 40)} on a line of its own, which is never "
-            f"an answer; to run it write 'Action: {clip(name, 40)}[arguments]', or write the "
-            "answer as plain text after 'Answer:'"
+            f"the answer holds a call to {shown(name, 40)}, which is never an answer; to run "
+            f"it write 'Action: {clip(name, 40)}[arguments]', or write the answer as plain "
+            "text after 'Answer:'"
         )
     return None
 
 
 def call_in_answer(answer: str) -> str | None:
-    """The tool name of a line of ``answer`` that is only a call, or None.
+    """The tool name of a call written in ``answer``, or None.
 
-    Call syntax, a list of calls or a name glued to its object (:func:`bare_call`, which
-    leaves ``Yes (declined)`` alone), or the paper's ``get_charge[ch_1]``; in backticks or a
-    fence too. A call mentioned mid-sentence (``258, from calc(129 * 2)``) is not one.
+    A call with arguments anywhere in it, as the native loop's leak reader finds one
+    (:func:`react_lab._parsing.leaks.find_leaks`; ``{"name": "Acme"}`` is data, and
+    ``The call {"action": "search"} was not needed.`` mentions one), or a line that is only
+    a call: call syntax, a list of calls or a name glued to its object (:func:`bare_call`,
+    which leaves ``Yes (declined)`` alone), or the paper's ``get_charge[ch_1]``; in
+    backticks or a fence too. A call in call syntax mentioned mid-sentence (``258, from
+    calc(129 * 2)``) is not one.
     """
+    for leak in find_leaks(answer):
+        if leak.call["function"]["arguments"] not in ('""', "{}"):
+            return leak.call["function"]["name"]
     call = bare_call(answer)
     if call is not None:
         return call[2].tool
