@@ -554,3 +554,33 @@ def test_an_answer_holding_a_json_call_is_no_answer_as_in_the_native_loop(text):
 def test_an_answer_holding_json_data_that_is_no_call_is_kept():
     answer = 'The customer is {"name": "Brightwater Florists", "id": "cus_8812"}.'
     assert parse(f"Answer: {answer}", tools=TOOLS).answer == answer
+
+
+@pytest.mark.parametrize("marker", ["- ", "1. ", "2) ", "\u2022 "])
+def test_a_call_on_a_list_item_line_is_read_and_is_no_answer(marker):
+    r = parse(f'{marker}get_charge(charge_id="ch_2VzSg6")', tools=TOOLS)
+    assert (r.kind, r.tool, r.input) == ("action", "get_charge", {"charge_id": "ch_2VzSg6"})
+    r = parse(f'Answer: I will run:\n{marker}get_charge(charge_id="ch_2VzSg6")', tools=TOOLS)
+    assert r.kind != "final", r.answer
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The charge is declined. Action: get_charge[ch_2VzSg6]",
+        "I will look it up: Action: search(query='refund')",
+        "Next, **Action:** find_invoice[INV-2041]",
+    ],
+)
+def test_an_answer_holding_an_action_mid_line_is_no_answer_in_either_loop(answer):
+    r = parse(f"Answer: {answer}", tools=TOOLS)
+    assert r.kind != "final", r.answer
+    assert read_reply(answer, TOOLS).answer is None
+
+
+def test_one_tool_name_given_as_a_string_is_that_tool_not_its_letters():
+    r = parse("Action: search[refund]", tools="search")
+    assert (r.kind, r.tool, r.input) == ("action", "search", "refund")
+    r = parse("Action: serch[refund]", tools="search")
+    assert r.kind == "error" and "available: search" in r.reason, r.reason
+    assert read_reply("Action: serch[refund]", "search").answer is None

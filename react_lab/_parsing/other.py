@@ -40,7 +40,12 @@ Found = tuple[int, int, ParseResult, str | None]
 
 #: A name glued to the object of its arguments: ``search{"query": "x"}`` (``{`` not matched).
 GLUED = re.compile(r"[ \t`*]*(" + NAME + r")(?=\{)")
-_BARE_CALL = re.compile(r"^[ \t>*`]*(\[[ \t]*)?([^\W\d][\w.]*)[ \t]*([({])", re.MULTILINE)
+#: A line opening with a call: quote and markdown marks, a list item's marker (``-``, ``1.``,
+#: ``2)``), then ``[`` for a list of calls, the name, and ``(`` or ``{``.
+_BARE_CALL = re.compile(
+    r"^[ \t>*`]*(?:(?:[-+\u2022]|\d{1,3}[.)])[ \t]+)?(\[[ \t]*)?([^\W\d][\w.]*)[ \t]*([({])",
+    re.MULTILINE,
+)
 _LINE_TAIL = re.compile(r"[ \t`*;\]]*(?:\n|$)")
 _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:" + FENCE + r")?\n")
 
@@ -231,17 +236,18 @@ def bare_call(text: str, tools=None) -> tuple[int, int, ParseResult] | None:
     """The first line that is only a call, as ``(start, end, result)``.
 
     ``search("x")``, ``[search(query="x")]`` (a Python-style list: its first call),
-    ``search{"query": "x"}``. The text parser's last resort, for a completion with no label:
-    prose that mentions ``f(x)`` mid-line is not a call, nor is a word, a space and a
-    parenthesis (``Yes (the charge was declined)``, ``Paid (in full)``) unless the word is one
-    of ``tools`` (``search ("x")``). The first 16 such lines are tried.
+    ``search{"query": "x"}``, on a list item's line too (``1. search("x")``). The text
+    parser's last resort, for a completion with no label: prose that mentions ``f(x)``
+    mid-line is not a call, nor is a word, a space and a parenthesis (``Yes (the charge was
+    declined)``, ``Paid (in full)``) unless the word is one of ``tools`` (``search ("x")``).
+    The first 16 such lines are tried.
     """
     for i, m in enumerate(_BARE_CALL.finditer(text)):
         if i >= 16:
             break
         line_end = end_of_line(text, m.start())
         if m.group(1):  # [a(k=1), b()]
-            calls = python_calls(text[m.start() : line_end].strip(" \t>*"))
+            calls = python_calls(text[m.start(1) : line_end].strip(" \t>*"))
             if calls:
                 name, value = calls[0]
                 return (

@@ -15,7 +15,7 @@ import re
 from ..protocol import clip, shown, unknown_tool_message, visible
 from .brackets import find_brackets
 from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
-from .labels import ANY_LABEL, NAME, THOUGHT_LINE
+from .labels import ANY_LABEL, COLON, NAME, THOUGHT_LINE
 from .leaks import find_leaks
 from .other import bare_call
 from .tokens import markup_piece
@@ -42,6 +42,8 @@ _MARKUP = re.compile(
 _BRACKET_CALL_LINE = re.compile(
     r"^[ \t>*`\"']*(" + NAME + r")\[[^\]\n]*\][ \t`*\"'.]*$", re.MULTILINE
 )
+#: An Action label mid-line followed by a call: ``Declined. Action: get_charge[ch_1]``.
+_INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r")[\[(]", re.I)
 #: Characters a sentence (or a block) ends with: a completion that stops on another was cut
 #: mid-sentence.
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
@@ -78,8 +80,9 @@ def call_in_answer(answer: str) -> str | None:
     ``The call {"action": "search"} was not needed.`` mentions one), or a line that is only
     a call: call syntax, a list of calls or a name glued to its object (:func:`bare_call`,
     which leaves ``Yes (declined)`` alone), or the paper's ``get_charge[ch_1]``; in
-    backticks or a fence too. A call in call syntax mentioned mid-sentence (``258, from
-    calc(129 * 2)``) is not one.
+    backticks or a fence too; or an Action label with its call mid-line (``Declined.
+    Action: get_charge[ch_1]``). A call in call syntax mentioned mid-sentence (``258, from
+    calc(129 * 2)``) is not one, nor is ``Action: refund was recorded``.
     """
     for leak in find_leaks(answer):
         if leak.call["function"]["arguments"] not in ('""', "{}"):
@@ -87,7 +90,7 @@ def call_in_answer(answer: str) -> str | None:
     call = bare_call(answer)
     if call is not None:
         return call[2].tool
-    bracket = _BRACKET_CALL_LINE.search(answer)
+    bracket = _BRACKET_CALL_LINE.search(answer) or _INLINE_ACTION.search(answer)
     return bracket.group(1) if bracket is not None else None
 
 

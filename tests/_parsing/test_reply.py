@@ -40,3 +40,22 @@ def test_a_half_written_call_or_a_broken_answer_label_is_no_answer(text):
 )
 def test_prose_with_a_parenthesis_is_the_answer_as_written(text):
     assert read_reply(text, NAMES).answer == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '- get_charge(charge_id="ch_2VzSg6")',
+        '1. get_charge(charge_id="ch_2VzSg6")',
+        '2) search(query="refund policy")',
+        '* calc(expression="129 * 2")',
+    ],
+)
+def test_a_call_on_a_list_item_line_is_no_answer(text):
+    read = read_reply(text, NAMES)
+    assert read.answer is None and "call" in read.saw
+
+
+def test_a_list_of_prose_items_is_the_answer():
+    text = "Two charges:\n- Declined (card_declined)\n1. Paid (in full)"
+    assert read_reply(text, NAMES).answer == text
