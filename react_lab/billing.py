@@ -15,8 +15,10 @@ Units: invoice totals and payments are dollars; card charges are cents (12900 = 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 from ._parsing.arithmetic import ArithmeticRefused, evaluate
@@ -30,6 +32,9 @@ from .schema import (
     NEEDS,
     object_schema,
 )
+
+#: The shipped database (:data:`react_lab.tools.DB_PATH`): read, never written.
+DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 
 
 class ToolError(Exception):
@@ -243,8 +248,17 @@ def _dollars(amount: Any) -> float:
     return float(text)
 
 
+def _writes_to_shipped(conn: sqlite3.Connection) -> bool:
+    """True when ``conn``'s main database is the shipped file (:data:`DB_PATH`)."""
+    main = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return bool(main) and DB_PATH.exists() and os.path.samefile(main, DB_PATH)
+
+
 def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | str) -> dict:
-    """Schedule `amount` dollars on an approved supplier invoice; ToolError if not allowed."""
+    """Schedule `amount` dollars on an approved supplier invoice; ToolError if not allowed.
+
+    Never through a connection to the shipped file (:data:`DB_PATH`), whoever made it.
+    """
     amount = _dollars(amount)
     row = conn.execute(
         "SELECT kind, total, status,"
@@ -264,11 +278,16 @@ def schedule_payment(conn: sqlite3.Connection, invoice_id: str, amount: float | 
             f"amount must be more than 0 and at most the unpaid"
             f" {row['unpaid']:.2f} dollars of {invoice_id}"
         )
-    with conn:
-        cursor = conn.execute(
+    with conn:  # one transaction: an exception inside rolls the insert back
+        cursor = conn.execute(  # a read-only connection stops here, with its database error
             "INSERT INTO scheduled_payments (invoice_id, amount) VALUES (?, ?)",
             (invoice_id, amount),
         )
+        if _writes_to_shipped(conn):  # a writable connection to the shipped file: never commit
+            raise ToolError(
+                "refusing to write to the shipped database: this payment tool was given a "
+                "connection to it, not to a working copy; nothing was scheduled"
+            )
     return {
         "scheduled_id": cursor.lastrowid,
         "invoice_id": invoice_id,

@@ -8,10 +8,11 @@ Both loops call :func:`check_run_arguments` first (:func:`react_lab.loop.run`,
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .protocol import visible
+from .guards import Guards
+from .protocol import Exemplar, visible
 from .tools import Tool
 
 
@@ -29,16 +30,28 @@ def check_count(name: str, value: Any) -> int:
 
 
 def check_run_arguments(
-    model_method: str, model, tools, max_steps, max_tokens, *, question: Any = NotImplemented
+    model_method: str,
+    model,
+    tools,
+    max_steps,
+    max_tokens,
+    *,
+    question: Any = NotImplemented,
+    guards: Any = None,
+    exemplars: Any = None,
 ) -> None:
     """Refuse arguments a loop cannot run with, before it does anything.
 
     ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
     text loop, ``"chat"`` for the native one; ``question`` is checked when given. Raises
     ``TypeError`` when ``model`` has no such method, ``tools`` is not a dict of name ->
-    :class:`react_lab.tools.Tool` or ``question`` is not a string, and ``ValueError`` when
-    ``question`` is blank (empty, or only whitespace and invisible characters) or
-    ``max_steps`` or ``max_tokens`` is not a whole number >= 1.
+    :class:`react_lab.tools.Tool` (each one's function callable, its parameters a JSON
+    Schema object with ``properties``), ``question`` is not a string, ``guards`` is not a
+    :class:`react_lab.guards.Guards` or ``exemplars`` not a list of
+    :class:`react_lab.protocol.Exemplar`; and ``ValueError`` when ``question`` is blank
+    (empty, or only whitespace and invisible characters), a tool is filed under another
+    name than its own (the model calls it by its own), or ``max_steps`` or ``max_tokens``
+    is not a whole number >= 1.
     """
     if question is not NotImplemented and not isinstance(question, str):
         raise TypeError(
@@ -70,5 +83,47 @@ def check_run_arguments(
                 f"{type(tool).__name__} {tool!r:.60}; build one with Tool(name, fn, "
                 "description, parameters)"
             )
+        check_tool(name, tool)
+    if guards is not None and not isinstance(guards, Guards):
+        raise TypeError(
+            f"guards must be a react_lab.guards.Guards, got {type(guards).__name__} "
+            f"{guards!r:.60}; Guards() for every limit, Guards.off() for none"
+        )
+    check_exemplars(exemplars)
     check_count("max_steps", max_steps)
     check_count("max_tokens", max_tokens)
+
+
+def check_tool(name: str, tool: Tool) -> None:
+    """Refuse a :class:`react_lab.tools.Tool` a loop cannot offer under ``name``, naming why."""
+    if name != tool.name:
+        raise ValueError(
+            f"tools[{name!r}] is the tool {tool.name!r}: the model calls a tool by its own "
+            "name, so file each one under it ({t.name: t for t in tools})"
+        )
+    if not callable(tool.fn):
+        raise TypeError(f"tools[{name!r}].fn must be callable, got {type(tool.fn).__name__}")
+    parameters = tool.parameters
+    if not isinstance(parameters, Mapping) or not isinstance(parameters.get("properties"), Mapping):
+        raise TypeError(
+            f"tools[{name!r}].parameters must be a JSON Schema object with 'properties' "
+            f"(react_lab.schema.object_schema(...) builds one), got {parameters!r:.80}"
+        )
+
+
+def check_exemplars(exemplars: Any) -> None:
+    """Refuse ``exemplars`` that are not None or a list of :class:`react_lab.protocol.Exemplar`."""
+    if exemplars is None:
+        return
+    if isinstance(exemplars, (str, bytes, Mapping)) or not hasattr(exemplars, "__iter__"):
+        raise TypeError(
+            f"exemplars must be a list of react_lab.protocol.Exemplar, got "
+            f"{type(exemplars).__name__} {exemplars!r:.60}"
+        )
+    shown = exemplars if isinstance(exemplars, Sequence) else ()  # an iterator is read once
+    for i, exemplar in enumerate(shown):
+        if not isinstance(exemplar, Exemplar):
+            raise TypeError(
+                f"exemplars[{i}] must be a react_lab.protocol.Exemplar, got "
+                f"{type(exemplar).__name__} {exemplar!r:.60}"
+            )

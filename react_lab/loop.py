@@ -57,7 +57,16 @@ def run(
     ``[best effort]``. Raises ``TypeError`` / ``ValueError`` for unusable arguments
     (:func:`react_lab.checks.check_run_arguments`).
     """
-    check_run_arguments("complete", model, tools, max_steps, max_tokens, question=question)
+    check_run_arguments(
+        "complete",
+        model,
+        tools,
+        max_steps,
+        max_tokens,
+        question=question,
+        guards=guards,
+        exemplars=exemplars,
+    )
     guards = guards if guards is not None else Guards()
     watch = guards.start(question, exemplars)  # guard: this run's counters and clock start
     transcript = transcript if transcript is not None else Transcript()

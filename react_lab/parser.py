@@ -66,6 +66,7 @@ def parse(
 
 def _parse(text, tools, finish_reason, max_tokens) -> ParseResult:
     """:func:`parse` on a string: the five steps of this module's docstring, in order."""
+    tools = [tools] if isinstance(tools, str) else tools  # "search": one name, not six letters
     tools = list(tools) if tools is not None else None
     text = labels.one_newline(text.replace("\r\n", "\n"))  # every line break a "\n"
     text = decode_markers(text)[0]  # "Action:▁search[x]": tokens joined without decoding

@@ -111,13 +111,29 @@ def reply_calls(reply, tools: dict[str, Tool]) -> tuple[list[dict], list[dict], 
     (:func:`react_lab.parser.read_reply`).
     """
     if reply.tool_calls:
-        return list(reply.tool_calls), [], None
+        return [well_formed(call, i) for i, call in enumerate(reply.tool_calls, 1)], [], None
     leaks = read_reply(reply.content, declared(tools)).calls  # none from inside reasoning
     leaked = [leak.call for leak in leaks]
     problems = [leak.describe() for leak in leaks if leak.problem] + leak_problems(tools, leaked)
     if leaked and problems:
         return [], leaked, leak_message(leaked, problems)
     return leaked, leaked, None
+
+
+def well_formed(call, number: int) -> dict:
+    """A reply's ``number``-th tool call, as the loop needs it: an ``id`` (given one if the
+    backend sent none) and a ``function`` naming its tool. ``TypeError`` naming the shape for
+    anything else: a chat backend that writes calls another way is the backend's bug."""
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+        raise TypeError(
+            f"the reply's tool call {number} is {call!r:.80}; a chat backend returns each as "
+            '{"id": "...", "type": "function", "function": {"name": "<a tool>", "arguments": '
+            '"<JSON>"}}'
+        )
+    if call.get("id") is None:  # some servers send none: a tool message needs one to answer
+        return {**call, "id": f"call_{number}"}
+    return call
 
 
 def declared(tools: dict[str, Tool]) -> dict[str, list[str]]:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator
 
 from .billing import (
     CALC,
+    DB_PATH,
     FIND_INVOICE,
     GET_CHARGE,
     GET_PAYMENTS,
@@ -45,9 +46,6 @@ from .billing import (
 )
 from .protocol import unknown_tool_message
 from .schema import clean_arguments
-
-DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
-
 
 # --- the database ---------------------------------------------------------------------
 

@@ -386,3 +386,47 @@ def test_a_large_but_finite_number_still_decodes():
         TOOLS["schedule_payment"], '{"invoice_id": "INV-2291", "amount": 1e300}'
     )
     assert errors == [] and args["amount"] == 1e300  # the tool itself then refuses the sum
+
+
+# ---- a key given twice: one of its values would be dropped without a word --------------------
+
+TWICE = '{"invoice_id": "INV-2041", "invoice_id": "INV-9999"}'
+
+
+@pytest.mark.parametrize(
+    "name, arguments, key",
+    [
+        ("find_invoice", TWICE, "invoice_id"),
+        ("schedule_payment", '{"invoice_id": "INV-2291", "amount": 10, "amount": 48200}', "amount"),
+        ("find_invoice", '{"invoice_id": {"b": 1, "b": 2}}', "b"),  # nested too
+    ],
+)
+def test_a_key_given_twice_in_native_arguments_is_refused_naming_it(name, arguments, key):
+    args, errors = check_arguments(TOOLS[name], arguments)
+    assert args is None and len(errors) == 1
+    assert f"'{key}'" in errors[0] and "twice" in errors[0], errors[0]
+    assert execute_call(TOOLS, {"function": {"name": name, "arguments": arguments}}).error
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"Action: find_invoice[{TWICE}]",
+        f'Action: {{"action": "find_invoice", "action_input": {TWICE}}}',
+        f'{{"name": "find_invoice", "arguments": {TWICE}}}',
+        f'<tool_call>{{"name": "find_invoice", "arguments": {TWICE}}}</tool_call>',
+        'find_invoice(invoice_id="INV-2041", invoice_id="INV-9999")',
+        "Action: find_invoice({'invoice_id': 'INV-2041', 'invoice_id': 'INV-9999'})",
+        # the tool's name given twice: which tool runs must not be a guess either
+        'Action: {"action": "find_invoice", "action": "get_charge", "action_input": '
+        '{"charge_id": "ch_1KZq8f"}}',
+    ],
+)
+def test_a_key_given_twice_on_the_text_path_runs_no_tool_on_one_of_its_values(text):
+    r = parse(text, tools=list(TOOLS))
+    if r.kind == "action":  # read as text, not as one of the two values: the tool refuses it
+        assert call_tool(TOOLS, r.tool, r.args).error, r
+    else:
+        assert r.kind == "error" and r.reason
+    if text.startswith('Action: {"action"'):  # the reason says what is wrong
+        assert "twice" in r.reason, r.reason

@@ -1,6 +1,7 @@
 """Tests for react_lab.billing: the billing tools, their schemas and the shipped data they read."""
 
 import inspect
+import sqlite3
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -244,6 +245,24 @@ def test_schedule_payment_writes_only_to_the_copy(tmp_path, shipped_sum):
     scheduled = T.default_tools(T.open_db(copy))["get_payments"].fn("INV-2291")["scheduled"]
     assert [s["amount"] for s in scheduled] == [48200.0]
     assert db_checksum() == shipped_sum and db_checksum(copy) != shipped_sum
+
+
+def test_payment_tool_given_a_writable_connection_to_the_shipped_file_writes_nothing(
+    tmp_path, monkeypatch
+):
+    """payment_tool(sqlite3.connect(DB_PATH)): the public function takes any connection, and
+    the one it must never write through is the shipped file's. A copy stands in for the
+    shipped file here, so a failure of this test writes to nothing that ships."""
+    stand_in = working_copy(tmp_path)
+    monkeypatch.setattr(billing, "DB_PATH", stand_in)
+    before = db_checksum(stand_in)
+    conn = sqlite3.connect(stand_in)
+    conn.row_factory = sqlite3.Row
+    tool = T.payment_tool(conn)
+    obs = T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"])
+    conn.close()
+    assert obs.error is not None and "shipped database" in obs.error, obs.text
+    assert db_checksum(stand_in) == before
 
 
 def test_schedule_payment_refuses_unapproved_invoices(tmp_path, conn):

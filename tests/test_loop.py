@@ -10,7 +10,7 @@ from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
 from react_lab.loop import ask, run
-from react_lab.tools import default_tools
+from react_lab.tools import Tool, default_tools
 from react_lab.trace import Transcript
 
 DUPLICATE = [
@@ -217,4 +217,53 @@ def test_every_value_of_tools_must_be_a_tool():
         ask_native("q", chat, {"search": "x"})
     with pytest.raises(TypeError, match=r"tools\['calc'\] must be .*got function"):
         loop.ask("q", model, {**default_tools(), "calc": lambda x: x})
+    assert model.calls == 0
+
+
+def _tool(**changes):
+    """The search tool with some fields changed (a tool a learner or a caller built badly)."""
+    search = default_tools()["search"]
+    fields = {
+        "name": "search",
+        "fn": search.fn,
+        "description": "d",
+        "parameters": search.parameters,
+    }
+    return Tool(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    "tools, words",
+    [
+        ({"find": _tool()}, r"tools\['find'\] is the tool 'search'"),  # the model calls it search
+        ({"search": _tool(fn=5)}, r"tools\['search'\]\.fn .*callable"),
+        ({"search": _tool(parameters=None)}, r"tools\['search'\]\.parameters .*properties"),
+        ({"search": _tool(parameters={"type": "object"})}, r"tools\['search'\]\.parameters"),
+        ({"search": _tool(parameters={"properties": []})}, r"tools\['search'\]\.parameters"),
+    ],
+)
+def test_a_badly_built_tool_is_refused_naming_it_before_the_model_is_called(tools, words):
+    from react_lab.native import ask_native
+
+    model = RecordingModel()
+    chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
+    for call in (lambda: loop.ask("q", model, tools), lambda: ask_native("q", chat, tools)):
+        with pytest.raises((TypeError, ValueError), match=words):
+            call()
+    assert model.calls == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"guards": {}}, "guards must be a react_lab.guards.Guards"),
+        ({"guards": "off"}, "guards must be a react_lab.guards.Guards"),
+        ({"exemplars": "x"}, "exemplars must be"),
+        ({"exemplars": ["x"]}, r"exemplars\[0\] must be a react_lab.protocol.Exemplar"),
+    ],
+)
+def test_guards_and_exemplars_of_the_wrong_type_are_refused_naming_them(kwargs, words):
+    model = RecordingModel()
+    with pytest.raises(TypeError, match=words):
+        loop.ask("q", model, default_tools(), **kwargs)
     assert model.calls == 0

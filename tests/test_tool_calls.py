@@ -96,3 +96,43 @@ def test_the_conversation_is_shown_by_owner_with_replies_in_the_grammar_s_json()
         "tool_calls": [{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}],
     }
     assert transcript.spans[-1][1] == 'assistant: {"thought": "Done.", "answer": "No."}\n'
+
+
+# ---- a reply's tool_calls from a chat backend that writes them badly --------------------------
+
+
+def test_a_call_without_an_id_gets_one_and_runs():
+    from react_lab.native import ask_native
+
+    def call(expression):
+        arguments = json.dumps({"expression": expression})
+        return {"type": "function", "function": {"name": "calc", "arguments": arguments}}
+
+    class NoIds:
+        def __init__(self):
+            self.replies = [
+                ChatReply(None, [call("2+2"), call("3+3")], "tool_calls"),
+                ChatReply("4"),
+            ]
+
+        def chat(self, messages, tools=None, *, max_tokens=256, tool_choice="auto"):
+            return self.replies.pop(0)
+
+    result = ask_native("What is 2+2?", NoIds(), TOOLS)
+    assert result.answer == "4" and result.steps[0].observation == "4\n6"
+    calls, _, _ = reply_calls(ChatReply(None, [call("1"), call("2")], "tool_calls"), TOOLS)
+    assert len({c["id"] for c in calls}) == 2 and all(c["id"] for c in calls)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "calc",
+        {"id": "1", "type": "function"},
+        {"id": "1", "type": "function", "function": "calc"},
+        {"id": "1", "type": "function", "function": {"name": ["calc"], "arguments": "{}"}},
+    ],
+)
+def test_a_malformed_tool_call_is_refused_naming_the_shape(bad):
+    with pytest.raises(TypeError, match='tool call 1 .*"function": \\{"name"'):
+        reply_calls(ChatReply(None, [bad], "tool_calls"), TOOLS)

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..protocol import QUOTE_PAIRS, ParseResult, clip, shown, unquoted
 from .brackets import find_brackets, object_at
+from .json_errors import DuplicateKey, unique_keys
 from .labels import FENCE, NAME
 
 #: Tool names that mean "finish with this answer" in the paper's bracket form.
@@ -72,21 +73,41 @@ def quiet_parse(source: str, mode: str = "eval") -> ast.AST:
 
 
 def _python_literal(blob: str) -> Any:
-    """``ast.literal_eval`` of ``blob``, parsed quietly (:func:`quiet_parse`)."""
-    return ast.literal_eval(quiet_parse(blob.lstrip(" \t")))
+    """The Python literal ``blob`` (:func:`literal`), parsed quietly (:func:`quiet_parse`)."""
+    return literal(quiet_parse(blob.lstrip(" \t")).body)
+
+
+def _json(blob: str) -> Any:
+    """``json.loads`` of ``blob``; a key given twice in an object is an error, not a guess."""
+    return json.loads(blob, object_pairs_hook=unique_keys)
 
 
 def load_object(blob: str) -> Any:
-    """JSON first, then a Python literal (``ast.literal_eval``, never ``eval``); None if neither.
+    """JSON first, then a Python literal (:func:`literal`, never ``eval``); None if neither.
 
-    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
+    An object that gives a key twice is neither (which value was meant is a guess). Blobs
+    longer than ``_LITERAL_MAX`` characters are tried as JSON only.
     """
-    loaders = (json.loads, _python_literal) if len(blob) <= _LITERAL_MAX else (json.loads,)
+    loaders = (_json, _python_literal) if len(blob) <= _LITERAL_MAX else (_json,)
     for loader in loaders:
         try:
             return loader(blob)
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
+    return None
+
+
+def repeated_key(blob: str) -> str | None:
+    """The key an object written as JSON or a Python literal gives twice, or None."""
+    loaders = (_json, _python_literal) if len(blob) <= _LITERAL_MAX else (_json,)
+    for loader in loaders:
+        try:
+            loader(blob)
+        except DuplicateKey as exc:
+            return exc.key
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        return None
     return None
 
 
@@ -287,11 +308,19 @@ def names_a_call(obj: Any) -> bool:
 
 
 def object_without_call(text: str, brace: int) -> ParseResult:
-    """The error for ``Action: {...}`` that holds no call: cut off, or no tool-name key."""
+    """The error for ``Action: {...}`` that holds no call: cut off, a key given twice, or no
+    tool-name key."""
     end = find_brackets(text, brace, limit=1)[0][1]
     if end is None:
         named = _NAME_IN_JSON.search(text, brace, brace + 2000)
         return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
+    twice = repeated_key(text[brace:end])
+    if twice is not None:  # {"action": "a", "action": "b"}: nothing runs on a guess
+        reason = (
+            f"the object after the Action label gives the key {shown(twice, 40)} twice, so "
+            "which value is meant is a guess; write the call again with each key once"
+        )
+        return ParseResult("error", reason=reason)
     obj = load_object(text[brace:end])
     keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
     return ParseResult(
@@ -413,7 +442,8 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
     Python literals, and JSON's ``true``/``false``/``null``.
 
     Tuples become lists (the JSON shape). Raises ``ValueError`` for anything else (a name,
-    a call, an operator), or nesting deeper than 32: the value is read, never evaluated.
+    a call, an operator), a key given twice (:class:`DuplicateKey`), or nesting deeper than
+    32: the value is read, never evaluated.
     """
     if depth > 32:
         raise ValueError("nested too deeply")
@@ -422,10 +452,11 @@ def literal(node: ast.AST, depth: int = 0) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("** inside a dict")
-        return {
-            literal(k, depth + 1): literal(v, depth + 1)
+        pairs = [
+            (literal(k, depth + 1), literal(v, depth + 1))
             for k, v in zip(node.keys, node.values, strict=True)
-        }
+        ]
+        return unique_keys(pairs)
     if isinstance(node, (ast.List, ast.Tuple)):
         return [literal(e, depth + 1) for e in node.elts]
     return ast.literal_eval(node)
@@ -454,7 +485,10 @@ def call_arguments(call: ast.Call) -> Any:
             value = literal(k.value)
             if k.arg is None and not isinstance(value, dict):
                 return None
-            keywords.update(value if k.arg is None else {k.arg: value})
+            given = value if k.arg is None else {k.arg: value}
+            if keywords.keys() & given.keys():  # f(a=1, a=2): which one was meant is a guess
+                raise DuplicateKey(next(iter(keywords.keys() & given.keys())))
+            keywords.update(given)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
     if positional and keywords:

@@ -24,6 +24,28 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
+class DuplicateKey(ValueError):
+    """An object that gives one key twice: which of its values was meant is a guess."""
+
+    def __init__(self, key: str):
+        super().__init__(f"the key {key!r} is given twice")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's ``pairs`` as a dict; :class:`DuplicateKey` when a key comes twice.
+
+    Python's json keeps the last value of a repeated key without a word (RFC 8259 leaves it
+    open); a call whose ``invoice_id`` is given twice must not run on one of them.
+    """
+    obj: dict = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
 def _finite(text: str) -> float:
     """Read a JSON number with a fraction or exponent; refuse one too large for a float.
 
@@ -38,13 +60,20 @@ def _finite(text: str) -> float:
 def decode_json(arguments: Any) -> tuple[Any, Exception | None]:
     """``(decoded value, None)``; ``(arguments, the decoder's error)`` for text that is not JSON.
 
-    Strict JSON (RFC 8259): ``NaN``, ``Infinity`` and a number too large for a float are
-    errors. A value that is not a string is returned as it is. Never raises.
+    Strict JSON (RFC 8259): ``NaN``, ``Infinity``, a number too large for a float and a key
+    given twice in one object are errors. A value that is not a string is returned as it
+    is. Never raises.
     """
     if not isinstance(arguments, str):
         return arguments, None
     try:
-        return json.loads(arguments, parse_constant=_no_constant, parse_float=_finite), None
+        decoded = json.loads(
+            arguments,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+            object_pairs_hook=unique_keys,
+        )
+        return decoded, None
     except (ValueError, RecursionError) as exc:
         return arguments, exc
 
@@ -64,6 +93,8 @@ def not_json(name: str, text: str, exc: Exception, example: str) -> str:
     elif body.startswith("<"):
         first_line = shown(body.split(chr(10))[0], 40)
         what = f"arguments are XML-like markup ({first_line}), not a JSON object"
+    elif isinstance(exc, DuplicateKey):
+        what = f"arguments give the key {shown(exc.key, 40)} twice; send each argument once"
     elif isinstance(exc, RecursionError):
         what = "arguments are nested too deeply to be a JSON object of arguments"
     elif msg == "Extra data" and at is not None:

@@ -25,8 +25,13 @@ from ..protocol import LINE_BREAKS  # every character str.splitlines() ends a li
 NEWLINES = str.maketrans(dict.fromkeys(LINE_BREAKS, "\n"))
 
 #: What may stand before a label on its line: spaces, quote and markdown marks, and the
-#: invisible characters some tokenizers emit (a byte-order mark, zero-width spaces and joiners).
-LEAD = r"[ \t>*_#\ufeff\u200b-\u200d\u2060]*"
+#: invisible format characters tokenizers and right-to-left text emit: a byte-order mark, a
+#: soft hyphen, zero-width spaces and joiners, bidi marks, embeddings and isolates, invisible
+#: operators, tag characters.
+LEAD = (
+    r"[ \t>*_#\ufeff\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    r"\u2066-\u2069\U000e0000-\U000e007f]*"
+)
 #: What ends a label: a colon, full-width or small.
 COLON = r"[:\uff1a\ufe55]"
 #: A name as models write one: a letter first, then word characters, dots and dashes.

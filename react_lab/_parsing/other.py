@@ -40,7 +40,12 @@ Found = tuple[int, int, ParseResult, str | None]
 
 #: A name glued to the object of its arguments: ``search{"query": "x"}`` (``{`` not matched).
 GLUED = re.compile(r"[ \t`*]*(" + NAME + r")(?=\{)")
-_BARE_CALL = re.compile(r"^[ \t>*`]*(\[[ \t]*)?([^\W\d][\w.]*)[ \t]*([({])", re.MULTILINE)
+#: A line opening with a call: quote and markdown marks, a list item's marker (``-``, ``1.``,
+#: ``2)``), then ``[`` for a list of calls, the name, and ``(`` or ``{``.
+_BARE_CALL = re.compile(
+    r"^[ \t>*`]*(?:(?:[-+\u2022]|\d{1,3}[.)])[ \t]+)?(\[[ \t]*)?([^\W\d][\w.]*)[ \t]*([({])",
+    re.MULTILINE,
+)
 _LINE_TAIL = re.compile(r"[ \t`*;\]]*(?:\n|$)")
 _BLANK_OR_FENCE_LINE = re.compile(r"[ \t]*(?:" + FENCE + r")?\n")
 
@@ -83,7 +88,7 @@ def read_other(
         return (begin, *markup[1:])
     if first is not None:
         return first
-    fallbacks = [c for c in (find_json_call(text, 0), bare_call(text)) if c is not None]
+    fallbacks = [c for c in (find_json_call(text, 0), bare_call(text, tools)) if c is not None]
     if not fallbacks:
         return None
     return (*min(fallbacks, key=lambda c: c[0]), None)
@@ -227,19 +232,22 @@ def glued_call(text: str, m: re.Match) -> tuple[int, int, ParseResult]:
     return m.start(1), value[1], action
 
 
-def bare_call(text: str) -> tuple[int, int, ParseResult] | None:
+def bare_call(text: str, tools=None) -> tuple[int, int, ParseResult] | None:
     """The first line that is only a call, as ``(start, end, result)``.
 
     ``search("x")``, ``[search(query="x")]`` (a Python-style list: its first call),
-    ``search{"query": "x"}``. The text parser's last resort, for a completion with no label:
-    prose that mentions ``f(x)`` mid-line is not a call. The first 16 such lines are tried.
+    ``search{"query": "x"}``, on a list item's line too (``1. search("x")``). The text
+    parser's last resort, for a completion with no label: prose that mentions ``f(x)``
+    mid-line is not a call, nor is a word, a space and a parenthesis (``Yes (the charge was
+    declined)``, ``Paid (in full)``) unless the word is one of ``tools`` (``search ("x")``).
+    The first 16 such lines are tried.
     """
     for i, m in enumerate(_BARE_CALL.finditer(text)):
         if i >= 16:
             break
         line_end = end_of_line(text, m.start())
         if m.group(1):  # [a(k=1), b()]
-            calls = python_calls(text[m.start() : line_end].strip(" \t>*"))
+            calls = python_calls(text[m.start(1) : line_end].strip(" \t>*"))
             if calls:
                 name, value = calls[0]
                 return (
@@ -249,6 +257,9 @@ def bare_call(text: str) -> tuple[int, int, ParseResult] | None:
                 )
             continue
         if m.group(3) == "(":
+            spaced = m.start(3) > m.end(2)
+            if spaced and (tools is None or m.group(2) not in tools):
+                continue  # "Yes (the charge was declined)": a word before a parenthesis, prose
             call = paren_call(text, m.start(2), line_end)
             closed = call is not None and text[call[1] - 1] == ")"
         else:

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
+from .calls import cut_off_call
 from .formats import find_calls
 from .leaks import Leak, find_leaks
 from .reasoning import set_aside_reasoning
-from .reasons import NAMELESS
+from .reasons import NAMELESS, call_in_answer
 from .tokens import decode_markers, markup_piece, without_end_tokens
 
 
@@ -56,6 +57,7 @@ def read_reply_text(
     if not isinstance(text, str):
         return ReplyText(None, [])
     try:
+        tools = [tools] if isinstance(tools, str) else tools  # one name, not its letters
         names = None if tools is None else list(tools)
         plain, reasoning, aside = set_aside_reasoning(decode_markers(text)[0])
         calls = find_leaks(plain, tools)
@@ -78,8 +80,17 @@ def read_reply_text(
             return ReplyText(None, [], saw, reasoning)
         if read.kind == "error" and read.reason.startswith(NAMELESS):
             return ReplyText(None, [], "an arguments object that names no tool", reasoning)
+        if read.kind == "error" and cut_off_call(plain) is not None:  # '{"name": "search", ...'
+            return ReplyText(None, [], "a JSON tool call cut off before its end", reasoning)
+        if read.kind == "error" and read.dialect is not None:  # "Answer:", "Answer: search(...)"
+            line = plain.strip().split("\n", 1)[0]
+            saw = f"{shown(line, 60)}, a label or a call with no plain answer in it"
+            return ReplyText(None, [], saw, reasoning)
         if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer parse reads
             plain = read.answer
+        elif (name := call_in_answer(plain)) is not None:  # "Sure. Action: search[x]"
+            saw = f"a tool call to {shown(name, 60)} written in the text"
+            return ReplyText(None, [], saw, reasoning)
         elif aside is None and frame is None and markup_piece(text) is None:
             return ReplyText(text, [])  # an ordinary answer, as it was written
         answer = without_end_tokens(plain.strip())
