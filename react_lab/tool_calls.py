@@ -121,9 +121,12 @@ def reply_calls(reply, tools: dict[str, Tool]) -> tuple[list[dict], list[dict], 
 
 
 def well_formed(call, number: int) -> dict:
-    """A reply's ``number``-th tool call, as the loop needs it: an ``id`` (given one if the
-    backend sent none) and a ``function`` naming its tool. ``TypeError`` naming the shape for
-    anything else: a chat backend that writes calls another way is the backend's bug."""
+    """A reply's ``number``-th tool call, as the loop needs it.
+
+    It has an ``id`` (given one if the backend sent none) and a ``function`` naming its tool.
+    Anything else is a ``TypeError`` naming the shape: a chat backend that writes calls
+    another way is the backend's bug.
+    """
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise TypeError(
