@@ -31,19 +31,18 @@ def check_count(name: str, value: Any) -> int:
 
 def check_run_arguments(
     model_method: str,
+    question: Any,
     model,
     tools,
     max_steps,
     max_tokens,
-    *,
-    question: Any = NotImplemented,
     guards: Any = None,
     exemplars: Any = None,
 ) -> None:
     """Refuse arguments a loop cannot run with, before it does anything.
 
     ``model_method`` is the method the loop calls on ``model``: ``"complete"`` for the
-    text loop, ``"chat"`` for the native one; ``question`` is checked when given. Raises
+    text loop, ``"chat"`` for the native one; the rest are the loop's own arguments. Raises
     ``TypeError`` when ``model`` has no such method, ``tools`` is not a dict of name ->
     :class:`react_lab.tools.Tool` (each one's function callable, its parameters a JSON
     Schema object with ``properties``), ``question`` is not a string, ``guards`` is not a
@@ -53,11 +52,11 @@ def check_run_arguments(
     name than its own (the model calls it by its own), or ``max_steps`` or ``max_tokens``
     is not a whole number >= 1.
     """
-    if question is not NotImplemented and not isinstance(question, str):
+    if not isinstance(question, str):
         raise TypeError(
             f"question must be a string, got {type(question).__name__} {question!r:.60}"
         )
-    if isinstance(question, str) and not visible(question):
+    if not visible(question):
         raise ValueError(f"question is blank ({question!r:.40}); ask a question with words in it")
     if not callable(getattr(model, model_method, None)):
         hint = (

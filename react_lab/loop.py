@@ -58,14 +58,7 @@ def run(
     (:func:`react_lab.checks.check_run_arguments`).
     """
     check_run_arguments(
-        "complete",
-        model,
-        tools,
-        max_steps,
-        max_tokens,
-        question=question,
-        guards=guards,
-        exemplars=exemplars,
+        "complete", question, model, tools, max_steps, max_tokens, guards, exemplars
     )
     guards = guards if guards is not None else Guards()
     watch = guards.start(question, exemplars)  # guard: this run's counters and clock start

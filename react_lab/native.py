@@ -140,16 +140,7 @@ def run_native(
     ``guards.best_effort`` is on, one more request with ``tool_choice="none"`` asks for an
     answer, labelled ``[best effort]``.
     """
-    check_run_arguments(
-        "chat",
-        model,
-        tools,
-        max_steps,
-        max_tokens,
-        question=question,
-        guards=guards,
-        exemplars=exemplars,
-    )
+    check_run_arguments("chat", question, model, tools, max_steps, max_tokens, guards, exemplars)
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards = replace(guards, approve=approve)

@@ -179,9 +179,9 @@ def test_run_still_runs_with_good_arguments():
 
 def test_check_run_arguments_serves_a_chat_loop_too():
     chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
-    check_run_arguments("chat", chat, {}, 1, 1)
+    check_run_arguments("chat", "q", chat, {}, 1, 1)
     with pytest.raises(TypeError, match=r"chat\(\.\.\.\) method"):
-        check_run_arguments("chat", RecordingModel(), {}, 1, 1)
+        check_run_arguments("chat", "q", RecordingModel(), {}, 1, 1)
 
 
 @pytest.mark.parametrize("question", ["", " \n\t", "\u200b\u2060", "\ufeff"])
