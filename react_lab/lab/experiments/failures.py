@@ -442,9 +442,11 @@ def fingerprint_inputs(config: dict):
 
     See :data:`react_lab.lab.experiments.results.EXPERIMENTS`. ``config`` is
     :func:`pass_config`'s. The prompt part is every run's first prompt (instructions, tool
-    descriptions, exemplars and the question), the tools' schemas and the settings of the
-    guards the pass runs with (all off), so a change to any of them makes the file stale.
+    descriptions, exemplars and the question), the stop sequence, the tools' schemas and the
+    settings of the guards the pass runs with (all off), so a change to any of them makes the
+    file stale.
     """
+    from ...protocol import STOP
     from .results import Inputs
     from .tasks import load_tasks
 
@@ -457,6 +459,7 @@ def fingerprint_inputs(config: dict):
         model=config.get("model", "local"),
         prompt={
             "first_prompts": [build_prompt(t.question, tools.values()) for t in tasks],
+            "stop": STOP,
             "schemas": [t.openai_schema() for t in tools.values()],
             "guards": guards,
         },

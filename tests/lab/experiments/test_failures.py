@@ -242,6 +242,7 @@ def test_a_saved_pass_goes_stale_when_its_prompt_tasks_or_code_change(tools, tmp
     for first, task in zip(inputs.prompt["first_prompts"], tasks, strict=True):
         assert f"\nQuestion: {task.question}\n" in first
     assert inputs.prompt["guards"]["repeats"] == "False"  # every guard off
+    assert inputs.prompt["stop"] == protocol.STOP
     assert fingerprint_inputs(pass_config(pass_tasks(1)[1:3])).tasks != inputs.tasks
     monkeypatch.setattr(failures, "CODE_VERSION", failures.CODE_VERSION + 1)
     assert results.check("pass", tmp_path) == ["the experiment's code version changed (code)"]
