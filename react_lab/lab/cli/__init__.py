@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     _add_ask(sub)
     _add_forge_rate(sub)
+    _add_failures(sub)
     _add_abuses(sub)
     _add_cost(sub)
     _add_eval(sub)
@@ -288,6 +289,29 @@ def _add_forge_rate(sub) -> None:
         "(react_lab.lab.experiments.results); checked before the run starts",
     )
     f.set_defaults(func=commands.cmd_forge_rate, usage_error=f.error)
+
+
+def _add_failures(sub) -> None:
+    """The ``failures`` subcommand."""
+    f = sub.add_parser(
+        "failures",
+        help="bench notebook 06's pass: questions of ten categories through the text loop "
+        "with every guard off, read by the failure-mode detectors "
+        "(react_lab.lab.experiments.failures)",
+    )
+    f.add_argument("--model", default=None, help=MODEL_HELP)
+    f.add_argument(
+        "--per-category",
+        type=whole_number(1, 3, why=" (the smallest category has 3 questions)"),
+        default=3,
+        help="questions per category (default %(default)s)",
+    )
+    _add_save_results(
+        f,
+        "also save the runs, fingerprinted, as react_lab/data/results/NAME.json "
+        "(react_lab.lab.experiments.results); checked before the run starts",
+    )
+    f.set_defaults(func=commands.cmd_failures, usage_error=f.error)
 
 
 def _add_abuses(sub) -> None:

@@ -485,3 +485,56 @@ def cmd_ladder(args) -> int:
         if out.get("saved"):
             print(f"saved: {out['saved']}")
     return 0 if complete else 3
+
+
+def cmd_failures(args) -> int:
+    """Handle ``react-lab failures [--model SPEC] [--per-category K] [--save-results NAME]``.
+
+    Runs bench notebook 06's unguarded pass
+    (:func:`react_lab.lab.experiments.failures.unguarded_pass`) and prints one line per
+    question and the count of each failure mode; ``--save-results NAME`` saves the runs as a
+    fingerprinted results file (:func:`react_lab.lab.experiments.failures.save_pass`).
+    Returns the exit code.
+    """
+    import time
+
+    from ..experiments import failures
+
+    _check_save_target(args)
+    spec = model_spec(args.model)
+    model = load_model(spec)
+    tools = default_tools()
+    tasks = failures.pass_tasks(args.per_category)
+    t0 = time.perf_counter()
+    runs = failures.unguarded_pass(tasks, model, tools)
+    seconds = time.perf_counter() - t0
+    window = getattr(model, "n_ctx", 4096)
+    found = []
+    for task, r in zip(tasks, runs):
+        modes = failures.failure_modes(
+            r.result,
+            tools=tools,
+            needs_tools=task.category != "no_tool",
+            window=window,
+            error=r.error,
+        )
+        found.append(modes)
+        print(
+            f"{task.id:<22} {r.result.stopped_by:<10} {r.seconds:5.1f} s  "
+            f"{', '.join(sorted(modes)) or '-'}"
+        )
+    for mode, count in failures.count_modes(found).items():
+        print(f"{mode:<24} {count:>3} of {len(runs)}")
+    name = getattr(args, "save_results", None)
+    if name:
+        path = failures.save_pass(
+            name,
+            tasks,
+            runs,
+            model=spec,
+            per_category=args.per_category,
+            seconds=seconds,
+            overwrite=getattr(args, "overwrite", False),
+        )
+        print(f"saved: {path}", file=sys.stderr)
+    return 0

@@ -15,14 +15,22 @@ run's observations and its ``guard`` fields.
   without the stop, and reports an ``Observation`` line there as a client-side cut would.
 * :func:`live_pass` runs the loop once per question and keeps every run, with the error a
   run raised (a prompt past the context window raises) instead of stopping the pass.
+* :func:`unguarded_pass` is notebook 06's pass: :data:`PASS_CATEGORIES` questions through the
+  text loop with every guard off and a :class:`StopProbe`. Its saved form is the results file
+  :data:`RESULTS_NAME` (experiment ``"failures"`` of
+  :data:`react_lab.lab.experiments.results.EXPERIMENTS`): :func:`save_pass` writes it
+  (``react-lab failures --save-results NAME``), :func:`load_pass` reads it back as
+  :class:`LiveRun` objects, :func:`fingerprint_inputs` says what it depends on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
@@ -30,7 +38,8 @@ from ...context import MARKERS
 from ...guards import EMPTY_RESULTS, Guards, call_key, call_words
 from ...loop import run
 from ...parser import find_forged, parse
-from ...protocol import ParseResult
+from ...protocol import ParseResult, build_prompt
+from ...tools import default_tools
 from ...trace import RunResult, Step, Transcript
 from ..guards import MORE, LabGuards, invented_question, one_word_apart
 from .abuses import strict_parse
@@ -310,3 +319,183 @@ def live_pass(
         )
         runs.append(LiveRun(question, result, error, time.perf_counter() - t0))
     return runs
+
+
+# --------------------------------------------------------------------------- the saved pass
+
+#: The task categories of the unguarded pass, in the order notebook 06 takes them.
+PASS_CATEGORIES = (
+    "latest_date",
+    "invoice_total",
+    "invoice_status",
+    "charge",
+    "duplicate",
+    "paid_in_full",
+    "help",
+    "supplier",
+    "multi_step",
+    "no_tool",
+)
+#: Questions per category in the saved pass (the smallest of these categories has 3).
+PER_CATEGORY = 3
+#: The pass's limits: model calls per run, completion tokens per call, and the tokens
+#: :class:`StopProbe` asks for after a completion the stop sequence ended.
+PASS_MAX_STEPS, PASS_MAX_TOKENS, PROBE_TOKENS = 3, 64, 8
+#: The shipped results file of the pass.
+RESULTS_NAME = "failures-unguarded"
+#: Bump when a change here changes what a run of the pass does: the saved file then reads
+#: as stale.
+CODE_VERSION = 1
+
+
+def pass_tasks(per_category: int = PER_CATEGORY) -> list:
+    """The pass's questions: the first ``per_category`` of each of :data:`PASS_CATEGORIES`.
+
+    Round by round: the first question of every category (in :data:`PASS_CATEGORIES`
+    order), then the second of every category, and so on, so the first ten are one per
+    category. Raises ``ValueError`` when a category has fewer questions.
+    """
+    from .tasks import load_tasks
+
+    by_category: dict[str, list] = {}
+    for task in load_tasks():
+        by_category.setdefault(task.category, []).append(task)
+    short = [c for c in PASS_CATEGORIES if len(by_category.get(c, [])) < per_category]
+    if short:
+        raise ValueError(f"fewer than {per_category} questions in category {short[0]!r}")
+    return [by_category[c][k] for k in range(per_category) for c in PASS_CATEGORIES]
+
+
+def unguarded_pass(tasks: Sequence, model, tools: dict | None = None, *, progress: bool = True):
+    """Run ``tasks`` as notebook 06's pass; return one :class:`LiveRun` per task, in order.
+
+    Every guard off (``LabGuards.off()``), at most :data:`PASS_MAX_STEPS` steps of
+    :data:`PASS_MAX_TOKENS` completion tokens, the model wrapped in a :class:`StopProbe` of
+    :data:`PROBE_TOKENS` tokens. One token is generated first, so that no run's seconds
+    include loading the model. ``tools`` default to :func:`react_lab.tools.default_tools`.
+    """
+    tools = default_tools() if tools is None else tools
+    model.complete("Question:", max_tokens=1)
+    return live_pass(
+        [t.question for t in tasks],
+        StopProbe(model, tokens=PROBE_TOKENS),
+        tools,
+        guards=lambda i: LabGuards.off(),
+        progress=progress,
+        max_steps=PASS_MAX_STEPS,
+        max_tokens=PASS_MAX_TOKENS,
+    )
+
+
+def run_record(task, run: LiveRun) -> dict:
+    """One run of the pass as JSON: the task, the error, the seconds, and the run itself.
+
+    ``"run"`` is :meth:`react_lab.trace.RunResult.to_dict` (every field of every step);
+    ``"transcript"`` the owner-marked spans as the evaluation's records hold them
+    (``[owner, text]``), ``"kinds"`` beside them. :func:`run_of` reads it back.
+    """
+    return {
+        "task_id": task.id,
+        "category": task.category,
+        "question": run.question,
+        "error": run.error,
+        "seconds": run.seconds,
+        "run": run.result.to_dict(),
+        "transcript": [list(span) for span in run.result.transcript.spans],
+        "kinds": list(run.result.transcript.kinds),
+    }
+
+
+def run_of(record: dict) -> LiveRun:
+    """The :class:`LiveRun` a :func:`run_record` holds, steps and transcript included."""
+    saved = record["run"]
+    steps = [
+        Step(number=s["step"], **{k: v for k, v in s.items() if k != "step"})
+        for s in saved["steps"]
+    ]
+    transcript = Transcript([tuple(span) for span in record["transcript"]], list(record["kinds"]))
+    result = RunResult(
+        saved["question"],
+        saved["answer"],
+        saved["stopped_by"],
+        steps,
+        transcript,
+        best_effort=saved["best_effort"],
+    )
+    return LiveRun(record["question"], result, record["error"], record["seconds"])
+
+
+def pass_config(tasks: Sequence, model: str = "local") -> dict:
+    """The ``config`` a pass's results file is saved (and fingerprinted) with."""
+    return {
+        "model": model,
+        "categories": list(PASS_CATEGORIES),
+        "task_ids": [t.id for t in tasks],
+        "max_steps": PASS_MAX_STEPS,
+        "max_tokens": PASS_MAX_TOKENS,
+        "probe_tokens": PROBE_TOKENS,
+    }
+
+
+def fingerprint_inputs(config: dict):
+    """The fingerprint inputs of a pass's results file.
+
+    See :data:`react_lab.lab.experiments.results.EXPERIMENTS`. ``config`` is
+    :func:`pass_config`'s. The prompt part is every run's first prompt (instructions, tool
+    descriptions, exemplars and the question), the stop sequence, the tools' schemas and the
+    settings of the guards the pass runs with (all off), so a change to any of them makes the
+    file stale.
+    """
+    from ...protocol import STOP
+    from .results import Inputs
+    from .tasks import load_tasks
+
+    by_id = {t.id: t for t in load_tasks()}
+    tasks = [by_id[i] for i in config["task_ids"]]
+    tools = default_tools()
+    off = LabGuards.off()
+    guards = {f.name: repr(getattr(off, f.name)) for f in dataclasses.fields(off) if f.init}
+    return Inputs(
+        model=config.get("model", "local"),
+        prompt={
+            "first_prompts": [build_prompt(t.question, tools.values()) for t in tasks],
+            "stop": STOP,
+            "schemas": [t.openai_schema() for t in tools.values()],
+            "guards": guards,
+        },
+        tasks=[dataclasses.asdict(t) for t in tasks],
+        code=CODE_VERSION,
+    )
+
+
+def save_pass(
+    name: str,
+    tasks: Sequence,
+    runs: Sequence[LiveRun],
+    *,
+    model: str = "local",
+    per_category: int = PER_CATEGORY,
+    seconds: float | None = None,
+    directory: str | Path | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Save a finished pass as the fingerprinted results file ``name``; return its path.
+
+    What ``react-lab failures --save-results NAME`` calls; ``data`` is ``{"runs":
+    [run_record, ...]}``.
+    """
+    from . import results
+
+    command = f"react-lab failures --model {model}" + (
+        f" --per-category {per_category}" if per_category != PER_CATEGORY else ""
+    )
+    return results.save(
+        name,
+        {"runs": [run_record(t, r) for t, r in zip(tasks, runs, strict=True)]},
+        experiment="failures",
+        config=pass_config(tasks, model),
+        command=f"{command} --save-results {name}",
+        seconds=seconds,
+        directory=directory,
+        overwrite=overwrite,
+    )

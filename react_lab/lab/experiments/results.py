@@ -68,6 +68,7 @@ EXPERIMENTS = {
     "forge": "react_lab.lab.experiments.forge:fingerprint_inputs",
     "eval": "react_lab.lab.experiments.evals:fingerprint_inputs",
     "ladder": "react_lab.lab.experiments.ladder:fingerprint_inputs",
+    "failures": "react_lab.lab.experiments.failures:fingerprint_inputs",
     "migration": "react_lab.lab.notebook.migration_runs:fingerprint_inputs",
 }
 

@@ -3,18 +3,32 @@
 Each on a scripted run that shows it and one that does not.
 """
 
+import json
+
 import pytest
 
+from react_lab import protocol
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.lab.cli import main
+from react_lab.lab.experiments import failures, results
 from react_lab.lab.experiments.failures import (
     FAILURE_MODES,
     GUARDS,
+    PASS_CATEGORIES,
+    PASS_MAX_STEPS,
+    PER_CATEGORY,
     StopProbe,
     count_modes,
     drifted,
     failure_modes,
+    fingerprint_inputs,
     live_pass,
+    pass_config,
+    pass_tasks,
+    run_of,
+    save_pass,
+    unguarded_pass,
 )
 from react_lab.lab.guards import LabGuards
 from react_lab.loop import ask
@@ -174,3 +188,75 @@ def test_live_pass_keeps_a_run_that_raised(tools):
     assert [r.question for r in runs] == ["a?", "b?"] and all(r.error for r in runs)
     assert runs[0].result.stopped_by == "error" and runs[0].result.answer is None
     assert "context_overflow" in failure_modes(runs[0].result, tools=tools, error=runs[0].error)
+
+
+# --------------------------------------------------------------------------- the saved pass
+
+
+def test_the_pass_takes_one_question_per_category_per_round():
+    tasks = pass_tasks()
+    assert len(tasks) == PER_CATEGORY * len(PASS_CATEGORIES) and len({t.id for t in tasks}) == len(
+        tasks
+    )
+    for k in range(PER_CATEGORY):
+        assert [t.category for t in tasks[k * 10 : (k + 1) * 10]] == list(PASS_CATEGORIES)
+    with pytest.raises(ValueError, match="fewer than 6 questions"):
+        pass_tasks(6)
+
+
+def test_a_saved_pass_reads_back_run_for_run(tools, tmp_path):
+    """Every step field, the transcript (owners and kinds), the error and the seconds."""
+    tasks = pass_tasks(1)[:3]
+    probe = Continuing('\nObservation: {"paid": true}')
+    runs = unguarded_pass(tasks, probe, tools, progress=False)
+    runs.append(live_pass(["a?"], Overflowing(), tools, progress=False)[0])  # a run that raised
+    tasks = [*tasks, pass_tasks(1)[3]]
+    assert all(r.result.steps for r in runs[:3]) and runs[3].error
+    assert len(runs[0].result.steps) == PASS_MAX_STEPS  # the pass's limits, no guard
+    assert runs[0].result.steps[0].forged  # the probe saw the forgery the stop cut
+    path = save_pass("pass", tasks, runs, model="continuing", directory=tmp_path)
+    loaded = results.load("pass", tmp_path)
+    assert loaded.command == "react-lab failures --model continuing --save-results pass"
+    assert loaded.config["task_ids"] == [t.id for t in tasks]
+    back = [run_of(r) for r in loaded.data["runs"]]
+    for before, after in zip(runs, back, strict=True):
+        assert after.result.to_dict() == before.result.to_dict()
+        assert after.result.steps == before.result.steps
+        assert after.result.transcript == before.result.transcript
+        assert (after.question, after.error, after.seconds) == (
+            before.question,
+            before.error,
+            before.seconds,
+        )
+        assert failure_modes(after.result, tools=tools) == failure_modes(before.result, tools=tools)
+    assert [r["category"] for r in loaded.data["runs"]] == [t.category for t in tasks]
+    assert path.name == "pass.json"
+
+
+def test_a_saved_pass_goes_stale_when_its_prompt_tasks_or_code_change(tools, tmp_path, monkeypatch):
+    tasks = pass_tasks(1)[:2]
+    runs = unguarded_pass(tasks, Continuing("\nThought: more"), tools, progress=False)
+    save_pass("pass", tasks, runs, model="continuing", directory=tmp_path)
+    assert results.check("pass", tmp_path) == []
+    inputs = fingerprint_inputs(pass_config(tasks, "continuing"))
+    for first, task in zip(inputs.prompt["first_prompts"], tasks, strict=True):
+        assert f"\nQuestion: {task.question}\n" in first
+    assert inputs.prompt["guards"]["repeats"] == "False"  # every guard off
+    assert inputs.prompt["stop"] == protocol.STOP
+    assert fingerprint_inputs(pass_config(pass_tasks(1)[1:3])).tasks != inputs.tasks
+    monkeypatch.setattr(failures, "CODE_VERSION", failures.CODE_VERSION + 1)
+    assert results.check("pass", tmp_path) == ["the experiment's code version changed (code)"]
+    monkeypatch.undo()
+    monkeypatch.setattr(protocol, "EXEMPLARS", protocol.EXEMPLARS[1:])  # another first exemplar
+    assert results.check("pass", tmp_path) == [
+        "the prompt, exemplars or tool schemas changed (prompt_sha256)"
+    ]
+
+
+def test_the_cli_runs_the_pass_and_counts_each_mode(tmp_path, capsys):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([" Look.\nAction: find_invoice[INV-2291]"]))
+    assert main(["failures", "--model", f"scripted:{script}", "--per-category", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "repeated_action           10 of 10" in out  # the same call, three steps each
+    assert "hallucinated_tool          0 of 10" in out and "latest_date-01" in out

@@ -241,14 +241,16 @@ LOADS = re.compile(r"""results\.load\(\s*["']([\w.-]+)["']\s*\)""")
 
 
 def test_every_results_file_a_notebook_loads_is_shipped():
-    """A notebook that loads a long run's results (core 03 and 08, bench 03 and 08) finds it."""
+    """A notebook that loads a long run's results (core 03 and 08, bench 03, 06 and 08) finds it."""
     loaded = {}
     for path in sorted((ROOT / "notebooks").rglob("*.ipynb")):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         for cell in (c for c in cells if c["cell_type"] == "code"):
             for name in LOADS.findall("".join(cell["source"])):
                 loaded.setdefault(name, []).append(path.name)
-    assert {"forge-100", "forge-100-batch8", *NOTEBOOK_08_RESULTS} <= set(loaded)
+    assert {"forge-100", "forge-100-batch8", "failures-unguarded", *NOTEBOOK_08_RESULTS} <= set(
+        loaded
+    )
     missing = {name: where for name, where in loaded.items() if name not in results.saved()}
     assert not missing, f"notebooks load results files that are not shipped: {missing}"
 
@@ -285,6 +287,7 @@ def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
         ["eval", "--model", "oracle", "--n", "2"],
         ["eval", "--config", "baseline", "--n", "1"],
         ["forge-rate", "--n", "2", "--model", "oracle"],
+        ["failures", "--per-category", "1"],
     ],
 )
 def test_a_bad_results_name_stops_the_cli_before_any_work(
