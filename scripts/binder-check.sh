@@ -46,7 +46,8 @@ ls notebooks/bench/*.ipynb >/dev/null   # set -e: stop here if the bench is miss
 # --no-loadscope-reorder keeps this order (xdist would otherwise start the notebooks with the
 # most cells, which are not the longest). Measured under nbval on 2 December, on a busy
 # machine: 08 took 220 s, bench 06 170, bench 08 140, 07 125, bench 04 60, every other one
-# under 40 (bench 03, 150 s before it loaded its 100-question run, 40 s alone since).
+# under 40 (bench 03, 150 s before it loaded its 100-question run, 40 s alone since; bench 06,
+# 170 s before it loaded its failure-mode pass, 44-51 s alone since).
 longest_first=(notebooks/08_measuring.ipynb notebooks/bench/06_failure_modes.ipynb
   notebooks/bench/08_evaluation.ipynb notebooks/07_native.ipynb
   notebooks/bench/03_forgery_in_depth.ipynb notebooks/bench/04_parsers_in_depth.ipynb)
