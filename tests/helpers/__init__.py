@@ -10,4 +10,5 @@ folder below ``tests/`` imports these by that name.
 * :mod:`helpers.parsing_checks`: the parser tests' tools, markup tokens and refusal check;
 * :mod:`helpers.markup_members`: the call-markup members that lost a tag, taken and refused;
 * :mod:`helpers.two_loops`: the two loops (text, native) every guard scenario runs over.
+* :mod:`helpers.replay`: a saved run's completions replayed through today's loop, compared.
 """
