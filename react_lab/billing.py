@@ -211,7 +211,10 @@ def calc(expression: str) -> int | float:
         value = evaluate(str(expression).strip())
     except ArithmeticRefused as exc:
         raise ToolError(str(exc)) from None
-    return round(value, 10) if isinstance(value, float) else value
+    if not isinstance(value, float):
+        return value
+    rounded = round(value, 10)  # float noise away: 0.1 + 0.2 is 0.3
+    return rounded if rounded or not value else float(f"{value:.10g}")  # 2**-100 is not 0
 
 
 # --- the side-effecting tool ---------------------------------------------------------------

@@ -117,6 +117,12 @@ def _find_action(text: str):
     looked_below = False
     for m in labels.ACTION_LINE.finditer(text):
         line_end = labels.end_of_line(text, m.end())
+        if labels.FULL_WIDTH_CALL.match(text, m.end()):  # "search［x］": brackets read as ASCII
+            text = (
+                text[: m.end()]
+                + text[m.end() : line_end].translate(labels.FULL_WIDTH)
+                + text[line_end:]
+            )
         rest = text[m.end() : line_end].strip()
         if not rest and looked_below:
             continue  # only the first bare "Action:" reads on to the end: linear, not quadratic
@@ -194,7 +200,7 @@ def _checked(result, text, start, end, tools, forged, thought=None) -> ParseResu
             "error", tool=result.tool, input=result.input, reason=result.reason, **same
         )
     if result.kind == "final":  # empty, or holding call markup: not an answer
-        reason = reasons.answer_reason(result.answer)
+        reason = reasons.answer_reason(result.answer, tools)
         if reason is not None:
             return ParseResult("error", reason=reason, **same)
         return ParseResult("final", answer=result.answer, **same)

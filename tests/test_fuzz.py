@@ -281,6 +281,21 @@ TEXT = {  # completions read by the parser, the forgery finders and the leak rea
     ),
     "observation tags": _run("<observation", suffix=">"),
     "special tokens": _run("<|im_end|>", suffix="Observation"),
+    # answers searched for a call written in them (react_lab/_parsing/answer_calls.py)
+    "answer, glued calls never closed": _run("a(", prefix="Answer: "),
+    "answer, glued calls with code": _run('a("x", ', prefix="Answer: "),
+    "answer, labels before calls": _run("Note: a[", prefix="Answer: "),
+    "answer, sentences before labels": _run(". a b:", prefix="Answer: "),
+    "answer, assignments": _run("= a(", prefix="Answer: "),
+    "answer, code spans": _run("`a(` ", prefix="Answer: "),
+    "answer, bare keys": _run("{a: ", prefix="Answer: "),
+    "answer, equals objects": _run("{name=a, ", prefix="Answer: "),
+    "answer, call tags": _run("<call>a(", prefix="Answer: "),
+    "answer, fences": _run("```\n", prefix="Answer: "),
+    "answer, tool names": _run("search ", prefix="Answer: "),
+    "answer, tool names then colons": _run("search: ", prefix="Answer: "),
+    "answer, dotted tool names": _run("x.search", prefix="Answer: "),
+    "answer, tool commands": _run("/search x\n", prefix="Answer: "),
 }
 FULL_WIDTH = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)}
 ARGUMENTS = {  # arguments read by the argument check

@@ -36,6 +36,10 @@ LEAD = (
 COLON = r"[:\uff1a\ufe55]"
 #: A name as models write one: a letter first, then word characters, dots and dashes.
 NAME = r"[^\W\d][\w.-]*"
+#: Full-width brackets and colons, written as their ASCII forms (one character for one).
+FULL_WIDTH = str.maketrans("\uff3b\uff3d\uff08\uff09\uff5b\uff5d\uff1a\ufe55", "[](){}::")
+#: A call whose brackets are full-width, as CJK text writes them: ``search［x］``.
+FULL_WIDTH_CALL = re.compile(r"[ \t*`\"']*" + NAME + r"[ \t]*[\uff3b\uff08\uff5b]")
 #: A markdown fence that opens a block: three backticks and a language (```` ```json ````).
 FENCE = r"```[\w-]*[ \t]*"
 #: The label words a model writes at a line start, other than the answer's.

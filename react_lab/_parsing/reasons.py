@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 
 from ..protocol import clip, shown, unknown_tool_message, visible
+from .answer_calls import call_in_answer
 from .brackets import find_brackets
 from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
-from .labels import ANY_LABEL, COLON, NAME, THOUGHT_LINE
-from .leaks import find_leaks
-from .other import bare_call
+from .labels import ANY_LABEL, NAME, THOUGHT_LINE
 from .tokens import markup_piece
 
 #: What to write, said at the end of most messages.
@@ -38,21 +37,17 @@ _FIRST_WORD = re.compile(NAME)
 _MARKUP = re.compile(
     r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)", re.IGNORECASE
 )
-#: A line that is only the paper's call, ``get_charge[ch_1]`` (backticks, quotes, markdown around).
-_BRACKET_CALL_LINE = re.compile(
-    r"^[ \t>*`\"']*(" + NAME + r")\[[^\]\n]*\][ \t`*\"'.]*$", re.MULTILINE
-)
-#: An Action label mid-line followed by a call: ``Declined. Action: get_charge[ch_1]``.
-_INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r")[\[(]", re.I)
 #: Characters a sentence (or a block) ends with: a completion that stops on another was cut
 #: mid-sentence.
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
 
 
-def answer_reason(answer: str | None) -> str | None:
+def answer_reason(answer: str | None, tools: list[str] | None = None) -> str | None:
     """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
 
-    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty.
+    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty. A call
+    in any shape (:func:`react_lab._parsing.answer_calls.call_in_answer`; ``tools``, the
+    agent's tool names, as there) is never part of an answer.
     """
     if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
         return NO_ANSWER
@@ -62,7 +57,7 @@ def answer_reason(answer: str | None) -> str | None:
             f"the answer holds call markup or a special token ({shown(piece, 40)}), which is "
             "never part of an answer; write the answer as plain text after 'Answer:'"
         )
-    name = call_in_answer(answer)
+    name = call_in_answer(answer, tools)
     if name is not None:  # "Answer: get_charge(charge_id="ch_1")": a call nobody ran
         return (
             f"the answer holds a call to {shown(name, 40)}, which is never an answer; to run "
@@ -70,28 +65,6 @@ def answer_reason(answer: str | None) -> str | None:
             "text after 'Answer:'"
         )
     return None
-
-
-def call_in_answer(answer: str) -> str | None:
-    """The tool name of a call written in ``answer``, or None.
-
-    A call with arguments anywhere in it, as the native loop's leak reader finds one
-    (:func:`react_lab._parsing.leaks.find_leaks`; ``{"name": "Acme"}`` is data, and
-    ``The call {"action": "search"} was not needed.`` mentions one), or a line that is only
-    a call: call syntax, a list of calls or a name glued to its object (:func:`bare_call`,
-    which leaves ``Yes (declined)`` alone), or the paper's ``get_charge[ch_1]``; in
-    backticks or a fence too; or an Action label with its call mid-line (``Declined.
-    Action: get_charge[ch_1]``). A call in call syntax mentioned mid-sentence (``258, from
-    calc(129 * 2)``) is not one, nor is ``Action: refund was recorded``.
-    """
-    for leak in find_leaks(answer):
-        if leak.call["function"]["arguments"] not in ('""', "{}"):
-            return leak.call["function"]["name"]
-    call = bare_call(answer)
-    if call is not None:
-        return call[2].tool
-    bracket = _BRACKET_CALL_LINE.search(answer) or _INLINE_ACTION.search(answer)
-    return bracket.group(1) if bracket is not None else None
 
 
 def name_reason(name: str, tools: list[str] | None, markup: str | None = None) -> str:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
+from .answer_calls import call_in_answer
 from .calls import cut_off_call
 from .formats import find_calls
 from .leaks import Leak, find_leaks
 from .reasoning import set_aside_reasoning
-from .reasons import NAMELESS, call_in_answer
+from .reasons import NAMELESS
 from .tokens import decode_markers, markup_piece, without_end_tokens
 
 
@@ -88,7 +89,7 @@ def read_reply_text(
             return ReplyText(None, [], saw, reasoning)
         if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer parse reads
             plain = read.answer
-        elif (name := call_in_answer(plain)) is not None:  # "Sure. Action: search[x]"
+        elif (name := call_in_answer(plain, names)) is not None:  # "Sure. Action: search[x]"
             saw = f"a tool call to {shown(name, 60)} written in the text"
             return ReplyText(None, [], saw, reasoning)
         elif aside is None and frame is None and markup_piece(text) is None:

@@ -1,0 +1,106 @@
+"""A call written into an answer, in any shape, is never the answer (react_lab/_parsing/
+answer_calls.py, through react_lab.parser.parse and read_reply); prose that mentions a tool is.
+
+Each shape is one a model writes: another framework's call syntax, code, an object spelled
+without JSON's quotes, a wrapper, a tag, a label in another language, full-width brackets.
+Tried in the text protocol (after ``Answer:``) and in a native reply's text.
+"""
+
+import pytest
+from helpers.parsing_checks import one_line_reason
+
+from react_lab.billing import calc
+from react_lab.parser import parse, read_reply
+from react_lab.tools import default_tools
+
+NAMES = list(default_tools())
+CALL = 'charge_id="ch_2VzSg6"'
+
+SHAPES = {
+    "keys without quotes": '{name: "get_charge", arguments: {charge_id: "ch_2VzSg6"}}',
+    "keys and values without quotes": "{name=get_charge, arguments={charge_id=ch_2VzSg6}}",
+    "a wrapper of calls": (
+        '{"tool_uses": [{"recipient_name": "functions.get_charge", '
+        '"parameters": {"charge_id": "ch_2VzSg6"}}]}'
+    ),
+    "the tool as the key": '{"get_charge": {"charge_id": "ch_2VzSg6"}}',
+    "Gemma's markup, markers stripped": 'call:get_charge{charge_id:"ch_2VzSg6"}',
+    "assigned": f"x = get_charge({CALL})",
+    "awaited": f"await get_charge({CALL})",
+    "assigned and awaited": 'result = await get_charge("ch_2VzSg6")',
+    "a prompt": f">>> get_charge({CALL})",
+    "a decorator-like @": f"@get_charge({CALL})",
+    "in backticks mid-sentence": 'I will call `get_charge("ch_2VzSg6")` now.',
+    "the paper's form in backticks": "Let me run `search[refund]` first.",
+    "after a sentence": f"Let me check. get_charge({CALL})",
+    "after a verb": 'Calling get_charge("ch_2VzSg6")...',
+    "over several lines": f"get_charge(\n  {CALL}\n)",
+    "a Spanish label": "Acción: get_charge[ch_2VzSg6]",
+    "a French label": "Outil: get_charge[ch_2VzSg6]",
+    "a Chinese label and colon": "行动：get_charge[ch_2VzSg6]",
+    "a label naming the tool": "Tool: get_charge\nInput: ch_2VzSg6",
+    "a name, a colon, the arguments": 'get_charge: {"charge_id": "ch_2VzSg6"}',
+    "a name, an arrow, the arguments": 'get_charge => {"charge_id": "ch_2VzSg6"}',
+    "a space before the bracket": "get_charge [ch_2VzSg6]",
+    "a slash command": "/get_charge ch_2VzSg6",
+    "a shell command": "$ get_charge ch_2VzSg6",
+    "the tool and one argument": "get_charge ch_2VzSg6",
+    "a fenced command": "```\ncall get_charge ch_2VzSg6\n```",
+    "a tag holding call syntax": '<call>get_charge("ch_2VzSg6")</call>',
+    "a tag holding JSON": '<tool>{"name": "get_charge", "arguments": {"charge_id": "ch_1"}}</tool>',
+    "the tool as a tag": '<get_charge>{"charge_id": "ch_2VzSg6"}</get_charge>',
+    "the tool as a self-closing tag": '<get_charge charge_id="ch_2VzSg6"/>',
+    "full-width brackets": "get_charge［ch_2VzSg6］",
+}
+
+
+@pytest.mark.parametrize("text", SHAPES.values(), ids=SHAPES)
+def test_a_call_in_an_answer_is_no_answer(text):
+    r = parse(f"Answer: {text}", tools=NAMES)
+    assert r.kind != "final", r.answer
+    assert r.kind == "action" or "call" in one_line_reason(r)
+    reply = read_reply(text, NAMES)
+    assert reply.answer is None and reply.saw, reply
+
+
+PROSE = [
+    "I could not search (the database was empty).",
+    "Search unavailable.",
+    "Search results: 3 invoices.",
+    "The total is 258, from calc(129 * 2).",
+    "I need get_charge for that, with charge_id ch_2VzSg6.",
+    "Yes (the charge was declined).",
+    "Status = paid (in full).",
+    "The charge `ch_2VzSg6` failed (card_declined).",
+    "Note: calc(129 * 2) is 258.",
+    "INV-2041 was paid on 2026-07-14 (bank transfer).",
+    "价格（含税）为 258。",
+]
+
+
+@pytest.mark.parametrize("answer", PROSE)
+def test_prose_that_mentions_a_tool_is_the_answer(answer):
+    r = parse(f"Answer: {answer}", tools=NAMES)
+    assert (r.kind, r.answer) == ("final", answer)
+    assert read_reply(answer, NAMES).answer == answer
+
+
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ("Action: search［refund］", ("search", "refund")),
+        ("Action: get_charge（ch_2VzSg6）", ("get_charge", "ch_2VzSg6")),
+        ("Action：search［refund policy］", ("search", "refund policy")),
+    ],
+)
+def test_full_width_brackets_on_an_action_line_are_read_as_a_call(action, expected):
+    r = parse(action, tools=NAMES)
+    assert (r.kind, r.tool, r.input) == ("action", *expected)
+
+
+@pytest.mark.parametrize(
+    "expression, expected",
+    [("2 ** -100", 7.888609052e-31), ("1 / 3e12", 3.333333333e-13), ("0.1 + 0.2", 0.3)],
+)
+def test_calc_never_rounds_a_small_nonzero_result_to_zero(expression, expected):
+    assert calc(expression) == expected
