@@ -19,6 +19,7 @@ The modules:
 * :mod:`.other` -- :func:`read_other`, which reads them where the parser asks;
 * :mod:`.leaks` -- calls a native reply wrote into its text;
 * :mod:`.reply` -- a reply's text read as the parser reads a completion;
+* :mod:`.answer_calls` -- a call written into an answer, in any shape (never the answer);
 * :mod:`.reasons` -- the parser's messages for the rarer shapes;
 * :mod:`.messages` and :mod:`.json_errors` -- the argument check's reading and messages
   (:mod:`react_lab.schema`): arguments decoded as strict JSON, jsonschema's errors made

@@ -581,9 +581,10 @@ def measured(
     """Run the learner's ``loop`` on ``task``; count its steps' problems.
 
     ``loop`` is ``run_loop`` or ``run_native``. ``max_steps`` defaults to the evaluation's (and
-    the ``migration-test`` file's) limit. Returns ``{"task", "answer", "right", "seconds",
+    the ``migration-test`` file's) limit. Returns ``{"task", "loop", "answer", "right", "seconds",
     "steps", "unreadable", "invalid", "undone", "calls", "leaked"}``: the problems summed over
-    the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`.
+    the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`;
+    ``"loop"`` says whose loop ran: ``"your"``, or ``"the reference"`` standing in for it.
     """
     from ..experiments.tasks import score
 
@@ -600,6 +601,7 @@ def measured(
         )
     return {
         "task": task.id,
+        "loop": "the reference" if getattr(loop, "reference", None) else "your",
         "answer": answer,
         "right": score(answer, task),
         "seconds": round(seconds, 1),
@@ -630,7 +632,9 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
     lines = [
         f"{'':<24}{'right':>7}{'unreadable':>12}{'invalid':>9}{'neither':>9}{'s/question':>12}"
     ]
-    for label, runs in (("your run_loop", text), ("your run_native", native)):
+    for name, runs in (("run_loop", text), ("run_native", native)):
+        whose = {r.get("loop", "your") for r in runs}  # a reference standing in says so
+        label = f"{'your' if whose == {'your'} else 'reference'} {name}"
         p = Counter()
         for r in runs:
             p.update({k: r[k] for k in ("unreadable", "invalid", "undone", "calls", "steps")})

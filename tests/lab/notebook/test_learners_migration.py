@@ -153,7 +153,15 @@ def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
         1,
     )
     table = problems_table([text], [native], saved_results())
-    assert "your run_loop" in table and "1/1" in table and "file migration-test" in table
+    assert "reference run_loop" in table and "1/1" in table and "file migration-test" in table
+    assert "reference run_native" in table and "your" not in table  # the reference stood in
+
+    def run_loop(*args, **kwargs):  # the learner's own loop: no reference mark
+        return text_loop(*args, **kwargs)
+
+    mine = measured(run_loop, task, ScriptedModel([" None.\nAnswer: No."]), TOOLS)
+    assert mine["loop"] == "your" and text["loop"] == "the reference"
+    assert "your run_loop" in problems_table([mine], [native])
 
 
 # -------------------------------------------------------------------------- the diff and the labels
