@@ -235,16 +235,19 @@ def _declared_call(text: str, names: tuple[str, ...]) -> str | None:
     for m in islice(spelled.finditer(text), MAX_LOOKS):
         name, after, end = m.group("name"), m.group("after"), m.end()
         opener, lead = text[end : end + 1], m.group("lead")
-        if opener and opener in "[{" and _closes(text, end):  # get_charge{...}, name: {...}
+        sign = after.strip()  # "", or the ":", "=", "=>" or "->" between name and arguments
+        if opener == "{" and _closes(text, end):  # get_charge{...}, get_charge: {...}
             return name
-        if opener == "(" and after.strip() and _closes(text, end):  # get_charge => (...)
+        if opener == "[" and not sign and _closes(text, end):  # get_charge [ch_1]
+            return name
+        if opener == "(" and sign and _closes(text, end):  # get_charge => (...)
             return name
         if opener == "(" and not after and _code_arguments(text, end):  # get_charge("ch_1")
             return name
         if lead is not None and lead.startswith("<"):  # <get_charge charge_id="ch_1"/>
             return name
-        if lead is not None and _command(text, end, bool(m.group("cmd"))):  # /get_charge ch_1
-            return name
+        if lead is not None and not sign and _command(text, end, bool(m.group("cmd"))):
+            return name  # /get_charge ch_1, get_charge ch_1 alone on its line
     label = labelled.search(text)
     if label is not None:
         return label.group(1)

@@ -73,6 +73,8 @@ PROSE = [
     "Status = paid (in full).",
     "The charge `ch_2VzSg6` failed (card_declined).",
     "Note: calc(129 * 2) is 258.",
+    "calc: 258",  # a tool and its result, echoed: no call
+    "get_payments: []",
     "INV-2041 was paid on 2026-07-14 (bank transfer).",
     "价格（含税）为 258。",
 ]
