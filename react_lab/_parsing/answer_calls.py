@@ -3,35 +3,46 @@
 An answer is text for the user. A call in it is a call nobody ran, and the user would read
 markup instead of a result, so :func:`call_in_answer` finds one in every shape models write:
 
-- a call another model's reader knows: markup or a JSON call with arguments
+- a call another reader knows: markup or a JSON call with arguments
   (:func:`react_lab._parsing.leaks.find_leaks`), a line that is only a call
-  (:func:`react_lab._parsing.other.bare_call`), the paper's ``get_charge[ch_1]`` on a line
-  of its own, a label before a call (``Action: get_charge[ch_1]`` mid-line, ``Acción:
-  get_charge[ch_1]``, ``行动：get_charge[ch_1]``);
-- a call written as code: in backticks, assigned or awaited (``x = get_charge(...)``,
-  ``await get_charge(...)``), after ``call:`` (Gemma's markup with its markers stripped),
-  ``>>>`` or ``@``;
+  (:func:`react_lab._parsing.other.bare_call`), an Action label before a call mid-line;
+- a call that stands alone on its line: at the line start, after a label in any language
+  (``Acción: get_charge[ch_1]``, ``行动：get_charge[ch_1]``, ``Source: get_charge(ch_1)``) or
+  after a sentence (``Let me check. get_charge(charge_id="ch_1")``), with nothing but
+  punctuation after it; brackets or quotes around the name too (``[get_charge]("ch_1")``);
+- a call written as code: assigned or awaited (``x = get_charge(...)``, ``await
+  get_charge(...)``), after ``call:`` (Gemma's markup with its markers stripped), ``>>>`` or
+  ``@``, a code span that is a call (``I will run `get_charge("ch_1")` now``);
 - an object that names a tool and carries its arguments, however it is spelled: keys
-  without quotes (``{name: "get_charge", arguments: {...}}``), ``=`` for ``:``
-  (``{name=get_charge, arguments={...}}``), the call nested in a wrapper
-  (``{"tool_uses": [{"recipient_name": "functions.get_charge", "parameters": {...}}]}``);
-- a tag that holds a call (``<call>get_charge("ch_1")</call>``, ``<tool>...</tool>``);
-- with the agent's tool names: a declared tool written as a call however it is spelled
-  (``get_charge{...}``, ``get_charge: {...}``, ``get_charge => {...}``, ``/get_charge ch_1``,
-  ``get_charge ch_1`` alone on a line, ``Tool: get_charge``, a fenced block that names it,
-  ``<get_charge .../>``).
+  without quotes (``{name: "get_charge", arguments: {...}}``), ``=`` for ``:``, the call
+  nested in a wrapper (``{"tool_uses": [{"recipient_name": "functions.get_charge",
+  "parameters": {...}}]}``);
+- a tag that holds a call (``<call>get_charge("ch_1")</call>``, ``<call name="...">``);
+- with the agent's tool names: a declared tool named by an object's name key
+  (``{"tool": "get_charge", "charge_id": "ch_1"}``) or as its key; glued to an object
+  (``get_charge{...}``, ``get_charge: {...}``, ``get_charge => {...}``); as a command
+  (``/get_charge ch_1``, ``$ get_charge``, ``get_charge --charge-id ch_1``, ``get_charge
+  ch_1`` alone on a line); as all the answer is; as a tag or a tag's content; after a tool
+  label (``Tool: get_charge``, ``✿FUNCTION✿: get_charge``); alone on a line with its
+  arguments on the next (``get_charge`` then ``{...}`` or ``Args: ...``); in a fenced block.
 
-Full-width brackets and colons (``search［x］``, ``行动：``) read as their ASCII forms.
-What stays an answer: prose that mentions a tool (``I could not search (the database was
-empty)``, ``I need get_charge for that``) and a call mid-sentence whose argument is plain
-text (``The total is 258, from calc(129 * 2).``); but a call with code arguments (a quoted
-string, ``key=value``, an object) is a call wherever it stands (``Calling
-get_charge("ch_1")...``). Every check is one regex pass or a bounded number of reads, so the
-whole stays linear in the length of the answer.
+Before looking, the text is read as a model's markup would be: full-width brackets and
+colons as ASCII, no-break spaces as spaces, zero-width characters and blockquote marks
+dropped, and an answer that is one quoted string (``"get_charge(\\"ch_1\\")"``, JSON
+written twice) read inside its quotes too.
+
+What stays an answer: prose that mentions a tool or cites a call mid-sentence (``I could
+not search (the database was empty)``, ``The total is 258, from calc(129 * 2).``, ``I
+called get_charge("ch_1") and it says card_declined.``, ``Per search("refund policy"): 60
+days.``), a word before a parenthesis (``Status: declined("card_declined")`` when
+``declined`` is no tool), a tool and its result echoed (``calc: 258``). Every check is one
+regex pass or a bounded number of reads, so the whole stays linear in the length of the
+answer.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
 from itertools import islice
@@ -48,21 +59,21 @@ from .other import bare_call
 #: the work.
 MAX_LOOKS = 16
 
-#: The paper's call on a line of its own: ``get_charge[ch_1]`` (quotes, markdown around).
-_BRACKET_CALL_LINE = re.compile(
-    r"^[ \t>*`\"']*(" + NAME + r")\[[^\]\n]*\][ \t`*\"'.]*$", re.MULTILINE
-)
+#: What is read before looking: no-break spaces as spaces, zero-width characters dropped.
+_SPACES = {0x00A0: " ", 0x202F: " ", 0x2007: " "}
+_INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
+_QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
 #: An Action label mid-line followed by a call: ``Declined. Action: get_charge[ch_1]``.
 _INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r")[\[(]", re.I)
-#: A label of one to three words, in any language, before a call: ``Acción: get_charge[ch_1]``
-#: at a line start or after a sentence (the call must end its line).
-_LABELLED_CALL = re.compile(
-    r"(?:^|[.!?][ \t]+)[ \t>*_#]*[^\W\d_]+(?:[ \t][^\W\d_]+){0,2}[ \t*]*"
-    + COLON
-    + r"[ \t*`\"']*("
-    + NAME
-    + r")[\[({]",
-    re.MULTILINE,
+#: Where a call stands alone: a line start (list and quote marks, a label of up to three
+#: words in any script), or a sentence's end; then the name, with brackets or quotes around it.
+_STANDING = (
+    r"(?:^[ \t>*_#+\u2022-]*(?:\d{1,3}[.)][ \t]+)?"
+    r"(?:[^\s:\uff1a]{1,30}(?:[ \t][^\s:\uff1a]{1,30}){0,2}[ \t*]*" + COLON + r"[ \t*`\"']*)?"
+    r"|[.!?][ \t]+)[\[\"'`*<\u27e8]*"
+)
+_STANDING_CALL = re.compile(
+    _STANDING + r"(" + NAME + r")[\]\"'`*>\u27e9]*[ \t]?[\[({]", re.MULTILINE
 )
 #: A call written as code: after ``=``, ``await``, ``return``, ``call:``, ``>>>`` or ``@``,
 #: the name glued to its opening bracket.
@@ -72,8 +83,6 @@ _CODE_CALL = re.compile(
     + r")[\[({]",
     re.IGNORECASE,
 )
-#: A name glued to its parenthesis, anywhere: a call when its arguments are code.
-_GLUED_CALL = re.compile(r"(?<![\w.])(" + NAME + r")\(")
 #: A code span, ```` `...` ````, on one line.
 _CODE_SPAN = re.compile(r"`([^`\n]{1,2000})`")
 #: A code span's call: the name (after an assignment or ``await``), glued to its bracket.
@@ -91,16 +100,24 @@ _EQUALS_OBJECT = re.compile(
 #: A tag whose name says it holds a call: ``<call>``, ``<tool>``, ``<tool_use>``, ``<invoke>``.
 _CALL_TAG = re.compile(
     r"<(?:call|calls|tool|tools|tool_use|tool_code|use_tool|function|functions|function_call"
-    r"|invoke|api_call)(?=[\s>/])[^<>\n]{0,80}>",
+    r"|invoke|api_call)(?=[\s>/])([^<>\n]{0,80})>",
     re.IGNORECASE,
 )
+#: A tag's attribute that names the tool: ``name="get_charge"``.
+_NAME_ATTRIBUTE = re.compile(r"\bname[ \t]*=[ \t]*[\"']?(" + NAME + ")")
 #: The keys a call object carries its arguments under, as :func:`norm_key` writes them.
 _INPUT_NORMS = {norm_key(k) for k in INPUT_KEYS}
 #: A key of a call object that holds the tool's name (compared as :func:`norm_key` writes it).
-_NAME_KEY = re.compile(r"name|tool|func|action|recipient")
+_NAME_KEY = re.compile(r"name|tool|func|action|recipient|method|command")
 #: What an argument looks like when it stands alone after a tool name: a digit, ``_``, ``-``,
 #: a quote or ``=`` in it (``ch_1``, ``INV-2041``, ``"x"``, ``k=v``), not a plain word.
 _ARGUMENT = re.compile(r"\S*[\d_\-\"'=]\S*")
+#: A line that gives a call's arguments: an object, or an arguments label.
+_ARGUMENTS_LINE = re.compile(
+    r"[ \t>*`]*(?:\{|[^\s:]{0,3}(?:action[ \t]+)?(?:input|args|arguments|params|parameters)"
+    r"[^\s:]{0,3}[ \t]*" + COLON + r")",
+    re.IGNORECASE,
+)
 
 
 def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | None:
@@ -108,41 +125,64 @@ def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | Non
 
     ``tools``: the agent's tool names, which let the shapes of the module's last list count.
     """
-    text = answer.translate(FULL_WIDTH)
     names = tuple(t for t in tools or () if isinstance(t, str) and t.strip())
-    for find in (_known_call, _code_call, _object_call, _tagged_call):
-        name = find(text, names)
+    for text in _readings(answer):
+        for find in (_known_call, _standing_call, _code_call, _object_call, _tagged_call):
+            name = find(text, names)
+            if name is not None:
+                return name
+        name = _declared_call(text, names) if names else None
         if name is not None:
             return name
-    return _declared_call(text, names) if names else None
+    return None
+
+
+def _readings(answer: str) -> list[str]:
+    """``answer`` as a model's markup is read, and, when it is one quoted string, its inside."""
+    text = answer.translate(FULL_WIDTH).translate(_SPACES).translate(_INVISIBLE)
+    text = _QUOTE_MARK.sub("", text)
+    readings = [text]
+    inner = text.strip()
+    if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'":
+        try:
+            decoded = json.loads(inner)  # a call written as a JSON string: JSON written twice
+        except ValueError:
+            decoded = inner[1:-1]
+        if isinstance(decoded, str):
+            readings.append(decoded)
+    return readings
 
 
 def _known_call(text: str, names: tuple[str, ...]) -> str | None:
     """A call the other readers know: leaked markup or JSON with arguments, a line that is
-    only a call, the paper's call on a line of its own, a label before a call."""
+    only a call, an Action label before a call mid-line."""
     for leak in find_leaks(text):
         if leak.call["function"]["arguments"] not in ('""', "{}"):
             return leak.call["function"]["name"]
     call = bare_call(text, list(names) or None)
     if call is not None:
         return call[2].tool
-    line = _BRACKET_CALL_LINE.search(text) or _INLINE_ACTION.search(text)
-    if line is not None:
-        return line.group(1)
-    for m in islice(_LABELLED_CALL.finditer(text), MAX_LOOKS):
+    line = _INLINE_ACTION.search(text)
+    return line.group(1) if line is not None else None
+
+
+def _standing_call(text: str, names: tuple[str, ...]) -> str | None:
+    """A call that stands alone on its line: at its start, after a label or a sentence, with
+    nothing but punctuation after it. With ``names``, only a declared tool's."""
+    for m in islice(_STANDING_CALL.finditer(text), MAX_LOOKS):
+        name = m.group(1)
+        if names and name.lower() not in {n.lower() for n in names}:
+            continue
         if _closes(text, m.end() - 1, ends_line=True):
-            return m.group(1)
+            return name
     return None
 
 
 def _code_call(text: str, names: tuple[str, ...]) -> str | None:
-    """A call written as code: assigned, awaited, after ``call:``, ``>>>``, ``@``, in backticks,
-    or anywhere with code arguments (:func:`_code_arguments`)."""
+    """A call written as code: assigned, awaited, after ``call:``, ``>>>`` or ``@``, or a code
+    span that is a call."""
     for m in islice(_CODE_CALL.finditer(text), MAX_LOOKS):
         if _closes(text, m.end() - 1):
-            return m.group(1)
-    for m in islice(_GLUED_CALL.finditer(text), MAX_LOOKS):  # get_charge(charge_id="ch_1")
-        if _code_arguments(text, m.end() - 1):
             return m.group(1)
     for span in islice(_CODE_SPAN.finditer(text), MAX_LOOKS):
         m = _SPAN_CALL.match(text, span.start(1), span.end(1))
@@ -156,50 +196,69 @@ def _object_call(text: str, names: tuple[str, ...]) -> str | None:
     m = _EQUALS_OBJECT.search(text)
     if m is not None:
         return m.group(1)
+    bare = text.strip().strip("`").removeprefix("json").strip()  # the answer, fences off
     for brace in islice(re.finditer(r"\{", text), MAX_LOOKS):
         read = relaxed_object(text, brace.start())
-        name = _named_call(read[0], names) if read is not None else None
+        if read is None:
+            continue
+        whole = text[brace.start() : read[1]] == bare  # the object is all the answer
+        name = _named_call(read[0], names, whole)
         if name is not None:
             return name
     return None
 
 
-def _named_call(value: Any, names: tuple[str, ...], depth: int = 0) -> str | None:
+def _named_call(
+    value: Any, names: tuple[str, ...], whole: bool = False, depth: int = 0
+) -> str | None:
     """The tool named by a call object inside ``value`` (a dict or a list, three deep), or None.
 
     A call object has an identifier under a key that names a tool (``name``, ``tool``,
     ``recipient_name``, ...) and an arguments key (``arguments``, ``parameters``, ...); or,
-    with ``names``, a declared tool as its key and its arguments as the value
-    (``{"get_charge": {...}}``).
+    with ``names``, a declared tool as a key (``{"get_charge": {...}}``) or under such a key
+    beside other keys (its arguments, written flat), or alone when the object is ``whole``,
+    all the answer (``{"name": "get_charge"}``; ``The call {"action": "search"} was not
+    needed`` mentions one).
     """
     if isinstance(value, dict):
+        declared = {n.lower() for n in names}
+        carries = any(norm_key(key) in _INPUT_NORMS for key in value)
+        flat = carries or len(value) > 1 or whole
         for key, inner in value.items():
-            if key in names and isinstance(inner, dict):
+            if isinstance(key, str) and key.lower() in declared:
                 return key
-        if any(norm_key(key) in _INPUT_NORMS for key in value):  # it carries arguments
-            for key, inner in value.items():
-                if _NAME_KEY.search(norm_key(key)) and isinstance(inner, str):
-                    if re.fullmatch(NAME, inner.strip()):
-                        return inner.strip()
+            if not (_NAME_KEY.search(norm_key(key)) and isinstance(inner, str)):
+                continue
+            named = inner.strip().removeprefix("functions.")
+            if (flat and named.lower() in declared) or (carries and re.fullmatch(NAME, named)):
+                return named
         inside = list(value.values())
     elif isinstance(value, list):
         inside = value
     else:
         return None
     for inner in inside[:MAX_LOOKS] if depth < 3 else ():
-        name = _named_call(inner, names, depth + 1)
+        name = _named_call(inner, names, False, depth + 1)
         if name is not None:
             return name
     return None
 
 
 def _tagged_call(text: str, names: tuple[str, ...]) -> str | None:
-    """A tag that says it holds a call (``<call>``, ``<tool>``), with a call inside it."""
+    """A tag that says it holds a call (``<call>``, ``<tool>``), with a call inside it, a
+    tool named in its attributes, or a declared tool as all it holds."""
+    declared = {n.lower() for n in names}
     for m in islice(_CALL_TAG.finditer(text), MAX_LOOKS):
+        attribute = _NAME_ATTRIBUTE.search(m.group(1))
+        if attribute is not None:
+            return attribute.group(1)
         inside = text[m.end() : m.end() + 2000]
         call = _SPAN_CALL.match(inside)
         if call is not None and _closes(inside, call.end() - 1):
             return call.group(1)
+        word = re.match(r"[ \t\n]*(" + NAME + r")[ \t\n]*<", inside)
+        if word is not None and word.group(1).lower() in declared:
+            return word.group(1)
         name = _object_call(inside, names)
         if name is not None:
             return name
@@ -208,21 +267,18 @@ def _tagged_call(text: str, names: tuple[str, ...]) -> str | None:
 
 @lru_cache(maxsize=64)
 def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """The regexes of a declared tool written as a call: where its name stands, after a label
-    (``Tool: get_charge``), and as a word in a code block."""
+    """The regexes of a declared tool written as a call: where its name stands, after a tool
+    label (``Tool: get_charge``), and as a word (in a code block)."""
     tool = "(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")"
     spelled = re.compile(
-        r"(?P<lead>^[ \t>*`]*(?P<cmd>[/$!][ \t]*)?|<[ \t]*)?(?<![\w.])(?P<name>"
+        r"(?P<lead>^[ \t>*`]*(?P<cmd>[/$!@][ \t]*)?|<[ \t]*)?(?<![\w.])(?:functions\.)?(?P<name>"
         + tool
         + r")(?!\w)(?P<after>[ \t]*(?:=>|->|:|=)?[ \t]*)",
         re.IGNORECASE | re.MULTILINE,
     )
     labelled = re.compile(
-        r"^[ \t>*_#]*(?:tool|function|call|command|use)\w*(?:[ \t]+name)?[ \t*]*"
-        + COLON
-        + r"[ \t*`\"']*("
-        + tool
-        + r")[ \t*`\"'.]*$",
+        r"^[ \t>*_#]*[^\w\s]{0,3}(?:tool|function|call|command|use)\w*(?:[ \t]+(?:name|call))?"
+        r"[^\w\s:]{0,3}[ \t*]*" + COLON + r"[ \t*`\"']*(" + tool + r")[ \t*`\"'.]*$",
         re.IGNORECASE | re.MULTILINE,
     )
     word = re.compile(r"(?<![\w.])" + tool + r"(?!\w)", re.IGNORECASE)
@@ -232,27 +288,27 @@ def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, 
 def _declared_call(text: str, names: tuple[str, ...]) -> str | None:
     """A declared tool written as a call, however it is spelled (the module's last list)."""
     spelled, labelled, word = _declared_patterns(names)
+    alone = text.strip(" \t\n`*\"'.")
+    if alone in names:  # the answer is a tool's name: "get_charge" (its input on a later line)
+        return alone
     for m in islice(spelled.finditer(text), MAX_LOOKS):
-        name, after, end = m.group("name"), m.group("after"), m.end()
-        opener, lead = text[end : end + 1], m.group("lead")
-        sign = after.strip()  # "", or the ":", "=", "=>" or "->" between name and arguments
+        name, end, lead = m.group("name"), m.end(), m.group("lead")
+        sign, opener = m.group("after").strip(), text[end : end + 1]
         if opener == "{" and _closes(text, end):  # get_charge{...}, get_charge: {...}
             return name
-        if opener == "[" and not sign and _closes(text, end):  # get_charge [ch_1]
-            return name
-        if opener == "(" and sign and _closes(text, end):  # get_charge => (...)
-            return name
-        if opener == "(" and not after and _code_arguments(text, end):  # get_charge("ch_1")
+        if opener == "(" and sign in ("=>", "->") and _closes(text, end):  # get_charge => (...)
             return name
         if lead is not None and lead.startswith("<"):  # <get_charge charge_id="ch_1"/>
             return name
         if lead is not None and not sign and _command(text, end, bool(m.group("cmd"))):
-            return name  # /get_charge ch_1, get_charge ch_1 alone on its line
+            return name  # /get_charge ch_1, get_charge --charge-id ch_1, get_charge ch_1
+        if lead is not None and not sign and _arguments_below(text, end):
+            return name  # get_charge, then {...} or "Args: ..." on the next line
     label = labelled.search(text)
     if label is not None:
         return label.group(1)
-    for block in islice(_fenced_blocks(text), MAX_LOOKS):  # a code block that names a tool
-        found = word.search(text, *block)
+    for start, stop in islice(_fenced_blocks(text), MAX_LOOKS):  # a code block naming a tool
+        found = word.search(text, start, stop)
         if found is not None:
             return found.group()
     return None
@@ -279,24 +335,24 @@ def _closes(text: str, opener: int, ends_line: bool = False) -> bool:
         return False
     line_end = text.find("\n", close)
     tail = text[close : len(text) if line_end < 0 else line_end]
-    return not ends_line or not tail.strip(" \t`*\"'.;")
-
-
-def _code_arguments(text: str, opener: int) -> bool:
-    """True if the parenthesis at ``opener`` closes and holds code: a quoted string,
-    ``key=value`` or an object (``get_charge("ch_1")``, not ``calc(129 * 2)``)."""
-    close = find_brackets(text, opener, limit=1, pair="()")[0][1]
-    if close is None:
-        return False
-    return re.search(r"[\"'{]|\w[ \t]*=(?!=)", text[opener:close]) is not None
+    return not ends_line or not tail.strip(" \t`*\"'.;\u2026")
 
 
 def _command(text: str, end: int, marked: bool) -> bool:
     """True if a tool name at a line start is a command: ``/get_charge ch_1``, ``$ get_charge``,
-    or the tool and one argument that is not a plain word alone on the line (``get_charge
-    ch_1``)."""
+    the tool and flags (``get_charge --charge-id ch_1``), or the tool and one argument that is
+    not a plain word alone on the line (``get_charge ch_1``)."""
     if marked:
         return True
     line_end = text.find("\n", end)
     rest = text[end : len(text) if line_end < 0 else line_end].strip(" \t`*")
-    return _ARGUMENT.fullmatch(rest) is not None
+    return rest.startswith("--") or _ARGUMENT.fullmatch(rest) is not None
+
+
+def _arguments_below(text: str, end: int) -> bool:
+    """True if a tool name ends its line and the next line gives arguments (an object, or an
+    ``Args:``/``Input:`` label)."""
+    line_end = text.find("\n", end)
+    if line_end < 0 or text[end:line_end].strip(" \t`*"):
+        return False
+    return _ARGUMENTS_LINE.match(text, line_end + 1) is not None

@@ -45,12 +45,22 @@ _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
 def answer_reason(answer: str | None, tools: list[str] | None = None) -> str | None:
     """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
 
-    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty. A call
+    Invisible characters alone (zero-width spaces, a byte-order mark) count as empty, and so
+    does a fragment with no letter or digit (a fence, a quote: what is left of markup). A call
     in any shape (:func:`react_lab._parsing.answer_calls.call_in_answer`; ``tools``, the
-    agent's tool names, as there) is never part of an answer.
+    agent's tool names, as there), or a JSON call cut off before its end, is never part of
+    an answer.
     """
     if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
         return NO_ANSWER
+    if not any(ch.isalnum() for ch in answer):  # "```", '"', ">": a fragment, not an answer
+        return (
+            f"the answer {shown(answer, 20)} holds no letter or digit, only what is left of "
+            "markup; write the answer as plain text after 'Answer:'"
+        )
+    cut = cut_off_call(answer)
+    if cut is not None:  # 'Answer: {"name": "get_charge", "arguments": {"charge_id": "ch_2V'
+        return f"the answer is a call, not an answer: {cut.reason}"
     piece = markup_piece(answer)
     if piece is not None:  # "Answer: 42 </parameter>": markup is never part of an answer
         return (

@@ -33,7 +33,6 @@ SHAPES = {
     "in backticks mid-sentence": 'I will call `get_charge("ch_2VzSg6")` now.',
     "the paper's form in backticks": "Let me run `search[refund]` first.",
     "after a sentence": f"Let me check. get_charge({CALL})",
-    "after a verb": 'Calling get_charge("ch_2VzSg6")...',
     "over several lines": f"get_charge(\n  {CALL}\n)",
     "a Spanish label": "Acción: get_charge[ch_2VzSg6]",
     "a French label": "Outil: get_charge[ch_2VzSg6]",
@@ -51,6 +50,29 @@ SHAPES = {
     "the tool as a tag": '<get_charge>{"charge_id": "ch_2VzSg6"}</get_charge>',
     "the tool as a self-closing tag": '<get_charge charge_id="ch_2VzSg6"/>',
     "full-width brackets": "get_charge［ch_2VzSg6］",
+    "flat arguments beside the name": '{"name": "get_charge", "charge_id": "ch_2VzSg6"}',
+    "flat arguments beside the tool": '{"tool": "get_charge", "charge_id": "ch_2VzSg6"}',
+    "the tool as the key of its argument": '{"get_charge": "ch_2VzSg6"}',
+    "JSON-RPC's method and params": '{"method": "get_charge", "params": {"charge_id": "ch_1"}}',
+    "a name and nothing else": '{"name": "get_charge"}',
+    "GLM's name line, then the object": 'get_charge\n{"charge_id": "ch_2VzSg6"}',
+    "Qwen's old markers": '✿FUNCTION✿: get_charge\n✿ARGS✿: {"charge_id": "ch_2VzSg6"}',
+    "a function-call label": 'Function call: get_charge\nArgs: {"charge_id": "ch_2VzSg6"}',
+    "a name line, then Action Input": "get_charge\nAction Input: ch_2VzSg6",
+    "JSON written twice": (
+        '"{\\"name\\": \\"get_charge\\", \\"arguments\\": {\\"charge_id\\": \\"ch_2VzSg6\\"}}"'
+    ),
+    "a blockquoted JSON call": (
+        '> {\n>   "name": "get_charge",\n>   "arguments": {"charge_id": "ch_2VzSg6"}\n> }'
+    ),
+    "a quoted call": '"get_charge(\\"ch_2VzSg6\\")"',
+    "a no-break space before the parenthesis": 'get_charge\u00a0("ch_2VzSg6")',
+    "a zero-width space in the name": "get\u200b_charge[ch_2VzSg6]",
+    "a tag naming the tool": '<call name="get_charge">{"charge_id": "ch_2VzSg6"}</call>',
+    "a tag holding the name": '<tool>get_charge</tool><args>{"charge_id": "ch_2VzSg6"}</args>',
+    "command-line flags": "get_charge --charge-id ch_2VzSg6",
+    "a mention-style command": "@get_charge ch_2VzSg6",
+    "a link-like call": '[get_charge]("ch_2VzSg6")',
 }
 
 
@@ -73,6 +95,16 @@ PROSE = [
     "Status = paid (in full).",
     "The charge `ch_2VzSg6` failed (card_declined).",
     "Note: calc(129 * 2) is 258.",
+    'Status: declined("card_declined")',  # a word before a parenthesis, no tool
+    'Customer Jane("cus_8812") paid.',
+    'Error("no such invoice") means the id is wrong.',
+    'print("hello") prints hello.',
+    "The charge failed: card_declined(insufficient funds).",
+    'Yes (see find_invoice("INV-2041")).',  # a call cited mid-sentence
+    "card_declined — see get_charge[ch_2VzSg6] above.",
+    'I called get_charge("ch_2VzSg6") and it says card_declined.',
+    'Per search("refund policy"): 60 days.',
+    "The expression calc[129 * 2] gives 258.",
     "calc: 258",  # a tool and its result, echoed: no call
     "get_payments: []",
     "INV-2041 was paid on 2026-07-14 (bank transfer).",
