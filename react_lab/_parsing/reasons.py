@@ -29,6 +29,8 @@ NO_ANSWER = (
     "the answer is empty; write the answer after the label on the same line, "
     "e.g. 'Answer: INV-2088 was issued on 2026-07-14'"
 )
+#: An answer of markup's characters only (fences, quotes, brackets, pipes), no letter or digit.
+_MARKUP_LEFT = re.compile(r"[\s`\"'<>\[\]{}()|*#_~=:;/\\-]+")
 #: How the message for a completion ending with the arguments of a nameless call begins.
 NAMELESS = "the completion ends with an arguments object"
 
@@ -46,14 +48,14 @@ def answer_reason(answer: str | None, tools: list[str] | None = None) -> str | N
     """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
 
     Invisible characters alone (zero-width spaces, a byte-order mark) count as empty, and so
-    does a fragment with no letter or digit (a fence, a quote: what is left of markup). A call
+    does a fragment of markup's characters alone (a fence, a quote, a bracket). A call
     in any shape (:func:`react_lab._parsing.answer_calls.call_in_answer`; ``tools``, the
     agent's tool names, as there), or a JSON call cut off before its end, is never part of
     an answer.
     """
     if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
         return NO_ANSWER
-    if not any(ch.isalnum() for ch in answer):  # "```", '"', ">": a fragment, not an answer
+    if _MARKUP_LEFT.fullmatch(answer):  # "```", '"', ">": what is left of markup, no answer
         return (
             f"the answer {shown(answer, 20)} holds no letter or digit, only what is left of "
             "markup; write the answer as plain text after 'Answer:'"

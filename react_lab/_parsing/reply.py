@@ -8,17 +8,22 @@ private package never imports the lesson).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
 from .answer_calls import call_in_answer
-from .calls import cut_off_call
+from .calls import cut_off_call, load_object
 from .formats import find_calls
+from .labels import ANY_LABEL
 from .leaks import Leak, find_leaks
 from .reasoning import set_aside_reasoning
 from .reasons import NAMELESS
 from .tokens import decode_markers, markup_piece, without_end_tokens
+
+#: A fenced block of JSON, all the text is: its body.
+_FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -51,9 +56,10 @@ def read_reply_text(
     name) -- is never the answer. Harmony's final channel is the answer. Markup that holds
     no call (a ``<tool_call>`` that names no tool) or a special token left in the text (an
     end-of-turn token ends the answer) makes the text no answer. ``saw`` says what it held
-    instead. An answer label (``Answer: 42``) or a finish call gives the answer ``parse``
-    reads. Text with none of these is the answer as it was written, byte for byte. Never
-    raises.
+    instead, as does a text that opens with a ReAct label (``Thought: I need the charge.``)
+    and holds no answer. An answer label (``Answer: 42``) or a finish call gives the answer
+    ``parse`` reads. A JSON record (:func:`_record`) and text with none of these are the
+    answer as written, byte for byte. Never raises.
     """
     if not isinstance(text, str):
         return ReplyText(None, [])
@@ -72,7 +78,13 @@ def read_reply_text(
         if frame is not None:  # Harmony's final channel is the answer; its analysis is reasoning
             plain = frame.answer
             reasoning = "\n".join(r for r in (reasoning, frame.thought) if r) or None
+        if frame is None and _record(plain, tools) and call_in_answer(plain, names) is None:
+            return ReplyText(text if aside is None else plain.strip(), [], None, reasoning)
         read = parse(plain, tools=names)
+        if read.kind == "error" and ANY_LABEL.match(plain.lstrip()):  # "Thought: I need ..."
+            line = plain.strip().split("\n", 1)[0]
+            saw = f"{shown(line, 60)}, a ReAct label with no answer"
+            return ReplyText(None, [], saw, reasoning)
         if read.kind == "action" or (read.kind == "error" and read.tool is not None):
             saw = (
                 f"a tool call to {shown(read.tool, 60)} written as text, "
@@ -105,3 +117,19 @@ def read_reply_text(
         return ReplyText(answer, [], None, reasoning)
     except Exception:  # noqa: BLE001 -- reading model text must never take the loop down
         return ReplyText(None, [], "text that could not be read", None)
+
+
+def _record(text: str, tools: Iterable[str] | dict | None) -> bool:
+    """True if ``text`` is one JSON object or array (fenced or not) that is data: a record the
+    model answers with (``{"status": "paid"}``), not the arguments of a declared tool whose
+    name was lost (``{"invoice_id": "INV-2041"}``, with ``tools`` mapping each name to its
+    parameters)."""
+    body = text.strip()
+    fence = _FENCED_JSON.fullmatch(body)
+    body = fence.group(1).strip() if fence else body
+    value = load_object(body) if body[:1] in "{[" else None
+    if not isinstance(value, (dict, list)):
+        return False
+    params = [set(p) for p in tools.values()] if isinstance(tools, dict) else []
+    objects = [value] if isinstance(value, dict) else value
+    return not any(isinstance(o, dict) and o and any(set(o) <= p for p in params) for o in objects)

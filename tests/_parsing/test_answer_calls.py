@@ -11,6 +11,7 @@ from helpers.parsing_checks import one_line_reason
 
 from react_lab.billing import calc
 from react_lab.parser import parse, read_reply
+from react_lab.tool_calls import declared
 from react_lab.tools import default_tools
 
 NAMES = list(default_tools())
@@ -138,3 +139,49 @@ def test_full_width_brackets_on_an_action_line_are_read_as_a_call(action, expect
 )
 def test_calc_never_rounds_a_small_nonzero_result_to_zero(expression, expected):
     assert calc(expression) == expected
+
+
+# ---- a native reply's text: a JSON record is an answer, a ReAct label alone is not ----------
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        '{"status": "paid"}',
+        '{"id": "ch_2VzSg6", "status": "failed", "failure_reason": "card_declined"}',
+        '{"name": "Jane Doe", "email": "jane@example.com"}',
+        '{"action": "refund issued", "date": "2026-07-09"}',
+        '{"tool": "hammer", "price": 12}',
+        '[{"name": "Jane Doe", "total": 129.0}, {"name": "Acme", "total": 4200}]',
+        '```json\n{"paid": true}\n```',
+    ],
+)
+def test_a_json_record_in_a_native_reply_is_the_answer(record):
+    assert read_reply(record, declared(default_tools())).answer == record
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"invoice_id": "INV-2041"}',  # a declared tool's arguments, its name lost
+        '{"name": "get_charge", "charge_id": "ch_2VzSg6"}',
+        "Thought: I need the charge.",  # a ReAct label, no answer
+        'Observation: {"payments": []}',
+    ],
+)
+def test_arguments_or_a_react_label_in_a_native_reply_are_no_answer(text):
+    reply = read_reply(text, declared(default_tools()))
+    assert reply.answer is None and reply.saw
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nAction: get_charge[ch_2VzSg6]\n```",  # the answer would be the fence left over
+        '"<|im_start|>"',
+        '{"name": "get_charge", "arguments": {"charge_id": "ch_2V',  # a call cut off
+    ],
+)
+def test_a_fragment_or_a_cut_off_call_after_an_answer_label_is_no_answer(text):
+    r = parse(f"Answer: {text}", tools=NAMES)
+    assert r.kind != "final", r.answer
