@@ -30,7 +30,7 @@ from typing import Any
 
 from ._parsing.json_errors import decode_json, not_an_object, not_json
 from ._parsing.messages import describe_errors
-from .protocol import clip, shown
+from .protocol import clip, shown, unquoted
 
 #: A :class:`react_lab.tools.Tool` (not imported: tools.py imports this module).
 Tool = Any
@@ -56,6 +56,22 @@ NEEDS = {
 }
 
 
+def named_arguments(args: list | dict, names: list[str]) -> tuple[list | dict, str | None]:
+    """Positional arguments that each name a parameter, ``["customer_id=cus_8812",
+    "since=2026-01-01"]``, as the keywords they name (quotes around a value dropped); any
+    other arguments as they are. Without this the tool would get ``"customer_id=cus_8812"``
+    as the id, and quietly find nothing. Returns ``(arguments, a name given twice or None)``.
+    """
+    if isinstance(args, dict) or not args or not all(isinstance(a, str) for a in args):
+        return args, None
+    pairs = [[part.strip() for part in a.split("=", 1)] for a in args]
+    keys = [pair[0] for pair in pairs]
+    if any(len(pair) != 2 for pair in pairs) or not set(keys) <= set(names):
+        return args, None
+    twice = next((key for key in keys if keys.count(key) > 1), None)
+    return {key: unquoted(value) for key, value in pairs}, twice
+
+
 def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[str]]:
     """Apply the argument rule (module docstring) to ``args``; return ``(cleaned args, errors)``.
 
@@ -64,11 +80,14 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
     (``"INV-20\\n41"``) is an error naming the field, and so is a list or an object where
     the schema declares one value (``{"invoice_id": ["INV-2041"]}``), so that no tool (or
     its database driver) sees it. A list (the text protocol's positional arguments) is
-    matched to the schema's properties in order. Other values pass unchanged. Never
-    raises for a list or a dict.
+    matched to the schema's properties in order, unless its items name them
+    (:func:`named_arguments`). Other values pass unchanged. Never raises for a list or a dict.
     """
     properties = tool.parameters.get("properties", {})
     names = list(properties)
+    args, twice = named_arguments(args, names)  # ["customer_id=cus_8812"]: a keyword, not a value
+    if twice is not None:
+        return args, [f"{twice} is given twice, so which value is meant is a guess; give it once"]
     items = args.items() if isinstance(args, dict) else enumerate(args)
     cleaned, errors = {}, []
     for key, value in items:

@@ -193,3 +193,31 @@ def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
     step = ask("What is INV-2041's total?", model, T.default_tools(), max_steps=2).steps[0]
     assert step.action["tool"] == "find_invoice"
     assert "invoice_id" in step.error and "control character '\\x00'" in step.error
+
+
+# ---- positional arguments that name their parameters -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["customer_id=cus_8812", "since=2026-07-01"],
+        ["since=2026-07-01", "customer_id=cus_8812"],  # in any order
+        ['customer_id="cus_8812"', "since = 2026-07-01"],  # quotes and spaces
+    ],
+)
+def test_arguments_that_name_their_parameters_reach_them(args):
+    tools = T.default_tools()
+    named = T.call_tool(tools, "list_invoices", args)
+    assert named.value == T.call_tool(tools, "list_invoices", ["cus_8812", "2026-07-01"]).value
+    assert named.value  # the customer's invoices, not [] for a customer "customer_id=cus_8812"
+
+
+def test_a_parameter_named_twice_is_refused_and_other_text_with_equals_is_a_value():
+    tools = T.default_tools()
+    twice = T.call_tool(tools, "list_invoices", ["customer_id=cus_8812", "customer_id=cus_1"])
+    assert twice.error and "customer_id is given twice" in twice.error
+    assert T.call_tool(tools, "calc", ["x=1+1"]).error  # "x" names no parameter: the value
+    assert T.call_tool(tools, "search", ["query=refund policy"]).value[0]["title"] == (
+        "Refund policy"
+    )
