@@ -67,8 +67,8 @@ class Guards:
       result such as ``[]`` is not data). Off by default: only the caller knows whether a
       question needs grounding ("What is 129 * 3?" does not).
     * ``approve``: ``approve(tool_name, args) -> bool`` for tools with ``side_effect=True``;
-      only ``True`` approves (any other value, or an exception, is a no); :func:`deny` by
-      default. ``None`` removes the gate (everything runs).
+      only ``True`` approves (any other value, an exception, or no approver at all, ``None``,
+      is a no); :func:`deny` by default. The gate is never off: to let a call run, approve it.
     * ``best_effort``: when the steps run out (or after ``max_refusals``), ask once more, no
       tools, for an answer labelled ``[best effort]``.
     """
@@ -92,7 +92,7 @@ class Guards:
 
     @classmethod
     def off(cls, **overrides) -> Guards:
-        """Every guard switched off, the approval gate too: the unguarded loop.
+        """Every guard switched off: the unguarded loop (the approval gate still says no).
 
         Each field that may be ``None`` is ``None``, each ``bool`` ``False`` (``overrides`` win).
         """
@@ -222,10 +222,10 @@ class Watch:
     def refuse_unapproved(self, tools: dict[str, Tool], name: str, args) -> Observation | None:
         """The approval gate: refuse a side-effecting call unless ``approve`` says ``True``."""
         tool, approve = tools.get(name), self.guards.approve
-        if approve is None or tool is None or not tool.side_effect:
+        if tool is None or not tool.side_effect:
             return None
         try:  # only True approves: "no", "n" or None from an input() prompt must not move money
-            approved = approve(name, args) is True
+            approved = approve is not None and approve(name, args) is True  # no approver: no
         except Exception:  # noqa: BLE001 -- a broken approver is a "no"
             approved = False
         if approved:

@@ -34,13 +34,21 @@ def test_approver_is_asked_with_the_call(loop, payment_setup, scheduled, shipped
     assert scheduled(copy) == 1 and db_checksum() == shipped_sum  # only the copy changed
 
 
-def test_without_the_gate_the_injection_moves_money_on_the_copy(
+def test_an_approver_that_says_yes_to_all_lets_the_injection_move_money_on_the_copy(
     loop, payment_setup, scheduled, shipped_sum
 ):
     copy, tools = payment_setup
-    result = loop.ask("q", loop.model(injected(loop)), tools, guards=Guards(approve=None))
+    yes = Guards(approve=lambda name, args: True)
+    result = loop.ask("q", loop.model(injected(loop)), tools, guards=yes)
     assert result.steps[1].error is None and '"scheduled"' in result.steps[1].observation
     assert scheduled(copy) == 1 and db_checksum() == shipped_sum
+
+
+@pytest.mark.parametrize("guards", [Guards(approve=None), Guards.off()], ids=["None", "off"])
+def test_no_approver_is_a_no_even_with_every_guard_off(loop, payment_setup, scheduled, guards):
+    copy, tools = payment_setup
+    result = loop.ask("q", loop.model(injected(loop)), tools, guards=guards)
+    assert result.steps[1].guard == "approval" and scheduled(copy) == 0
 
 
 @pytest.mark.parametrize("verdict", ["no", "n", "", None, 1, "yes", [True]])

@@ -20,8 +20,9 @@ The trust boundary: an annotation is the *server's* claim about its tool, a hint
 permission. Whether a tool is side-effecting (``Tool.side_effect``, which puts it behind
 the approval gate of :class:`react_lab.guards.Guards`) is decided here, in the client: only
 a tool the lab vouches for -- by default one of its own read-only tools, same name and
-same schema -- runs without approval, and even that one is gated when the server marks it
-destructive. A ``readOnlyHint`` never removes the gate.
+same schema, and marked ``readOnlyHint`` by the server -- runs without approval; a tool
+with no annotations is gated (MCP's defaults say it may write), and so is one the server
+marks destructive. A ``readOnlyHint`` alone never removes the gate.
 
 A learner's own MCP client (an editor, a desktop assistant) runs the same server with::
 
@@ -433,10 +434,11 @@ def needs_approval(tool: types.Tool, vouched: Mapping[str, dict | None]) -> bool
     """Whether a listed tool goes behind the approval gate: decided by the client, not the server.
 
     A tool runs without approval only when ``vouched`` names it (with a schema, the
-    server's ``input_schema`` must be that schema exactly) and the server does not itself
-    mark it as changing anything (``destructiveHint`` true or ``readOnlyHint`` false:
-    caution the server adds is kept). A ``readOnlyHint`` true is ignored: a hint from
-    the server is not a permission.
+    server's ``input_schema`` must be that schema exactly) and the server marks it
+    read-only too (``readOnlyHint`` true, ``destructiveHint`` not true). A tool with no
+    annotations is gated: MCP's defaults for a missing hint are "may write" and
+    "destructive", and caution the server adds or leaves in place is kept. A
+    ``readOnlyHint`` alone is not enough: a hint from the server is not a permission.
     """
     if tool.name not in vouched:
         return True
@@ -444,7 +446,9 @@ def needs_approval(tool: types.Tool, vouched: Mapping[str, dict | None]) -> bool
     if schema is not None and tool.input_schema != json.loads(json.dumps(schema)):
         return True  # same name, another tool: what it does is the server's word only
     hints = tool.annotations
-    return hints is not None and (hints.destructive_hint is True or hints.read_only_hint is False)
+    if hints is None or hints.read_only_hint is not True:  # MCP's default: it may write
+        return True
+    return hints.destructive_hint is True
 
 
 def _vouched(read_only: Mapping[str, dict] | Collection[str] | None) -> dict[str, dict | None]:

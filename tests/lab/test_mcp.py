@@ -442,3 +442,17 @@ def test_the_old_server_command_names_the_new_one():
     )
     assert done.returncode != 0
     assert "python -m react_lab.lab.mcp" in done.stderr
+
+
+def test_a_vouched_tool_without_annotations_is_gated_as_mcp_defaults_say():
+    from mcp import types
+
+    def listed(annotations):
+        return types.Tool(name="calc", inputSchema={"type": "object"}, annotations=annotations)
+
+    vouched = {"calc": None}
+    assert needs_approval(listed(None), vouched)  # no hint: MCP's default is "may write"
+    assert needs_approval(listed(types.ToolAnnotations()), vouched)  # readOnlyHint not given
+    read_only = types.ToolAnnotations(readOnlyHint=True)
+    assert not needs_approval(listed(read_only), vouched)
+    assert needs_approval(listed(read_only), {})  # the hint alone is no permission
