@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from .guards import Guards
@@ -88,6 +89,8 @@ def check_run_arguments(
             f"guards must be a react_lab.guards.Guards, got {type(guards).__name__} "
             f"{guards!r:.60}; Guards() for every limit, Guards.off() for none"
         )
+    if guards is not None:
+        check_guards(guards)
     check_exemplars(exemplars)
     check_count("max_steps", max_steps)
     check_count("max_tokens", max_tokens)
@@ -108,6 +111,30 @@ def check_tool(name: str, tool: Tool) -> None:
             f"tools[{name!r}].parameters must be a JSON Schema object with 'properties' "
             f"(react_lab.schema.object_schema(...) builds one), got {parameters!r:.80}"
         )
+
+
+def check_guards(guards: Guards) -> None:
+    """Refuse guards whose settings a run cannot use, naming the setting, by its declared type:
+    a count that is not a whole number >= 0, a limit that is not a number >= 0, a switch that
+    is not ``True`` or ``False``, a hook that is not callable (``None`` where the type allows
+    it). ``token_budget="5"`` would otherwise fail mid-run, deep in the loop."""
+    for setting in fields(guards):
+        value, kind = getattr(guards, setting.name), str(setting.type)
+        if value is None and "None" in kind:
+            continue
+        if kind.startswith("Callable"):
+            ok, want = callable(value), "a function"
+        elif kind.startswith("bool"):
+            ok, want = isinstance(value, bool), "True or False"
+        elif kind.startswith(("int", "float")):
+            number = numbers.Integral if kind.startswith("int") else numbers.Real
+            ok = isinstance(value, number) and not isinstance(value, bool) and value >= 0
+            want = "a whole number >= 0" if kind.startswith("int") else "a number >= 0"
+        else:
+            continue
+        if not ok:
+            also = " or None" if "None" in kind else ""
+            raise TypeError(f"guards.{setting.name} must be {want}{also}, got {value!r:.40}")
 
 
 def check_exemplars(exemplars: Any) -> None:

@@ -457,3 +457,26 @@ def test_the_lessons_guards_never_raise_on_model_text(answer, args):
     verdict = watch.check_answer(answer)
     assert verdict is None or verdict.guard == "ungrounded_answer"
     watch.best_effort_answer(answer, loop_said=[answer])
+
+
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("token_budget", "5"),
+        ("money_budget", "1"),
+        ("observation_chars", 1.5),
+        ("max_refusals", -1),
+        ("repeats", "yes"),
+        ("summarize", 1),
+        ("count", "x"),
+        ("approve", "yes"),
+    ],
+)
+def test_a_setting_a_run_cannot_use_is_refused_before_it_starts(setting, value):
+    guards = Guards(**{setting: value})
+    model = ScriptedModel(["Thought: t\nAnswer: 42"])
+    with pytest.raises(TypeError, match=f"guards.{setting} must be"):
+        ask("q?", model, default_tools(), guards=guards)
+    with pytest.raises(TypeError, match=f"guards.{setting} must be"):
+        ask_native("q?", ScriptedChatModel([{"answer": "42"}]), default_tools(), guards=guards)
+    assert model.calls == 0  # refused before the model was asked

@@ -33,8 +33,20 @@ class ScriptedModel:
     def __init__(
         self, completions: Sequence[str], *, repeat_last: bool = True, name: str = "scripted"
     ):
+        if isinstance(completions, (str, bytes)):  # one string: each letter would be a completion
+            raise TypeError(
+                "completions must be a list of strings, one per model call; got one string: "
+                f"write [{completions!r:.40}]"
+            )
         if not completions:
             raise ValueError("a scripted model needs at least one completion")
+        wrong = [c for c in completions if not isinstance(c, str)]
+        if wrong:
+            bad = wrong[0]
+            raise TypeError(
+                f"each completion must be a string (the model's text), got "
+                f"{type(bad).__name__} {bad!r:.40}"
+            )
         self.completions = list(completions)
         self.repeat_last = repeat_last
         self.prompts: list[str] = []
