@@ -13,6 +13,8 @@ Each notebook runs in a fresh kernel (nbclient), as "Restart & Run All" would ru
   cell marked ``# NBVAL_CHECK_OUTPUT`` is re-marked ``# NBVAL_IGNORE_OUTPUT`` (in CI the
   checker still raises on a wrong solution, which nbval reports);
 * a fresh results cache (REACT_LAB_CACHE), so every number is computed in this run;
+* a cell tagged ``no-stored-output`` stored without its output, which, with the reference
+  standing in for the learner's code, would show a solution (07's diff of the two loops);
 * the widget state stored in the notebook's metadata, so stored widgets render (in a
   trusted notebook: scripts/workshop.sh and binder/postBuild run ``jupyter trust``),
   and each stored progress bar's text fallback rewritten to its final state.
@@ -51,6 +53,9 @@ CHECKER_CALL = re.compile(r"^\s*check\(\s*[\"']", re.M)
 #: A call of one of the lab's figure functions (react_lab.lab.notebook.plots), which return a
 #: Figure.
 PLOT_CALL = re.compile(r"\bplot_\w+\(")
+#: The cell tag of a cell stored without its output: run without the learner's code, it would
+#: print a reference solution (07's diff of the two loops).
+NO_STORED_OUTPUT = "no-stored-output"
 #: What react_lab.lab.notebook.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
@@ -131,11 +136,14 @@ def progress_text(model_id: str, state: dict) -> str | None:
 def finish(nb, kernel_name: str) -> None:
     """Set the kernelspec JupyterLab would write.
 
-    Rewrites stored progress bars' text to their end.
+    Rewrites stored progress bars' text to their end; drops the output of a cell tagged
+    :data:`NO_STORED_OUTPUT`.
     """
     nb.metadata["kernelspec"] = kernelspec(kernel_name)
     state = widget_state(nb)
     for cell in nb.cells:
+        if NO_STORED_OUTPUT in cell.metadata.get("tags", []):
+            cell.outputs = []  # what it prints without the learner's code is a solution
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             text = view and progress_text(view["model_id"], state)

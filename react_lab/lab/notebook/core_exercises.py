@@ -945,7 +945,8 @@ def _native_case(
     return Case(
         (QUESTION, model, tools),
         verify,
-        kwargs={"exemplars": exemplars, "max_steps": max_steps},
+        # no exemplars: the default (None) is what the learner's run_native meets
+        kwargs={"max_steps": max_steps, **({"exemplars": exemplars} if exemplars else {})},
         shown=f"{QUESTION!r}, scripted chat model, tools"
         + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
         + (f", max_steps={max_steps}" if max_steps != 6 else ""),

@@ -236,6 +236,8 @@ PLANTED = [
         ),
         1,
     ),
+    # exemplars passed on as given: the default None breaks the first request
+    ("run_native", _native(start="first_messages(question, tools, exemplars=exemplars)"), 2),
     ("run_native", _native(stop=", stop=STOP"), 2),
     ("run_native", _native(answered="messages"), 3),
     ("run_native", _native(turn="messages += tool_messages(reply, tools)[1:]"), 3),
