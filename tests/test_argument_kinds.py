@@ -113,7 +113,8 @@ def test_surrounding_whitespace_is_stripped_before_the_check_and_the_tool(name, 
     parsed = parse(f"Action: {name}\nAction Input: {json.dumps(args)}", tools=list(tools))
     assert parsed.input == args
     assert call_tool(tools, name, parsed.args).error is None
-    assert Guards.off().start().run_tool(tools, name, parsed.args).error is None
+    yes = Guards.off(approve=lambda name, args: True)  # schedule_payment is approved
+    assert yes.start().run_tool(tools, name, parsed.args).error is None
     positional = [args[k] for k in good]
     assert call_tool(tools, name, positional).error is None
     assert all(call == (name, (), good) for call in received[:2]) and received[2:] == [
