@@ -6,38 +6,43 @@ markup instead of a result, so :func:`call_in_answer` finds one in every shape m
 - a call another reader knows: markup or a JSON call with arguments
   (:func:`react_lab._parsing.leaks.find_leaks`), a line that is only a call
   (:func:`react_lab._parsing.other.bare_call`), an Action label before a call mid-line;
-- a call that stands alone on its line: at the line start, after a label in any language
-  (``Acción: get_charge[ch_1]``, ``行动：get_charge[ch_1]``, ``Source: get_charge(ch_1)``) or
-  after a sentence (``Let me check. get_charge(charge_id="ch_1")``), with nothing but
-  punctuation after it; brackets or quotes around the name too (``[get_charge]("ch_1")``);
+- a call that stands alone on its line: at the line start, after a label of up to eight words
+  in any language (``Acción: get_charge[ch_1]``, ``行动：get_charge[ch_1]``, ``Source:
+  get_charge(ch_1)``, ``Let me check the charge: get_charge("ch_1")``) or after a sentence
+  (``Let me check. get_charge(charge_id="ch_1")``), with nothing but punctuation or a code
+  comment after it; brackets, quotes or backticks around the name too;
 - a call written as code: assigned or awaited (``x = get_charge(...)``, ``await
   get_charge(...)``), after ``call:`` (Gemma's markup with its markers stripped), ``>>>`` or
-  ``@``, a code span that is a call (``I will run `get_charge("ch_1")` now``);
+  ``@`` (with the agent's tool names, only a declared tool's: ``You can return item(s)`` is
+  prose); a declared tool's call with code arguments (a quoted string, ``key=value``, an
+  object) that ends its line, announced after any words (``Calling get_charge("ch_1")...``,
+  ``Sure, get_charge(charge_id="ch_1")``);
 - an object that names a tool and carries its arguments, however it is spelled: keys
   without quotes (``{name: "get_charge", arguments: {...}}``), ``=`` for ``:``, the call
   nested in a wrapper (``{"tool_uses": [{"recipient_name": "functions.get_charge",
   "parameters": {...}}]}``);
 - a tag that holds a call (``<call>get_charge("ch_1")</call>``, ``<call name="...">``);
-- with the agent's tool names: a declared tool named by an object's name key
-  (``{"tool": "get_charge", "charge_id": "ch_1"}``) or as its key; glued to an object
-  (``get_charge{...}``, ``get_charge: {...}``, ``get_charge => {...}``); as a command
-  (``/get_charge ch_1``, ``$ get_charge``, ``get_charge --charge-id ch_1``, ``get_charge
-  ch_1`` alone on a line); as all the answer is; as a tag or a tag's content; after a tool
-  label (``Tool: get_charge``, ``✿FUNCTION✿: get_charge``); alone on a line with its
-  arguments on the next (``get_charge`` then ``{...}`` or ``Args: ...``); in a fenced block.
+- with the agent's tool names: a declared tool named by an object's name key, with its
+  arguments (``{"tool": "get_charge", "charge_id": "ch_1"}`` as all the answer) or as its
+  key; glued to an object (``get_charge{...}``, ``get_charge: {...}``, ``get_charge =>
+  {...}``); as a command (``/get_charge ch_1``, ``$ get_charge``, ``get_charge --charge-id
+  ch_1``, ``get_charge ch_1`` alone on a line); as all the answer is; as a tag or a tag's
+  content; after a tool label (``Tool: get_charge``, ``✿FUNCTION✿: get_charge``); alone on a
+  line with its arguments on the next (``get_charge`` then ``{...}`` or ``Args: ...``); in a
+  fenced block, as written, as a call or a command.
 
 Before looking, the text is read as a model's markup would be: full-width brackets and
 colons as ASCII, no-break spaces as spaces, zero-width characters and blockquote marks
 dropped, and an answer that is one quoted string (``"get_charge(\\"ch_1\\")"``, JSON
 written twice) read inside its quotes too.
 
-What stays an answer: prose that mentions a tool or cites a call mid-sentence (``I could
-not search (the database was empty)``, ``The total is 258, from calc(129 * 2).``, ``I
-called get_charge("ch_1") and it says card_declined.``, ``Per search("refund policy"): 60
-days.``), a word before a parenthesis (``Status: declined("card_declined")`` when
-``declined`` is no tool), a tool and its result echoed (``calc: 258``). Every check is one
-regex pass or a bounded number of reads, so the whole stays linear in the length of the
-answer.
+What stays an answer: prose that mentions a tool or cites a call mid-sentence, in backticks
+or not (``I could not search (the database was empty)``, ``The total is 258, from calc(129 *
+2).``, ``I called `get_charge("ch_1")` and it says card_declined.``, ``Per search("refund
+policy"): 60 days.``, ``Yes (see find_invoice("INV-2041")).``), a word before a parenthesis
+(``Status: declined("card_declined")`` when ``declined`` is no tool), a tool and its result
+echoed (``calc: 258``). Every check is one regex pass or a bounded number of reads, so the
+whole stays linear in the length of the answer.
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ _INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r
 #: words in any script), or a sentence's end; then the name, with brackets or quotes around it.
 _STANDING = (
     r"(?:^[ \t>*_#+\u2022-]*(?:\d{1,3}[.)][ \t]+)?"
-    r"(?:[^\s:\uff1a]{1,30}(?:[ \t][^\s:\uff1a]{1,30}){0,2}[ \t*]*" + COLON + r"[ \t*`\"']*)?"
+    r"(?:[^\s:\uff1a]{1,30}(?:[ \t][^\s:\uff1a]{1,30}){0,7}[ \t*]*" + COLON + r"[ \t*`\"']*)?"
     r"|[.!?][ \t]+)[\[\"'`*<\u27e8]*"
 )
 _STANDING_CALL = re.compile(
@@ -83,8 +88,8 @@ _CODE_CALL = re.compile(
     + r")[\[({]",
     re.IGNORECASE,
 )
-#: A code span, ```` `...` ````, on one line.
-_CODE_SPAN = re.compile(r"`([^`\n]{1,2000})`")
+#: A name glued to its parenthesis.
+_GLUED_CALL = re.compile(r"(?<![\w.])(" + NAME + r")\(")
 #: A code span's call: the name (after an assignment or ``await``), glued to its bracket.
 _SPAN_CALL = re.compile(
     r"[ \t]*(?:[\w.]+[ \t]*=[ \t]*)?(?:await[ \t]+)?(" + NAME + r")[\[({]", re.IGNORECASE
@@ -105,6 +110,8 @@ _CALL_TAG = re.compile(
 )
 #: A tag's attribute that names the tool: ``name="get_charge"``.
 _NAME_ATTRIBUTE = re.compile(r"\bname[ \t]*=[ \t]*[\"']?(" + NAME + ")")
+#: A code comment at the end of a line: ``# ...``, ``// ...``, ``-- ...``, ``<!-- ... -->``.
+_COMMENT = re.compile(r"[ \t]+(?:#|//|--|<!--).*$")
 #: The keys a call object carries its arguments under, as :func:`norm_key` writes them.
 _INPUT_NORMS = {norm_key(k) for k in INPUT_KEYS}
 #: A key of a call object that holds the tool's name (compared as :func:`norm_key` writes it).
@@ -179,16 +186,39 @@ def _standing_call(text: str, names: tuple[str, ...]) -> str | None:
 
 
 def _code_call(text: str, names: tuple[str, ...]) -> str | None:
-    """A call written as code: assigned, awaited, after ``call:``, ``>>>`` or ``@``, or a code
-    span that is a call."""
+    """A call written as code (assigned, awaited, after ``call:``, ``>>>`` or ``@``; with
+    ``names``, only a declared tool's), or a declared tool's call with code arguments that
+    ends its line, announced rather than cited (:func:`_announced`)."""
+    declared = {n.lower() for n in names}
     for m in islice(_CODE_CALL.finditer(text), MAX_LOOKS):
+        if names and m.group(1).lower() not in declared:
+            continue  # "You can return item(s)", "Total = sum(129, 129)": prose
         if _closes(text, m.end() - 1):
             return m.group(1)
-    for span in islice(_CODE_SPAN.finditer(text), MAX_LOOKS):
-        m = _SPAN_CALL.match(text, span.start(1), span.end(1))
-        if m is not None and _closes(text, m.end() - 1):
+    for m in islice(_GLUED_CALL.finditer(text), MAX_LOOKS):  # "Calling get_charge("ch_1")..."
+        if m.group(1).lower() in declared and _announced(text, m):
             return m.group(1)
     return None
+
+
+def _announced(text: str, m: re.Match) -> bool:
+    """True if the call at ``m`` has code arguments and ends its line outside any parenthesis:
+    ``Sure, get_charge("ch_1")``, ``Calling get_charge(charge_id="ch_1")...``; not ``I called
+    get_charge("ch_1") and it says declined`` nor ``Yes (see get_charge("ch_1")).``."""
+    start = text.rfind("\n", 0, m.start()) + 1
+    before = text[start : m.start()]
+    if before.count("(") > before.count(")") or not _code_arguments(text, m.end() - 1):
+        return False
+    return _closes(text, m.end() - 1, ends_line=True)
+
+
+def _code_arguments(text: str, opener: int) -> bool:
+    """True if the parenthesis at ``opener`` closes and holds code: a quoted string,
+    ``key=value`` or an object (``get_charge("ch_1")``, not ``calc(129 * 2)``)."""
+    close = find_brackets(text, opener, limit=1, pair="()")[0][1]
+    if close is None:
+        return False
+    return re.search(r"[\"'{]|\w[ \t]*=(?!=)", text[opener:close]) is not None
 
 
 def _object_call(text: str, names: tuple[str, ...]) -> str | None:
@@ -223,7 +253,7 @@ def _named_call(
     if isinstance(value, dict):
         declared = {n.lower() for n in names}
         carries = any(norm_key(key) in _INPUT_NORMS for key in value)
-        flat = carries or len(value) > 1 or whole
+        flat = carries or whole
         for key, inner in value.items():
             if isinstance(key, str) and key.lower() in declared:
                 return key
@@ -281,7 +311,10 @@ def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, 
         r"[^\w\s:]{0,3}[ \t*]*" + COLON + r"[ \t*`\"']*(" + tool + r")[ \t*`\"'.]*$",
         re.IGNORECASE | re.MULTILINE,
     )
-    word = re.compile(r"(?<![\w.])" + tool + r"(?!\w)", re.IGNORECASE)
+    as_written = "(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")"
+    word = re.compile(  # in a code block: get_charge(...), get_charge ch_1 (as written)
+        r"(?<![\w.])" + as_written + r"(?=[ \t]*[\[({]|[ \t]+[^\s]*[\d_\"'=-])"
+    )
     return spelled, labelled, word
 
 
@@ -335,6 +368,7 @@ def _closes(text: str, opener: int, ends_line: bool = False) -> bool:
         return False
     line_end = text.find("\n", close)
     tail = text[close : len(text) if line_end < 0 else line_end]
+    tail = _COMMENT.sub("", tail)  # "get_charge("ch_1")  # fetch it": a comment is no prose
     return not ends_line or not tail.strip(" \t`*\"'.;\u2026")
 
 

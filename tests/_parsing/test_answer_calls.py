@@ -31,8 +31,6 @@ SHAPES = {
     "assigned and awaited": 'result = await get_charge("ch_2VzSg6")',
     "a prompt": f">>> get_charge({CALL})",
     "a decorator-like @": f"@get_charge({CALL})",
-    "in backticks mid-sentence": 'I will call `get_charge("ch_2VzSg6")` now.',
-    "the paper's form in backticks": "Let me run `search[refund]` first.",
     "after a sentence": f"Let me check. get_charge({CALL})",
     "over several lines": f"get_charge(\n  {CALL}\n)",
     "a Spanish label": "Acción: get_charge[ch_2VzSg6]",
@@ -74,6 +72,11 @@ SHAPES = {
     "command-line flags": "get_charge --charge-id ch_2VzSg6",
     "a mention-style command": "@get_charge ch_2VzSg6",
     "a link-like call": '[get_charge]("ch_2VzSg6")',
+    "after a long lead-in": 'Let me check the status of this charge: get_charge(charge_id="ch_1")',
+    "announced": 'Calling get_charge(charge_id="ch_2VzSg6")...',
+    "after a word and a comma": 'Sure, get_charge("ch_2VzSg6")',
+    "with a code comment after it": 'get_charge(charge_id="ch_2VzSg6")  # fetch the charge',
+    "a fenced call": '```\nget_charge(charge_id="ch_2VzSg6")\n```',
 }
 
 
@@ -107,6 +110,16 @@ PROSE = [
     'Per search("refund policy"): 60 days.',
     "The expression calc[129 * 2] gives 258.",
     "calc: 258",  # a tool and its result, echoed: no call
+    'I will call `get_charge("ch_2VzSg6")` now.',  # cited mid-sentence, backticks or not
+    "Let me run `search[refund]` first.",
+    "You can return item(s) within 60 days for a full refund.",
+    "Please await confirmation(s) from your bank.",
+    "Total = sum(129, 129) = 258.",
+    "Use the `amount(cents)` field.",
+    "```\nSearch results\n1. Refund policy: 60 days\n```",
+    "```text\nCalc result: 258\n```",
+    '| Call | Result |\n|--|--|\n| `get_charge("ch_1")` | declined |',
+    '`get_charge("ch_1")` returned `declined`.',
     "get_payments: []",
     "INV-2041 was paid on 2026-07-14 (bank transfer).",
     "价格（含税）为 258。",
