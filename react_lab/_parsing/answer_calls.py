@@ -144,6 +144,12 @@ def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | Non
     return None
 
 
+@lru_cache(maxsize=64)
+def _lowered(names: tuple[str, ...]) -> frozenset[str]:
+    """The declared tool names in lower case: a tool name is matched in any case."""
+    return frozenset(n.lower() for n in names)
+
+
 def _readings(answer: str) -> list[str]:
     """``answer`` as a model's markup is read, and, when it is one quoted string, its inside."""
     text = answer.translate(FULL_WIDTH).translate(_SPACES).translate(_INVISIBLE)
@@ -178,7 +184,7 @@ def _standing_call(text: str, names: tuple[str, ...]) -> str | None:
     nothing but punctuation after it. With ``names``, only a declared tool's."""
     for m in islice(_STANDING_CALL.finditer(text), MAX_LOOKS):
         name = m.group(1)
-        if names and name.lower() not in {n.lower() for n in names}:
+        if names and name.lower() not in _lowered(names):
             continue
         if _closes(text, m.end() - 1, ends_line=True):
             return name
@@ -189,7 +195,7 @@ def _code_call(text: str, names: tuple[str, ...]) -> str | None:
     """A call written as code (assigned, awaited, after ``call:``, ``>>>`` or ``@``; with
     ``names``, only a declared tool's), or a declared tool's call with code arguments that
     ends its line, announced rather than cited (:func:`_announced`)."""
-    declared = {n.lower() for n in names}
+    declared = _lowered(names)
     for m in islice(_CODE_CALL.finditer(text), MAX_LOOKS):
         if names and m.group(1).lower() not in declared:
             continue  # "You can return item(s)", "Total = sum(129, 129)": prose
@@ -251,7 +257,7 @@ def _named_call(
     needed`` mentions one).
     """
     if isinstance(value, dict):
-        declared = {n.lower() for n in names}
+        declared = _lowered(names)
         carries = any(norm_key(key) in _INPUT_NORMS for key in value)
         flat = carries or whole
         for key, inner in value.items():
@@ -277,7 +283,7 @@ def _named_call(
 def _tagged_call(text: str, names: tuple[str, ...]) -> str | None:
     """A tag that says it holds a call (``<call>``, ``<tool>``), with a call inside it, a
     tool named in its attributes, or a declared tool as all it holds."""
-    declared = {n.lower() for n in names}
+    declared = _lowered(names)
     for m in islice(_CALL_TAG.finditer(text), MAX_LOOKS):
         attribute = _NAME_ATTRIBUTE.search(m.group(1))
         if attribute is not None:
