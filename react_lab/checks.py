@@ -1,8 +1,9 @@
 """A run's arguments, refused before anything runs, with a message that says what to pass.
 
 Both loops call :func:`check_run_arguments` first (:func:`react_lab.loop.run`,
-:func:`react_lab.native.run_native`); the backends check their counts with
-:func:`check_count`. What counts as a blank question is :func:`react_lab.protocol.visible`'s.
+:func:`react_lab.native.run_native`) and read each reply of the model through
+:func:`check_reply`; the backends check their counts with :func:`check_count`. What counts as
+a blank question is :func:`react_lab.protocol.visible`'s.
 """
 
 from __future__ import annotations
@@ -153,3 +154,29 @@ def check_exemplars(exemplars: Any) -> None:
                 f"exemplars[{i}] must be a react_lab.protocol.Exemplar, got "
                 f"{type(exemplar).__name__} {exemplar!r:.60}"
             )
+
+
+#: What each loop reads of what the model's method returns, by the method's name.
+#: (A step records the counts: :meth:`react_lab.trace.Step.of`.)
+_COUNTS = ("finish_reason", "prompt_tokens", "completion_tokens", "evaluated_tokens", "seconds")
+REPLY_FIELDS = {
+    "complete": ("text", *_COUNTS),
+    "chat": ("content", "tool_calls", "thought", "message", "text", *_COUNTS),
+}
+
+
+def check_reply(reply: Any, model, method: str) -> Any:
+    """Return what ``model.<method>(...)`` returned, or raise ``TypeError`` if a loop cannot
+    read it: a bare string, or an object without the fields of :data:`REPLY_FIELDS` (the
+    lab's backends return ``Completion`` and ``ChatReply`` objects, which have them)."""
+    missing = [name for name in REPLY_FIELDS[method] if not hasattr(reply, name)]
+    if method == "complete" and not missing and not isinstance(reply.text, str):
+        missing = ["text as a string"]
+    if missing:
+        kind = "Completion" if method == "complete" else "ChatReply"
+        raise TypeError(
+            f"{type(model).__name__}.{method}(...) returned {type(reply).__name__} "
+            f"{reply!r:.60}, which has no {', '.join(missing)}: return a {kind} as the "
+            "backends of react_lab.lab.backends do"
+        )
+    return reply

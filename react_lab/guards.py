@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from ._parsing.labels import starts_with_label, strip_answer_label
 from .protocol import ParseResult, clip
-from .tools import Observation, Tool, call_tool
+from .tools import Observation, Tool, call_tool, declared
 
 #: The limits on what a run spends: a run one of them ended gets no best-effort request.
 BUDGETS = ("token_budget", "money_budget", "time_budget")
@@ -152,9 +152,9 @@ class Watch:
             return self.last_refusal  # the model ignores what the guards tell it
         return None
 
-    def tool_names(self, tools: dict[str, Tool]) -> list[str]:
-        """The tool names the parser accepts (the tools'; the lab's guards add ``more``)."""
-        return list(tools)
+    def tool_names(self, tools: dict[str, Tool]) -> dict[str, dict]:
+        """The tools the parser accepts, each name with its parameters (the lab's add ``more``)."""
+        return declared(tools)
 
     def check_question(self, parsed: ParseResult) -> tuple[ParseResult, str | None]:
         """A parsed completion as the loop keeps it, and the guard that changed it (none here)."""
@@ -163,10 +163,10 @@ class Watch:
     def check_answer(self, answer: str) -> Observation | None:
         """Return an error observation rejecting the final answer, or None to accept it."""
         if self.guards.require_retrieval and not self.seen:
-            return rejection(
+            return Observation.failure(
                 "that answer came before any tool returned data. This question needs facts "
                 "from the billing system: call a tool first, then answer from its observation.",
-                "ungrounded_answer",
+                guard="ungrounded_answer",
             )
         return None
 
@@ -209,14 +209,13 @@ class Watch:
         g, failed = self.guards, self.errors.get(name, 0)
         if g.retry_cap is not None and failed >= g.retry_cap:
             message = f"{name} failed {failed} times in a row, so the loop will not run it again "
-            return rejection(message + "in this run.", "retry_cap")
+            return Observation.failure(message + "in this run.", guard="retry_cap")
         key = call_key(args)
         earlier = [i for i, (n, k, _) in enumerate(self.calls, 1) if n == name and k == key]
         if g.repeats and earlier:
             message = f"{shown_call(name, args)} was already run (tool call {earlier[0]}); its "
-            return rejection(
-                message + "observation is above and running it again gives the same.", "repeat"
-            )
+            message += "observation is above and running it again gives the same."
+            return Observation.failure(message, guard="repeat")
         return None
 
     def refuse_unapproved(self, tools: dict[str, Tool], name: str, args) -> Observation | None:
@@ -231,7 +230,8 @@ class Watch:
         if approved:
             return None
         message = f"{shown_call(name, args)} changes the world and was not approved, so it did "
-        return rejection(message + "not run and nothing changed. Go on without it.", "approval")
+        message += "not run and nothing changed. Go on without it."
+        return Observation.failure(message, guard="approval")
 
     def observe(self, name: str, args, obs: Observation) -> Observation:
         """Count the tool's errors in a row; cut its result to ``observation_chars``, marked."""
@@ -254,11 +254,6 @@ def truncated(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return f"{text[:limit]} [truncated by the loop: {len(text) - limit} more characters not shown]"
-
-
-def rejection(message: str, guard: str) -> Observation:
-    """The error observation of a guard that says no: what the model reads, and the guard's name."""
-    return Observation(f"Error: {message}", message, guard=guard)
 
 
 def shown_call(name: str, args) -> str:

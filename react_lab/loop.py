@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from .checks import check_run_arguments
+from .checks import check_reply, check_run_arguments
 from .context import compact_transcript
 from .guards import BUDGETS, Guards, Watch
 from .parser import parse, read_reply
@@ -72,6 +72,7 @@ def run(
         t0 = time.perf_counter()  # the step's wall-clock seconds start here
         # 1. Send the whole transcript; the stop sequence ends the completion before an Observation.
         completion = model.complete(transcript.text, stop=stop_sequence, max_tokens=max_tokens)
+        check_reply(completion, model, "complete")  # a bare string is no completion
         watch.spend(completion)  # guard: token and money budgets
         # 2. Parse the completion (the action of step 4) and append the part the parser keeps:
         #    up to the first action or answer, never an Observation the model wrote itself.
@@ -150,6 +151,7 @@ def ask_best_effort(
     t0 = time.perf_counter()
     transcript.add("loop", BEST_EFFORT_NUDGE.format(guard=guard), kind="nudge")
     completion = model.complete(transcript.text, stop=STOP, max_tokens=max_tokens)
+    check_reply(completion, model, "complete")
     watch.spend(completion)
     loop_said = transcript.written("loop", ("error", "nudge"))  # not the tools' data
     text = read_reply(completion.text, list(tools) if tools is not None else None)
@@ -192,8 +194,15 @@ def best_effort_step(
     )
 
 
-def ask(question: str, model, tools: dict[str, Tool], **kwargs) -> RunResult:
+def ask(
+    question: str,
+    model,
+    tools: dict[str, Tool],
+    *,
+    transcript: Transcript | None = None,
+    **kwargs,
+) -> RunResult:
     """Run :func:`run` to the end and collect a :class:`RunResult` (same keyword arguments)."""
-    transcript = Transcript()
+    transcript = transcript if transcript is not None else Transcript()
     steps = list(run(question, model, tools, transcript=transcript, **kwargs))
     return RunResult.from_steps(question, steps, transcript)

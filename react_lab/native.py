@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
-from .checks import check_run_arguments
+from .checks import check_reply, check_run_arguments
 from .context import compact_messages
 from .guards import BUDGETS, Guards, Watch
 from .loop import MAX_STEPS, best_effort_step, end_step
@@ -28,14 +28,13 @@ from .schema import check_arguments, decode_arguments, example_args
 from .tool_calls import (
     SYSTEM,
     conversation,
-    declared,
     first_messages,
     malformed_reply_message,
     not_an_answer_message,
     record_calls,
     reply_calls,
 )
-from .tools import Observation, Tool, call_tool, tool_schemas
+from .tools import Observation, Tool, call_tool, declared, tool_schemas
 from .trace import RunResult, Step
 
 #: What the loop tells the model when no more tool calls are allowed.
@@ -156,6 +155,7 @@ def run_native(
     for number in range(1, max_steps + 1):
         t0 = time.perf_counter()
         reply = model.chat(messages, tools=schemas, max_tokens=max_tokens, tool_choice=tool_choice)
+        check_reply(reply, model, "chat")  # a bare string is no reply
         watch.spend(reply)  # guard: token and money budgets
         # A call written in the text is never the answer: it runs, or the model is told why not.
         calls, leaked, problem = reply_calls(reply, offered)
@@ -230,10 +230,11 @@ def ask_best_effort_native(
     request = BEST_EFFORT_REQUEST.format(guard=guard)
     messages.append({"role": "user", "content": request})
     reply = model.chat(messages, tools=list(tools), max_tokens=max_tokens, tool_choice="none")
+    check_reply(reply, model, "chat")
     watch.spend(reply)
     messages.append(reply.message())
     names = {  # each tool's declared parameters, as declared() gives them
-        t["function"]["name"]: list(t["function"].get("parameters", {}).get("properties", {}))
+        t["function"]["name"]: dict(t["function"].get("parameters", {}).get("properties", {}))
         for t in tools
         if isinstance(t, dict) and "function" in t
     }
@@ -250,12 +251,19 @@ def ask_best_effort_native(
     )
 
 
-def ask_native(question: str, model, tools: dict[str, Tool], **kwargs) -> RunResult:
+def ask_native(
+    question: str,
+    model,
+    tools: dict[str, Tool],
+    *,
+    messages: list[dict] | None = None,
+    **kwargs,
+) -> RunResult:
     """Run :func:`run_native` to the end; return a :class:`react_lab.trace.RunResult`.
 
     The result's transcript shows the conversation by owner: system and user messages
     as ``prompt``, assistant replies as ``model``, tool results as ``loop``.
     """
-    messages: list[dict] = []
+    messages = messages if messages is not None else []
     steps = list(run_native(question, model, tools, messages=messages, **kwargs))
     return RunResult.from_steps(question, steps, conversation(messages))

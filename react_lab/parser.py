@@ -21,7 +21,7 @@ those to one function of the private package, :func:`react_lab._parsing.read_oth
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from ._parsing import forgery, labels, read_other, reasons
 from ._parsing.brackets import bracket_call
@@ -38,7 +38,7 @@ NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}
 
 def parse(
     text: str,
-    tools: Iterable[str] | None = None,
+    tools: Iterable[str] | Mapping[str, dict] | None = None,
     *,
     finish_reason: str | None = None,
     max_tokens: int | None = None,
@@ -54,8 +54,13 @@ def parse(
     read; an empty answer (invisible characters count as empty); ``Answer:`` followed by
     another label on its line; an empty completion; a Thought cut off mid-sentence. With
     ``finish_reason="length"`` every error says the completion was cut at the token limit
-    (``max_tokens``). Linear in the length of the text, whatever the text.
+    (``max_tokens``). Linear in the length of the text, whatever the text. ``tools``: the
+    tool names, or each name mapped to its parameters' schemas (then a value that another
+    model's markup writes as text, ``<parameter=invoice_id>2041</parameter>``, is read by its
+    declared type); anything else (``tools=5``) is the caller's mistake: ``TypeError``.
     """
+    if tools is not None and (isinstance(tools, bytes) or not isinstance(tools, Iterable)):
+        raise TypeError(f"tools must be tool names (a list, or a dict by name), got {tools!r:.60}")
     try:
         text = text if isinstance(text, str) else str(text)
         return _parse(text, tools, finish_reason, max_tokens)
@@ -67,6 +72,7 @@ def parse(
 def _parse(text, tools, finish_reason, max_tokens) -> ParseResult:
     """:func:`parse` on a string: the five steps of this module's docstring, in order."""
     tools = [tools] if isinstance(tools, str) else tools  # "search": one name, not six letters
+    declared = tools if isinstance(tools, Mapping) else None  # each name's parameters
     tools = list(tools) if tools is not None else None
     text = labels.one_newline(text.replace("\r\n", "\n"))  # every line break a "\n"
     text = decode_markers(text)[0]  # "Action:▁search[x]": tokens joined without decoding
@@ -86,7 +92,7 @@ def _parse(text, tools, finish_reason, max_tokens) -> ParseResult:
         result = ParseResult("error", thought=reasoning, reasoning=reasoning, reason=reason)
     else:
         text, forged = _truncate(text)
-        found = _read(text, tools)
+        found = _read(text, declared or tools)
         if found is None:  # no action, no answer: the reason says what was there instead
             reason = reasons.no_call_reason(text, forged, cut, finish_reason)
             reason = f"outside {aside}: {reason}" if aside else reason

@@ -21,7 +21,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 THOUGHT, ACTION, OBSERVATION = "Thought", "Action", "Observation"
 
@@ -116,8 +116,9 @@ def build_prompt(
     ``exemplars`` defaults to the first of :data:`EXEMPLARS`. ``notes`` are lines added
     after the instructions and ``mark`` rewrites the exemplars' observations (see
     :meth:`Exemplar.render`): the loop fills both from its guards. ``tools`` are
-    :class:`react_lab.tools.Tool` objects.
+    :class:`react_lab.tools.Tool` objects, or a dict of them by name.
     """
+    tools = tools.values() if isinstance(tools, Mapping) else tools  # default_tools() is a dict
     exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
     # One line per tool with an example call from its schema's ``examples``: without it the
     # smallest model copies parameter names (``get_payments[invoice_id]``) as arguments.

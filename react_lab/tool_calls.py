@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from .parser import parse, read_reply
 from .protocol import ACTION, Exemplar, unknown_tool_message
 from .schema import check_arguments, decode_arguments
-from .tools import Observation, Tool
+from .tools import Observation, Tool, declared
 from .trace import Step, Transcript
 
 #: The system message of a native run. No format rules, no exemplars: the tools travel as
@@ -137,11 +137,6 @@ def well_formed(call, number: int) -> dict:
     if call.get("id") is None:  # some servers send none: a tool message needs one to answer
         return {**call, "id": f"call_{number}"}
     return call
-
-
-def declared(tools: dict[str, Tool]) -> dict[str, list[str]]:
-    """Each tool's name and its declared parameters: what the leak reader checks a call against."""
-    return {name: list(tool.parameters.get("properties", {})) for name, tool in tools.items()}
 
 
 def leak_problems(tools: dict[str, Tool], calls: Sequence[dict]) -> list[str]:

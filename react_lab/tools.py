@@ -181,6 +181,12 @@ def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
     return [tool.openai_schema() for tool in (tools.values() if isinstance(tools, dict) else tools)]
 
 
+def declared(tools: dict[str, Tool]) -> dict[str, dict]:
+    """Each tool's name and its parameters' schemas: what the parser checks a call against
+    (and reads a value written as text by, :func:`react_lab.parser.parse`)."""
+    return {name: dict(tool.parameters.get("properties", {})) for name, tool in tools.items()}
+
+
 @dataclass
 class Observation:
     """What a tool call produced, as the loop will show it to the model.

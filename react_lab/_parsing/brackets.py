@@ -109,7 +109,10 @@ def bracket_call(text: str, start: int, line_end: int) -> tuple[str, str, int] |
 
     ``name`` is everything before the first ``[``; it must not be blank or hold ``]``, ``{``
     or ``}``. ``args`` runs to the matching ``]``; a call never closed on its line (the
-    model was cut off mid-call) takes the rest of the line.
+    model was cut off mid-call) takes the rest of the line. A quote is an ordinary character
+    (``search[it's]``), except in arguments that open with a quote or a bracket, which are
+    read as a string or JSON would be when they close on the line: ``search["a]b"]`` is
+    ``"a]b"``, not ``"a``.
     """
     open_at = text.find("[", start, line_end)
     if open_at < 0:
@@ -118,7 +121,12 @@ def bracket_call(text: str, start: int, line_end: int) -> tuple[str, str, int] |
     if not name.strip() or any(ch in name for ch in "]{}"):
         return None
     name = name.strip(" \t").strip("`*\"' ")
-    close = find_brackets(text, open_at, limit=1, end=line_end, pair="[]", quotes=False)[0][1]
+    quoted = text[open_at + 1 : line_end].lstrip(" \t")[:1] in ('"', "'", "{", "[")
+    close = None
+    if quoted:
+        close = find_brackets(text, open_at, limit=1, end=line_end, pair="[]", quotes=True)[0][1]
+    if close is None:
+        close = find_brackets(text, open_at, limit=1, end=line_end, pair="[]", quotes=False)[0][1]
     if close is None:
         return name, text[open_at + 1 : line_end], line_end
     return name, text[open_at + 1 : close - 1], close

@@ -68,7 +68,9 @@ class Call:
 
     ``arguments`` is a dict, or the text written where they belong (a problem says why it
     cannot be used). ``answer`` is set instead of ``name`` for Harmony's final channel;
-    ``thought`` holds reasoning the markup carries (Harmony's analysis channel).
+    ``thought`` holds reasoning the markup carries (Harmony's analysis channel). ``texts``
+    holds the values as written, for formats whose values are text (Qwen3-Coder's
+    ``<parameter>``, GLM's ``<arg_value>``): :func:`typed` reads each by its declared type.
     """
 
     start: int
@@ -79,6 +81,7 @@ class Call:
     problem: str | None = None
     answer: str | None = None
     thought: str | None = None
+    texts: dict | None = None
 
 
 def _token(words: str) -> str:
@@ -103,7 +106,10 @@ def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the positio
 
 
 def _value(raw: str) -> Any:
-    """An element's value: JSON when it is JSON (a finite number, true, an object), else text."""
+    """An element's value: JSON when it is JSON (a finite number, true, an object), else text.
+
+    What a value is when its type is not declared (:func:`typed`).
+    """
     text = raw.strip()
     try:
         value = json.loads(text)
@@ -481,7 +487,7 @@ def _elements(
     at = _skip(text, m.end())
     if text.startswith("{", at):  # <function=NAME>{...}</function>: Llama 3.1 and Functionary
         return [replace(_json_args(text, at, body_end, "Llama 3.1", name, m.start()), end=end)]
-    args, pos = {}, m.end()
+    args, texts, pos = {}, {}, m.end()
     for _ in range(64):
         p = _PARAM.search(text, pos, body_end)
         stray = _CLOSING_TAGS.sub("", text[pos : p.start() if p else body_end]).strip()
@@ -489,7 +495,7 @@ def _elements(
             problem = (
                 f"has text outside its parameters ({shown(stray, 40)}), which no parameter holds"
             )
-            return [Call(m.start(), end, fmt, name, args, problem)]
+            return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
         if p is None:
             break
         key = (p.group("eq") or p.group("attr")).strip()
@@ -498,15 +504,18 @@ def _elements(
         nxt = _PARAM.search(text, p.end(), stop.start() if stop else body_end)
         raw = text[p.end() : nxt.start() if nxt else stop.start() if stop else body_end]
         raw = re.sub(r"</" + re.escape(key) + r">\s*$", "", raw) if key else raw  # closed by </KEY>
-        args[key] = raw.strip() if 'string="true"' in (p.group("rest") or "") else _value(raw)
+        written = p.group("rest") or ""  # DSML says each value's type: string="true" / "false"
+        args[key] = raw.strip() if 'string="true"' in written else _value(raw)
+        if "string=" not in written:
+            texts[key] = raw.strip()  # no type written: the tool's schema decides (typed)
         if nxt is None and stop is None and not complete:
             problem = "is cut off inside its parameter " + repr(key)
-            return [Call(m.start(), end, fmt, name, args, problem)]
+            return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
         pos = nxt.start() if nxt else stop.end() if stop else body_end
     else:
-        return [Call(m.start(), end, fmt, name, args, "has more than 64 parameters")]
+        return [Call(m.start(), end, fmt, name, args, "has more than 64 parameters", texts=texts)]
     problem = None if complete else "is cut off before its closing tag"
-    return [Call(m.start(), end, fmt, name, args, problem)]
+    return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
 
 
 _GLM_TAG = re.compile(r"<(/?)arg_(key|value)>")
@@ -533,9 +542,13 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     """
 
     def call(name, problem=None):
-        return [Call(start, end, "GLM", name, args, problem)]
+        return [Call(start, end, "GLM", name, args, problem, texts=texts)]
+
+    def value(key, raw):
+        args[key], texts[key] = _value(raw), raw.strip()
 
     args: dict = {}
+    texts: dict = {}
     name, key, state, at, glued = None, None, "name", pos, False
     for i, tag in enumerate(_GLM_TAG.finditer(text, pos, body_end)):
         if i >= 256:
@@ -574,7 +587,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
                 state = "value"
             elif not blank and ((opening, what) in ((False, "value"), (True, "key"))):
                 # <arg_value> left out (and </arg_value> too, before <arg_key>)
-                args[key] = _value(seg)
+                value(key, seg)
                 state = "between" if what == "value" else "key"
             else:
                 return call(name, f"has no value for its argument {key!r} before {tag.group()}")
@@ -582,7 +595,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
             if what == "value" and opening or what == "key" and not opening:
                 return call(name, f"has {tag.group()} inside the value of its argument {key!r}")
             # ended by </arg_value>, or by the next <arg_key> (</arg_value> left out)
-            args[key] = _value(seg)
+            value(key, seg)
             state = "between" if what == "value" else "key"
         else:  # between two arguments
             if (opening, what) == (True, "key") and blank:
@@ -602,7 +615,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     if state == "between" and rest:
         return call(name, f"has text outside its arguments ({shown(rest, 40)})")
     if state in ("value", "after key") and closed and (rest or state == "value"):
-        args[key] = _value(rest)  # the value ends where the call does
+        value(key, rest)  # the value ends where the call does
     elif state != "between":
         what = f"inside its argument {key!r}" if key is not None else "inside an argument key"
         return call(
@@ -641,9 +654,41 @@ def split_glued(call: Call, tools) -> Call:
             name=fits[0],
             problem=None,
             arguments={(key if k == glued else k): v for k, v in call.arguments.items()},
+            texts={(key if k == glued else k): v for k, v in (call.texts or {}).items()},
         )
     could = f" (it could start with {' or '.join(fits)})" if fits else ""
     return replace(call, problem=f"{GLUED_NAME}: {shown(glued, 60)} is not a tool{could}")
+
+
+def typed(call: Call, tools) -> Call:
+    """A call whose values are text (:attr:`Call.texts`), each read by its declared type.
+
+    A parameter the tool declares as a string keeps the text as written, so
+    ``<parameter=invoice_id>2041</parameter>`` is ``"2041"`` and ``true`` stays ``"true"``;
+    one declared as another type (a number, a boolean, an object) is read as JSON, as is
+    one whose type is not known (JSON when it is JSON, else text: :func:`_value`). ``tools``:
+    each declared name mapped to its parameters' schemas (``{"find_invoice": {"invoice_id":
+    {"type": "string"}}}``); names alone, or parameters without schemas, declare no type.
+    Any other call is returned as it is.
+    """
+    if not call.texts or not isinstance(call.arguments, dict):
+        return call
+    params = tools.get(call.name) if isinstance(tools, dict) else None
+    if not isinstance(params, dict):
+        return call
+    arguments = dict(call.arguments)
+    for key, text in call.texts.items():
+        schema = params.get(key)
+        kind = schema.get("type") if isinstance(schema, dict) else None
+        if kind == "string" or (isinstance(kind, list) and "string" in kind):
+            arguments[key] = text
+    return replace(call, arguments=arguments)
+
+
+def fitted(call: Call, tools) -> Call:
+    """A call fitted to the declared ``tools``: a glued name split (:func:`split_glued`),
+    values written as text read by their declared types (:func:`typed`)."""
+    return typed(split_glued(call, tools), tools)
 
 
 # --------------------------------------------------------------------------- wrappers, Python calls

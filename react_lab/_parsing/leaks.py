@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..protocol import clip
 from .calls import find_json_call, load_object, names_a_call
-from .formats import find_calls, split_glued
+from .formats import find_calls, fitted
 from .tokens import decode_markers
 
 #: Most calls read from one reply: a list of calls is rarely longer, and it bounds the work.
@@ -93,7 +93,7 @@ def find_leaks(text: str | None, tools=None) -> list[Leak]:
     try:
         text = decode_markers(text)[0]
         markup = find_calls(text, MAX_CALLS)
-        calls = [split_glued(c, tools) for c in markup if c.name and c.answer is None]
+        calls = [fitted(c, tools) for c in markup if c.name and c.answer is None]
         found = [(c.start, c.end, c.format, c.name, c.arguments, c.problem) for c in calls]
         found += _bare_json_calls(text, [(c[0], c[1]) for c in found])
         found.sort(key=lambda c: c[0])

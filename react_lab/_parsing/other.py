@@ -31,7 +31,7 @@ from .calls import (
     python_calls,
     unwrap,
 )
-from .formats import GLUED_NAME, find_calls, relaxed_object, split_glued
+from .formats import GLUED_NAME, find_calls, fitted, relaxed_object
 from .labels import ANY_LABEL, FENCE, INPUT_LINE, NAME, end_of_line
 
 #: ``(start, end, result, thought)``: the span of text read, what it is, and the reasoning the
@@ -75,7 +75,8 @@ def read_other(
     where ``first`` does, if that is earlier: labels inside markup are not labels); else
     ``first`` is the result. With no label at all, the first JSON call or line that is only a
     call (``search("x")``, ``[search(query="x")]``) is; prose that mentions ``f(x)`` is not.
-    ``tools`` (the declared names) splits a GLM name run into its first key.
+    ``tools`` (the declared names, or each mapped to its parameters' schemas) fits a markup
+    call to them (:func:`react_lab._parsing.formats.fitted`).
     """
     if action is not None:
         return _after_action(text, action)
@@ -178,7 +179,7 @@ def markup_call(text: str, tools=None) -> Found | None:
     call = next(iter(find_calls(text, limit=1)), None)
     if call is None:
         return None
-    call = split_glued(call, tools)
+    call = fitted(call, tools)
     dialect = re.sub(r"\W+", "_", call.format.lower()).strip("_")
     if call.answer is not None:
         result = ParseResult("final", answer=call.answer.strip(), dialect=dialect)

@@ -49,11 +49,10 @@ from ..guards import (
     Watch,
     call_words,
     normalized,
-    rejection,
     shown_call,
 )
 from ..protocol import ParseResult, shown
-from ..tools import Observation, Tool, call_tool
+from ..tools import Observation, Tool, call_tool, declared
 
 #: Every name a guard writes into ``Step.guard`` / ``stopped_by``: lesson, lab and ladder.
 GUARD_NAMES = (
@@ -160,9 +159,10 @@ class LabWatch(Watch):
 
     pages: dict = field(default_factory=dict)  # page id -> (the tool it came from, the rest)
 
-    def tool_names(self, tools: dict[str, Tool]) -> list[str]:
-        """The tool names the parser accepts: the tools, plus ``more`` once a page is waiting."""
-        return [*tools, MORE] if self.pages else list(tools)
+    def tool_names(self, tools: dict[str, Tool]) -> dict[str, dict]:
+        """The tools the parser accepts: the tools, plus ``more`` once a page is waiting."""
+        names = super().tool_names(tools)
+        return {**names, **declared({MORE: more_tool()})} if self.pages else names
 
     def check_question(self, parsed: ParseResult) -> tuple[ParseResult, str | None]:
         """Refuse what the model wrote under a ``Question:`` line of its own (``pin_question``).
@@ -188,10 +188,10 @@ class LabWatch(Watch):
     def check_answer(self, answer: str) -> Observation | None:
         """The lesson's check, after the placeholder check and before the citation check."""
         if self.guards.reject_placeholders and is_placeholder(answer):
-            return rejection(
+            return Observation.failure(
                 f"{answer.strip()!r} is a placeholder, not an answer. Write the actual answer "
                 "after 'Answer:'.",
-                "placeholder_answer",
+                guard="placeholder_answer",
             )
         rejected = super().check_answer(answer)
         if rejected is not None or not self.guards.require_citation:
@@ -202,9 +202,9 @@ class LabWatch(Watch):
         if quotes and not missing:
             return None
         what = f"{missing[0]!r} is in no observation" if missing else "no quote was given"
-        return rejection(
+        return Observation.failure(
             f"the answer must quote, in double quotes, a passage from an observation; {what}.",
-            "uncited_answer",
+            guard="uncited_answer",
         )
 
     def best_effort_answer(self, text: str, loop_said: Iterable[str] = ()) -> str | None:
@@ -230,15 +230,15 @@ class LabWatch(Watch):
         """The lesson's refusals (retry cap, repeat) with :meth:`hint`, then near repeats."""
         refused = super().refuse_again(tools, name, args)
         if refused is not None:
-            return rejection(f"{refused.error} {self.hint(tools)}", refused.guard)
+            return Observation.failure(f"{refused.error} {self.hint(tools)}", guard=refused.guard)
         words, times = call_words(args), self.guards.near_repeats
         similar = [w for n, _, w in self.calls if n == name and one_word_apart(w, words)]
         if times is None or len(similar) < times - 1:
             return None
-        return rejection(
+        return Observation.failure(
             f"{shown_call(name, args)} is call number {len(similar) + 1} to {name} with one "
             f"word changed; rewording again will not help. {self.hint(tools)}",
-            "near_repeat",
+            guard="near_repeat",
         )
 
     def hint(self, tools: dict[str, Tool]) -> str:

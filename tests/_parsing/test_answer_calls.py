@@ -11,8 +11,7 @@ from helpers.parsing_checks import one_line_reason
 
 from react_lab.billing import calc
 from react_lab.parser import parse, read_reply
-from react_lab.tool_calls import declared
-from react_lab.tools import default_tools
+from react_lab.tools import declared, default_tools
 
 NAMES = list(default_tools())
 CALL = 'charge_id="ch_2VzSg6"'

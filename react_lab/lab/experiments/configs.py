@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ...checks import check_count
-from ...guards import rejection
 from ...protocol import EXEMPLARS, build_prompt
 from ...tools import ID_RE, Observation, Tool, tool_schemas
 from ..backends import text_grammar
@@ -397,7 +396,7 @@ class LadderWatch(LabWatch):
             return rejected
         seen = [self.question, *self.seen]
         reason = copied_reason(answer, exemplar_text(self.exemplars), seen)
-        return rejection(reason, "exemplar_value") if reason else None
+        return Observation.failure(reason, guard="exemplar_value") if reason else None
 
     def best_effort_answer(self, text: str, loop_said: Iterable[str] = ()) -> str | None:
         """The lab's best effort; with ``unsure_best_effort``, a guess is :data:`UNSURE`."""

@@ -1,0 +1,131 @@
+"""What a caller (not the model) gets wrong, and arguments no reading may change.
+
+A caller's mistake is a clear ``TypeError`` naming it, before or at the model call: a model
+whose method returns a bare string, ``parse(text, tools=5)``. What the lesson's functions
+are given in the shapes a learner has at hand works: ``build_prompt`` with
+``default_tools()`` (a dict), ``ask(..., transcript=)`` and ``ask_native(..., messages=)``
+to watch a run. And an argument is never changed on its way to the tool: a value written as
+text in another model's markup (``<parameter=invoice_id>2041</parameter>``) reaches a
+string parameter as the text written; a ``]`` inside a quoted argument of the paper's
+``tool[input]`` does not end it.
+"""
+
+import json
+
+import pytest
+
+from react_lab.lab.backends.chat import ScriptedChatModel
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.loop import ask
+from react_lab.native import ask_native
+from react_lab.parser import parse, read_reply
+from react_lab.protocol import build_prompt
+from react_lab.tools import declared, default_tools
+from react_lab.trace import Transcript
+
+TOOLS = default_tools()
+
+
+class StringModel:
+    """A learner's first wrapper: returns the text, not a completion."""
+
+    def complete(self, prompt, stop=None, max_tokens=None):
+        return "Answer: 42"
+
+    def chat(self, messages, tools=None, max_tokens=None, tool_choice=None):
+        return "42"
+
+
+def test_a_model_that_returns_a_string_is_told_what_to_return():
+    with pytest.raises(TypeError, match=r"StringModel\.complete\(\.\.\.\) returned str .*text"):
+        ask("What is 6 * 7?", StringModel(), TOOLS)
+    with pytest.raises(TypeError, match=r"StringModel\.chat\(\.\.\.\) returned str .*content"):
+        ask_native("What is 6 * 7?", StringModel(), TOOLS)
+
+
+def test_parse_refuses_tools_that_are_not_names_as_the_callers_mistake():
+    with pytest.raises(TypeError, match="tools must be tool names"):
+        parse("Action: search[x]", tools=5)
+    assert parse("Action: search[x]", tools=TOOLS).tool == "search"  # a dict: its names
+
+
+def test_build_prompt_takes_the_tools_as_default_tools_gives_them():
+    assert build_prompt("Why?", TOOLS) == build_prompt("Why?", TOOLS.values())
+
+
+def test_ask_and_ask_native_fill_the_transcript_or_messages_a_caller_passes():
+    transcript, messages = Transcript(), []
+    result = ask("Why?", ScriptedModel(["Answer: because"]), TOOLS, transcript=transcript)
+    assert result.answer == "because" and transcript.text.endswith("Answer: because\n")
+    model = ScriptedChatModel([{"thought": "t", "answer": "because"}])
+    result = ask_native("Why?", model, TOOLS, messages=messages)
+    assert result.answer == "because" and messages[-1]["content"] == "because"
+
+
+QWEN = "<function=find_invoice><parameter=invoice_id>{}</parameter></function>"
+GLM = "<tool_call>search<arg_key>query</arg_key><arg_value>{}</arg_value></tool_call>"
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        (QWEN.format("2041"), {"invoice_id": "2041"}),
+        (QWEN.format("null"), {"invoice_id": "null"}),
+        (QWEN.format(" 1e3 "), {"invoice_id": "1e3"}),
+        (GLM.format("true"), {"query": "true"}),
+        (GLM.format('{"a": 1}'), {"query": '{"a": 1}'}),
+        (GLM.format("[1, 2]"), {"query": "[1, 2]"}),
+    ],
+)
+def test_a_value_written_as_text_reaches_a_string_parameter_as_written(text, want):
+    assert parse(text, tools=declared(TOOLS)).input == want  # the text parser
+    (leak,) = read_reply(text, declared(TOOLS)).calls  # a native reply's text
+    assert json.loads(leak.call["function"]["arguments"]) == want
+
+
+def test_a_value_written_as_text_is_read_as_json_where_the_schema_wants_another_type():
+    params = {"days": {"type": "integer"}, "opts": {"type": "object"}, "note": {}}
+    text = (
+        "<function=forecast><parameter=days>3</parameter><parameter=opts>"
+        '{"a": [1]}</parameter><parameter=note>7</parameter></function>'
+    )
+    assert parse(text, tools={"forecast": params}).input == {
+        "days": 3,
+        "opts": {"a": [1]},
+        "note": 7,
+    }
+    # names alone declare no type: JSON when it is JSON, as before
+    assert parse(QWEN.format("2041"), tools=list(TOOLS)).input == {"invoice_id": 2041}
+
+
+def test_the_text_loop_gives_the_tool_the_text_the_model_wrote():
+    model = ScriptedModel([QWEN.format("2041"), "Answer: none"])
+    result = ask("Find invoice 2041", model, TOOLS)
+    assert result.steps[0].action == {"tool": "find_invoice", "args": {"invoice_id": "2041"}}
+    assert "no invoice '2041'" in result.steps[0].observation
+
+
+def test_the_native_loop_runs_a_leaked_call_with_the_text_the_model_wrote():
+    leaked = "<function=search><parameter=query>2041</parameter></function>"
+    model = ScriptedChatModel(
+        [{"thought": "t", "answer": leaked}, {"thought": "t", "answer": "done"}]
+    )
+    step = ask_native("Which article says 2041?", model, TOOLS).steps[0]
+    assert step.leaked and step.error is None, step
+    assert step.action["args"] == {"query": "2041"}  # the integer 2041 fails the schema
+
+
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ('Action: search["a]b"]', "a]b"),
+        ('Action: search[{"query": "refund ] policy"}]', {"query": "refund ] policy"}),
+        ('Action: search["a]b"] and then more', "a]b"),
+        ("Action: search[it's]", "it's"),  # an apostrophe opens no string
+        ('Action: search["never closed]', "never closed"),  # read as before
+        ("Action: search[refunds] [x]", "refunds"),
+    ],
+)
+def test_a_bracket_inside_a_quoted_argument_does_not_end_the_call(text, want):
+    result = parse(text, tools=TOOLS)
+    assert (result.kind, result.tool, result.input) == ("action", "search", want)
