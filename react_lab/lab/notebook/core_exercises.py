@@ -198,7 +198,16 @@ def _schema_errors(tools, text: str) -> list[str]:
     name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
     schema = tools[name].parameters
     named = dict(zip(schema["properties"], args))
-    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    return [e.message for e in validator.iter_errors(named)]
+
+
+#: jsonschema's message for a value of the wrong format ("'2026-13-45' is not a 'date'").
+_FORMAT_ERROR = re.compile(r"is not a '[\w-]+'$")
+FORMAT_HINT = (
+    "jsonschema checks a format only when given a checker: "
+    "Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())"
+)
 
 
 def _refusal_wrong(rules, tools, text: str, said: str, seen: list) -> str | None:
@@ -206,14 +215,19 @@ def _refusal_wrong(rules, tools, text: str, said: str, seen: list) -> str | None
     errors = _schema_errors(tools, text)
     match = ACTION_RE.search(text)
     name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
+    formats = [e for e in errors if _FORMAT_ERROR.search(e)]
     if seen or said == call_tool(tools, name, args).text:
+        how = (
+            FORMAT_HINT
+            if errors == formats
+            else "validate first, and return the errors instead of running it"
+        )
         return broke(
-            rules,
-            7,
-            f"ran {name} although its schema refuses the call ({errors[0]!r}); "
-            "validate first, and return the errors instead of running it",
+            rules, 7, f"ran {name} although its schema refuses the call ({errors[0]!r}); {how}"
         )
     missing = [e for e in errors if e not in said]
+    if missing and all(e in formats for e in missing):
+        return broke(rules, 7, f"left out the schema's error {missing[0]!r}; {FORMAT_HINT}")
     if missing:
         return broke(
             rules,
@@ -264,6 +278,14 @@ def _observe_cases(rules) -> list[Case]:
             ),
             _observe_case(
                 rules, 7, " I list.\nAction: list_invoices[cus_8812, July 1st]", None, refused=True
+            ),
+            # the right shape, no such day: only the schema's "format": "date" refuses it
+            _observe_case(
+                rules,
+                7,
+                " I list.\nAction: list_invoices[cus_8812, 2026-13-45]",
+                None,
+                refused=True,
             ),
             # the embedded model's own: a charge id written into the customer slot
             _observe_case(
@@ -1303,13 +1325,13 @@ CORE: dict[str, Exercise] = {
             4,
             "observe(text, tools): before the tool runs, its arguments named by the schema's "
             "property order and validated with jsonschema.Draft202012Validator against "
-            "tools[name].parameters; a call with errors does not run, and its error messages "
-            "are the observation",
+            "tools[name].parameters, formats checked (jsonschema.FormatChecker()); a call with "
+            "errors does not run, and its error messages are the observation",
             OBSERVE_ARGS_RULES,
             lambda: _observe_cases(OBSERVE_ARGS_RULES),
             _edit("observe"),
             edits="observe",
-            lines_written=5,
+            lines_written=6,
         ),
         Exercise(
             "prompt_tokens_at_step",

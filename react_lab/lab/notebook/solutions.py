@@ -77,7 +77,8 @@ def observe_args(text, tools):
     name, args = match.group(1), [arg.strip() for arg in match.group(2).split(",")]
     schema = tools[name].parameters if name in tools else {}  # an unknown tool: call_tool says so
     named = dict(zip(schema.get("properties", ()), args))  # {"customer_id": "cus_8812", ...}
-    errors = [error.message for error in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    errors = [error.message for error in validator.iter_errors(named)]  # "format" checked too
     if errors:  # the tool does not run; the model reads why
         return f"\nObservation: Error: {name} was not run: {'; '.join(errors)}\nThought:"
     return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"

@@ -117,7 +117,8 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     assert answer == "[best effort] It has no payments, so it is not paid."
     assert "Observation: Error: that call already ran" in transcript  # their repeat guard
     # their schema check, in their observe, through their loop
-    assert "list_invoices was not run: 'July 1st' does not match" in transcript
+    refused = next(ln for ln in transcript.splitlines() if "list_invoices was not run" in ln)
+    assert "'July 1st' does not match" in refused and "'July 1st' is not a 'date'" in refused
 
     leaked = (
         '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'

@@ -130,14 +130,18 @@ def observe(text, tools):
     name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
     schema = tools[name].parameters if name in tools else {{}}
     named = {named}
-    errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(named)]
+    errors = [e.message for e in {validator}.iter_errors(named)]
     if errors:
         return {refuse}
     return "\\nObservation: " + call_tool(tools, name, args).text + "\\nThought:"
 """
 CHECKED_OK = dict(
-    named="dict(zip(schema.get('properties', ()), args))", refuse=OBSERVED("'; '.join(errors)")
+    named="dict(zip(schema.get('properties', ()), args))",
+    refuse=OBSERVED("'; '.join(errors)"),
+    validator="jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())",
 )
+#: The validator as the documentation's first example builds it: "format" is only a note.
+NO_FORMATS = "jsonschema.Draft202012Validator(schema)"
 
 
 def _checked(**changes):
@@ -185,6 +189,7 @@ PLANTED = [
     ("observe_args", _checked(refuse=OBSERVED("'not run'")), 8),
     ("observe_args", _checked(refuse=OBSERVED("errors[0]")), 8),  # the first error only
     ("observe_args", _checked(refuse=OBSERVED(f"'; '.join(errors) + {RAN}")), 7),
+    ("observe_args", _checked(validator=NO_FORMATS), 7),  # 2026-13-45 runs
     (
         "prompt_tokens_at_step",
         cell("""
@@ -317,6 +322,11 @@ def test_a_planted_mistake_fails_on_its_rule(exercise, source, rule):
     passed, total, failure = run_cases(exercise, _defined(source))
     assert failure is not None and passed < total
     assert failed_rule(failure) == (rule, CORE[exercise].rules[rule]), failure
+
+
+def test_a_check_without_formats_is_told_how_to_check_them():
+    failure = run_cases("observe_args", _defined(_checked(validator=NO_FORMATS)))[2]
+    assert "breaks rule 7" in failure and "format_checker=jsonschema.FormatChecker()" in failure
 
 
 def test_every_new_rule_is_broken_by_a_planted_mistake():
