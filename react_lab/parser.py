@@ -100,7 +100,7 @@ def _parse(text, tools, finish_reason, max_tokens) -> ParseResult:
             result = ParseResult("error", reason=reason, thought=thought, forged=forged, kept=text)
         else:
             start, end, read, thought = found
-            result = _checked(read, text, start, end, tools, forged, thought)
+            result = _checked(read, text, start, end, declared or tools, forged, thought)
         if aside is not None:
             result = replace(result, reasoning=reasoning, thought=result.thought or reasoning)
     if cut and result.kind == "error" and not result.reason.startswith(cut):

@@ -54,7 +54,7 @@ from itertools import islice
 from typing import Any, Iterable
 
 from .brackets import find_brackets
-from .calls import INPUT_KEYS, norm_key
+from .calls import INPUT_KEYS, load_object, norm_key
 from .formats import relaxed_object
 from .labels import COLON, FULL_WIDTH, NAME
 from .leaks import find_leaks
@@ -68,12 +68,18 @@ MAX_LOOKS = 16
 _SPACES = {0x00A0: " ", 0x202F: " ", 0x2007: " "}
 _INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
+#: Markdown's escapes of the characters a call is written with: ``get\_charge``, ``\[``.
+_MARKDOWN_ESCAPE = re.compile(r"\\([_*\[\](){}`#])")
+#: HTML's code tags, read as markdown's: ``<code>`` as a backtick, ``<pre>`` as a fence.
+_HTML_CODE = re.compile(r"</?(code|pre)(?:[ \t][^<>\n]{0,40})?>", re.IGNORECASE)
 #: An Action label mid-line followed by a call: ``Declined. Action: get_charge[ch_1]``.
 _INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r")[\[(]", re.I)
 #: Where a call stands alone: a line start (list and quote marks, a label of up to three
 #: words in any script), or a sentence's end; then the name, with brackets or quotes around it.
 _STANDING = (
     r"(?:^[ \t>*_#+\u2022-]*(?:\d{1,3}[.)][ \t]+)?"
+    r"(?:(?:->|=>|[\u2192\u21d2\u2794\u279c\u25b6\u25ba])[ \t]*"  # an arrow: -> get_charge(...)
+    r"|(?i:step|stage)[ \t]*\d{0,3}[ \t]*[-\u2013\u2014.)][ \t]*)?"  # Step 1 - get_charge(...)
     r"(?:[^\s:\uff1a]{1,30}(?:[ \t][^\s:\uff1a]{1,30}){0,7}[ \t*]*" + COLON + r"[ \t*`\"']*)?"
     r"|[.!?][ \t]+)[\[\"'`*<\u27e8]*"
 )
@@ -102,20 +108,26 @@ _EQUALS_OBJECT = re.compile(
     + r")[ \t]*,[ \t]*(?:arguments|args|parameters|params|input|kwargs)[ \t]*=",
     re.IGNORECASE,
 )
-#: A tag whose name says it holds a call: ``<call>``, ``<tool>``, ``<tool_use>``, ``<invoke>``.
+#: A tag whose name says it holds a call: ``<call>``, ``<tool>``, ``<tool_use>``, ``<action>``.
 _CALL_TAG = re.compile(
     r"<(?:call|calls|tool|tools|tool_use|tool_code|use_tool|function|functions|function_call"
-    r"|invoke|api_call)(?=[\s>/])([^<>\n]{0,80})>",
+    r"|invoke|api_call|action|actions)(?=[\s>/])([^<>\n]{0,80})>",
     re.IGNORECASE,
 )
 #: A tag's attribute that names the tool: ``name="get_charge"``.
 _NAME_ATTRIBUTE = re.compile(r"\bname[ \t]*=[ \t]*[\"']?(" + NAME + ")")
+#: Another call after one, on its line: ``, find_invoice(`` or ``; find_invoice[``.
+_NEXT_CALL = re.compile(r"[`*\"']*[ \t]*[,;][ \t]*[`*\"']*" + NAME + r"[\[(]")
 #: A code comment at the end of a line: ``# ...``, ``// ...``, ``-- ...``, ``<!-- ... -->``.
 _COMMENT = re.compile(r"[ \t]+(?:#|//|--|<!--).*$")
 #: The keys a call object carries its arguments under, as :func:`norm_key` writes them.
 _INPUT_NORMS = {norm_key(k) for k in INPUT_KEYS}
 #: A key of a call object that holds the tool's name (compared as :func:`norm_key` writes it).
-_NAME_KEY = re.compile(r"name|tool|func|action|recipient|method|command")
+_NAME_KEY = re.compile(r"name|tool|func|action|recipient|method|command|call")
+#: A string that is a call: ``"get_charge(ch_1)"``, ``"get_charge[ch_1]"``.
+_CALL_STRING = re.compile(
+    r"[ \t]*(?:functions\.)?(" + NAME + r")[ \t]?(?:\(.*\)|\[.*\])[ \t]*", re.S
+)
 #: What an argument looks like when it stands alone after a tool name: a digit, ``_``, ``-``,
 #: a quote or ``=`` in it (``ch_1``, ``INV-2041``, ``"x"``, ``k=v``), not a plain word.
 _ARGUMENT = re.compile(r"\S*[\d_\-\"'=]\S*")
@@ -130,9 +142,14 @@ _ARGUMENTS_LINE = re.compile(
 def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | None:
     """The tool name of a call written in ``answer``, or None when it holds none.
 
-    ``tools``: the agent's tool names, which let the shapes of the module's last list count.
+    ``tools``: the agent's tool names, which let the shapes of the module's last list count;
+    or each name mapped to its parameters, which lets an answer that is only a tool's
+    arguments count too (:func:`arguments_of`).
     """
     names = tuple(t for t in tools or () if isinstance(t, str) and t.strip())
+    lost = arguments_of(json_value(answer), tools)  # {"charge_id": "ch_1"}: its name lost
+    if lost is not None:
+        return lost
     for text in _readings(answer):
         for find in (_known_call, _standing_call, _code_call, _object_call, _tagged_call):
             name = find(text, names)
@@ -141,6 +158,39 @@ def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | Non
         name = _declared_call(text, names) if names else None
         if name is not None:
             return name
+    return None
+
+
+#: A JSON value in a fence: what a model writes around a record or a call.
+_FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL)
+
+
+def json_value(text: str) -> Any:
+    """``text`` as one JSON object or array (a fence around it dropped), or None."""
+    body = text.strip()
+    fence = _FENCED_JSON.fullmatch(body)
+    body = fence.group(1).strip() if fence else body
+    return load_object(body) if body[:1] in "{[" else None
+
+
+def arguments_of(value: Any, tools: Any) -> str | None:
+    """The declared tool whose arguments ``value`` is, or None: an object (or a list of
+    objects) whose keys are all that tool's parameters, ``{"invoice_id": "INV-2041"}`` -- a
+    call whose name was lost, not a record (every tool it fits, joined by "or"). ``tools`` maps
+    each name to its parameters (names alone: None)."""
+    if not isinstance(tools, dict):
+        return None
+    objects = [value] if isinstance(value, dict) else value if isinstance(value, list) else []
+    for item in objects[:MAX_LOOKS]:
+        if not isinstance(item, dict) or not item:
+            continue
+        fits = [
+            name
+            for name, params in tools.items()
+            if isinstance(params, (dict, list, tuple, set)) and set(item) <= set(params)
+        ]
+        if fits:  # {"invoice_id": ...} fits find_invoice and get_payments: both named
+            return " or ".join(fits[:3])
     return None
 
 
@@ -154,6 +204,8 @@ def _readings(answer: str) -> list[str]:
     """``answer`` as a model's markup is read, and, when it is one quoted string, its inside."""
     text = answer.translate(FULL_WIDTH).translate(_SPACES).translate(_INVISIBLE)
     text = _QUOTE_MARK.sub("", text)
+    text = _MARKDOWN_ESCAPE.sub(r"\1", text)  # get\_charge: markdown's escaped underscore
+    text = _HTML_CODE.sub(lambda m: "```" if m.group(1).lower() == "pre" else "`", text)
     readings = [text]
     inner = text.strip()
     if len(inner) >= 2 and inner[0] == inner[-1] and inner[0] in "\"'":
@@ -268,6 +320,9 @@ def _named_call(
             named = inner.strip().removeprefix("functions.")
             if (flat and named.lower() in declared) or (carries and re.fullmatch(NAME, named)):
                 return named
+            written = _CALL_STRING.fullmatch(inner)  # {"call": "get_charge(ch_1)"}
+            if written is not None and (not names or written.group(1).lower() in declared):
+                return written.group(1)
         inside = list(value.values())
     elif isinstance(value, list):
         inside = value
@@ -309,7 +364,7 @@ def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, 
     spelled = re.compile(
         r"(?P<lead>^[ \t>*`]*(?P<cmd>[/$!@][ \t]*)?|<[ \t]*)?(?<![\w.])(?:functions\.)?(?P<name>"
         + tool
-        + r")(?!\w)(?P<after>[ \t]*(?:=>|->|:|=)?[ \t]*)",
+        + r")(?::\d{1,3}(?!\w))?(?!\w)(?P<after>[ \t]*(?:=>|->|:|=)?[ \t]*)",  # Kimi's :0
         re.IGNORECASE | re.MULTILINE,
     )
     labelled = re.compile(
@@ -364,8 +419,9 @@ def _fenced_blocks(text: str):
         pos = text.find("```", close + 3)
 
 
-def _closes(text: str, opener: int, ends_line: bool = False) -> bool:
-    """True if the bracket at ``opener`` is closed (and, if ``ends_line``, ends its line)."""
+def _closes(text: str, opener: int, ends_line: bool = False, depth: int = 0) -> bool:
+    """True if the bracket at ``opener`` is closed (and, if ``ends_line``, ends its line, or
+    another call follows after a comma or a semicolon and does: calls made side by side)."""
     pair = {"[": "[]", "(": "()", "{": "{}"}.get(text[opener : opener + 1])
     if pair is None:
         return False
@@ -375,7 +431,10 @@ def _closes(text: str, opener: int, ends_line: bool = False) -> bool:
     line_end = text.find("\n", close)
     tail = text[close : len(text) if line_end < 0 else line_end]
     tail = _COMMENT.sub("", tail)  # "get_charge("ch_1")  # fetch it": a comment is no prose
-    return not ends_line or not tail.strip(" \t`*\"'.;\u2026")
+    if not ends_line or not tail.strip(" \t`*\"'.;\u2026"):
+        return True
+    after = _NEXT_CALL.match(text, close)  # get_charge("ch_1"), find_invoice("INV-2041")
+    return after is not None and depth < 8 and _closes(text, after.end() - 1, True, depth + 1)
 
 
 def _command(text: str, end: int, marked: bool) -> bool:

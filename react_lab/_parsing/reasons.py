@@ -44,14 +44,14 @@ _MARKUP = re.compile(
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
 
 
-def answer_reason(answer: str | None, tools: list[str] | None = None) -> str | None:
+def answer_reason(answer: str | None, tools: list[str] | dict | None = None) -> str | None:
     """Why ``answer`` is no answer (empty, or holding call markup), or None when it is one.
 
     Invisible characters alone (zero-width spaces, a byte-order mark) count as empty, and so
     does a fragment of markup's characters alone (a fence, a quote, a bracket). A call
     in any shape (:func:`react_lab._parsing.answer_calls.call_in_answer`; ``tools``, the
-    agent's tool names, as there), or a JSON call cut off before its end, is never part of
-    an answer.
+    agent's tool names or each mapped to its parameters, as there), or a JSON call cut off
+    before its end, is never part of an answer.
     """
     if not visible(answer or ""):  # {"action": "Final Answer", "action_input": ""}, "\u200b"
         return NO_ANSWER
@@ -70,6 +70,13 @@ def answer_reason(answer: str | None, tools: list[str] | None = None) -> str | N
             "never part of an answer; write the answer as plain text after 'Answer:'"
         )
     name = call_in_answer(answer, tools)
+    if name is not None and " or " in name:  # 'Answer: {"invoice_id": "INV-2041"}'
+        first = clip(name.split(" or ")[0], 40)
+        return (
+            f"the answer is the arguments of a call to {name}, with the tool's name left out; "
+            f"to run one write 'Action: {first}[arguments]', or write the answer as plain "
+            "text after 'Answer:'"
+        )
     if name is not None:  # "Answer: get_charge(charge_id="ch_1")": a call nobody ran
         return (
             f"the answer holds a call to {shown(name, 40)}, which is never an answer; to run "

@@ -8,13 +8,12 @@ private package never imports the lesson).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
-from .answer_calls import call_in_answer
-from .calls import cut_off_call, load_object
+from .answer_calls import arguments_of, call_in_answer, json_value
+from .calls import cut_off_call
 from .formats import find_calls
 from .labels import ANY_LABEL
 from .leaks import Leak, find_leaks
@@ -23,7 +22,6 @@ from .reasons import NAMELESS
 from .tokens import decode_markers, markup_piece, without_end_tokens
 
 #: A fenced block of JSON, all the text is: its body.
-_FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*)\n[ \t]*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -123,13 +121,6 @@ def _record(text: str, tools: Iterable[str] | dict | None) -> bool:
     """True if ``text`` is one JSON object or array (fenced or not) that is data: a record the
     model answers with (``{"status": "paid"}``), not the arguments of a declared tool whose
     name was lost (``{"invoice_id": "INV-2041"}``, with ``tools`` mapping each name to its
-    parameters)."""
-    body = text.strip()
-    fence = _FENCED_JSON.fullmatch(body)
-    body = fence.group(1).strip() if fence else body
-    value = load_object(body) if body[:1] in "{[" else None
-    if not isinstance(value, (dict, list)):
-        return False
-    params = [set(p) for p in tools.values()] if isinstance(tools, dict) else []
-    objects = [value] if isinstance(value, dict) else value
-    return not any(isinstance(o, dict) and o and any(set(o) <= p for p in params) for o in objects)
+    parameters: :func:`react_lab._parsing.answer_calls.arguments_of`)."""
+    value = json_value(text)
+    return isinstance(value, (dict, list)) and arguments_of(value, tools) is None

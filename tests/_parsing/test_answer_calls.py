@@ -10,6 +10,8 @@ import pytest
 from helpers.parsing_checks import one_line_reason
 
 from react_lab.billing import calc
+from react_lab.lab.backends.scripted import ScriptedModel
+from react_lab.loop import ask
 from react_lab.parser import parse, read_reply
 from react_lab.tools import declared, default_tools
 
@@ -76,6 +78,18 @@ SHAPES = {
     "after a word and a comma": 'Sure, get_charge("ch_2VzSg6")',
     "with a code comment after it": 'get_charge(charge_id="ch_2VzSg6")  # fetch the charge',
     "a fenced call": '```\nget_charge(charge_id="ch_2VzSg6")\n```',
+    "markdown's escaped underscore": 'get\\_charge(charge_id="ch_2VzSg6")',
+    "an HTML code block": '<pre>get_charge(charge_id="ch_2VzSg6")</pre>',
+    "an HTML code span alone": '<code>get_charge("ch_2VzSg6")</code>',
+    "an action tag": '<action>get_charge("ch_2VzSg6")</action>',
+    "two calls side by side": "get_charge[ch_2VzSg6], find_invoice[INV-2041]",
+    "two calls after a label": "Calls: get_charge(ch_2VzSg6); find_invoice(INV-2041)",
+    "after an arrow": "→ get_charge[ch_2VzSg6]",
+    "after an ASCII arrow": "-> get_charge(ch_2VzSg6)",
+    "after a step marker": "Step 1 - get_charge[ch_2VzSg6]",
+    "a call written as a string": '{"call": "get_charge(ch_2VzSg6)"}',
+    "a call string under the action key": '{"action": "get_charge[ch_2VzSg6]", "status": "todo"}',
+    "Kimi's call id": 'functions.get_charge:0 {"charge_id": "ch_2VzSg6"}',
 }
 
 
@@ -122,6 +136,14 @@ PROSE = [
     "get_payments: []",
     "INV-2041 was paid on 2026-07-14 (bank transfer).",
     "价格（含税）为 258。",
+    "Step 1 - I checked the charge; it was declined.",
+    "-> The charge was declined (card_declined).",
+    "The charge failed with card\\_declined.",
+    'I used <code>get_charge("ch_2VzSg6")</code> and it was declined.',
+    "calc(129 * 2), which is 258.",
+    '{"call_status": "declined", "amount": 129}',
+    "INV-2041 (paid), INV-2042 (open).",
+    "Refunds(60 days), exchanges(30 days).",
 ]
 
 
@@ -197,3 +219,29 @@ def test_arguments_or_a_react_label_in_a_native_reply_are_no_answer(text):
 def test_a_fragment_or_a_cut_off_call_after_an_answer_label_is_no_answer(text):
     r = parse(f"Answer: {text}", tools=NAMES)
     assert r.kind != "final", r.answer
+
+
+# ---- the text protocol, the tools' parameters known: arguments alone are no answer -------------
+
+
+@pytest.mark.parametrize(
+    "answer, tools",
+    [
+        ('{"charge_id": "ch_2VzSg6"}', "get_charge"),
+        ('```json\n{"invoice_id": "INV-2041"}\n```', "find_invoice or get_payments"),
+        ('[{"query": "refunds"}]', "search"),
+    ],
+)
+def test_an_answer_that_is_a_tools_arguments_is_no_answer(answer, tools):
+    r = parse(f"Answer: {answer}", tools=declared(default_tools()))
+    assert r.kind == "error" and tools in r.reason, r
+    assert "\n" not in r.reason
+    # names alone say nothing of parameters: a record is the answer
+    assert parse(f"Answer: {answer}", tools=NAMES).kind == "final"
+
+
+def test_the_text_loop_refuses_an_answer_that_is_a_tools_arguments():
+    model = ScriptedModel(['Answer: {"charge_id": "ch_2VzSg6"}', "Answer: It was declined."])
+    result = ask("Why was ch_2VzSg6 declined?", model, default_tools())
+    assert result.steps[0].answer is None and "get_charge" in result.steps[0].error
+    assert result.answer == "It was declined."
