@@ -11,6 +11,7 @@ and raises ``AssertionError`` unless every one is marked right, so a question wh
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 
 from .exercises import solutions_mode
@@ -242,6 +243,11 @@ def grade(number: str, picks) -> list[bool]:
     return [pick == q.right for pick, q in zip(picks, questions)]
 
 
+def inline(text: str) -> str:
+    """``text`` as HTML, its markdown code spans (```ACTION_RE```) as ``<code>``."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def make_quiz_widget(number: str):
     """Return a VBox with the quiz of notebook ``number``.
 
@@ -259,7 +265,7 @@ def make_quiz_widget(number: str):
         note = w.HTML("")
         radios.append(radio)
         feedback.append(note)
-        rows += [w.HTML(f"<b>{i}. {html.escape(q.text)}</b>"), radio, note]
+        rows += [w.HTML(f"<b>{i}. {inline(q.text)}</b>"), radio, note]
     button = w.Button(description="Check", icon="check", button_style="primary")
     box = w.VBox([*rows, button])
     box.add_class("react-lab-quiz")
@@ -272,7 +278,7 @@ def make_quiz_widget(number: str):
                 note.value = "<i>not answered yet</i>"
             else:
                 mark = "✓ right" if ok else "✗ not quite"
-                note.value = f"{mark}: {html.escape(q.why)}"
+                note.value = f"{mark}: {inline(q.why)}"
 
     button.on_click(check)
     return box

@@ -98,3 +98,14 @@ def test_no_notebook_found_is_one_line_not_an_error(tmp_path, monkeypatch, capsy
     assert nbminutes.show_minutes("no_minutes.ipynb") is None
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "react_lab.minutes" in out
+
+
+def test_a_quiz_shows_code_spans_as_code_and_escapes_the_rest():
+    from react_lab.lab.notebook.quiz import inline, make_quiz_widget
+
+    assert inline("Is `a<b>` code? <i>no</i>") == (
+        "Is <code>a&lt;b&gt;</code> code? &lt;i&gt;no&lt;/i&gt;"
+    )
+    box = make_quiz_widget("01")
+    first = box.children[0].value
+    assert "<code>" in first and "`" not in first
