@@ -123,21 +123,58 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
     try:
         text = _with_piece(text, name, source)
         text, missing = _with_imports(text, fn, name)
+        text, missing, helpers = _with_helpers(text, fn, missing)
     except SyntaxError as exc:
         return None, (
             f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
             "fix it there, or delete it to start it again"
         )
     _write(path, text)
+    also = f", with {', '.join(helpers)} (yours, which it calls)" if helpers else ""
     note = (
         (
-            f"; it uses {', '.join(missing)}, which {path.name} does not define: save "
-            f"{'it' if len(missing) == 1 else 'them'} too"
+            f"; it uses {', '.join(missing)}, which {path.name} does not define: define "
+            f"{'it' if len(missing) == 1 else 'them'} inside {name}, or add "
+            f"{'it' if len(missing) == 1 else 'them'} to {path.name} yourself"
         )
         if missing
         else ""
     )
-    return path, f"saved to {path.name}{note}"
+    return path, f"saved to {path.name}{also}{note}"
+
+
+#: The most helper functions saved with one piece.
+MAX_HELPERS = 8
+
+
+def _with_helpers(
+    text: str, fn: types.FunctionType, missing: list[str]
+) -> tuple[str, list[str], list[str]]:
+    """``text`` with the functions of the learner's that ``fn`` calls and it lacks (a helper
+    written in the exercise cell, and the helpers those call); the names still missing; the
+    helpers saved. A helper is a function written with ``def`` in the notebook."""
+    saved: list[str] = []
+    todo = list(missing)
+    still: list[str] = []
+    while todo:
+        used = todo.pop(0)
+        helper = fn.__globals__.get(used)
+        source = None
+        if (
+            isinstance(helper, types.FunctionType)
+            and helper.__module__ == "__main__"
+            and len(saved) < MAX_HELPERS
+        ):
+            source, problem = piece_source(helper, used)
+            source = None if problem else source
+        if source is None:
+            still.append(used)
+            continue
+        text = _with_piece(text, used, source)
+        text, more = _with_imports(text, helper, used)
+        saved.append(used)
+        todo += [m for m in more if m not in saved and m not in todo and m not in still]
+    return text, still, saved
 
 
 def piece_source(fn: Callable, name: str) -> tuple[str, str | None]:

@@ -110,8 +110,29 @@ def test_the_imports_a_piece_uses_are_added_and_other_names_are_named(agent_file
     assert "from react_lab.cost import count_tokens\n" in text and "import collections\n" in text
     assert text.index("import collections") < text.index("def short(")
     assert lines(capsys) == [
-        "saved to my_agent.py; it uses limit, which my_agent.py does not define: save it too"
+        "saved to my_agent.py; it uses limit, which my_agent.py does not define: define it "
+        "inside short, or add it to my_agent.py yourself"
     ]
+
+
+def test_the_helpers_a_piece_calls_are_saved_with_it(agent_file, capsys):
+    space = notebook_namespace()
+    run_cell("def _strip_all(items):\n    return [_one(i) for i in items]\n", space)
+    run_cell("def _one(item):\n    return item.strip()\n", space)
+    observe = cell(
+        """
+        def observe(text, tools):
+            return " ".join(_strip_all(text.split(",")))
+        """,
+        space,
+    )
+    save(observe)
+    text = agent_file.read_text()
+    assert "def observe(" in text and "def _strip_all(" in text and "def _one(" in text
+    assert lines(capsys) == ["saved to my_agent.py, with _strip_all, _one (yours, which it calls)"]
+    space = {}  # the file runs on its own: the helpers are in it
+    exec(compile(text, str(agent_file), "exec"), space)
+    assert space["observe"](" a, b ", None) == "a b"
 
 
 @pytest.mark.parametrize(
