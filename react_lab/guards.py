@@ -200,7 +200,8 @@ class Watch:
         else:
             self.refusals = 0
             self.calls.append((name, call_key(args), call_words(args)))
-            obs = self.observe(name, args, call(tools, name, args))
+            gate = {"approved": True} if getattr(tools.get(name), "side_effect", False) else {}
+            obs = self.observe(name, args, call(tools, name, args, **gate))  # the gate said yes
         obs.seconds = time.perf_counter() - t0
         return obs
 

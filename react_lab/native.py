@@ -47,13 +47,13 @@ BEST_EFFORT_REQUEST = (
 # --------------------------------------------------------------------------- running calls
 
 
-def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
+def execute_call(tools: dict[str, Tool], call: dict, *, approved: bool = False) -> Observation:
     """Run one OpenAI-shaped call: look the tool up, check its arguments, run it. Never raises.
 
     Invalid arguments are refused *before* the tool runs, with
     :func:`react_lab.schema.check_arguments`' messages. No approval is asked here: the loop
     calls this through :meth:`react_lab.guards.Watch.run_tool` (:func:`run_call`), which
-    holds the approval gate for side-effecting tools (as the text loop's ``call_tool`` does).
+    holds the approval gate and passes ``approved`` (a side-effecting tool runs only then).
     """
     name = call.get("function", {}).get("name")
     tool = tools.get(name)
@@ -66,7 +66,7 @@ def execute_call(tools: dict[str, Tool], call: dict) -> Observation:
             + "; ".join(errors)
             + f"; a valid call: {name}({example_args(tool)})"
         )
-    return call_tool(tools, name, args)
+    return call_tool(tools, name, args, approved=approved)
 
 
 def run_call(
@@ -79,7 +79,8 @@ def run_call(
     """
     function = call.get("function", {})
     args = decode_arguments(function.get("arguments", "{}"))
-    return watch.run_tool(tools, str(function.get("name")), args, call=lambda t, n, a: run(t, call))
+    name = str(function.get("name"))
+    return watch.run_tool(tools, name, args, call=lambda t, n, a, **gate: run(t, call, **gate))
 
 
 def run_calls(watch: Watch, tools: dict[str, Tool], calls: Sequence[dict]) -> list[Observation]:

@@ -24,7 +24,7 @@ import sqlite3
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 from .billing import (
     CALC,
@@ -214,24 +214,36 @@ class Observation:
         return cls(f"Error: {message}", error=message, **fields)
 
 
-def call_tool(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
+def call_tool(
+    tools: dict[str, Tool], name: str, args: list[str] | dict, *, approved: bool = False
+) -> Observation:
     """Run tools[name] with args (list: positional, dict: keywords); never raises.
 
-    The observation is the result as JSON, or a text result as it is.
+    The observation is the result as JSON, or a text result as it is. A side-effecting tool
+    runs only when ``approved``: the loops' approval gate (:meth:`react_lab.guards.Watch.
+    run_tool`) passes it for a call its approver said yes to; otherwise nothing runs.
     """
     try:
-        return _call(tools, name, args)
+        return _call(tools, name, args, approved)
     except BaseException as e:  # noqa: BLE001 -- a broken call must become an observation
         if isinstance(e, KeyboardInterrupt):  # the learner stopping the run is not the tool's error
             raise
         return Observation.failure(f"{type(e).__name__}: {e}")
 
 
-def _call(tools: dict[str, Tool], name: str, args: list[str] | dict) -> Observation:
+def _call(tools: dict[str, Tool], name: str, args: list[str] | dict, approved: bool) -> Observation:
     """Run one tool call; errors from the tool become error observations."""
+    if not isinstance(tools, Mapping):
+        return Observation.failure(f"no tools to run {name} with: tools is {tools!r:.40}")
     tool = tools.get(name)
     if tool is None:
         return Observation.failure(unknown_tool_message(name, tools))
+    if tool.side_effect and not approved:  # never without approval, whoever calls
+        return Observation.failure(
+            f"{name} changes the world and was not approved, so it did not run; a loop "
+            "runs it when its approver says yes (Guards(approve=...))",
+            guard="approval",
+        )
     args = [args] if isinstance(args, str) else args
     if not isinstance(args, (list, tuple, dict)):
         return Observation.failure(

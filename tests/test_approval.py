@@ -112,3 +112,19 @@ def test_invalid_arguments_are_still_refused_inside_the_guards(payment_setup, sc
         guards=Guards(approve=lambda name, args: True),
     )
     assert "was not run; fix its arguments" in result.steps[0].error and scheduled(copy) == 0
+
+
+def test_call_tool_itself_never_runs_a_side_effect_unapproved(
+    payment_setup, scheduled, shipped_sum
+):
+    # a learner's own observe calls call_tool directly: no loop, no approver, still no payment
+    from react_lab.lab.notebook.solutions import observe
+    from react_lab.tools import call_tool
+
+    copy, tools = payment_setup
+    refused = call_tool(tools, "schedule_payment", ["INV-2291", "100"])
+    assert refused.guard == "approval" and "not approved" in refused.error
+    text = observe("Action: schedule_payment[INV-2291, 100]", tools)
+    assert "not approved" in text and scheduled(copy) == 0
+    ran = call_tool(tools, "schedule_payment", ["INV-2291", "100"], approved=True)
+    assert ran.error is None and scheduled(copy) == 1 and db_checksum() == shipped_sum

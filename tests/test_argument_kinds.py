@@ -104,7 +104,9 @@ def test_surrounding_whitespace_is_stripped_before_the_check_and_the_tool(name, 
     assert check_arguments(TOOLS[name], json.dumps(args)) == (good, [])
     received = []
     obs = execute_call(
-        _spies(received), {"function": {"name": name, "arguments": json.dumps(args)}}
+        _spies(received),
+        {"function": {"name": name, "arguments": json.dumps(args)}},
+        approved=True,  # schedule_payment: approved, as a loop's gate would
     )
     assert obs.error is None and received == [(name, (), good)]
     # text path: the JSON input and the positional input reach the tool stripped too
@@ -112,11 +114,11 @@ def test_surrounding_whitespace_is_stripped_before_the_check_and_the_tool(name, 
     tools = _spies(received)
     parsed = parse(f"Action: {name}\nAction Input: {json.dumps(args)}", tools=list(tools))
     assert parsed.input == args
-    assert call_tool(tools, name, parsed.args).error is None
+    assert call_tool(tools, name, parsed.args, approved=True).error is None
     yes = Guards.off(approve=lambda name, args: True)  # schedule_payment is approved
     assert yes.start().run_tool(tools, name, parsed.args).error is None
     positional = [args[k] for k in good]
-    assert call_tool(tools, name, positional).error is None
+    assert call_tool(tools, name, positional, approved=True).error is None
     assert all(call == (name, (), good) for call in received[:2]) and received[2:] == [
         (name, tuple(good.values()), {})
     ]

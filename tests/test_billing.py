@@ -235,13 +235,19 @@ def test_schedule_payment_writes_only_to_the_copy(tmp_path, shipped_sum):
     copy = working_copy(tmp_path)
     pay = payment_tools(copy)
     assert pay["schedule_payment"].side_effect
-    obs = T.call_tool(pay, "schedule_payment", ["INV-2291", "48200"])
+    obs = T.call_tool(pay, "schedule_payment", ["INV-2291", "48200"], approved=True)
     assert obs.error is None and obs.value["amount"] == 48200.0
     assert any(s.startswith("INSERT INTO scheduled_payments") for s in obs.sql)
-    again = T.call_tool(pay, "schedule_payment", ["INV-2291", "1"])
+    again = T.call_tool(pay, "schedule_payment", ["INV-2291", "1"], approved=True)
     assert "at most the unpaid 0.00" in again.error
-    assert "customer invoice" in T.call_tool(pay, "schedule_payment", ["INV-2041", "129"]).error
-    assert "number of dollars" in T.call_tool(pay, "schedule_payment", ["INV-2291", "lots"]).error
+    assert (
+        "customer invoice"
+        in T.call_tool(pay, "schedule_payment", ["INV-2041", "129"], approved=True).error
+    )
+    assert (
+        "number of dollars"
+        in T.call_tool(pay, "schedule_payment", ["INV-2291", "lots"], approved=True).error
+    )
     scheduled = T.default_tools(T.open_db(copy))["get_payments"].fn("INV-2291")["scheduled"]
     assert [s["amount"] for s in scheduled] == [48200.0]
     assert db_checksum() == shipped_sum and db_checksum(copy) != shipped_sum
@@ -259,7 +265,7 @@ def test_payment_tool_given_a_writable_connection_to_the_shipped_file_writes_not
     conn = sqlite3.connect(stand_in)
     conn.row_factory = sqlite3.Row
     tool = T.payment_tool(conn)
-    obs = T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"])
+    obs = T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"], approved=True)
     conn.close()
     assert obs.error is not None and "shipped database" in obs.error, obs.text
     assert db_checksum(stand_in) == before
@@ -270,7 +276,9 @@ def test_schedule_payment_refuses_unapproved_invoices(tmp_path, conn):
     paid = conn.execute(
         "SELECT id FROM invoices WHERE kind = 'supplier' AND status = 'paid' LIMIT 1"
     ).fetchone()[0]
-    assert "only approved" in T.call_tool(pay, "schedule_payment", [paid, "10"]).error
+    assert (
+        "only approved" in T.call_tool(pay, "schedule_payment", [paid, "10"], approved=True).error
+    )
 
 
 # --- schemas ---------------------------------------------------------------------------------

@@ -127,7 +127,10 @@ def test_payment_tool_binds_schedule_payment_to_the_connection_it_is_given(tmp_p
     assert (tool.name, tool.parameters) == ("schedule_payment", billing.SCHEDULE_PAYMENT)
     assert tool.side_effect
     assert tool.description.endswith("Moves real money.") and T.connection(tool) is conn
-    assert T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"]).value["amount"] == 10.0
+    assert (
+        T.call_tool({tool.name: tool}, tool.name, ["INV-2291", "10"], approved=True).value["amount"]
+        == 10.0
+    )
     conn.close()
 
 

@@ -102,7 +102,7 @@ def read_reply_text(
         elif (name := call_in_answer(plain, names)) is not None:  # "Sure. Action: search[x]"
             saw = f"a tool call to {shown(name, 60)} written in the text"
             return ReplyText(None, [], saw, reasoning)
-        elif aside is None and frame is None and markup_piece(text) is None:
+        elif aside is None and frame is None and markup_piece(text) is None and visible(text):
             return ReplyText(text, [])  # an ordinary answer, as it was written
         answer = without_end_tokens(plain.strip())
         piece = markup_piece(answer)

@@ -325,12 +325,12 @@ def _page_id(args) -> str:
     return str(page or "").strip()
 
 
-def _read_page(watch: LabWatch, tools, name, args) -> Observation:
+def _read_page(watch: LabWatch, tools, name, args, **gate) -> Observation:
     """The rest of a truncated observation for ``more[<page>]`` (an error if no such page)."""
     page = _page_id(args)
     if page not in watch.pages:
         message = f"no page {page!r}; pages: {', '.join(watch.pages) or 'none'}"
-        return Observation(f"Error: {message}", error=message)
+        return Observation.failure(message)
     rest = watch.pages[page][1]
     return Observation(rest, value=rest)
 
@@ -344,8 +344,11 @@ def run_with_timeout(
     name: str,
     args,
     timeout: float | None,
+    **gate,
 ) -> Observation:
     """Run ``call(tools, name, args)`` in a worker thread; cut it off after ``timeout`` seconds.
+
+    ``gate``: the approval the guards pass on (``approved=True``) to ``call``.
 
     A call still running at the deadline becomes an error observation; its daemon thread
     is left to finish (Python cannot kill a thread), and the loop goes on. ``None`` waits.
@@ -354,12 +357,11 @@ def run_with_timeout(
 
     def attempt() -> Observation:
         try:
-            return call(tools, name, args)
+            return call(tools, name, args, **gate)
         except BaseException as exc:  # noqa: BLE001 -- a failed call (sys.exit too) is an observation
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            message = f"{name} failed with {type(exc).__name__}: {exc}"
-            return Observation(f"Error: {message}", message)
+            return Observation.failure(f"{name} failed with {type(exc).__name__}: {exc}")
 
     if timeout is None:
         return attempt()
@@ -383,7 +385,7 @@ def run_with_timeout(
             f"{name} did not answer within {timeout:g} seconds and was cut off; "
             "try other arguments or another tool"
         )
-    return Observation(f"Error: {message}", error=message, timed_out=True)
+    return Observation.failure(message, timed_out=True)
 
 
 # --------------------------------------------------------------------------- small helpers

@@ -122,7 +122,9 @@ def call_result(
     ``{"result": value}`` for a list or number where the protocol version allows only
     objects there (before 2026-07-28).
     """
-    obs = execute_call(dict(tools), {"function": {"name": name, "arguments": arguments or {}}})
+    call = {"function": {"name": name, "arguments": arguments or {}}}
+    # approved: an MCP client sends a call its user approved (destructiveHint asks it to)
+    obs = execute_call(dict(tools), call, approved=True)
     if obs.error is not None:
         return types.CallToolResult(content=[types.TextContent(text=obs.error)], is_error=True)
     value = obs.value

@@ -45,7 +45,7 @@ def run_parallel_calls(
     return observations
 
 
-def _result(future: Future, tools: dict[str, Tool], call: dict) -> Observation:
+def _result(future: Future, tools: dict[str, Tool], call: dict, **gate) -> Observation:
     """The observation of a call started already: the guards wait for it (their timeout applies)."""
     return future.result()
 

@@ -326,7 +326,7 @@ def test_bad_arguments_are_refused_before_they_reach_the_server(liar, liar_log):
 
 
 def test_an_error_result_is_one_line(liar):
-    obs = call_tool(liar, "fail", {})
+    obs = call_tool(liar, "fail", {}, approved=True)
     assert obs.error == "the back end is down"
 
 
@@ -334,12 +334,14 @@ def test_a_slow_server_is_an_error_observation_not_a_hang(liar):
     liar.session.call_timeout = 1
     try:
         t0 = time.perf_counter()
-        obs = call_tool(liar, "slow", {"seconds": 10})
+        obs = call_tool(liar, "slow", {"seconds": 10}, approved=True)
         assert time.perf_counter() - t0 < 4
     finally:
         liar.session.call_timeout = lab_mcp.CALL_TIMEOUT
     assert obs.error == f"the MCP server {shlex.join(LIAR)!r} did not answer slow within 1 s"
-    assert call_tool(liar, "get_payments", {"invoice_id": "INV-2291"}).error is None  # still usable
+    assert (
+        call_tool(liar, "get_payments", {"invoice_id": "INV-2291"}, approved=True).error is None
+    )  # still usable
 
 
 def test_a_dead_server_is_an_error_observation(tmp_path):
@@ -347,8 +349,8 @@ def test_a_dead_server_is_an_error_observation(tmp_path):
         LIAR, env={"LIAR_LOG": str(tmp_path / "log")}, read_only={"exit", "fail"}
     ) as tools:
         t0 = time.perf_counter()
-        died = call_tool(tools, "exit", {})
-        after = call_tool(tools, "fail", {})
+        died = call_tool(tools, "exit", {}, approved=True)
+        after = call_tool(tools, "fail", {}, approved=True)
         assert time.perf_counter() - t0 < 10
     assert "has gone away (connection closed)" in died.error
     assert "has gone away" in after.error or "closed" in after.error

@@ -58,6 +58,6 @@ def test_payment_tools_write_to_the_copy_only(tmp_path, shipped_sum, scheduled):
     assert not is_shipped(copy)
     pay = payment_tools(copy)
     assert set(pay) == {"schedule_payment"} and pay["schedule_payment"].side_effect
-    obs = call_tool(pay, "schedule_payment", ["INV-2291", "100"])
+    obs = call_tool(pay, "schedule_payment", ["INV-2291", "100"], approved=True)
     assert obs.error is None and scheduled(copy) == 1
     assert db_checksum() == shipped_sum

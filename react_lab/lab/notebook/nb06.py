@@ -134,7 +134,11 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
                 raise ToolError(f"{tool.name} was denied by a human; nothing was done")
             return tool.fn(*args, **kwargs)
 
-        return replace(tool, fn=fn, parameters=as_text_protocol(tool.parameters))
+        # the human decides inside fn: the wrapped tool is its own approval gate, so the
+        # learner's loop (which calls call_tool, no approver) reaches the decision
+        return replace(
+            tool, fn=fn, parameters=as_text_protocol(tool.parameters), side_effect=False
+        )
 
     gated_tools = {name: gated(t) if t.side_effect else t for name, t in tools.items()}
 
@@ -204,7 +208,8 @@ def pay_exemplar():
 
     tools = {**default_tools(), **payment_tools(working_copy())}
     invoice = call_tool(tools, "find_invoice", ["INV-2323"]).text
-    paid = call_tool(tools, "schedule_payment", ["INV-2323", "720"]).text
+    # approved here: the exemplar's payment, on a throwaway copy, is the notebook's own
+    paid = call_tool(tools, "schedule_payment", ["INV-2323", "720"], approved=True).text
     return Exemplar(
         "Pay supplier invoice INV-2323.",
         (

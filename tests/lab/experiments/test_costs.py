@@ -87,9 +87,12 @@ def test_production_tools_describe_the_two_money_tools_and_run_neither(shipped_s
     pay, refund = tools["schedule_payment"], tools["refund_charge"]
     assert pay.side_effect and refund.side_effect
     assert pay.description.endswith("Moves real money.") and "cents" in refund.description
-    written = call_tool(tools, "schedule_payment", ["INV-2291", "10"])
+    unapproved = call_tool(tools, "schedule_payment", ["INV-2291", "10"])
+    assert unapproved.guard == "approval" and "not approved" in unapproved.error
+    written = call_tool(tools, "schedule_payment", ["INV-2291", "10"], approved=True)
     assert "attempt to write a readonly database" in written.error
-    assert "does not run refunds" in call_tool(tools, "refund_charge", ["ch_1KZq8f"]).error
+    refund = call_tool(tools, "refund_charge", ["ch_1KZq8f"], approved=True)
+    assert "does not run refunds" in refund.error
     assert db_checksum() == shipped_sum
 
 
