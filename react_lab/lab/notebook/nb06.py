@@ -136,9 +136,7 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
 
         # the human decides inside fn: the wrapped tool is its own approval gate, so the
         # learner's loop (which calls call_tool, no approver) reaches the decision
-        return replace(
-            tool, fn=fn, parameters=as_text_protocol(tool.parameters), side_effect=False
-        )
+        return replace(tool, fn=fn, parameters=as_text_protocol(tool.parameters), side_effect=False)
 
     gated_tools = {name: gated(t) if t.side_effect else t for name, t in tools.items()}
 
