@@ -154,7 +154,7 @@ def _find_answer(text: str):
     m = labels.ANSWER_LINE.search(text)
     if m is None:
         return None
-    begin = m.end()
+    begin = labels.text_start(m)  # "Answer: **42**" keeps its emphasis
     while (again := labels.ANSWER_LINE.match(text[begin : begin + 80])) is not None and again.end():
         begin += again.end()  # "Answer: Final Answer: 42": one label written twice
     answer = text[begin:]

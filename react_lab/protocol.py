@@ -139,7 +139,8 @@ class ParseResult:
 
     ``kind`` is ``"action"`` (``tool`` and ``input`` set), ``"final"`` (``answer`` set) or
     ``"error"`` (``reason`` set, written so the model can act on it). ``input`` is a string,
-    or a dict when the model wrote a JSON / Python-literal object. ``forged`` is True when the
+    a dict when the model wrote a JSON / Python-literal object, or a list of the values of a
+    call written with positional arguments (``pair("Smith, John", 2)``). ``forged`` is True when the
     model wrote its own ``Observation`` line (dropped). ``kept`` is the part of the completion
     that belongs in the transcript. ``reasoning`` is what the completion held in reasoning
     blocks (``<think>...</think>``, Harmony's analysis channel), set aside before the labels
@@ -159,12 +160,30 @@ class ParseResult:
 
     @property
     def args(self) -> list[str] | dict:
-        """Arguments to dispatch: a dict as is, text split on commas (as the classic loop does)."""
-        if isinstance(self.input, dict):
+        """Arguments to dispatch: a dict or a list as is, text split on commas (as the classic
+        loop does), except a comma inside a quoted value: ``"Smith, John", 2`` is two."""
+        if isinstance(self.input, (dict, list)):
             return self.input
         if self.input is None or str(self.input).strip() == "":
             return []
-        return [unquoted(a) for a in str(self.input).split(",")]  # ["cus_8812", "2026-01-01"]
+        return [unquoted(a) for a in split_arguments(str(self.input))]  # ["cus_8812", "2026-01-01"]
+
+
+#: One argument of ``tool[a, b]``: a quoted value (its commas inside it), or text up to a comma.
+_ARGUMENT = re.compile(
+    r"""[ \t]*(?:"[^"\n]*"|'[^'\n]*'|\u201c[^\u201d\n]*\u201d)[ \t]*(?=,|$)|[^,]*"""
+)
+
+
+def split_arguments(text: str) -> list[str]:
+    """``text`` split on its commas, except a comma inside a quoted value."""
+    items, pos = [], 0
+    while True:
+        item = _ARGUMENT.match(text, pos)
+        items.append(item.group())
+        pos = item.end() + 1  # past the comma
+        if pos > len(text):
+            return items
 
 
 def unknown_tool_message(name: str, available: Iterable[str]) -> str:

@@ -57,19 +57,30 @@ NEEDS = {
 
 
 def named_arguments(args: list | dict, names: list[str]) -> tuple[list | dict, str | None]:
-    """Positional arguments that each name a parameter, ``["customer_id=cus_8812",
-    "since=2026-01-01"]``, as the keywords they name (quotes around a value dropped); any
-    other arguments as they are. Without this the tool would get ``"customer_id=cus_8812"``
-    as the id, and quietly find nothing. Returns ``(arguments, a name given twice or None)``.
+    """Positional arguments of which some name a parameter, ``["cus_8812",
+    "since=2026-01-01"]`` or all (``["customer_id=cus_8812", "since=2026-01-01"]``), as the
+    keywords they are: the values before the first named one fill the parameters in order,
+    then each ``name=value`` its own (quotes around a value dropped). Without this the tool
+    would get ``"since=2026-01-01"`` as a date, and quietly find nothing. Arguments that name
+    no parameter are returned as they are. Returns ``(arguments, what is wrong or None)``: a
+    parameter given twice, or a value after a named one.
     """
     if isinstance(args, dict) or not args or not all(isinstance(a, str) for a in args):
         return args, None
     pairs = [[part.strip() for part in a.split("=", 1)] for a in args]
-    keys = [pair[0] for pair in pairs]
-    if any(len(pair) != 2 for pair in pairs) or not set(keys) <= set(names):
+    named = [len(pair) == 2 and pair[0] in names for pair in pairs]
+    if not any(named):
         return args, None
-    twice = next((key for key in keys if keys.count(key) > 1), None)
-    return {key: unquoted(value) for key, value in pairs}, twice
+    first = named.index(True)
+    if not all(named[first:]):
+        late = args[named.index(False, first)]
+        return args, f"{shown(late)} comes after a named argument; name it too, or put it first"
+    keywords = dict(zip(names, args[:first]))
+    for key, value in pairs[first:]:
+        if key in keywords:
+            return args, f"{key} is given twice, so which value is meant is a guess; give it once"
+        keywords[key] = unquoted(value)
+    return keywords, None
 
 
 def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[str]]:
@@ -85,9 +96,9 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
     """
     properties = tool.parameters.get("properties", {})
     names = list(properties)
-    args, twice = named_arguments(args, names)  # ["customer_id=cus_8812"]: a keyword, not a value
-    if twice is not None:
-        return args, [f"{twice} is given twice, so which value is meant is a guess; give it once"]
+    args, wrong = named_arguments(args, names)  # ["since=2026-01-01"]: a keyword, not a value
+    if wrong is not None:
+        return args, [wrong]
     items = args.items() if isinstance(args, dict) else enumerate(args)
     cleaned, errors = {}, []
     for key, value in items:

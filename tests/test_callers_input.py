@@ -129,3 +129,62 @@ def test_the_native_loop_runs_a_leaked_call_with_the_text_the_model_wrote():
 def test_a_bracket_inside_a_quoted_argument_does_not_end_the_call(text, want):
     result = parse(text, tools=TOOLS)
     assert (result.kind, result.tool, result.input) == ("action", "search", want)
+
+
+@pytest.mark.parametrize(
+    "action, args",
+    [
+        ('Action: search["refund, late fee"]', ["refund, late fee"]),
+        ('Action: search("refund, late fee")', ["refund, late fee"]),
+        ('Action: list_invoices["cus_8812", "2026-07-01"]', ["cus_8812", "2026-07-01"]),
+        ('Action: list_invoices("cus_8812", "2026-07-01")', ["cus_8812", "2026-07-01"]),
+        ("Action: search[refunds, duplicates]", ["refunds", "duplicates"]),  # 04's abuse: split
+    ],
+)
+def test_a_comma_inside_a_quoted_value_stays_in_it(action, args):
+    assert parse(action, tools=TOOLS).args == args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cus_8812", "since=2026-07-01"],
+        ["customer_id=cus_8812", "since=2026-07-01"],
+        ["since=2026-07-01", "customer_id=cus_8812"],
+    ],
+)
+def test_arguments_named_in_part_or_whole_reach_their_parameters(args):
+    from react_lab.tools import call_tool
+
+    named = call_tool(TOOLS, "list_invoices", args)
+    assert named.error is None and named.value == (
+        call_tool(TOOLS, "list_invoices", ["cus_8812", "2026-07-01"]).value
+    )
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["customer_id=cus_8812", "2026-07-01"], "comes after a named argument"),
+        (["cus_8812", "customer_id=cus_1"], "customer_id is given twice"),
+    ],
+)
+def test_a_value_after_a_named_one_or_a_parameter_twice_is_refused(args, words):
+    from react_lab.tools import call_tool
+
+    assert words in call_tool(TOOLS, "list_invoices", args).error
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<function=list_invoices><parameter=customer_id>cus_4417</parameter>"
+        "<parameter=customer_id>cus_9999</parameter></function>",
+        "<tool_call>list_invoices<arg_key>customer_id</arg_key><arg_value>cus_4417</arg_value>"
+        "<arg_key>customer_id</arg_key><arg_value>cus_9999</arg_value></tool_call>",
+    ],
+)
+def test_a_parameter_given_twice_in_markup_is_refused_not_guessed(text):
+    r = parse(text, tools=declared(TOOLS))
+    assert r.kind == "error" and "'customer_id' twice" in r.reason
+    assert read_reply(text, declared(TOOLS)).calls[0].problem

@@ -47,6 +47,7 @@ whole stays linear in the length of the answer.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from functools import lru_cache
@@ -70,10 +71,22 @@ _INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
 _QUOTE_MARK = re.compile(r"^[ \t]*>[ \t]?", re.MULTILINE)
 #: Markdown's escapes of the characters a call is written with: ``get\_charge``, ``\[``.
 _MARKDOWN_ESCAPE = re.compile(r"\\([_*\[\](){}`#])")
+#: A call spelled through an object: ``functions.get_charge(`` (OpenAI's namespace), LangChain's
+#: ``get_charge.invoke(``, ``.run(``, ``.call(``: read as ``get_charge(``.
+_CALL_SPELLING = re.compile(
+    r"(?<![\w.])(?:functions\.)?([^\W\d]\w*)(?:\.(?:invoke|ainvoke|run|arun|call))?\("
+)
 #: HTML's code tags, read as markdown's: ``<code>`` as a backtick, ``<pre>`` as a fence.
 _HTML_CODE = re.compile(r"</?(code|pre)(?:[ \t][^<>\n]{0,40})?>", re.IGNORECASE)
 #: An Action label mid-line followed by a call: ``Declined. Action: get_charge[ch_1]``.
-_INLINE_ACTION = re.compile(r"\bAction[ \t*]*" + COLON + r"[ \t*`]*(" + NAME + r")[\[(]", re.I)
+_INLINE_ACTION = re.compile(
+    r"\bAction[ \t*]*"
+    + COLON
+    + r"[ \t*`]*("
+    + NAME
+    + r")(?:[\[(]|[ \t]*\n[ \t]*Action[ \t]*Input)",
+    re.I,
+)
 #: Where a call stands alone: a line start (list and quote marks, a label of up to three
 #: words in any script), or a sentence's end; then the name, with brackets or quotes around it.
 _STANDING = (
@@ -85,6 +98,18 @@ _STANDING = (
 )
 _STANDING_CALL = re.compile(
     _STANDING + r"(" + NAME + r")[\]\"'`*>\u27e9]*[ \t]?[\[({]", re.MULTILINE
+)
+#: A call that opens its line (list and quote marks before it): ``get_charge[ch_1] please``;
+#: in backticks it is cited, as code (``\`get_charge("ch_1")\` returned declined``).
+_OPENING_CALL = re.compile(
+    r"^[ \t>*_#+\u2022-]*(?:\d{1,3}[.)][ \t]+)?[\[\"'*<]*(" + NAME + r")[\]\"'*>]*[ \t]?[\[(]",
+    re.MULTILINE,
+)
+#: A label that cites where an answer came from: the calls after it are sources, not calls.
+_CITING = re.compile(
+    r"[ \t>*_#-]*(?:sources?|references?|refs?|citations?|evidence|via|see(?:[ \t]+also)?)"
+    r"[ \t*]*" + COLON,
+    re.IGNORECASE,
 )
 #: A call written as code: after ``=``, ``await``, ``return``, ``call:``, ``>>>`` or ``@``,
 #: the name glued to its opening bracket.
@@ -115,7 +140,7 @@ _CALL_TAG = re.compile(
     re.IGNORECASE,
 )
 #: A tag's attribute that names the tool: ``name="get_charge"``.
-_NAME_ATTRIBUTE = re.compile(r"\bname[ \t]*=[ \t]*[\"']?(" + NAME + ")")
+_NAME_ATTRIBUTE = re.compile(r"\b(?:name|tool|function)[ \t]*=[ \t]*[\"']?(" + NAME + ")")
 #: Another call after one, on its line: ``, find_invoice(`` or ``; find_invoice[``.
 _NEXT_CALL = re.compile(r"[`*\"']*[ \t]*[,;][ \t]*[`*\"']*" + NAME + r"[\[(]")
 #: A code comment at the end of a line: ``# ...``, ``// ...``, ``-- ...``, ``<!-- ... -->``.
@@ -131,6 +156,8 @@ _CALL_STRING = re.compile(
 #: What an argument looks like when it stands alone after a tool name: a digit, ``_``, ``-``,
 #: a quote or ``=`` in it (``ch_1``, ``INV-2041``, ``"x"``, ``k=v``), not a plain word.
 _ARGUMENT = re.compile(r"\S*[\d_\-\"'=]\S*")
+#: Arguments written as ``key=value`` pairs: ``customer_id=cus_4417 since=2026-07-01``.
+_KEY_VALUES = re.compile(r"(?:\w+=(?:\"[^\"\n]*\"|'[^'\n]*'|\S+)[ \t]*)+")
 #: A line that gives a call's arguments: an object, or an arguments label.
 _ARGUMENTS_LINE = re.compile(
     r"[ \t>*`]*(?:\{|[^\s:]{0,3}(?:action[ \t]+)?(?:input|args|arguments|params|parameters)"
@@ -147,10 +174,10 @@ def call_in_answer(answer: str, tools: Iterable[str] | None = None) -> str | Non
     arguments count too (:func:`arguments_of`).
     """
     names = tuple(t for t in tools or () if isinstance(t, str) and t.strip())
-    lost = arguments_of(json_value(answer), tools)  # {"charge_id": "ch_1"}: its name lost
-    if lost is not None:
-        return lost
     for text in _readings(answer):
+        lost = lost_call(text, tools)  # {"charge_id": "ch_1"}: a call whose name was lost
+        if lost is not None:
+            return lost
         for find in (_known_call, _standing_call, _code_call, _object_call, _tagged_call):
             name = find(text, names)
             if name is not None:
@@ -194,6 +221,22 @@ def arguments_of(value: Any, tools: Any) -> str | None:
     return None
 
 
+def lost_call(text: str, tools: Any) -> str | None:
+    """The declared tool whose arguments an object in ``text`` is (:func:`arguments_of`): all
+    of the text, or an object in it. None without the tools' parameters."""
+    if not isinstance(tools, dict):
+        return None
+    whole = arguments_of(json_value(text), tools)
+    if whole is not None:
+        return whole
+    for brace in islice(re.finditer(r"\{", text), MAX_LOOKS):
+        read = relaxed_object(text, brace.start())
+        name = arguments_of(read[0], tools) if read is not None else None
+        if name is not None:
+            return name
+    return None
+
+
 @lru_cache(maxsize=64)
 def _lowered(names: tuple[str, ...]) -> frozenset[str]:
     """The declared tool names in lower case: a tool name is matched in any case."""
@@ -204,7 +247,9 @@ def _readings(answer: str) -> list[str]:
     """``answer`` as a model's markup is read, and, when it is one quoted string, its inside."""
     text = answer.translate(FULL_WIDTH).translate(_SPACES).translate(_INVISIBLE)
     text = _QUOTE_MARK.sub("", text)
+    text = html.unescape(text) if "&" in text else text  # &lt;tool_call&gt;: escaped markup
     text = _MARKDOWN_ESCAPE.sub(r"\1", text)  # get\_charge: markdown's escaped underscore
+    text = _CALL_SPELLING.sub(r"\1(", text)  # functions.get_charge(, get_charge.invoke(
     text = _HTML_CODE.sub(lambda m: "```" if m.group(1).lower() == "pre" else "`", text)
     readings = [text]
     inner = text.strip()
@@ -233,13 +278,20 @@ def _known_call(text: str, names: tuple[str, ...]) -> str | None:
 
 def _standing_call(text: str, names: tuple[str, ...]) -> str | None:
     """A call that stands alone on its line: at its start, after a label or a sentence, with
-    nothing but punctuation after it. With ``names``, only a declared tool's."""
+    nothing but punctuation after it; with ``names``, only a declared tool's, and one that
+    opens its line whatever follows it (``find_invoice[INV-2291] is not paid``). A label that
+    cites (``Sources: get_charge(ch_1)``) is prose."""
     for m in islice(_STANDING_CALL.finditer(text), MAX_LOOKS):
         name = m.group(1)
         if names and name.lower() not in _lowered(names):
             continue
+        if _CITING.match(text, text.rfind("\n", 0, m.start()) + 1):
+            continue  # "Sources: get_charge(ch_1), get_payments(INV-2041)": citations
         if _closes(text, m.end() - 1, ends_line=True):
             return name
+    for m in islice(_OPENING_CALL.finditer(text), MAX_LOOKS) if names else ():
+        if m.group(1).lower() in _lowered(names) and _closes(text, m.end() - 1):
+            return m.group(1)
     return None
 
 
@@ -368,8 +420,12 @@ def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, 
         re.IGNORECASE | re.MULTILINE,
     )
     labelled = re.compile(
-        r"^[ \t>*_#]*[^\w\s]{0,3}(?:tool|function|call|command|use)\w*(?:[ \t]+(?:name|call))?"
-        r"[^\w\s:]{0,3}[ \t*]*" + COLON + r"[ \t*`\"']*(" + tool + r")[ \t*`\"'.]*$",
+        r"^[ \t>*_#-]*[^\w\s]{0,3}(?:tool|function|call|command|use|name)\w*"
+        r"(?:[ \t]+(?:name|call))?[^\w\s:]{0,3}[ \t*]*"
+        + COLON
+        + r"[ \t*`\"']*("
+        + tool
+        + r")[ \t*`\"'.]*$",
         re.IGNORECASE | re.MULTILINE,
     )
     as_written = "(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")"
@@ -394,8 +450,12 @@ def _declared_call(text: str, names: tuple[str, ...]) -> str | None:
             return name
         if lead is not None and lead.startswith("<"):  # <get_charge charge_id="ch_1"/>
             return name
-        if lead is not None and not sign and _command(text, end, bool(m.group("cmd"))):
-            return name  # /get_charge ch_1, get_charge --charge-id ch_1, get_charge ch_1
+        if (
+            lead is not None
+            and sign in ("", "=>", "->")
+            and _command(text, end, bool(m.group("cmd")))
+        ):
+            return name  # /get_charge ch_1, get_charge --charge-id ch_1, get_charge -> ch_1
         if lead is not None and not sign and _arguments_below(text, end):
             return name  # get_charge, then {...} or "Args: ..." on the next line
     label = labelled.search(text)
@@ -431,7 +491,7 @@ def _closes(text: str, opener: int, ends_line: bool = False, depth: int = 0) -> 
     line_end = text.find("\n", close)
     tail = text[close : len(text) if line_end < 0 else line_end]
     tail = _COMMENT.sub("", tail)  # "get_charge("ch_1")  # fetch it": a comment is no prose
-    if not ends_line or not tail.strip(" \t`*\"'.;\u2026"):
+    if not ends_line or not tail.strip(" \t`*\"'.;\u2026]"):
         return True
     after = _NEXT_CALL.match(text, close)  # get_charge("ch_1"), find_invoice("INV-2041")
     return after is not None and depth < 8 and _closes(text, after.end() - 1, True, depth + 1)
@@ -439,13 +499,18 @@ def _closes(text: str, opener: int, ends_line: bool = False, depth: int = 0) -> 
 
 def _command(text: str, end: int, marked: bool) -> bool:
     """True if a tool name at a line start is a command: ``/get_charge ch_1``, ``$ get_charge``,
-    the tool and flags (``get_charge --charge-id ch_1``), or the tool and one argument that is
-    not a plain word alone on the line (``get_charge ch_1``)."""
+    the tool and flags (``get_charge --charge-id ch_1``), the tool and ``key=value`` pairs
+    (``search query="late fee"``), or the tool and one argument that is not a plain word alone
+    on the line (``get_charge ch_1``)."""
     if marked:
         return True
     line_end = text.find("\n", end)
     rest = text[end : len(text) if line_end < 0 else line_end].strip(" \t`*")
-    return rest.startswith("--") or _ARGUMENT.fullmatch(rest) is not None
+    return (
+        rest.startswith("--")
+        or _ARGUMENT.fullmatch(rest) is not None
+        or _KEY_VALUES.fullmatch(rest) is not None
+    )
 
 
 def _arguments_below(text: str, end: int) -> bool:

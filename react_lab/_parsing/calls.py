@@ -24,7 +24,7 @@ import re
 import warnings
 from typing import Any
 
-from ..protocol import QUOTE_PAIRS, ParseResult, clip, shown, unquoted
+from ..protocol import QUOTE_PAIRS, ParseResult, clip, shown, split_arguments, unquoted
 from .brackets import find_brackets, object_at
 from .json_errors import DuplicateKey, unique_keys
 from .labels import FENCE, NAME
@@ -114,14 +114,15 @@ def repeated_key(blob: str) -> str | None:
 def clean_input(value: str) -> Any:
     """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
     wrapping the whole input (:func:`react_lab.protocol.unquoted`), or an opening quote never
-    closed (a line cut off)."""
+    closed (a line cut off). Quotes around a value with a comma in it stay: they keep it one
+    argument (``search["refund, late fee"]``, :meth:`react_lab.protocol.ParseResult.args`)."""
     value = value.strip()
     if value.startswith("{") and value.endswith("}"):
         obj = load_object(value)
         if isinstance(obj, dict):
             return obj
     if (bare := unquoted(value)) != value:
-        return bare
+        return value if "," in bare and len(split_arguments(value)) == 1 else bare
     close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
     return (
         value[1:].strip()
@@ -473,7 +474,9 @@ def unwrap(args: Any) -> Any:
 
 def call_arguments(call: ast.Call) -> Any:
     """The input of one parsed call expression: keywords as a dict (``**{...}`` merged, a lone
-    wrapper unwrapped), one positional object as itself, positional scalars joined by ``", "``.
+    wrapper unwrapped), one positional object as itself, one positional scalar as a string,
+    several (or one with a comma in it) as a list of strings (``pair("Smith, John", 2)`` is
+    ``["Smith, John", "2"]``: a comma inside a string stays in it).
 
     None when an argument is not a literal; ``"mixed"`` for positional and keyword arguments
     together (no name is known for the positional ones).
@@ -498,7 +501,8 @@ def call_arguments(call: ast.Call) -> Any:
     if len(positional) == 1 and isinstance(positional[0], dict):
         return unwrap(positional[0])
     if all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in positional):
-        return ", ".join(str(v) for v in positional)
+        values = [str(v) for v in positional]
+        return values[0] if len(values) == 1 and "," not in values[0] else values
     return None
 
 

@@ -504,6 +504,8 @@ def _elements(
         nxt = _PARAM.search(text, p.end(), stop.start() if stop else body_end)
         raw = text[p.end() : nxt.start() if nxt else stop.start() if stop else body_end]
         raw = re.sub(r"</" + re.escape(key) + r">\s*$", "", raw) if key else raw  # closed by </KEY>
+        if key in args:  # the same parameter twice: which value is meant is a guess
+            return [Call(m.start(), end, fmt, name, args, f"gives its parameter {key!r} twice")]
         written = p.group("rest") or ""  # DSML says each value's type: string="true" / "false"
         args[key] = raw.strip() if 'string="true"' in written else _value(raw)
         if "string=" not in written:
@@ -542,11 +544,17 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     """
 
     def call(name, problem=None):
+        if problem is None and twice:  # the same argument twice: which value is meant is a guess
+            problem = f"gives its argument {twice[0]!r} twice"
         return [Call(start, end, "GLM", name, args, problem, texts=texts)]
 
     def value(key, raw):
-        args[key], texts[key] = _value(raw), raw.strip()
+        if key in args:
+            twice.append(key)
+        else:
+            args[key], texts[key] = _value(raw), raw.strip()
 
+    twice: list[str] = []
     args: dict = {}
     texts: dict = {}
     name, key, state, at, glued = None, None, "name", pos, False

@@ -55,6 +55,17 @@ def _label(name: str) -> re.Pattern:
     )
 
 
+def text_start(label: re.Match) -> int:
+    """Where the text after a label begins: past the label's own emphasis (``**Answer:** 42``)
+    but not the text's (``Answer: **42**`` keeps its ``**``)."""
+    written = label.group()
+    colon = max(written.rfind(c) for c in ":\uff1a\ufe55")
+    after = written[colon + 1 :]
+    if "*" not in after or "*" in written[:colon] or after != after.rstrip(" \t"):
+        return label.end()  # the label's emphasis, or stars set apart from the text
+    return label.start() + colon + 1 + len(after) - len(after.lstrip(" \t"))
+
+
 # --------------------------------------------------------------------------- the labels
 
 ACTION_LINE = _label("Action")

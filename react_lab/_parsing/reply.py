@@ -8,20 +8,19 @@ private package never imports the lesson).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..protocol import ParseResult, shown, visible
-from .answer_calls import arguments_of, call_in_answer, json_value
+from .answer_calls import arguments_of, call_in_answer, json_value, lost_call
 from .calls import cut_off_call
 from .formats import find_calls
-from .labels import ANY_LABEL
+from .labels import ANY_LABEL, NAME
 from .leaks import Leak, find_leaks
 from .reasoning import set_aside_reasoning
 from .reasons import NAMELESS
 from .tokens import decode_markers, markup_piece, without_end_tokens
-
-#: A fenced block of JSON, all the text is: its body.
 
 
 @dataclass(frozen=True)
@@ -76,13 +75,22 @@ def read_reply_text(
         if frame is not None:  # Harmony's final channel is the answer; its analysis is reasoning
             plain = frame.answer
             reasoning = "\n".join(r for r in (reasoning, frame.thought) if r) or None
-        if frame is None and _record(plain, tools) and call_in_answer(plain, names) is None:
+        if frame is None and _record(plain, tools) and call_in_answer(plain, tools) is None:
             return ReplyText(text if aside is None else plain.strip(), [], None, reasoning)
         read = parse(plain, tools=names)
-        if read.kind == "error" and ANY_LABEL.match(plain.lstrip()):  # "Thought: I need ..."
-            line = plain.strip().split("\n", 1)[0]
-            saw = f"{shown(line, 60)}, a ReAct label with no answer"
+        label = _STEP_LABEL.search(plain) if read.kind != "action" else None
+        if read.kind == "error" and ANY_LABEL.match(plain.lstrip()) or label is not None:
+            line = (label.group() if label else plain.strip()).strip().split("\n", 1)[0]
+            saw = f"{shown(line, 60)}, a ReAct label with no answer"  # "Thought: I need ..."
             return ReplyText(None, [], saw, reasoning)
+        # prose around a JSON record ({"status": "paid"}, {"name": "Acme Corp", ...}): data,
+        # when no object in it is a declared tool's arguments and it names no tool, and no
+        # object is glued to a sentence ("...list files.{"cmd": ...}": stripped call markup)
+        data = isinstance(tools, dict) and lost_call(plain, tools) is None
+        data = data and _GLUED_OBJECT.search(plain) is None
+        record = data and read.kind == "error" and _names_no_tool(read, tools)
+        if record and call_in_answer(plain, tools) is None and markup_piece(plain) is None:
+            return ReplyText(text if aside is None else plain.strip(), [], None, reasoning)
         if read.kind == "action" or (read.kind == "error" and read.tool is not None):
             saw = (
                 f"a tool call to {shown(read.tool, 60)} written as text, "
@@ -99,7 +107,7 @@ def read_reply_text(
             return ReplyText(None, [], saw, reasoning)
         if read.kind == "final":  # "Answer: 42", finish(answer="42"): the answer parse reads
             plain = read.answer
-        elif (name := call_in_answer(plain, names)) is not None:  # "Sure. Action: search[x]"
+        elif (name := call_in_answer(plain, tools)) is not None:  # "Sure. Action: search[x]"
             saw = f"a tool call to {shown(name, 60)} written in the text"
             return ReplyText(None, [], saw, reasoning)
         elif aside is None and frame is None and markup_piece(text) is None and visible(text):
@@ -115,6 +123,25 @@ def read_reply_text(
         return ReplyText(answer, [], None, reasoning)
     except Exception:  # noqa: BLE001 -- reading model text must never take the loop down
         return ReplyText(None, [], "text that could not be read", None)
+
+
+#: A label of a step at a line start anywhere in a reply: an action or an observation the
+#: model wrote itself (``Let me check.\nObservation: {...}``) is never an answer.
+_STEP_LABEL = re.compile(
+    r"^[ \t>*_#]*(?:Action(?:[ \t]*Input)?|Observation)[ \t]*\d*[ \t*]*:", re.M
+)
+
+
+#: An object glued to a word or a sentence's end, as stripped call markup leaves one.
+_GLUED_OBJECT = re.compile(r"[\w.!?]\{")
+
+
+def _names_no_tool(read: ParseResult, tools: dict) -> bool:
+    """True if the parser's error is about an object that names no tool: arguments with no name,
+    or a ``name`` that is no identifier (``{"name": "Acme Corp", "balance": 42.0}``)."""
+    if read.reason.startswith(NAMELESS):
+        return True
+    return read.tool is not None and read.tool not in tools and not re.fullmatch(NAME, read.tool)
 
 
 def _record(text: str, tools: Iterable[str] | dict | None) -> bool:

@@ -32,6 +32,7 @@ MARKUP_PIECE = re.compile(
     r"|\[(?:TOOL_CALLS|ARGS|CALL_ID|TOOL_REQUEST|END_TOOL_REQUEST|/?THINK)\]|\u25c1/?think\u25b7"
     r"|```(?:tool_code|tool_call|python_tool_code)|to=functions\.|functools[ \t]*\["
     r"|</s>|<(?:end|start)_of_turn>"  # end-of-turn tokens
+    r"|\[/?INST\]|<</?SYS>>"  # Llama 2 and Mistral's turn markers
 )
 
 #: End-of-turn tokens a server may leave at the end of an answer, and the tokens that start

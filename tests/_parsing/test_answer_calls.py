@@ -90,6 +90,19 @@ SHAPES = {
     "a call written as a string": '{"call": "get_charge(ch_2VzSg6)"}',
     "a call string under the action key": '{"action": "get_charge[ch_2VzSg6]", "status": "todo"}',
     "Kimi's call id": 'functions.get_charge:0 {"charge_id": "ch_2VzSg6"}',
+    "a call opening its line, words after it": "find_invoice[INV-2291] is not paid",
+    "a call opening its line, a result after it": "calc(129 * 2), which is 258.",
+    "a call, a stray bracket": "search[refunds]]",
+    "a call glued to a label": "search[refunds]Action 1:",
+    "a call and a request": "get_charge[ch_2VzSg6] please",
+    "OpenAI's namespace after a sentence": 'Looking: functions.get_charge(charge_id="ch_1")',
+    "a list holding the call after a sentence": 'Looking: [get_charge(charge_id="ch_1")]',
+    "LangChain's invoke": 'Checking: get_charge.invoke({"charge_id": "ch_2VzSg6"})',
+    "HTML-escaped markup": (
+        "&lt;tool_call&gt;{&quot;name&quot;: &quot;get_charge&quot;, &quot;arguments&quot;: "
+        "{&quot;charge_id&quot;: &quot;ch_1&quot;}}&lt;/tool_call&gt;"
+    ),
+    "a tag naming the tool in its tool attribute": '<call tool="get_charge" charge_id="ch_1"/>',
 }
 
 
@@ -140,10 +153,12 @@ PROSE = [
     "-> The charge was declined (card_declined).",
     "The charge failed with card\\_declined.",
     'I used <code>get_charge("ch_2VzSg6")</code> and it was declined.',
-    "calc(129 * 2), which is 258.",
     '{"call_status": "declined", "amount": 129}',
     "INV-2041 (paid), INV-2042 (open).",
     "Refunds(60 days), exchanges(30 days).",
+    "It was $42.00.\n\nSources: get_charge(ch_2VzSg6), get_payments(INV-2041)",
+    "Paid in full.\nSee: find_invoice(INV-2041)",
+    "**42**, from the charge.",  # its emphasis kept
 ]
 
 
@@ -245,3 +260,42 @@ def test_the_text_loop_refuses_an_answer_that_is_a_tools_arguments():
     result = ask("Why was ch_2VzSg6 declined?", model, default_tools())
     assert result.steps[0].answer is None and "get_charge" in result.steps[0].error
     assert result.answer == "It was declined."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "get_charge -> ch_2VzSg6",
+        'search query="late fee"',
+        "list_invoices customer_id=cus_4417 since=2026-07-01",
+        "name: get_charge\narguments:\n  charge_id: ch_2VzSg6",
+        "- tool: get_charge\n  args: {charge_id: ch_2VzSg6}",
+        '{"query": "late fee"}\nThat should tell us the amount.',
+        '{"charge_id":\u00a0"ch_2VzSg6"}',
+        "yes [/INST]",
+    ],
+)
+def test_more_calls_and_markup_in_an_answer_are_no_answer(text):
+    assert parse(f"Answer: {text}", tools=declared(default_tools())).kind == "error"
+    assert read_reply(text, declared(default_tools())).answer is None
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Based on the tool results, {"status": "paid"}',
+        'Here is the record: {"invoice_id": "INV-2041", "status": "paid", "amount": 42.0}',
+        'Based on the tool results, {"name": "Acme Corp", "balance": 42.0}',
+        'Summary:\n```json\n{"paid": true}\n```',
+    ],
+)
+def test_prose_around_a_json_record_in_a_native_reply_is_the_answer(reply):
+    assert read_reply(reply, declared(default_tools())).answer == reply
+
+
+@pytest.mark.parametrize(
+    "reply", ['Let me check.\nObservation: {"amount": 42}', "Let me check.\nAction Input: ch_1"]
+)
+def test_a_step_label_anywhere_in_a_native_reply_is_no_answer(reply):
+    read = read_reply(reply, declared(default_tools()))
+    assert read.answer is None and "ReAct label" in read.saw

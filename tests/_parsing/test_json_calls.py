@@ -174,7 +174,12 @@ def test_the_other_leaked_shapes_of_the_report_are_read_or_refused():
         ('search ({"query": "refund policy"})', "search", {"query": "refund policy"}),
         ('search(query="refund policy")', "search", {"query": "refund policy"}),
         ("search(query='refund policy')", "search", {"query": "refund policy"}),
-        ('list_invoices("cus_8812", "2026-07-01")', "list_invoices", "cus_8812, 2026-07-01"),
+        ('list_invoices("cus_8812", "2026-07-01")', "list_invoices", ["cus_8812", "2026-07-01"]),
+        (
+            'search("refund, late fee")',
+            "search",
+            ["refund, late fee"],
+        ),  # one value, its comma in it
         (
             'list_invoices(customer_id="cus_8812", since="2026-07-01")',
             "list_invoices",
