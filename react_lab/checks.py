@@ -8,7 +8,9 @@ a blank question is :func:`react_lab.protocol.visible`'s.
 
 from __future__ import annotations
 
+import inspect
 import numbers
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
@@ -40,6 +42,7 @@ def check_run_arguments(
     max_tokens,
     guards: Any = None,
     exemplars: Any = None,
+    stop: Any = None,
 ) -> None:
     """Refuse arguments a loop cannot run with, before it does anything.
 
@@ -85,6 +88,11 @@ def check_run_arguments(
                 "description, parameters)"
             )
         check_tool(name, tool)
+        if model_method == "complete" and not re.fullmatch(r"\w+", str(name)):
+            raise ValueError(
+                f"the tool {name!r} cannot be called in the text protocol: an Action line "
+                "names a tool with letters, digits and _ (ACTION_RE); rename it"
+            )
     if guards is not None and not isinstance(guards, Guards):
         raise TypeError(
             f"guards must be a react_lab.guards.Guards, got {type(guards).__name__} "
@@ -93,6 +101,10 @@ def check_run_arguments(
     if guards is not None:
         check_guards(guards)
     check_exemplars(exemplars)
+    if stop is not None and not isinstance(stop, bool):
+        raise TypeError(
+            f"stop must be True (send the protocol's stop sequence) or False, got {stop!r:.40}"
+        )
     check_count("max_steps", max_steps)
     check_count("max_tokens", max_tokens)
 
@@ -106,19 +118,38 @@ def check_tool(name: str, tool: Tool) -> None:
         )
     if not callable(tool.fn):
         raise TypeError(f"tools[{name!r}].fn must be callable, got {type(tool.fn).__name__}")
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"a tool's name must be a non-empty string, got {name!r:.40}")
     parameters = tool.parameters
     if not isinstance(parameters, Mapping) or not isinstance(parameters.get("properties"), Mapping):
         raise TypeError(
             f"tools[{name!r}].parameters must be a JSON Schema object with 'properties' "
             f"(react_lab.schema.object_schema(...) builds one), got {parameters!r:.80}"
         )
+    bad = [k for k, v in parameters["properties"].items() if not isinstance(v, Mapping)]
+    if bad:
+        raise TypeError(
+            f"tools[{name!r}].parameters['properties'][{bad[0]!r}] must be a JSON Schema "
+            f"object such as {{'type': 'string'}}, got {parameters['properties'][bad[0]]!r:.40}"
+        )
+    try:  # the function takes what the schema declares (a model's call is checked by it)
+        inspect.signature(tool.fn).bind(**dict.fromkeys(parameters["properties"]))
+    except TypeError:
+        raise TypeError(
+            f"tools[{name!r}].fn does not take the parameters its schema declares "
+            f"({', '.join(parameters['properties'])}): no call the model makes could run"
+        ) from None
+    except ValueError:  # a builtin without a signature: nothing to check
+        pass
 
 
 def check_guards(guards: Guards) -> None:
     """Refuse guards whose settings a run cannot use, naming the setting, by its declared type:
-    a count that is not a whole number >= 0, a limit that is not a number >= 0, a switch that
-    is not ``True`` or ``False``, a hook that is not callable (``None`` where the type allows
-    it). ``token_budget="5"`` would otherwise fail mid-run, deep in the loop."""
+    a count that is not a whole number, a limit that is not a number, a switch that is not
+    ``True`` or ``False``, a hook that is not callable (``None`` where the type allows it). A
+    limit that ``None`` switches off must be above 0 (``retry_cap=0`` would refuse every
+    call; ``None`` is "no limit"); the others (prices, ``keep_last``) may be 0.
+    ``token_budget="5"`` would otherwise fail mid-run, deep in the loop."""
     for setting in fields(guards):
         value, kind = getattr(guards, setting.name), str(setting.type)
         if value is None and "None" in kind:
@@ -128,9 +159,16 @@ def check_guards(guards: Guards) -> None:
         elif kind.startswith("bool"):
             ok, want = isinstance(value, bool), "True or False"
         elif kind.startswith(("int", "float")):
-            number = numbers.Integral if kind.startswith("int") else numbers.Real
-            ok = isinstance(value, number) and not isinstance(value, bool) and value >= 0
-            want = "a whole number >= 0" if kind.startswith("int") else "a number >= 0"
+            whole, off = kind.startswith("int"), "None" in kind  # off: 0 would stop everything
+            number = numbers.Integral if whole else numbers.Real
+            ok = isinstance(value, number) and not isinstance(value, bool)
+            if whole:
+                ok, want = ok and value >= off, f"a whole number >= {int(off)}"
+            else:
+                ok, want = (
+                    ok and (value > 0 if off else value >= 0),
+                    f"a number {'>' if off else '>='} 0",
+                )
         else:
             continue
         if not ok:

@@ -58,7 +58,7 @@ def run(
     (:func:`react_lab.checks.check_run_arguments`).
     """
     check_run_arguments(
-        "complete", question, model, tools, max_steps, max_tokens, guards, exemplars
+        "complete", question, model, tools, max_steps, max_tokens, guards, exemplars, stop
     )
     guards = guards if guards is not None else Guards()
     watch = guards.start(question, exemplars)  # guard: this run's counters and clock start

@@ -141,6 +141,10 @@ def run_native(
     answer, labelled ``[best effort]``.
     """
     check_run_arguments("chat", question, model, tools, max_steps, max_tokens, guards, exemplars)
+    if not isinstance(system, str) or not isinstance(messages, (list, type(None))):
+        raise TypeError("system must be a string and messages a list of chat messages, or None")
+    if messages and any(not isinstance(m, dict) or "role" not in m for m in messages):
+        raise TypeError("each of messages must be a chat message: {'role': ..., 'content': ...}")
     guards = guards if guards is not None else Guards()
     if approve is not None:
         guards = replace(guards, approve=approve)

@@ -59,10 +59,9 @@ def parse(
     model's markup writes as text, ``<parameter=invoice_id>2041</parameter>``, is read by its
     declared type); anything else (``tools=5``) is the caller's mistake: ``TypeError``.
     """
-    if tools is not None and (isinstance(tools, bytes) or not isinstance(tools, Iterable)):
-        raise TypeError(f"tools must be tool names (a list, or a dict by name), got {tools!r:.60}")
+    tools = reasons.tool_names_given(tools)  # TypeError for tools that are not names
     try:
-        text = text if isinstance(text, str) else str(text)
+        text = "" if text is None else text if isinstance(text, str) else str(text)
         return _parse(text, tools, finish_reason, max_tokens)
     except Exception as exc:  # a parser must never take the loop down  # pragma: no cover
         what = f"could not read the completion ({type(exc).__name__})"

@@ -118,8 +118,17 @@ def build_prompt(
     :meth:`Exemplar.render`): the loop fills both from its guards. ``tools`` are
     :class:`react_lab.tools.Tool` objects, or a dict of them by name.
     """
-    tools = tools.values() if isinstance(tools, Mapping) else tools  # default_tools() is a dict
+    tools = list(tools.values() if isinstance(tools, Mapping) else tools)  # a dict, or a list
     exemplars = list(EXEMPLARS[:1] if exemplars is None else exemplars)
+    odd = [t for t in tools if not hasattr(t, "usage")] + [
+        e for e in exemplars if not isinstance(e, Exemplar)
+    ]
+    if odd or not isinstance(instructions, str):
+        what = odd[0] if odd else instructions
+        raise TypeError(
+            f"build_prompt takes Tool objects (react_lab.tools.default_tools()), Exemplar "
+            f"objects and instructions as a string; got {type(what).__name__} {what!r:.40}"
+        )
     # One line per tool with an example call from its schema's ``examples``: without it the
     # smallest model copies parameter names (``get_payments[invoice_id]``) as arguments.
     described = "\n".join(f"  {t.usage} - {t.description} Example: {t.example}" for t in tools)

@@ -256,8 +256,13 @@ def _call(tools: dict[str, Tool], name: str, args: list[str] | dict, approved: b
     positional, keywords = ((), dict(args)) if isinstance(args, dict) else (tuple(args), {})
     try:
         inspect.signature(tool.fn).bind(*positional, **keywords)
-    except TypeError:
+    except TypeError as exc:
         params = list(tool.parameters["properties"])
+        if set(keywords) <= set(params) and len(positional) + len(keywords) == len(params):
+            return Observation.failure(  # the call fits the schema: the function does not
+                f"{tool.name} is broken: its function does not take the arguments its schema "
+                f"declares ({exc}); the call was right, nothing ran"
+            )
         got = f"got {', '.join(keywords) or 'none'}" if keywords else f"got {len(positional)}"
         return Observation.failure(
             f"{tool.name} takes {len(params)} argument{'s' * (len(params) != 1)}"

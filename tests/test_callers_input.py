@@ -14,6 +14,7 @@ import json
 
 import pytest
 
+from react_lab.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.loop import ask
@@ -188,3 +189,77 @@ def test_a_parameter_given_twice_in_markup_is_refused_not_guessed(text):
     r = parse(text, tools=declared(TOOLS))
     assert r.kind == "error" and "'customer_id' twice" in r.reason
     assert read_reply(text, declared(TOOLS)).calls[0].problem
+
+
+def test_parse_reads_none_as_an_empty_completion_and_refuses_tools_that_are_not_names():
+    assert "empty completion" in parse(None).reason
+    for tools in ([None], [{"type": "function"}]):
+        with pytest.raises(TypeError, match="tools must be tool names"):
+            parse("Action: search[x]", tools=tools)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(["search"],), (TOOLS, "one exemplar"), (TOOLS, None, None)],
+    ids=["names", "a string of exemplars", "no instructions"],
+)
+def test_build_prompt_names_what_it_cannot_take(args):
+    with pytest.raises(TypeError, match="build_prompt takes Tool objects"):
+        build_prompt("Why?", *args)
+
+
+def _tool(name="note", fn=lambda text: text, **properties):
+    from react_lab.schema import object_schema
+    from react_lab.tools import Tool
+
+    return Tool(name, fn, "a test tool", object_schema(**(properties or {"text": {}})))
+
+
+@pytest.mark.parametrize(
+    "tool, words",
+    [
+        (_tool(fn=lambda: "x"), "does not take the parameters its schema declares"),
+        (_tool(text="string"), "must be a JSON Schema object"),
+        (_tool(name="bad name"), "cannot be called in the text protocol"),
+    ],
+    ids=["function", "schema", "name"],
+)
+def test_a_tool_no_call_could_run_is_refused_before_the_model_is_called(tool, words):
+    model = ScriptedModel(["Answer: x"])
+    with pytest.raises((TypeError, ValueError), match=words):
+        ask("Why?", model, {tool.name: tool})
+    assert model.prompts == []
+
+
+def test_the_native_loop_takes_a_tool_name_the_text_protocol_cannot_write():
+    tool = _tool(name="get-note")  # MCP servers name tools so
+    model = ScriptedChatModel([{"thought": "t", "answer": "fine"}])
+    assert ask_native("Why?", model, {tool.name: tool}).answer == "fine"
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"stop": ["X"]}, "stop must be True"),
+        ({"guards": Guards(retry_cap=0)}, "retry_cap"),
+    ],
+    ids=["stop", "retry_cap"],
+)
+def test_settings_that_would_be_misread_are_refused(kwargs, words):
+    with pytest.raises(TypeError, match=words):
+        ask("Why?", ScriptedModel(["Answer: x"]), TOOLS, **kwargs)
+
+
+def test_the_native_loop_refuses_messages_and_system_of_the_wrong_shape():
+    model = ScriptedChatModel([{"thought": "t", "answer": "fine"}])
+    for kwargs in ({"messages": "x"}, {"messages": [{"a": 1}]}, {"system": None}):
+        with pytest.raises(TypeError, match="messages|system"):
+            ask_native("Why?", model, TOOLS, **kwargs)
+
+
+def test_a_function_that_does_not_fit_its_schema_is_named_broken_not_the_call():
+    from react_lab.tools import call_tool
+
+    tool = _tool(fn=lambda other: other)
+    obs = call_tool({tool.name: tool}, tool.name, {"text": "hi"})
+    assert "note is broken" in obs.error and "the call was right" in obs.error

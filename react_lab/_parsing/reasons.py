@@ -11,6 +11,7 @@ mid-sentence), an answer holding call markup.
 from __future__ import annotations
 
 import re
+from typing import Any, Iterable, Mapping
 
 from ..protocol import clip, shown, unknown_tool_message, visible
 from .answer_calls import call_in_answer
@@ -42,6 +43,24 @@ _MARKUP = re.compile(
 #: Characters a sentence (or a block) ends with: a completion that stops on another was cut
 #: mid-sentence.
 _SENTENCE_END = ".!?\u3002\uff01\uff1f\u2026)]}\"'`*>|\u201d\u2019"
+
+
+def tool_names_given(tools: Any) -> Any:
+    """``tools`` as the parser takes them (names, or a dict of each name's parameters), or
+    ``TypeError``: a caller's mistake (``tools=5``, ``[None]``, a list of schemas) is not the
+    model's, so it is not blamed on the completion."""
+    if tools is None or isinstance(tools, (str, Mapping)):
+        return tools
+    if isinstance(tools, bytes) or not isinstance(tools, Iterable):
+        raise TypeError(f"tools must be tool names (a list, or a dict by name), got {tools!r:.60}")
+    tools = list(tools)
+    bad = [t for t in tools if not isinstance(t, str)]
+    if bad:
+        raise TypeError(
+            f"tools must be tool names (strings), got {type(bad[0]).__name__} {bad[0]!r:.40} "
+            "among them"
+        )
+    return tools
 
 
 def answer_reason(answer: str | None, tools: list[str] | dict | None = None) -> str | None:
