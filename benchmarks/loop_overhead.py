@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from react_lab.lab.agent.loop import run
 from react_lab.lab.backends.local import local_model
 from react_lab.lab.guards import LabGuards
-from react_lab.loop import run
 from react_lab.tools import default_tools
 
 QUESTIONS = [

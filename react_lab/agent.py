@@ -1,27 +1,40 @@
-"""Reference solutions to the notebook exercises: the one place they live.
+"""The learner's agent, the reference: the pieces the core notebooks write, in notebook order.
 
-Instructors: CI runs every notebook with these filled in (``REACT_LAB_SOLUTIONS=1``).
-Learners: try the exercise first; each solution is a few lines.
+A learner writes each piece in a notebook; its checker saves it into their ``my_agent.py``
+(:mod:`react_lab.workshop.agent_file`), and the next notebook loads it, or this reference in
+its place, saying so. Read top to bottom, this file is the whole agent a room builds:
 
-The core path's pieces come first, in notebook order. They call each other by name
-(``run_loop`` calls ``observe``), so when
-:func:`react_lab.lab.notebook.agent_file.load_agent` puts one into a learner's agent it
-calls the learner's other pieces. An *edit* exercise changes an earlier piece: its
-reference is the whole piece after the edit, under the exercise's name here
-(``run_loop_stop``) and under the piece's name (``run_loop``) in the learner's file.
+==  =======================  ==========================================================
+nb  piece                    what it adds
+==  =======================  ==========================================================
+01  ``observe``              the action line read, the tool run, the ``Observation:``
+02  ``run_loop``             the loop: send the transcript, stop on an answer, observe
+03  ``run_loop_stop``        the stop sequence becomes a parameter (an edit of run_loop)
+03  ``is_forged``            an Observation the model wrote itself
+04  ``observe_args``         the JSON Schema check before the tool runs (an edit of observe)
+05  ``prompt_tokens_at_step`` what one step's prompt costs
+06  ``run_loop_guards``      a repeated call refused, a labelled best effort (an edit)
+07  ``run_native``           the loop on native tool calls, mostly by deleting
+08  ``pick_exemplar``        the exemplar that shares the most words with the question
+==  =======================  ==========================================================
+
+The pieces call each other by name (``run_loop`` calls ``observe``), as in the learner's
+file, where an edit replaces the piece it edits: after notebook 08 ``observe`` is 04's and
+``run_loop`` is 06's. :func:`composed` is that agent, the one ``react-lab ask --agent
+reference`` runs. The bench's agent, with every guard and a tolerant parser, is
+:mod:`react_lab.lab.agent`; the README's table "The two agents" says where they differ.
 """
 
 from __future__ import annotations
 
-import json
 import re
+import types
 
 import jsonschema
 
-from ...protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
-from ...tool_calls import first_messages, reply_calls
-from ...tools import call_tool, tool_schemas
-from .native_turn import tool_messages
+from .messages import first_messages, reply_calls, tool_messages
+from .protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
+from .tools import call_tool, tool_schemas
 
 
 # Notebook 01: one completion by hand.
@@ -134,62 +147,24 @@ def pick_exemplar(question, pool):
     return max(pool, key=lambda exemplar: len(words & set(exemplar.question.lower().split())))
 
 
-# --------------------------------------------------------------------------- the bench's exercises
+# --------------------------------------------------------------------------- the agent after 08
+
+#: The piece each edit exercise replaces in the learner's file.
+EDITS = {"run_loop_stop": "run_loop", "observe_args": "observe", "run_loop_guards": "run_loop"}
 
 
-def is_repeat(calls, name, args):
-    """Bench notebook 06: True if the same tool already ran with the same arguments."""
-    return (name, args) in calls
+def composed() -> types.SimpleNamespace:
+    """The agent as ``my_agent.py`` holds it after notebook 08: each piece its latest version.
 
-
-def parse_action(text: str):
-    """Bench notebook 01: the anchored action line as (tool, [args]), or None."""
-    match = ACTION_RE.search(text)
-    if match is None:
-        return None
-    return match.group(1), [a.strip() for a in match.group(2).split(",")]
-
-
-def dispatch(tools: dict, name: str, args: list) -> str:
-    """Bench notebook 02: run the tool by name.
-
-    Unknown tools and errors become text naming the tool.
+    ``observe`` is :func:`observe_args`, ``run_loop`` is :func:`run_loop_guards`; each piece
+    finds the others by name in the agent, as the learner's do in their file (the functions
+    are copies; this module's own are unchanged).
     """
-    if name not in tools:
-        return f"Error: unknown tool {name!r}; available: {', '.join(tools)}"
-    try:
-        return json.dumps(tools[name].fn(*args), default=str)
-    except Exception as exc:
-        return f"Error: {name} failed: {type(exc).__name__}: {exc}"
-
-
-def cut_forgery(text: str) -> str:
-    """Bench notebook 03: cut at the first line starting with 'Observation'.
-
-    Then trim a partial stop word at the end.
-    """
-    match = re.search(r"^Observation", text, re.MULTILINE)
-    if match:
-        text = text[: match.start()]
-    head, newline, last = text.rpartition("\n")
-    if newline and last and "Observation".startswith(last):
-        text = head + newline
-    return text
-
-
-def missing_fields(schema: dict, args: dict) -> list:
-    """Bench notebook 04: what JSON Schema's ``required`` keyword reports, by hand."""
-    return [name for name in schema.get("required", []) if name not in args]
-
-
-def truncate_observation(text: str, max_chars: int) -> str:
-    """Bench notebook 07: cut to a budget and say so, so the model knows there was more."""
-    if len(text) <= max_chars:
-        return text
-    return f"{text[:max_chars]} ...[truncated {len(text) - max_chars} characters]"
-
-
-def normalise_amount(text: str):
-    """Notebook 08: the first number in the text, thousands separators dropped, as dollars."""
-    match = re.search(r"\d[\d,]*(?:\.\d+)?", text)
-    return float(match.group(0).replace(",", "")) if match else None
+    space = dict(globals())
+    mine = [fn for fn in space.values() if getattr(fn, "__module__", None) == __name__]
+    latest = {fn.__name__: fn for fn in mine if fn is not composed}
+    for exercise, piece in EDITS.items():  # in notebook order: the last edit of a piece wins
+        latest[piece] = latest.pop(exercise)
+    for name, fn in latest.items():  # the same code, its global names read from the agent
+        space[name] = types.FunctionType(fn.__code__, space, name, fn.__defaults__, fn.__closure__)
+    return types.SimpleNamespace(**{name: space[name] for name in latest})

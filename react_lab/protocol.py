@@ -7,11 +7,11 @@ not the model, writes each ``Observation:`` line. Three pieces make that work:
 * the prompt, which teaches the format by example (the *exemplar*): :func:`build_prompt`;
 * :data:`STOP`, the stop sequence that cuts the completion before the model can write an
   observation of its own;
-* the parser, which decides which characters are a tool call. Here is the classic loop's
-  regex, :data:`ACTION_RE`, kept exactly as a teaching artifact (the lab's experiments read
-  with it as the classic loop did: :func:`react_lab.lab.experiments.abuses.strict_parse`).
-  The tolerant parser the loop uses on real model text is :func:`react_lab.parser.parse`; it
-  returns a :class:`ParseResult`.
+* the parser, which decides which characters are a tool call. Here is the classic loop's regex,
+:data:`ACTION_RE`, kept exactly as a teaching artifact (the lab's experiments read with it as the
+classic loop did: :func:`react_lab.lab.experiments.abuses.strict_parse`). The tolerant parser the
+loop uses on real model text is :func:`react_lab.lab.agent.parser.parse`; it returns a
+:class:`ParseResult`.
 """
 
 from __future__ import annotations

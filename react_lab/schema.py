@@ -1,9 +1,10 @@
 """The schema check: a call's arguments against the tool's JSON Schema, errors naming the field.
 
-Native tool calling checks every call before it runs (:func:`react_lab.native.execute_call`);
-the lab's step logs say whether each call's arguments were valid;
-notebook 04 holds the same check up against the classic regex. ``jsonschema``'s Draft
-2020-12 validator does the checking, with its ``FormatChecker`` (so ``format: date`` counts).
+Native tool calling checks every call before it runs
+(:func:`react_lab.lab.agent.native.execute_call`); the lab's step logs say whether each call's
+arguments were valid; notebook 04 holds the same check up against the classic regex.
+``jsonschema``'s Draft 2020-12 validator does the checking, with its ``FormatChecker`` (so ``format:
+date`` counts).
 
 The argument rule, one for every tool and both protocols: before validation and before a
 tool runs, each string argument loses its surrounding whitespace, and a control character

@@ -183,7 +183,7 @@ def tool_schemas(tools: dict[str, Tool] | list[Tool]) -> list[dict]:
 
 def declared(tools: dict[str, Tool]) -> dict[str, dict]:
     """Each tool's name and its parameters' schemas: what the parser checks a call against
-    (and reads a value written as text by, :func:`react_lab.parser.parse`)."""
+    (and reads a value written as text by, :func:`react_lab.lab.agent.parser.parse`)."""
     return {name: dict(tool.parameters.get("properties", {})) for name, tool in tools.items()}
 
 
@@ -220,7 +220,7 @@ def call_tool(
     """Run tools[name] with args (list: positional, dict: keywords); never raises.
 
     The observation is the result as JSON, or a text result as it is. A side-effecting tool
-    runs only when ``approved``: the loops' approval gate (:meth:`react_lab.guards.Watch.
+    runs only when ``approved``: the loops' approval gate (:meth:`react_lab.lab.agent.guards.Watch.
     run_tool`) passes it for a call its approver said yes to; otherwise nothing runs.
     """
     try:

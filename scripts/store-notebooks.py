@@ -56,7 +56,7 @@ PLOT_CALL = re.compile(r"\bplot_\w+\(")
 #: The cell tag of a cell stored without its output: run without the learner's code, it would
 #: print a reference solution (07's diff of the two loops).
 NO_STORED_OUTPUT = "no-stored-output"
-#: What react_lab.lab.notebook.exercises.check prints for a stub that is not written yet.
+#: What react_lab.workshop.exercises.check prints for a stub that is not written yet.
 NOT_WRITTEN = "not written yet"
 
 

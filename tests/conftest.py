@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 from helpers.two_loops import loops
 
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 from react_lab.tools import connection, default_tools, open_db
 

@@ -8,10 +8,10 @@ generated reply is the model's every reply in one run of each loop in :data:`LOO
 best-effort request included), and the run's answer, and every step's, must hold no
 fragment.
 
-:data:`LOOPS` maps a name to a function from a reply's text to the answers of one run. The
-learner's reference loops join it when they exist (the core-path issue that follows issue 33):
-write ``answers_of(run)`` for a loop with the signature of :func:`react_lab.loop.run` (or of
-:func:`react_lab.native.run_native`) and add it there.
+:data:`LOOPS` maps a name to a function from a reply's text to the answers of one run. The learner's
+reference loops join it when they exist (the core-path issue that follows issue 33): write
+``answers_of(run)`` for a loop with the signature of :func:`react_lab.lab.agent.loop.run` (or of
+:func:`react_lab.lab.agent.native.run_native`) and add it there.
 """
 
 import os
@@ -20,10 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from react_lab.lab.agent.loop import run
+from react_lab.lab.agent.native import run_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import run
-from react_lab.native import run_native
 from react_lab.tools import default_tools
 
 EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000")) // 4
@@ -192,8 +192,9 @@ reply = st.lists(st.one_of(piece, piece, st.sampled_from(FRAGMENTS)), min_size=1
 def answers_of(loop, kind: str):
     """A function from a reply's text to the answers of one run of ``loop``, every reply that text.
 
-    ``kind``: ``"text"`` for a loop over completions (:func:`react_lab.loop.run`'s signature),
-    ``"native"`` for one over chat replies (:func:`react_lab.native.run_native`'s).
+    ``kind``: ``"text"`` for a loop over completions (:func:`react_lab.lab.agent.loop.run`'s
+    signature), ``"native"`` for one over chat replies
+    (:func:`react_lab.lab.agent.native.run_native`'s).
     """
 
     def answers(text: str) -> list[str]:

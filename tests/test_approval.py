@@ -1,17 +1,17 @@
 """The approval gate: a side-effecting call runs only if ``approve`` says ``True``, in both loops.
 
-The scenarios run over both loops (the ``loop`` fixture of ``tests/conftest.py``, with the
-lesson's :class:`react_lab.guards.Guards` unless a test names others); the model obeys a help
+The scenarios run over both loops (the ``loop`` fixture of ``tests/conftest.py``, with the lesson's
+:class:`react_lab.lab.agent.guards.Guards` unless a test names others); the model obeys a help
 article that says to pay. Only a working copy of the database is ever written.
 """
 
 import pytest
 from helpers.two_loops import injected
 
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.native import ask_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.sandbox import db_checksum
-from react_lab.native import ask_native
 
 
 def test_injected_payment_is_refused_without_approval(loop, payment_setup, scheduled, shipped_sum):
@@ -118,7 +118,7 @@ def test_call_tool_itself_never_runs_a_side_effect_unapproved(
     payment_setup, scheduled, shipped_sum
 ):
     # a learner's own observe calls call_tool directly: no loop, no approver, still no payment
-    from react_lab.lab.notebook.solutions import observe
+    from react_lab.agent import observe
     from react_lab.tools import call_tool
 
     copy, tools = payment_setup

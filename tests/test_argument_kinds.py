@@ -15,10 +15,10 @@ import pytest
 
 import react_lab.schema as schema_module
 from react_lab.billing import SCHEDULE_PAYMENT
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.native import execute_call
+from react_lab.lab.agent.parser import parse
 from react_lab.lab.backends.grammar import decodable
-from react_lab.native import execute_call
-from react_lab.parser import parse
 from react_lab.schema import NEEDS, check_arguments, example_args, validate_call
 from react_lab.tools import Tool, call_tool, default_tools
 

@@ -14,15 +14,15 @@ import json
 
 import pytest
 
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native
+from react_lab.lab.agent.parser import parse, read_reply
+from react_lab.lab.agent.trace import Transcript
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import ask
-from react_lab.native import ask_native
-from react_lab.parser import parse, read_reply
 from react_lab.protocol import build_prompt
 from react_lab.tools import declared, default_tools
-from react_lab.trace import Transcript
 
 TOOLS = default_tools()
 

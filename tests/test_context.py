@@ -1,8 +1,9 @@
-"""Compaction (:mod:`react_lab.context`): older steps summarised once a run passes ``compact_at``.
+"""Compaction (:mod:`react_lab.lab.agent.context`): older steps summarised once a run passes
+``compact_at``.
 
-The text loop's transcript (:func:`react_lab.context.compact_transcript`), the native loop's
-messages (:func:`react_lab.context.compact_messages`), and the summaries themselves: which one
-keeps the id a later step needs.
+The text loop's transcript (:func:`react_lab.lab.agent.context.compact_transcript`), the native
+loop's messages (:func:`react_lab.lab.agent.context.compact_messages`), and the summaries
+themselves: which one keeps the id a later step needs.
 """
 
 import re
@@ -11,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from react_lab.context import COMPACTED, compact, keep_ids_summary
-from react_lab.guards import Guards
+from react_lab.lab.agent.context import COMPACTED, compact, keep_ids_summary
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import run_native
+from react_lab.lab.agent.trace import Transcript
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.guards import naive_summary
-from react_lab.loop import ask
-from react_lab.native import run_native
 from react_lab.tools import ID_RE
-from react_lab.trace import Transcript
 
 # --------------------------------------------------------------------------- the text loop
 

@@ -12,11 +12,11 @@ import tiktoken_ext.openai_public
 from tiktoken.load import load_tiktoken_bpe
 
 from react_lab import cost
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ForcedModel
 from react_lab.lab.cli import main
 from react_lab.lab.notebook.plots import plot_cost
 from react_lab.lab.notebook.widgets import make_cost_widget
-from react_lab.loop import ask
 from react_lab.tools import default_tools
 
 # ---- counting tokens offline ------------------------------------------------------------

@@ -30,9 +30,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from react_lab._parsing.leaks import leaked_calls
+from react_lab.lab.agent.parser import find_forged, parse, trim_partial_stop
 from react_lab.lab.experiments.abuses import strict_parse
 from react_lab.lab.experiments.arms import settled_forgery
-from react_lab.parser import find_forged, parse, trim_partial_stop
 from react_lab.schema import validate_call
 
 EXAMPLES = int(os.environ.get("REACT_LAB_FUZZ_EXAMPLES", "1000"))

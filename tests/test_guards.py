@@ -1,9 +1,9 @@
 """The lesson's guards in both loops: each failure reappears when its guard is switched off.
 
 Every scenario below is written once and runs over both loops (the ``loop`` fixture, with the
-lesson's :class:`react_lab.guards.Guards` unless a test names others): the text protocol
-(:func:`react_lab.loop.ask` on a :class:`ScriptedModel`) and native tool calling
-(:func:`react_lab.native.ask_native` on a :class:`ScriptedChatModel`); the adapters are in
+lesson's :class:`react_lab.lab.agent.guards.Guards` unless a test names others): the text protocol
+(:func:`react_lab.lab.agent.loop.ask` on a :class:`ScriptedModel`) and native tool calling
+(:func:`react_lab.lab.agent.native.ask_native` on a :class:`ScriptedChatModel`); the adapters are in
 ``tests/helpers/two_loops.py``. Checks that only one loop can make are marked ``text loop only`` /
 ``native loop only``; the guards' own pieces (no loop) come last. Compaction is
 ``tests/test_context.py``'s; the lab's guards (:class:`react_lab.lab.guards.LabGuards`) are
@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab.billing import ToolError
-from react_lab.guards import Guards, Watch
+from react_lab.lab.agent.guards import Guards, Watch
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native, run_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import ask
-from react_lab.native import ask_native, run_native
 from react_lab.schema import object_schema
 from react_lab.tools import Tool, default_tools
 

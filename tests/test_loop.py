@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from react_lab import loop
-from react_lab.checks import check_run_arguments
+from react_lab.lab.agent import loop
+from react_lab.lab.agent.checks import check_run_arguments
+from react_lab.lab.agent.loop import ask, run
+from react_lab.lab.agent.trace import Transcript
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
-from react_lab.loop import ask, run
 from react_lab.tools import Tool, default_tools
-from react_lab.trace import Transcript
 
 DUPLICATE = [
     " I should list the July invoices.\nAction: list_invoices[cus_8812, 2026-07-01]\n"
@@ -186,7 +186,7 @@ def test_check_run_arguments_serves_a_chat_loop_too():
 
 @pytest.mark.parametrize("question", ["", " \n\t", "\u200b\u2060", "\ufeff"])
 def test_both_loops_refuse_a_blank_question(question):
-    from react_lab.native import ask_native, run_native
+    from react_lab.lab.agent.native import ask_native, run_native
 
     model = RecordingModel()
     for call in (
@@ -206,7 +206,7 @@ def test_both_loops_refuse_a_blank_question(question):
 
 
 def test_every_value_of_tools_must_be_a_tool():
-    from react_lab.native import ask_native
+    from react_lab.lab.agent.native import ask_native
 
     model = RecordingModel()
     chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
@@ -243,7 +243,7 @@ def _tool(**changes):
     ],
 )
 def test_a_badly_built_tool_is_refused_naming_it_before_the_model_is_called(tools, words):
-    from react_lab.native import ask_native
+    from react_lab.lab.agent.native import ask_native
 
     model = RecordingModel()
     chat = type("Chat", (), {"chat": lambda self, *a, **k: None})()
@@ -256,8 +256,8 @@ def test_a_badly_built_tool_is_refused_naming_it_before_the_model_is_called(tool
 @pytest.mark.parametrize(
     "kwargs, words",
     [
-        ({"guards": {}}, "guards must be a react_lab.guards.Guards"),
-        ({"guards": "off"}, "guards must be a react_lab.guards.Guards"),
+        ({"guards": {}}, "guards must be a react_lab.lab.agent.guards.Guards"),
+        ({"guards": "off"}, "guards must be a react_lab.lab.agent.guards.Guards"),
         ({"exemplars": "x"}, "exemplars must be"),
         ({"exemplars": ["x"]}, r"exemplars\[0\] must be a react_lab.protocol.Exemplar"),
     ],

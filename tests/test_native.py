@@ -8,6 +8,7 @@ from helpers.native_samples import CALL_THEN_ANSWER, JULY
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from react_lab.lab.agent.native import ask_native, run_native
 from react_lab.lab.backends.chat import (
     LocalChatModel,
     ScriptedChatModel,
@@ -20,10 +21,9 @@ from react_lab.lab.backends.grammar import (
 )
 from react_lab.lab.guards import LabGuards
 from react_lab.lab.notebook.tables import transcript_text
-from react_lab.native import ask_native, run_native
+from react_lab.messages import SYSTEM
 from react_lab.protocol import EXEMPLARS
 from react_lab.schema import check_arguments, clean_arguments, validate_call
-from react_lab.tool_calls import SYSTEM
 from react_lab.tools import Tool, default_tools, tool_schemas
 
 TOOLS = default_tools()

@@ -15,9 +15,9 @@ from helpers.markup_members import REFUSED, TAKEN
 from react_lab._parsing.leaks import find_leaks
 from react_lab._parsing.tokens import markup_piece
 from react_lab.data import load_cases
+from react_lab.lab.agent.native import ask_native
+from react_lab.lab.agent.parser import read_reply
 from react_lab.lab.backends.chat import ScriptedChatModel
-from react_lab.native import ask_native
-from react_lab.parser import read_reply
 from react_lab.schema import check_arguments
 from react_lab.tools import call_tool, default_tools
 

@@ -12,7 +12,7 @@ Properties over random text and the time bounds are tests/test_fuzz.py.
 import pytest
 from helpers.parsing_checks import DS, GENERIC, KIMI_K2, TOOLS, W, one_line_reason
 
-from react_lab.parser import find_forged, parse
+from react_lab.lab.agent.parser import find_forged, parse
 
 # ---- labels: drift in the paper's own format ---------------------------------------------
 

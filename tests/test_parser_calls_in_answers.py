@@ -3,13 +3,13 @@
 A completion whose answer is a call, in any spelling (call syntax, a list item, JSON, an
 Action written mid-line), is read as the call or refused, never returned to the user. Where
 such text can reach the native loop too, it is checked there with the same reader
-(:func:`react_lab.parser.read_reply`). The parser's other kinds are tests/test_parser.py.
+(:func:`react_lab.lab.agent.parser.read_reply`). The parser's other kinds are tests/test_parser.py.
 """
 
 import pytest
 from helpers.parsing_checks import TOOLS, one_line_reason
 
-from react_lab.parser import parse, read_reply
+from react_lab.lab.agent.parser import parse, read_reply
 
 # ---- an answer that is itself a call: never the answer ---------------------------------------
 

@@ -1,7 +1,7 @@
 """Forged observations: every spelling of a model-written ``Observation`` line, found and dropped.
 
 The loop writes every observation; the parser drops everything from the first line the model
-wrote as one (:func:`react_lab.parser.find_forged`), keeps the action before it, and never
+wrote as one (:func:`react_lab.lab.agent.parser.find_forged`), keeps the action before it, and never
 takes an answer written after it; a cut-off stop word is trimmed (``trim_partial_stop``). When
 a streamed completion's forgery is certain is the lab's (``tests/lab/experiments/test_arms.py``).
 """
@@ -9,7 +9,7 @@ a streamed completion's forgery is certain is the lab's (``tests/lab/experiments
 import pytest
 from helpers.parsing_checks import BARE, INLINE, TOOLS
 
-from react_lab.parser import find_forged, parse, trim_partial_stop
+from react_lab.lab.agent.parser import find_forged, parse, trim_partial_stop
 
 # ---- forged observations, whatever their spelling -----------------------------------------
 
@@ -195,7 +195,7 @@ def test_an_observation_after_the_call_on_its_line_is_forged_and_the_action_kept
     assert find_forged(r.kept) is None and "3" not in r.kept.split("search", 1)[1].replace(
         "refunds", ""
     )
-    from react_lab.parser import truncate_forged
+    from react_lab.lab.agent.parser import truncate_forged
 
     assert truncate_forged(text).endswith(
         ("search[refunds]", 'search("refunds")', "search[refunds]<|im_end|>")

@@ -7,7 +7,7 @@ the public cases are tests/test_public_cases.py.
 import pytest
 from helpers.parsing_checks import DRIFT
 
-from react_lab.parser import find_forged, parse, trim_partial_stop
+from react_lab.lab.agent.parser import find_forged, parse, trim_partial_stop
 from react_lab.protocol import ACTION_RE, STOP
 
 # ---- the seed's strict regex, kept exactly ---------------------------------------------------
@@ -67,7 +67,7 @@ def test_prompt_has_labels_tools_exemplar_and_question():
 
 
 def test_the_guards_add_to_the_prompt_through_build_prompt_only():
-    from react_lab.guards import Guards
+    from react_lab.lab.agent.guards import Guards
     from react_lab.lab.guards import CITATION_NOTE, DATA_NOTE, LabGuards
     from react_lab.protocol import EXEMPLARS, INSTRUCTIONS, build_prompt
     from react_lab.tools import default_tools

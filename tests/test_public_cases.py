@@ -16,7 +16,7 @@ import pytest
 
 from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.data import load_cases
-from react_lab.parser import parse
+from react_lab.lab.agent.parser import parse
 from react_lab.schema import check_arguments
 from react_lab.tools import Tool, default_tools
 

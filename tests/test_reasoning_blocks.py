@@ -7,11 +7,11 @@ import pytest
 
 from react_lab._parsing.reasoning import set_aside_reasoning
 from react_lab.data import load_cases
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native
+from react_lab.lab.agent.parser import parse
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import ask
-from react_lab.native import ask_native
-from react_lab.parser import parse
 from react_lab.tools import default_tools
 
 TOOLS = default_tools()

@@ -1,18 +1,13 @@
-"""react_lab.tool_calls: the exemplar as past messages, what a run makes of a reply."""
+"""react_lab.messages and the bench's tool_calls: the exemplar as past messages, a reply's calls."""
 
 import json
 
 import pytest
 
+from react_lab.lab.agent.tool_calls import assistant_json, conversation
 from react_lab.lab.backends.chat import ChatReply
+from react_lab.messages import exemplar_messages, first_messages, reply_calls
 from react_lab.protocol import EXEMPLARS
-from react_lab.tool_calls import (
-    assistant_json,
-    conversation,
-    exemplar_messages,
-    first_messages,
-    reply_calls,
-)
 from react_lab.tools import default_tools
 
 TOOLS = default_tools()
@@ -102,7 +97,7 @@ def test_the_conversation_is_shown_by_owner_with_replies_in_the_grammar_s_json()
 
 
 def test_a_call_without_an_id_gets_one_and_runs():
-    from react_lab.native import ask_native
+    from react_lab.lab.agent.native import ask_native
 
     def call(expression):
         arguments = json.dumps({"expression": expression})

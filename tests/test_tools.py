@@ -187,8 +187,8 @@ def test_a_list_or_object_where_one_value_belongs_is_refused_naming_the_field(
 
 
 def test_a_nul_in_an_action_is_refused_naming_the_field_not_dropped():
+    from react_lab.lab.agent.loop import ask
     from react_lab.lab.backends.scripted import ScriptedModel
-    from react_lab.loop import ask
 
     model = ScriptedModel(
         [" Look it up.\nAction: find_invoice[INV-20\x0041]", " Done.\nAnswer: none"]

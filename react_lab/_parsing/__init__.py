@@ -1,6 +1,6 @@
 """Private: the machinery under the tolerant parser, and every other way a model writes a call.
 
-:mod:`react_lab.parser` is the lesson: the ReAct labels, the paper's ``tool[input]``, the
+:mod:`react_lab.lab.agent.parser` is the lesson: the ReAct labels, the paper's ``tool[input]``, the
 forged observation, the names checked against the tools. Everything else it hands over to
 one function, :func:`read_other` (JSON calls, call syntax, ``Action Input:``, other models'
 call markup, a call on a line of its own). Nothing here is part of what a learner reads.

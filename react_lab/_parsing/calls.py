@@ -1,6 +1,6 @@
 """Tool calls written outside the paper's brackets: JSON objects and call syntax in model text.
 
-:func:`react_lab.parser.parse` reads the labels; when the text after them is not
+:func:`react_lab.lab.agent.parser.parse` reads the labels; when the text after them is not
 ``tool[input]`` it hands over to :func:`react_lab._parsing.read_other`, which reads the call
 with this module's readers. Models write a call as a JSON object
 (``{"action": "search", "action_input": {...}}``, with a dozen spellings of the two keys,

@@ -1,6 +1,6 @@
 """The ReAct labels as real completions write them, one regex per label, and the parts they share.
 
-:func:`react_lab.parser.parse` finds ``Thought:``, ``Action:`` and ``Answer:`` with the
+:func:`react_lab.lab.agent.parser.parse` finds ``Thought:``, ``Action:`` and ``Answer:`` with the
 regexes here. Each is anchored to a line start (``re.MULTILINE``) and written so that no two
 neighbouring parts can match the same character (a run of spaces goes to exactly one
 ``[ \\t]*``): the regex engine then never backtracks more than one line, and reading labels

@@ -13,12 +13,12 @@ Taken as the final answer, such a reply ends the run on a tool call nobody ran.
 
 :func:`find_leaks` finds them with the text parser's own readers (the markup readers of
 :mod:`react_lab._parsing.formats`, the JSON-call reader
-:func:`react_lab._parsing.calls.find_json_call`). What the native loop does with them is its
-policy (:func:`react_lab.native.run_native`): a leaked call that names a declared tool with
-valid arguments is run and the step is marked ``leaked``; otherwise nothing runs and the
-model is told to put the call in the tool-call field. A reply's text is read for them after
-its reasoning is set aside (:func:`react_lab.parser.read_reply`, the native loop's reading
-of a reply's text), so a call drafted in reasoning is never one.
+:func:`react_lab._parsing.calls.find_json_call`). What the native loop does with them is its policy
+(:func:`react_lab.lab.agent.native.run_native`): a leaked call that names a declared tool with valid
+arguments is run and the step is marked ``leaked``; otherwise nothing runs and the model is told to
+put the call in the tool-call field. A reply's text is read for them after its reasoning is set
+aside (:func:`react_lab.lab.agent.parser.read_reply`, the native loop's reading of a reply's text),
+so a call drafted in reasoning is never one.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Every other way a model writes a call: what the lesson's parser hands over to :func:`read_other`.
 
-:func:`react_lab.parser.parse` reads the ReAct labels and the paper's call,
+:func:`react_lab.lab.agent.parser.parse` reads the ReAct labels and the paper's call,
 ``Action: tool[input]``. Real completions also write a call as JSON (``{"action": "search",
 "action_input": {...}}``, fenced or not, on the Action line, below it, or under an answer
 label), as call syntax (``search(query="x")``, a list ``[search(...)]``), as a name glued to

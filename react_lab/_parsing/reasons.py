@@ -1,6 +1,6 @@
 """The parser's messages for the rarer shapes: what was seen, and what to write instead.
 
-Every error :func:`react_lab.parser.parse` returns is one line the model can act on. The
+Every error :func:`react_lab.lab.agent.parser.parse` returns is one line the model can act on. The
 common ones are written where the parser finds them; these are the ones that need a look at
 the text first: a tool name that is not a name (markup, a sentence), a completion with no
 action and no answer (markup this protocol does not read, a call cut off, a forged

@@ -1,9 +1,9 @@
 """A reply's text read as the text parser reads a completion: the parser's ``read_reply``.
 
-A native reply's ``content`` (or a best-effort completion) is an answer only when it holds
-no call and no call markup. This module holds that reading; the parser's own
-:func:`react_lab.parser.parse` is handed in by :func:`react_lab.parser.read_reply` (the
-private package never imports the lesson).
+A native reply's ``content`` (or a best-effort completion) is an answer only when it holds no call
+and no call markup. This module holds that reading; the parser's own
+:func:`react_lab.lab.agent.parser.parse` is handed in by
+:func:`react_lab.lab.agent.parser.read_reply` (the private package never imports the lesson).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from .tokens import decode_markers, markup_piece, without_end_tokens
 
 @dataclass(frozen=True)
 class ReplyText:
-    """A reply's text read as :func:`react_lab.parser.parse` reads a completion.
+    """A reply's text read as :func:`react_lab.lab.agent.parser.parse` reads a completion.
 
     ``answer``: the answer it gives, None when it gives none; ``calls``: the calls written in
     its markup or as JSON (:func:`react_lab._parsing.leaks.find_leaks`); ``saw``: what it
@@ -44,7 +44,8 @@ def read_reply_text(
     tools: Iterable[str] | dict | None,
     parse: Callable[..., ParseResult],
 ) -> ReplyText:
-    """Read a reply's text with ``parse`` (:func:`react_lab.parser.parse`) as it reads a completion.
+    """Read a reply's text with ``parse`` (:func:`react_lab.lab.agent.parser.parse`) as it reads a
+    completion.
 
     Reasoning is set aside first (:func:`react_lab._parsing.reasoning.set_aside_reasoning`):
     nothing in it runs or answers. A call written in the text -- in markup or as JSON

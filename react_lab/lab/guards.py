@@ -1,6 +1,7 @@
-"""The lab's guards: the lesson's (:mod:`react_lab.guards`) and the rest the lab's runs use.
+"""The lab's guards: the lesson's (:mod:`react_lab.lab.agent.guards`) and the rest the lab's runs
+use.
 
-:class:`LabGuards` extends :class:`react_lab.guards.Guards`, and the lab passes it to the
+:class:`LabGuards` extends :class:`react_lab.lab.agent.guards.Guards`, and the lab passes it to the
 lesson's loops as their ``guards`` parameter: there is one loop. Its defaults are the ones
 every experiment, the CLI and the bench notebooks ran with before the lesson was cut down to
 what a learner reads, so their prompts, observations and refusals are the ones the shipped
@@ -24,7 +25,7 @@ results recorded. What it adds:
   refusal repeats the run's question. Off by default; bench notebook 06 switches it on.
 * :func:`naive_summary`: a ``summarize`` for compaction that keeps an observation's first
   characters and loses its ids (bench notebook 07 sets it beside the lesson's
-  :func:`react_lab.context.keep_ids_summary`).
+  :func:`react_lab.lab.agent.context.keep_ids_summary`).
 * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean
   (:data:`DATA_NOTE`). Off by default, so the transcript stays the protocol notebooks 01-05
   teach; switch it on where tool output carries text written outside (help articles, web
@@ -42,8 +43,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from ..context import MARKERS
-from ..guards import (
+from ..protocol import ParseResult, shown
+from ..tools import Observation, Tool, call_tool, declared
+from .agent.context import MARKERS
+from .agent.guards import (
     EMPTY_RESULTS,
     Guards,
     Watch,
@@ -51,8 +54,6 @@ from ..guards import (
     normalized,
     shown_call,
 )
-from ..protocol import ParseResult, shown
-from ..tools import Observation, Tool, call_tool, declared
 
 #: Every name a guard writes into ``Step.guard`` / ``stopped_by``: lesson, lab and ladder.
 GUARD_NAMES = (
@@ -214,7 +215,8 @@ class LabWatch(Watch):
         return None if answer is not None and is_placeholder(answer) else answer
 
     def run_tool(self, tools: dict[str, Tool], name: str, args, *, call=call_tool) -> Observation:
-        """The lesson's :meth:`react_lab.guards.Watch.run_tool`, with ``more`` and the timeout.
+        """The lesson's :meth:`react_lab.lab.agent.guards.Watch.run_tool`, with ``more`` and the
+        timeout.
 
         ``more[<page>]`` is answered from the pages this run keeps (nothing runs); any other
         call runs in a worker thread, cut off after ``tool_timeout`` seconds

@@ -1,10 +1,10 @@
 """The lesson's loops as the lab runs them: with the lab's guards, and a progress bar if asked.
 
-:func:`ask` and :func:`ask_native` are :func:`react_lab.loop.ask` and
-:func:`react_lab.native.ask_native` with one difference: when no ``guards`` are given, a run
-gets :class:`react_lab.lab.guards.LabGuards` (near repeats, paging with ``more``, tool
-timeouts, ...: what every experiment and bench notebook runs with), not the lesson's smaller
-set. A native run starts a reply's read-only calls side by side
+:func:`ask` and :func:`ask_native` are :func:`react_lab.lab.agent.loop.ask` and
+:func:`react_lab.lab.agent.native.ask_native` with one difference: when no ``guards`` are given, a
+run gets :class:`react_lab.lab.guards.LabGuards` (near repeats, paging with ``more``, tool timeouts,
+...: what every experiment and bench notebook runs with), not the lesson's smaller set. A native run
+starts a reply's read-only calls side by side
 (:func:`react_lab.lab.parallel_calls.run_parallel_calls`) unless ``run_calls`` says otherwise.
 ``progress=True`` shows a tqdm bar over the steps, for a slow model.
 """
@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from tqdm.auto import tqdm
 
-from ..loop import run
-from ..native import run_native
-from ..tool_calls import conversation
 from ..tools import Tool
-from ..trace import RunResult, Transcript
+from .agent.loop import run
+from .agent.native import run_native
+from .agent.tool_calls import conversation
+from .agent.trace import RunResult, Transcript
 from .guards import LabGuards
 from .parallel_calls import run_parallel_calls
 
@@ -25,7 +25,8 @@ from .parallel_calls import run_parallel_calls
 def ask(
     question: str, model, tools: dict[str, Tool], *, progress=False, guards=None, **kwargs
 ) -> RunResult:
-    """:func:`react_lab.loop.ask` with the lab's guards by default (same keyword arguments)."""
+    """:func:`react_lab.lab.agent.loop.ask` with the lab's guards by default (same keyword
+    arguments)."""
     transcript = Transcript()
     guards = guards if guards is not None else LabGuards()
     steps = run(question, model, tools, transcript=transcript, guards=guards, **kwargs)
@@ -36,7 +37,8 @@ def ask(
 def ask_native(
     question: str, model, tools: dict[str, Tool], *, progress=False, guards=None, **kwargs
 ) -> RunResult:
-    """:func:`react_lab.native.ask_native` with the lab's guards by default (same arguments)."""
+    """:func:`react_lab.lab.agent.native.ask_native` with the lab's guards by default (same
+    arguments)."""
     messages: list[dict] = []
     guards = guards if guards is not None else LabGuards()
     kwargs.setdefault("run_calls", run_parallel_calls)

@@ -13,16 +13,16 @@ This module is both sides, on the official ``mcp`` SDK (2.x):
   Arguments are checked with the lab's own check before a tool runs; a tool error comes
   back as an error result (``isError``) holding the lab's one-line message.
 * :func:`mcp_tools` starts any MCP server over stdio and returns its tools as
-  :class:`react_lab.tools.Tool` objects that :func:`react_lab.native.run_native` (and the
+  :class:`react_lab.tools.Tool` objects that :func:`react_lab.lab.agent.native.run_native` (and the
   text loop) use unchanged; the calls go through one session kept on a background thread.
 
 The trust boundary: an annotation is the *server's* claim about its tool, a hint, never a
-permission. Whether a tool is side-effecting (``Tool.side_effect``, which puts it behind
-the approval gate of :class:`react_lab.guards.Guards`) is decided here, in the client: only
-a tool the lab vouches for -- by default one of its own read-only tools, same name and
-same schema, and marked ``readOnlyHint`` by the server -- runs without approval; a tool
-with no annotations is gated (MCP's defaults say it may write), and so is one the server
-marks destructive. A ``readOnlyHint`` alone never removes the gate.
+permission. Whether a tool is side-effecting (``Tool.side_effect``, which puts it behind the
+approval gate of :class:`react_lab.lab.agent.guards.Guards`) is decided here, in the client: only a
+tool the lab vouches for -- by default one of its own read-only tools, same name and same schema,
+and marked ``readOnlyHint`` by the server -- runs without approval; a tool with no annotations is
+gated (MCP's defaults say it may write), and so is one the server marks destructive. A
+``readOnlyHint`` alone never removes the gate.
 
 A learner's own MCP client (an editor, a desktop assistant) runs the same server with::
 
@@ -56,10 +56,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..billing import ToolError
-from ..native import execute_call
 from ..protocol import clip
 from ..schema import schema_validator
 from ..tools import Tool, default_tools, open_db
+from .agent.native import execute_call
 from .sandbox import is_shipped, payment_tools, working_copy
 
 #: The environment variable that serves ``schedule_payment`` (on a working copy): 1/0.
@@ -114,7 +114,7 @@ def call_result(
 ) -> types.CallToolResult:
     """Run one ``tools/call`` the lab's way; never raises.
 
-    The call goes through :func:`react_lab.native.execute_call`: an unknown tool, or
+    The call goes through :func:`react_lab.lab.agent.native.execute_call`: an unknown tool, or
     arguments that fail :func:`react_lab.schema.check_arguments`, are refused before
     anything runs, with the messages the native loop gives. An error is an ``isError``
     result whose one text block is the lab's one-line message. A result is its

@@ -1,18 +1,17 @@
 """Parallel tool calls: a reply's read-only calls run side by side, each on a connection of its own.
 
 The lesson's native loop runs a reply's calls one at a time, in call order
-(:func:`react_lab.native.run_calls`). The lab runs them as a provider's parallel tool calls
-are meant to run: :func:`run_parallel_calls`, passed to the loop as
-``run_native(..., run_calls=run_parallel_calls)`` (the evaluation, the ladder's native rungs,
-the CLI and :func:`react_lab.lab.loops.ask_native` do). Consecutive read-only calls start
-together, each in a thread of its own on a database connection of its own
-(:func:`concurrent_tool`); a side-effecting call (``Tool.side_effect``) and a call that
-cannot have a connection of its own run alone, in their turn, so a read written after a
-write sees it. The guards then take the calls one by one in call order, whatever finished
-first, so their counters, refusals and pages -- and the observations -- are exactly a
-one-at-a-time run's. A read-only call the guards refuse (a repeat), or answer themselves
-(the lab's ``more``), may already have run: it changed nothing, and its result is dropped.
-Each side-effecting call passes the approval gate before it runs.
+(:func:`react_lab.lab.agent.native.run_calls`). The lab runs them as a provider's parallel tool
+calls are meant to run: :func:`run_parallel_calls`, passed to the loop as ``run_native(...,
+run_calls=run_parallel_calls)`` (the evaluation, the ladder's native rungs, the CLI and
+:func:`react_lab.lab.loops.ask_native` do). Consecutive read-only calls start together, each in a
+thread of its own on a database connection of its own (:func:`concurrent_tool`); a side-effecting
+call (``Tool.side_effect``) and a call that cannot have a connection of its own run alone, in their
+turn, so a read written after a write sees it. The guards then take the calls one by one in call
+order, whatever finished first, so their counters, refusals and pages -- and the observations -- are
+exactly a one-at-a-time run's. A read-only call the guards refuse (a repeat), or answer themselves
+(the lab's ``more``), may already have run: it changed nothing, and its result is dropped. Each
+side-effecting call passes the approval gate before it runs.
 """
 
 from __future__ import annotations
@@ -23,9 +22,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
-from ..guards import Watch
-from ..native import execute_call, run_call
 from ..tools import Observation, Tool, connection, open_db
+from .agent.guards import Watch
+from .agent.native import execute_call, run_call
 
 
 def run_parallel_calls(
@@ -34,7 +33,7 @@ def run_parallel_calls(
     """Run one reply's calls through the run's ``watch``, read-only ones side by side.
 
     The observations come back in call order and are those of
-    :func:`react_lab.native.run_calls` (module docstring).
+    :func:`react_lab.lab.agent.native.run_calls` (module docstring).
     """
     observations: list[Observation] = []
     for group in call_groups(tools, calls):

@@ -1,5 +1,6 @@
 """A call written into an answer, in any shape, is never the answer (react_lab/_parsing/
-answer_calls.py, through react_lab.parser.parse and read_reply); prose that mentions a tool is.
+answer_calls.py, through react_lab.lab.agent.parser.parse and read_reply); prose that mentions a
+tool is.
 
 Each shape is one a model writes: another framework's call syntax, code, an object spelled
 without JSON's quotes, a wrapper, a tag, a label in another language, full-width brackets.
@@ -10,9 +11,9 @@ import pytest
 from helpers.parsing_checks import one_line_reason
 
 from react_lab.billing import calc
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.parser import parse, read_reply
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import ask
-from react_lab.parser import parse, read_reply
 from react_lab.tools import declared, default_tools
 
 NAMES = list(default_tools())

@@ -10,7 +10,7 @@ import pytest
 from helpers.parsing_checks import BERLIN, TOOLS, W, one_line_reason
 
 from react_lab._parsing.calls import INPUT_KEYS, NAME_KEYS
-from react_lab.parser import parse
+from react_lab.lab.agent.parser import parse
 
 # ---- kind 1: the keys of a JSON call ------------------------------------------------------
 

@@ -171,8 +171,8 @@ def test_answers_are_not_calls(text):
 
 from helpers.fake_openai import FakeOpenAI  # noqa: E402
 
+from react_lab.lab.agent.native import ask_native  # noqa: E402
 from react_lab.lab.backends.chat import OpenAIChatModel  # noqa: E402
-from react_lab.native import ask_native  # noqa: E402
 from react_lab.tools import call_tool, default_tools  # noqa: E402
 
 QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"

@@ -14,7 +14,7 @@ import pytest
 from helpers.markup_members import REFUSED, TAKEN, W
 
 from react_lab._parsing.leaks import find_leaks
-from react_lab.parser import parse
+from react_lab.lab.agent.parser import parse
 
 
 @pytest.mark.parametrize("member", TAKEN)

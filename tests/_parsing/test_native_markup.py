@@ -8,7 +8,7 @@ where spaces belong, and labels inside markup (not labels; markup is never an an
 import pytest
 from helpers.parsing_checks import BERLIN, DS, KIMI_K2, TOOLS, W, one_line_reason
 
-from react_lab.parser import parse
+from react_lab.lab.agent.parser import parse
 
 # ---- other models' native call markup: every format, by kind ---------------------------------
 

@@ -1,10 +1,10 @@
 """A reply's text read as the parser reads a completion (react_lab/_parsing/reply.py, through
-react_lab.parser.read_reply): a half-written call or a broken answer label is never the answer,
-and prose with a parenthesis is one."""
+react_lab.lab.agent.parser.read_reply): a half-written call or a broken answer label is never the
+answer, and prose with a parenthesis is one."""
 
 import pytest
 
-from react_lab.parser import read_reply
+from react_lab.lab.agent.parser import read_reply
 from react_lab.tools import default_tools
 
 NAMES = list(default_tools())

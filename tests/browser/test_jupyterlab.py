@@ -39,7 +39,7 @@ from labdriver import (
     wait_for,
 )
 
-from react_lab.lab.notebook.core_exercises import CORE
+from react_lab.workshop.core_exercises import CORE
 
 pytestmark = pytest.mark.browser
 

@@ -18,7 +18,7 @@ import time
 import jsonschema
 
 from react_lab.billing import SCHEDULE_PAYMENT
-from react_lab.parser import find_forged, parse
+from react_lab.lab.agent.parser import find_forged, parse
 from react_lab.schema import check_arguments
 from react_lab.tools import Tool, default_tools
 

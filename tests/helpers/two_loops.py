@@ -1,19 +1,19 @@
 """The two loops the guard tests run every scenario over, and the scenarios' shared pieces.
 
-An adapter (:class:`TextLoop`, :class:`NativeLoop`) scripts the model in its protocol's
-shape and runs :func:`react_lab.loop.ask` or :func:`react_lab.native.ask_native`; a run that
-names no ``guards`` gets the adapter's (the lesson's :class:`react_lab.guards.Guards` in
-``tests/test_guards.py``, the lab's :class:`react_lab.lab.guards.LabGuards` in
+An adapter (:class:`TextLoop`, :class:`NativeLoop`) scripts the model in its protocol's shape and
+runs :func:`react_lab.lab.agent.loop.ask` or :func:`react_lab.lab.agent.native.ask_native`; a run
+that names no ``guards`` gets the adapter's (the lesson's :class:`react_lab.lab.agent.guards.Guards`
+in ``tests/test_guards.py``, the lab's :class:`react_lab.lab.guards.LabGuards` in
 ``tests/lab/test_lab_guards.py``). :func:`loops` gives the ``loop`` fixture (``tests/conftest.py``)
 its adapters.
 """
 
 import time
 
+from react_lab.lab.agent.loop import ask, run
+from react_lab.lab.agent.native import ask_native, run_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.loop import ask, run
-from react_lab.native import ask_native, run_native
 from react_lab.schema import object_schema
 from react_lab.tools import Tool
 

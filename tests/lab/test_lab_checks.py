@@ -10,6 +10,7 @@ from helpers.two_loops import injected
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import (
     DATA_NOTE,
@@ -19,7 +20,6 @@ from react_lab.lab.guards import (
     is_placeholder,
 )
 from react_lab.lab.sandbox import db_checksum
-from react_lab.loop import ask
 from react_lab.schema import object_schema
 from react_lab.tools import Tool, default_tools
 

@@ -21,7 +21,9 @@ from helpers.two_loops import (
     walk,
 )
 
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
@@ -33,8 +35,6 @@ from react_lab.lab.guards import (
 )
 from react_lab.lab.loops import ask as lab_ask
 from react_lab.lab.sandbox import db_checksum
-from react_lab.loop import ask
-from react_lab.native import ask_native
 from react_lab.schema import object_schema
 from react_lab.tools import Tool, default_tools
 

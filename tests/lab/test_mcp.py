@@ -7,7 +7,6 @@ its annotations (tests/helpers/mcp_liar_server.py). One server per fixture, shar
 
 import json
 import shlex
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,13 +17,13 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.lab import mcp as lab_mcp
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native, execute_call
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main as cli_main
 from react_lab.lab.mcp import MCPServerError, call_result, mcp_tools, needs_approval
 from react_lab.lab.sandbox import db_checksum, working_copy
-from react_lab.loop import ask
-from react_lab.native import ask_native, execute_call
 from react_lab.tools import DB_PATH, call_tool, default_tools
 
 LAB_SERVER = [sys.executable, "-m", "react_lab.lab.mcp"]
@@ -432,18 +431,6 @@ def test_the_server_refuses_bad_settings_before_serving(argv, env, expected, mon
         lab_mcp.main(argv)
     assert stop.value.code == 2
     assert expected in capsys.readouterr().err
-
-
-def test_the_old_server_command_names_the_new_one():
-    """``python -m react_lab.mcp`` (in editors' MCP configs) stops.
-
-    It names the command that moved.
-    """
-    done = subprocess.run(
-        [sys.executable, "-m", "react_lab.mcp"], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode != 0
-    assert "python -m react_lab.lab.mcp" in done.stderr
 
 
 def test_a_vouched_tool_without_annotations_is_gated_as_mcp_defaults_say():

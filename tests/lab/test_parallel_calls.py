@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from react_lab.lab.agent.native import ask_native, run_calls
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.experiments.evals import run_task
 from react_lab.lab.experiments.tasks import Task
@@ -19,7 +20,6 @@ from react_lab.lab.parallel_calls import (
     run_parallel_calls,
     start_call,
 )
-from react_lab.native import ask_native, run_calls
 from react_lab.schema import object_schema
 from react_lab.tools import Tool, connection, default_tools
 

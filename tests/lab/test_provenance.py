@@ -5,11 +5,11 @@ The exemplar-values guard and the unsure best effort, in the real loop.
 
 import pytest
 
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments.configs import LadderGuards
 from react_lab.lab.guards import GUARD_NAMES
 from react_lab.lab.provenance import UNSURE, copied_values, is_guess, values_in
-from react_lab.loop import ask
 from react_lab.protocol import EXEMPLARS, Exemplar
 
 #: An exemplar whose answer is 58.00 dollars, and a 12900-cent charge in its observation.

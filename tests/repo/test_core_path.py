@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from react_lab.lab.notebook.quiz import QUIZZES
+from react_lab.workshop.quiz import QUIZZES
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"

@@ -4,6 +4,7 @@ Each lesson module is imported in a fresh interpreter, and its ``sys.modules`` r
 the core install (pyproject's ``dependencies``) is what the lesson needs, the rest extras.
 """
 
+import ast
 import functools
 import json
 import subprocess
@@ -18,25 +19,20 @@ ROOT = Path(__file__).resolve().parents[2]
 #: The lesson: the modules at the top of react_lab/ (the package itself first).
 LESSON = [
     "react_lab",
-    *(
-        f"react_lab.{name}"
-        for name in (
-            "protocol",
-            "parser",
-            "loop",
-            "tools",
-            "billing",
-            "schema",
-            "guards",
-            "context",
-            "trace",
-            "native",
-            "tool_calls",
-            "checks",
-            "cost",
-        )
-    ),
+    *sorted(f"react_lab.{p.stem}" for p in (ROOT / "react_lab").glob("[!_]*.py")),
 ]
+#: The core notebooks' helpers: what they import besides the lesson.
+WORKSHOP = "react_lab.workshop"
+#: The lesson's line budget: read in one sitting (``wc -l react_lab/*.py``).
+LESSON_LINES = 2000
+
+
+def test_the_lesson_is_what_the_core_path_builds():
+    names = {m.rsplit(".", 1)[-1] for m in LESSON[1:]}
+    assert {"agent", "protocol", "tools", "billing", "schema", "cost", "messages"} == names
+    lines = sum(len(p.read_text().splitlines()) for p in (ROOT / "react_lab").glob("*.py"))
+    assert lines <= LESSON_LINES, f"the lesson is {lines} lines; its budget is {LESSON_LINES}"
+
 
 #: What the extras bring (notebooks, MCP, the OpenAI client, the server): never the lesson's.
 EXTRAS_LIBRARIES = {
@@ -84,7 +80,43 @@ def test_a_lesson_module_loads_no_notebook_server_or_plotting_library(module):
 
 @pytest.mark.parametrize("module", [_known(LOADS_THE_LAB, m) for m in LESSON])
 def test_a_lesson_module_imports_nothing_from_the_lab(module):
-    assert {name for name in loaded(module) if name.startswith("react_lab.lab")} == set()
+    above = ("react_lab.lab", WORKSHOP)
+    assert {name for name in loaded(module) if name.startswith(above)} == set()
+
+
+def _imports(source: str) -> set[str]:
+    """The ``react_lab`` modules a piece of Python source imports (absolute or relative)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            found.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found
+
+
+def test_the_lab_never_imports_the_workshop():
+    """The arrows point one way: the workshop uses the lab's machinery, never the reverse."""
+    for path in (ROOT / "react_lab" / "lab").rglob("*.py"):
+        wrong = {m for m in _imports(path.read_text()) if "workshop" in m}
+        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("0*.ipynb")), ids=str)
+def test_a_core_notebook_imports_only_the_lesson_and_its_helpers(notebook):
+    cells = json.loads(notebook.read_text())["cells"]
+    code = "\n".join(
+        line
+        for c in cells
+        if c["cell_type"] == "code"
+        for line in "".join(c["source"]).splitlines()
+        if not line.lstrip().startswith(("%", "!"))
+    )
+    ours = {m for m in _imports(code) if m.startswith("react_lab")}
+    assert ours, f"{notebook.name} imports nothing of react_lab"
+    lesson = set(LESSON) | {WORKSHOP}
+    wrong = {m for m in ours if m not in lesson and not m.startswith(WORKSHOP + ".")}
+    assert not wrong, f"{notebook.name} imports {sorted(wrong)}"
 
 
 def test_the_core_install_is_what_the_lesson_needs():

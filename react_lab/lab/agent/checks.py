@@ -1,7 +1,7 @@
 """A run's arguments, refused before anything runs, with a message that says what to pass.
 
-Both loops call :func:`check_run_arguments` first (:func:`react_lab.loop.run`,
-:func:`react_lab.native.run_native`) and read each reply of the model through
+Both loops call :func:`check_run_arguments` first (:func:`react_lab.lab.agent.loop.run`,
+:func:`react_lab.lab.agent.native.run_native`) and read each reply of the model through
 :func:`check_reply`; the backends check their counts with :func:`check_count`. What counts as
 a blank question is :func:`react_lab.protocol.visible`'s.
 """
@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
+from ...protocol import Exemplar, visible
+from ...tools import Tool
 from .guards import Guards
-from .protocol import Exemplar, visible
-from .tools import Tool
 
 
 def check_count(name: str, value: Any) -> int:
@@ -51,7 +51,7 @@ def check_run_arguments(
     ``TypeError`` when ``model`` has no such method, ``tools`` is not a dict of name ->
     :class:`react_lab.tools.Tool` (each one's function callable, its parameters a JSON
     Schema object with ``properties``), ``question`` is not a string, ``guards`` is not a
-    :class:`react_lab.guards.Guards` or ``exemplars`` not a list of
+    :class:`react_lab.lab.agent.guards.Guards` or ``exemplars`` not a list of
     :class:`react_lab.protocol.Exemplar`; and ``ValueError`` when ``question`` is blank
     (empty, or only whitespace and invisible characters), a tool is filed under another
     name than its own (the model calls it by its own), or ``max_steps`` or ``max_tokens``
@@ -95,7 +95,7 @@ def check_run_arguments(
             )
     if guards is not None and not isinstance(guards, Guards):
         raise TypeError(
-            f"guards must be a react_lab.guards.Guards, got {type(guards).__name__} "
+            f"guards must be a react_lab.lab.agent.guards.Guards, got {type(guards).__name__} "
             f"{guards!r:.60}; Guards() for every limit, Guards.off() for none"
         )
     if guards is not None:
@@ -195,7 +195,7 @@ def check_exemplars(exemplars: Any) -> None:
 
 
 #: What each loop reads of what the model's method returns, by the method's name.
-#: (A step records the counts: :meth:`react_lab.trace.Step.of`.)
+#: (A step records the counts: :meth:`react_lab.lab.agent.trace.Step.of`.)
 _COUNTS = ("finish_reason", "prompt_tokens", "completion_tokens", "evaluated_tokens", "seconds")
 REPLY_FIELDS = {
     "complete": ("text", *_COUNTS),

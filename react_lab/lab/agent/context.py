@@ -1,7 +1,7 @@
 """Context control: compact a run's older steps into a summary once it grows past a token limit.
 
 Every step re-sends the whole transcript, so a long run fills the context window.
-Truncation (:class:`react_lab.guards.Guards`' ``observation_chars``) keeps one observation
+Truncation (:class:`react_lab.lab.agent.guards.Guards`' ``observation_chars``) keeps one observation
 small; compaction, here, keeps the whole run small: once the transcript passes
 ``guards.compact_at`` tokens, all but the last ``guards.keep_last`` steps become one
 summary the loop writes. The prompt (instructions, tools, question) is never touched.
@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from .cost import count_tokens
-from .tools import ID_RE
+from ...cost import count_tokens
+from ...tools import ID_RE
 
 #: How a compacted tool message starts (native loop).
 COMPACTED = "(compacted by the loop)"

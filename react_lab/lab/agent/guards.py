@@ -4,7 +4,7 @@ A loop with a language model in its condition can run forever, spend without lim
 itself and act on the world. What a run is *allowed* is a :class:`Guards` (frozen, so one
 object serves any number of runs); what a run *has done* is a :class:`Watch`, which the loop
 gets from ``guards.start(question)`` at the start of each run and calls at named places
-(the lines marked ``# guard:`` in :mod:`react_lab.loop`):
+(the lines marked ``# guard:`` in :mod:`react_lab.lab.agent.loop`):
 
 ========================================  ========================================================
 ``watch.spend(completion)``               after every model call (tokens, dollars)
@@ -16,9 +16,9 @@ gets from ``guards.start(question)`` at the start of each run and calls at named
 A guard that acts names itself in the observation it returns (``guard``; the loop copies it
 to ``Step.guard`` and, when it ends the run, to ``stopped_by``). The step limit is the loop's
 ``max_steps``; when it trips, the loop asks once more for an answer labelled ``[best effort]``.
-Compaction, the guard on the transcript's size, is :mod:`react_lab.context`.
+Compaction, the guard on the transcript's size, is :mod:`react_lab.lab.agent.context`.
 
-These are the guards a learner's own call of :func:`react_lab.loop.ask` gets; the lab runs
+These are the guards a learner's own call of :func:`react_lab.lab.agent.loop.ask` gets; the lab runs
 :class:`react_lab.lab.guards.LabGuards`, which adds near repeats, paging with ``more``, tool
 timeouts, placeholder answers, citations, data markers and pinning the question.
 """
@@ -31,9 +31,9 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable
 
-from ._parsing.labels import starts_with_label, strip_answer_label
-from .protocol import ParseResult, clip
-from .tools import Observation, Tool, call_tool, declared
+from ..._parsing.labels import starts_with_label, strip_answer_label
+from ...protocol import ParseResult, clip
+from ...tools import Observation, Tool, call_tool, declared
 
 #: The limits on what a run spends: a run one of them ended gets no best-effort request.
 BUDGETS = ("token_budget", "money_budget", "time_budget")
@@ -60,9 +60,9 @@ class Guards:
     * ``retry_cap``: after this many errors in a row from one tool, refuse it.
     * ``observation_chars``: longest observation in characters; the rest is cut off, and a
       marker says how much.
-    * ``compact_at``: once the transcript passes this many tokens (``count``, default
-      cl100k_base), all but the last ``keep_last`` steps become a summary (``summarize``,
-      default :func:`react_lab.context.keep_ids_summary`; :mod:`react_lab.context`).
+    * ``compact_at``: once the transcript passes this many tokens (``count``, default cl100k_base),
+    all but the last ``keep_last`` steps become a summary (``summarize``, default
+    :func:`react_lab.lab.agent.context.keep_ids_summary`; :mod:`react_lab.lab.agent.context`).
     * ``require_retrieval``: reject an answer given before any tool returned data (an empty
       result such as ``[]`` is not data). Off by default: only the caller knows whether a
       question needs grounding ("What is 129 * 3?" does not).

@@ -1,13 +1,12 @@
 """The ReAct loop over the text protocol.
 
-One step: send the whole transcript, append what the model wrote, stop if it gave an
-answer, otherwise parse its action, run the tool, and write the ``Observation:`` line
-*ourselves*. Repeat until an answer or the step limit. That is all a text ReAct agent
-is. The guards (:mod:`react_lab.guards`) are called from the step, one line each,
-marked ``# guard:``: the run's :class:`react_lab.guards.Watch` keeps what it has done.
-Called directly, the loop uses the lesson's :class:`react_lab.guards.Guards`; the lab passes
-its own (:class:`react_lab.lab.guards.LabGuards`, with a progress bar in
-:mod:`react_lab.lab.loops`).
+One step: send the whole transcript, append what the model wrote, stop if it gave an answer,
+otherwise parse its action, run the tool, and write the ``Observation:`` line *ourselves*. Repeat
+until an answer or the step limit. That is all a text ReAct agent is. The guards
+(:mod:`react_lab.lab.agent.guards`) are called from the step, one line each, marked ``# guard:``:
+the run's :class:`react_lab.lab.agent.guards.Watch` keeps what it has done. Called directly, the
+loop uses the lesson's :class:`react_lab.lab.agent.guards.Guards`; the lab passes its own
+(:class:`react_lab.lab.guards.LabGuards`, with a progress bar in :mod:`react_lab.lab.loops`).
 """
 
 from __future__ import annotations
@@ -15,12 +14,12 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
+from ...protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
+from ...tools import Tool
 from .checks import check_reply, check_run_arguments
 from .context import compact_transcript
 from .guards import BUDGETS, Guards, Watch
 from .parser import parse, read_reply
-from .protocol import MAX_TOKENS, OBSERVATION, STOP, THOUGHT, build_prompt
-from .tools import Tool
 from .trace import RunResult, Step, Transcript
 
 #: Model calls per run, before the one best-effort request (both loops, the CLI).
@@ -55,7 +54,7 @@ def run(
     When the step limit or ignored refusals end the run without an answer,
     ``guards.best_effort`` asks once more: one extra step, its answer labelled
     ``[best effort]``. Raises ``TypeError`` / ``ValueError`` for unusable arguments
-    (:func:`react_lab.checks.check_run_arguments`).
+    (:func:`react_lab.lab.agent.checks.check_run_arguments`).
     """
     check_run_arguments(
         "complete", question, model, tools, max_steps, max_tokens, guards, exemplars, stop
@@ -142,11 +141,11 @@ def ask_best_effort(
 ) -> Step:
     """Ask the model once for an answer from what it has; label it ``[best effort]``.
 
-    The loop writes a closing thought and the ``Answer:`` label; the model's first line is
-    the answer. If it wrote none even then (or only repeated the loop's own nudges and
-    errors), the step's ``error`` says so. The completion is read as a reply's text is
-    (:func:`react_lab.parser.read_reply`): reasoning is set aside, and a call or call markup
-    is no answer (the error names it). Its ``guard`` is the limit that ended the run.
+    The loop writes a closing thought and the ``Answer:`` label; the model's first line is the
+    answer. If it wrote none even then (or only repeated the loop's own nudges and errors), the
+    step's ``error`` says so. The completion is read as a reply's text is
+    (:func:`react_lab.lab.agent.parser.read_reply`): reasoning is set aside, and a call or call
+    markup is no answer (the error names it). Its ``guard`` is the limit that ended the run.
     """
     t0 = time.perf_counter()
     transcript.add("loop", BEST_EFFORT_NUDGE.format(guard=guard), kind="nudge")

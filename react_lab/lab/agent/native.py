@@ -1,15 +1,14 @@
 """The native tool-calling loop: the text loop's shape, a schema check where its parser was.
 
-:func:`run_native` sends the conversation and every tool's JSON Schema, runs the calls the
-reply holds (:func:`react_lab.tool_calls.reply_calls`) and sends each result back as a tool
-message, until the reply is an answer or a guard ends the run; the guards are the text
-loop's, at the same places, each one marked ``# guard:``. A call runs through
-:func:`execute_call`: the tool looked up, its arguments checked against its schema
-(:func:`react_lab.schema.validate_call`), then run. A reply may hold several calls:
-:func:`run_calls` runs them one at a time, in call order. The messages the loop starts from
-and what it makes of a reply are in :mod:`react_lab.tool_calls`. The chat backends it talks
-to are in :mod:`react_lab.lab.backends.chat`; the lab's runner of a reply's read-only calls
-side by side in :mod:`react_lab.lab.parallel_calls`.
+:func:`run_native` sends the conversation and every tool's JSON Schema, runs the calls the reply
+holds (:func:`react_lab.messages.reply_calls`) and sends each result back as a tool message, until
+the reply is an answer or a guard ends the run; the guards are the text loop's, at the same places,
+each one marked ``# guard:``. A call runs through :func:`execute_call`: the tool looked up, its
+arguments checked against its schema (:func:`react_lab.schema.validate_call`), then run. A reply may
+hold several calls: :func:`run_calls` runs them one at a time, in call order. The messages the loop
+starts from and what it makes of a reply are in :mod:`react_lab.lab.agent.tool_calls`. The chat
+backends it talks to are in :mod:`react_lab.lab.backends.chat`; the lab's runner of a reply's
+read-only calls side by side in :mod:`react_lab.lab.parallel_calls`.
 """
 
 from __future__ import annotations
@@ -18,23 +17,21 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
+from ...messages import SYSTEM, first_messages, reply_calls
+from ...protocol import MAX_TOKENS, Exemplar, unknown_tool_message
+from ...schema import check_arguments, decode_arguments, example_args
+from ...tools import Observation, Tool, call_tool, declared, tool_schemas
 from .checks import check_reply, check_run_arguments
 from .context import compact_messages
 from .guards import BUDGETS, Guards, Watch
 from .loop import MAX_STEPS, best_effort_step, end_step
 from .parser import read_reply
-from .protocol import MAX_TOKENS, Exemplar, unknown_tool_message
-from .schema import check_arguments, decode_arguments, example_args
 from .tool_calls import (
-    SYSTEM,
     conversation,
-    first_messages,
     malformed_reply_message,
     not_an_answer_message,
     record_calls,
-    reply_calls,
 )
-from .tools import Observation, Tool, call_tool, declared, tool_schemas
 from .trace import RunResult, Step
 
 #: What the loop tells the model when no more tool calls are allowed.
@@ -52,7 +49,7 @@ def execute_call(tools: dict[str, Tool], call: dict, *, approved: bool = False) 
 
     Invalid arguments are refused *before* the tool runs, with
     :func:`react_lab.schema.check_arguments`' messages. No approval is asked here: the loop
-    calls this through :meth:`react_lab.guards.Watch.run_tool` (:func:`run_call`), which
+    calls this through :meth:`react_lab.lab.agent.guards.Watch.run_tool` (:func:`run_call`), which
     holds the approval gate and passes ``approved`` (a side-effecting tool runs only then).
     """
     name = call.get("function", {}).get("name")
@@ -118,20 +115,20 @@ def run_native(
     ``model`` is any chat backend with ``chat(messages, tools=, max_tokens=, tool_choice=)``
     (:mod:`react_lab.lab.backends.chat`). Pass a ``messages`` list to watch the conversation
     grow (it is filled in place). ``exemplars`` (:class:`react_lab.protocol.Exemplar`) are
-    prepended as past exchanges (:func:`react_lab.tool_calls.exemplar_messages`).
+    prepended as past exchanges (:func:`react_lab.messages.exemplar_messages`).
     ``tool_choice`` is sent until a call has run, then ``"auto"``, so a forced call cannot
     loop; the backend refuses one it cannot take, as a provider does
     (:func:`react_lab.lab.backends.grammar.check_tool_choice`). A step's ``action`` is
     ``{"tool", "args"}`` of its first call (plus ``"calls"``, all of them, when the reply
     made several); its ``observation`` is the results joined by newlines.
 
-    The guards are the text loop's (:class:`react_lab.guards.Guards`; default: every limit
+    The guards are the text loop's (:class:`react_lab.lab.agent.guards.Guards`; default: every limit
     on), at the same places. ``run_calls`` runs a reply's calls through them (default
     :func:`run_calls`: one at a time, in call order; the lab passes a runner that starts the
     read-only ones side by side, with the same observations). A rejected answer, a cut-off
-    reply or a leaked call that cannot run (:func:`react_lab.tool_calls.reply_calls`) goes
+    reply or a leaked call that cannot run (:func:`react_lab.messages.reply_calls`) goes
     back as a user message. A reply's text is read as the text parser reads it
-    (:func:`react_lab.parser.read_reply`): reasoning (``<think>...</think>``, Harmony's
+    (:func:`react_lab.lab.agent.parser.read_reply`): reasoning (``<think>...</think>``, Harmony's
     analysis channel) is set aside into the step's ``reasoning`` and never runs or answers;
     Harmony's final channel is the answer; text that holds call markup or special tokens but
     no call is never the answer: the model is told what it wrote.
@@ -226,10 +223,10 @@ def ask_best_effort_native(
     The answer is labelled ``[best effort]``; a reply that still holds no answer (or
     only repeats the loop's own words: ``loop_said`` and this request) leaves the step's
     ``answer`` None and says so in ``error``. The reply's text is read as the steps' is
-    (:func:`react_lab.parser.read_reply`): a call written in it, or markup, is no answer, and
-    the error says what it was ("a Mistral tool call to create_file, a tool this agent does
-    not have"); Harmony's final channel is the answer. The step's ``guard`` is the limit that
-    ended the run.
+    (:func:`react_lab.lab.agent.parser.read_reply`): a call written in it, or markup, is no answer,
+    and the error says what it was ("a Mistral tool call to create_file, a tool this agent does not
+    have"); Harmony's final channel is the answer. The step's ``guard`` is the limit that ended the
+    run.
     """
     t0 = time.perf_counter()
     request = BEST_EFFORT_REQUEST.format(guard=guard)
@@ -264,7 +261,7 @@ def ask_native(
     messages: list[dict] | None = None,
     **kwargs,
 ) -> RunResult:
-    """Run :func:`run_native` to the end; return a :class:`react_lab.trace.RunResult`.
+    """Run :func:`run_native` to the end; return a :class:`react_lab.lab.agent.trace.RunResult`.
 
     The result's transcript shows the conversation by owner: system and user messages
     as ``prompt``, assistant replies as ``model``, tool results as ``loop``.

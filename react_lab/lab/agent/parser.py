@@ -23,14 +23,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable, Mapping
 
-from ._parsing import forgery, labels, read_other, reasons
-from ._parsing.brackets import bracket_call
-from ._parsing.calls import FINISH_NAMES, answer_text, clean_input, is_tool_name
-from ._parsing.forgery import trim_partial_stop
-from ._parsing.reasoning import set_aside_reasoning
-from ._parsing.reply import ReplyText, read_reply_text
-from ._parsing.tokens import THOUGHT_TOKENS, decode_markers, without_end_tokens
-from .protocol import ParseResult, shown, visible
+from ..._parsing import forgery, labels, read_other, reasons
+from ..._parsing.brackets import bracket_call
+from ..._parsing.calls import FINISH_NAMES, answer_text, clean_input, is_tool_name
+from ..._parsing.forgery import trim_partial_stop
+from ..._parsing.reasoning import set_aside_reasoning
+from ..._parsing.reply import ReplyText, read_reply_text
+from ..._parsing.tokens import THOUGHT_TOKENS, decode_markers, without_end_tokens
+from ...protocol import ParseResult, shown, visible
 
 #: Words models write in place of a tool when they mean "no tool".
 NO_TOOL_WORDS = {"none", "n/a", "na", "null", "no tool", "nothing", "-"}

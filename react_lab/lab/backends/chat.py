@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...protocol import MAX_TOKENS
-from ...tool_calls import assistant_json
+from ..agent.tool_calls import assistant_json
 from .endpoints import EndpointBackend
 from .grammar import check_tool_choice, decodable, reply_grammar
 from .local import local_model

@@ -19,8 +19,8 @@ import os
 import time
 from typing import Any, Sequence
 
-from ...checks import check_count
 from ...protocol import MAX_TOKENS
+from ..agent.checks import check_count
 from .base import CHAT_TEMPLATE_ENV, CHAT_TEMPLATES, Completion, render_chat
 
 #: Seconds one request may take before the SDK gives up on it (and retries).
@@ -255,12 +255,12 @@ def resolve_chat_template(template: str | None, model: str) -> str:
 def client_cut(text: str, stop: Sequence[str]) -> int | None:
     """Where a client-side stop cuts ``text``.
 
-    At the earliest stop string or model-written ``Observation`` line. The stop strings are
-    cut as a provider would (:func:`apply_stop`); the ``Observation`` line by the parser's
-    rule (:func:`react_lab.parser.find_forged`), which also catches ``**Observation:**`` and
+    At the earliest stop string or model-written ``Observation`` line. The stop strings are cut as a
+    provider would (:func:`apply_stop`); the ``Observation`` line by the parser's rule
+    (:func:`react_lab.lab.agent.parser.find_forged`), which also catches ``**Observation:**`` and
     ``Observation 1:``. None when neither occurs.
     """
-    from ...parser import find_forged
+    from ..agent.parser import find_forged
 
     hits = [i for i in (text.find(s) for s in stop if s) if i >= 0]
     forged = find_forged(text)
@@ -356,7 +356,7 @@ class OpenAIModel(EndpointBackend):
         cut client-side (:func:`client_cut`) as soon as the stream reaches a stop string or
         a model-written ``Observation`` line; the stream is then closed, so the provider
         stops generating. A trailing cut-off start of ``Observation`` is trimmed
-        (:func:`react_lab.parser.trim_partial_stop`). Later calls go straight to the
+        (:func:`react_lab.lab.agent.parser.trim_partial_stop`). Later calls go straight to the
         client-side path. The completion's ``stop_mode`` says which path ran and
         ``forged_tokens`` counts the streamed tokens (one per chunk) that were cut off.
 
@@ -411,7 +411,7 @@ class OpenAIModel(EndpointBackend):
         """Stream without ``stop`` and cut client-side; see :meth:`complete`."""
         import openai
 
-        from ...parser import trim_partial_stop
+        from ..agent.parser import trim_partial_stop
 
         pieces: list[str] = []  # one streamed chunk each (about one token)
         text, cut, reason, usage = "", None, None, None

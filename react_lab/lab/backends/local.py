@@ -17,8 +17,8 @@ import weakref
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...checks import check_count
 from ...protocol import MAX_TOKENS
+from ..agent.checks import check_count
 from .base import Completion, render_chat
 from .decode import Decoded, GrammarSampler, greedy_decode, greedy_decode_batch
 from .llama_state import (

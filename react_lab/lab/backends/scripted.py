@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ...checks import check_count
 from ...protocol import MAX_TOKENS
+from ..agent.checks import check_count
 from .base import Completion, apply_stop
 
 

@@ -22,8 +22,8 @@ import math
 import os
 import sys
 
-from ...loop import MAX_STEPS
 from ...protocol import EXEMPLARS, MAX_TOKENS
+from ..agent.loop import MAX_STEPS
 from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
@@ -198,7 +198,7 @@ def _add_ask(sub) -> None:
     """The ``ask`` subcommand."""
     a = sub.add_parser(
         "ask",
-        help="run the ReAct loop (react_lab.loop, or react_lab.native) on one "
+        help="run the ReAct loop (react_lab.lab.agent.loop, or react_lab.lab.agent.native) on one "
         "question and print the trace",
     )
     a.add_argument("question", nargs="?")
@@ -212,10 +212,10 @@ def _add_ask(sub) -> None:
         "--protocol",
         choices=["text", "native"],
         default="text",
-        help="text: ReAct labels read by the tolerant parser (react_lab.loop, "
-        "react_lab.parser); native: structured tool calls (react_lab.native; the "
-        "local model's replies constrained by a JSON-Schema grammar, "
-        "react_lab.lab.backends.grammar)",
+        help="text: ReAct labels read by the tolerant parser (react_lab.lab.agent.loop, "
+        "react_lab.lab.agent.parser); native: structured tool calls "
+        "(react_lab.lab.agent.native; the local model's replies constrained by a JSON-Schema "
+        "grammar, react_lab.lab.backends.grammar)",
     )
     a.add_argument(
         "--no-stop",
@@ -449,7 +449,8 @@ def _add_doctor(sub) -> None:
 def _add_parse(sub) -> None:
     """The ``parse`` subcommand."""
     pr = sub.add_parser(
-        "parse", help="parse model text from stdin with the tolerant parser (react_lab.parser)"
+        "parse",
+        help="parse model text from stdin with the tolerant parser (react_lab.lab.agent.parser)",
     )
     pr.add_argument(
         "--tools",

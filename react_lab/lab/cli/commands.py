@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 from ...cost import run_cost
-from ...loop import ask
-from ...native import ask_native
-from ...parser import parse
 from ...protocol import EXEMPLARS, visible
 from ...tools import default_tools
+from ..agent.loop import ask
+from ..agent.native import ask_native
+from ..agent.parser import parse
 from ..backends.chat import LocalChatModel
 from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec

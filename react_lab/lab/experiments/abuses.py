@@ -24,9 +24,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...messages import SYSTEM
 from ...protocol import ACTION_RE, ParseResult
 from ...schema import check_arguments
-from ...tool_calls import SYSTEM
 from ...tools import Tool, connection, default_tools, open_db, record_sql, tool_schemas
 from ..backends.grammar import grammar_check, reply_grammar
 

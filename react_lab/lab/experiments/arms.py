@@ -18,13 +18,13 @@ from typing import Callable, Sequence
 
 from ... import protocol
 from ..._parsing import forgery
-from ...parser import find_forged
+from ..agent.parser import find_forged
 
 
 def settled_forgery(text: str) -> int | None:
     """Where a streamed completion's forged ``Observation`` starts, once no later text undoes it.
 
-    :func:`react_lab.parser.find_forged`'s index, once its line is finished or its label
+    :func:`react_lab.lab.agent.parser.find_forged`'s index, once its line is finished or its label
     complete (:func:`react_lab._parsing.forgery.settled`): ``find_forged(text + more)`` is that
     index for every continuation ``more``; else None.
     """

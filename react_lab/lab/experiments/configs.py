@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ...checks import check_count
 from ...protocol import EXEMPLARS, build_prompt
 from ...tools import ID_RE, Observation, Tool, tool_schemas
+from ..agent.checks import check_count
 from ..backends import text_grammar
 from ..backends.base import Completion
 from ..backends.local import LocalModel, local_model
@@ -44,7 +44,7 @@ class Config:
     question from the oracle-written dev pool) or ``"runs"`` (``k`` chosen from the
     pool harvested from successful dev runs); ``max_steps``/``max_tokens``: the
     evaluation's limits (tokens per completion); ``protocol``: ``"text"`` or
-    ``"native"`` (:func:`react_lab.native.run_native` on the grammar-constrained chat
+    ``"native"`` (:func:`react_lab.lab.agent.native.run_native` on the grammar-constrained chat
     backend, greedy; its exemplars prepended as messages, ``"none"`` for none).
 
     What the question asks and how its values are checked (all off in the rungs before
@@ -419,7 +419,7 @@ def first_prompt(cfg: Config, task: Task) -> str:
     guards = guards_for(cfg)
     # what the embedded model reads: system turn with schemas, exemplars, question
     if cfg.protocol == "native":
-        from ...tool_calls import first_messages
+        from ...messages import first_messages
         from ..backends.chat import render_messages
 
         offered = guards.offered_tools(tools_for(cfg))

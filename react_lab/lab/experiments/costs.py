@@ -118,7 +118,7 @@ EXTRA_EXEMPLARS = [
 
 
 def measure_run(result, count: Callable[[str], int]) -> dict:
-    """Hold a finished run of :func:`react_lab.loop.ask` up against the cost model.
+    """Hold a finished run of :func:`react_lab.lab.agent.loop.ask` up against the cost model.
 
     ``count`` is the *run's* model tokenizer (``model.count_tokens``), because the
     reported prompt tokens are counted with it. Per step k it returns lists (tokens):

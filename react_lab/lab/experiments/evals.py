@@ -5,13 +5,12 @@
 :mod:`react_lab.lab.experiments.tasks`):
 
 1. the task set and 2. the scorer -- :func:`react_lab.lab.experiments.tasks.load_tasks` and
-   :func:`react_lab.lab.experiments.tasks.score`;
-3. the runner -- :func:`evaluate` runs any backend over the set with the text protocol
-   (``react_lab.loop``) or native tool calls (``react_lab.native``), one JSONL step-event
-   log per evaluation run, and a cache so a re-run only computes what changed;
-4. the metrics -- :func:`metrics`: success rate, steps per task (mean and 95th
-   percentile), step-limit rate, tool error rate (overall and per tool), repeat-action
-   rate and tokens per task.
+:func:`react_lab.lab.experiments.tasks.score`; 3. the runner -- :func:`evaluate` runs any backend
+over the set with the text protocol (``react_lab.lab.agent.loop``) or native tool calls
+(``react_lab.lab.agent.native``), one JSONL step-event log per evaluation run, and a cache so a
+re-run only computes what changed; 4. the metrics -- :func:`metrics`: success rate, steps per task
+(mean and 95th percentile), step-limit rate, tool error rate (overall and per tool), repeat-action
+rate and tokens per task.
 
 Before any real model is judged, two scripted models prove the harness:
 :func:`oracle_model` issues each task's right tool calls and scores 100%;
@@ -34,13 +33,14 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
-from ...checks import check_count
-from ...loop import run
-from ...native import run_native
+from ...messages import SYSTEM
 from ...protocol import build_prompt
-from ...tool_calls import SYSTEM, conversation
 from ...tools import default_tools
-from ...trace import RunResult, Transcript
+from ..agent.checks import check_count
+from ..agent.loop import run
+from ..agent.native import run_native
+from ..agent.tool_calls import conversation
+from ..agent.trace import RunResult, Transcript
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
@@ -243,20 +243,20 @@ def run_task(
     loop_options: dict | None = None,
     progress: bool = False,
 ) -> RunResult:
-    """Run one task; return its :class:`react_lab.trace.RunResult`.
+    """Run one task; return its :class:`react_lab.lab.agent.trace.RunResult`.
 
     ``progress``: a tqdm bar over the steps.
 
-    Text protocol: :func:`react_lab.loop.run`; native: :func:`react_lab.native.run_native`
-    (``loop_options`` are passed on as keyword arguments; without ``guards``, the run gets
-    :class:`react_lab.lab.guards.LabGuards`, the lab's defaults). ``timeout`` is wall-clock
-    seconds, checked after every step that did not answer (a step in progress
-    finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
+    Text protocol: :func:`react_lab.lab.agent.loop.run`; native:
+    :func:`react_lab.lab.agent.native.run_native` (``loop_options`` are passed on as keyword
+    arguments; without ``guards``, the run gets :class:`react_lab.lab.guards.LabGuards`, the lab's
+    defaults). ``timeout`` is wall-clock seconds, checked after every step that did not answer (a
+    step in progress finishes); when it has passed the run ends with ``stopped_by="timeout"`` and no
     answer. A prompt that outgrows the model's context window
     (:class:`react_lab.lab.backends.llama_state.ContextWindowExceeded`) ends the run with
-    ``stopped_by="context_window"`` and no answer, the steps before it kept -- none when
-    the first prompt (instructions, exemplars, question) is already too long. Otherwise
-    ``stopped_by`` is ``"answer"``, or the guard named by the last step.
+    ``stopped_by="context_window"`` and no answer, the steps before it kept -- none when the first
+    prompt (instructions, exemplars, question) is already too long. Otherwise ``stopped_by`` is
+    ``"answer"``, or the guard named by the last step.
     """
     t0 = time.perf_counter()
     options = {"guards": LabGuards(), **(loop_options or {})}

@@ -2,7 +2,7 @@
 
 Notebook 06 takes the failure modes practitioners list for ReAct agents one at a time and
 counts each on the embedded model. Each detector below is a pure function over a finished
-run's :class:`react_lab.trace.Step` list (and what the run was asked). It reads what the
+run's :class:`react_lab.lab.agent.trace.Step` list (and what the run was asked). It reads what the
 *model wrote* in each step (:func:`written`, the tolerant parser on the completion), so it
 sees a failure whether or not a guard then stopped it: a repeated call the repeat guard
 refused is still a repeated call. What the guard did about it is read separately, from the
@@ -34,13 +34,13 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ...context import MARKERS
-from ...guards import EMPTY_RESULTS, Guards, call_key, call_words
-from ...loop import run
-from ...parser import find_forged, parse
 from ...protocol import ParseResult, build_prompt
 from ...tools import default_tools
-from ...trace import RunResult, Step, Transcript
+from ..agent.context import MARKERS
+from ..agent.guards import EMPTY_RESULTS, Guards, call_key, call_words
+from ..agent.loop import run
+from ..agent.parser import find_forged, parse
+from ..agent.trace import RunResult, Step, Transcript
 from ..guards import MORE, LabGuards, invented_question, one_word_apart
 from .abuses import strict_parse
 
@@ -59,8 +59,8 @@ FAILURE_MODES = {
     "over_time_budget": "the run took longer than its wall-clock budget",
 }
 
-#: The guard (:mod:`react_lab.guards`, :mod:`react_lab.lab.guards`) or loop part that stops each
-#: mode.
+#: The guard (:mod:`react_lab.lab.agent.guards`, :mod:`react_lab.lab.guards`) or loop part that
+#: stops each mode.
 GUARDS = {
     "forged_observation": "stop sequence, then the parser drops the forged span",
     "repeated_action": "repeats: an identical call is refused",
@@ -249,13 +249,12 @@ def count_modes(found: Iterable[set[str]]) -> dict[str, int]:
 class StopProbe:
     """Wrap a backend: after each completion the stop sequence ended, look at what came next.
 
-    The wrapped ``model`` continues the same text without ``stop`` for ``tokens`` tokens.
-    If that continuation starts an ``Observation`` line (:func:`react_lab.parser.find_forged`),
+    The wrapped ``model`` continues the same text without ``stop`` for ``tokens`` tokens. If that
+    continuation starts an ``Observation`` line (:func:`react_lab.lab.agent.parser.find_forged`),
     the completion is returned with the continuation as ``cut_text`` and its tokens as
     ``forged_tokens``, as a client-side stop reports a forgery it cut
-    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step
-    ``forged``, and the transcript still holds only the text before the stop. ``probes``
-    keeps every continuation.
+    (:class:`react_lab.lab.backends.base.Completion`); the loop then marks the step ``forged``, and
+    the transcript still holds only the text before the stop. ``probes`` keeps every continuation.
     """
 
     def __init__(self, model, tokens: int = 8):
@@ -300,7 +299,7 @@ def live_pass(
 
     ``guards(i)`` builds the guards of question ``i`` (default: the lab's,
     :class:`react_lab.lab.guards.LabGuards`); ``options`` go to
-    :func:`react_lab.loop.run` (``max_steps``, ``max_tokens``, ...). A run that raises
+    :func:`react_lab.lab.agent.loop.run` (``max_steps``, ``max_tokens``, ...). A run that raises
     (llama.cpp refuses a prompt past its window with ``ValueError``) keeps the steps it made
     and the error's text. ``progress`` shows a tqdm bar over the questions.
     """
@@ -390,7 +389,7 @@ def unguarded_pass(tasks: Sequence, model, tools: dict | None = None, *, progres
 def run_record(task, run: LiveRun) -> dict:
     """One run of the pass as JSON: the task, the error, the seconds, and the run itself.
 
-    ``"run"`` is :meth:`react_lab.trace.RunResult.to_dict` (every field of every step);
+    ``"run"`` is :meth:`react_lab.lab.agent.trace.RunResult.to_dict` (every field of every step);
     ``"transcript"`` the owner-marked spans as the evaluation's records hold them
     (``[owner, text]``), ``"kinds"`` beside them. :func:`run_of` reads it back.
     """

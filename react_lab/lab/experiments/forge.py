@@ -12,7 +12,7 @@ ends the completion where that line would begin. This module measures the differ
   arm; on the embedded model one greedy generation serves both arms
   (:class:`react_lab.lab.experiments.arms.TwoArmReader`), elsewhere each question is
   completed twice; :func:`forge_rate` does the same with a results cache on disk;
-* :func:`react_lab.parser.truncate_forged` is the client-side fallback for providers
+* :func:`react_lab.lab.agent.parser.truncate_forged` is the client-side fallback for providers
   that reject ``stop`` or catch it a token late, and :func:`truncation_costs` counts
   the tokens that were generated (and billed) only to be cut off, on a fixed subsample
   run on to ``max_tokens``;
@@ -33,9 +33,9 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from ... import protocol
-from ...checks import check_count
-from ...parser import find_forged, truncate_forged
 from ...tools import default_tools
+from ..agent.checks import check_count
+from ..agent.parser import find_forged, truncate_forged
 from ..backends.local import LocalModel, local_model
 from .abuses import strict_parse
 from .arms import TwoArmReader

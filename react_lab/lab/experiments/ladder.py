@@ -57,9 +57,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ...checks import check_count
 from ...cost import count_tokens
 from ...tools import ID_RE
+from ..agent.checks import check_count
 from ..backends.local import LocalModel
 from .configs import (  # noqa: F401 -- GrammarModel, compiled, list_configs: the ladder's names too
     CONFIGS,
@@ -176,7 +176,7 @@ def ask_config(
 ):
     """Run one question through ``cfg``'s loop (text or native) as it runs; return its result.
 
-    The result is a :class:`react_lab.trace.RunResult`.
+    The result is a :class:`react_lab.lab.agent.trace.RunResult`.
 
     The same tools, exemplars (chosen for this question), grammar and guards as
     :func:`run_one`, on ``model`` (default :func:`base_model`); ``max_steps`` defaults

@@ -69,7 +69,7 @@ EXPERIMENTS = {
     "eval": "react_lab.lab.experiments.evals:fingerprint_inputs",
     "ladder": "react_lab.lab.experiments.ladder:fingerprint_inputs",
     "failures": "react_lab.lab.experiments.failures:fingerprint_inputs",
-    "migration": "react_lab.lab.notebook.migration_runs:fingerprint_inputs",
+    "migration": "react_lab.lab.experiments.migration_runs:fingerprint_inputs",
 }
 
 

@@ -1,6 +1,6 @@
 """Step logs: one JSON line per step of a run, with what the evaluation reads from it.
 
-:func:`step_event` flattens a :class:`react_lab.trace.Step` into a record
+:func:`step_event` flattens a :class:`react_lab.lab.agent.trace.Step` into a record
 (:data:`EVENT_FIELDS`): the tool and its arguments named by the schema, whether they pass
 it, the observation's size in characters and in cl100k_base tokens, the step's seconds,
 tokens and guard. :func:`log_run` appends a run's records to a JSONL file;
@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from ...cost import count_tokens as cl100k_tokens
 from ...schema import validate_call
-from ...trace import Step
+from ..agent.trace import Step
 
 
 def write_jsonl(path: str | Path, records: Iterable[dict[str, Any]]) -> Path:

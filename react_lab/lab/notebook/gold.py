@@ -310,7 +310,7 @@ class Verdict:
 def judge(question: str, steps, check: ChargeCheck) -> Verdict:
     """Score the last step's answer against ``check``'s gold; say why when it is wrong.
 
-    ``steps`` are a run's :class:`react_lab.trace.Step` objects (``result.steps``, or a
+    ``steps`` are a run's :class:`react_lab.lab.agent.trace.Step` objects (``result.steps``, or a
     stepper's ``.steps``); their actions, observations and raw completions feed
     :func:`why_wrong`.
     """

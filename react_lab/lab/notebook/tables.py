@@ -9,11 +9,12 @@ import html
 import json
 from typing import Iterable, Sequence
 
-from ...parser import find_forged
-from ...trace import OWNERS, Transcript
+from ..agent.parser import find_forged
+from ..agent.trace import OWNERS, Transcript
 from ..experiments.abuses import Outcome
 
-#: Each owner's text colour and background in a transcript (:data:`react_lab.trace.OWNERS`).
+#: Each owner's text colour and background in a transcript
+#: (:data:`react_lab.lab.agent.trace.OWNERS`).
 OWNER_COLOURS = {"prompt": "#6b7280", "model": "#1d4ed8", "loop": "#047857"}
 OWNER_BACKGROUNDS = {"prompt": "#f3f4f6", "model": "#dbeafe", "loop": "#d1fae5"}
 

@@ -48,7 +48,7 @@ def text_prompts(model) -> list[str]:
 
 def native_prompts(model) -> list[str]:
     """The native loop's first prompt (system turn with the tool schemas) for two questions."""
-    from ...tool_calls import SYSTEM
+    from ...messages import SYSTEM
     from ...tools import default_tools, tool_schemas
     from ..backends.chat import LocalChatModel
     from ..guards import LabGuards

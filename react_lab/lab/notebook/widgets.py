@@ -10,11 +10,11 @@ from __future__ import annotations
 import html
 
 from ...cost import run_cost
-from ...loop import run
-from ...parser import find_forged
 from ...protocol import STOP, build_prompt
 from ...tools import default_tools
-from ...trace import Transcript
+from ..agent.loop import run
+from ..agent.parser import find_forged
+from ..agent.trace import Transcript
 from ..backends.local import local_model
 from ..experiments import forge
 from ..experiments.costs import describe_cost
@@ -29,9 +29,9 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
     Attributes: ``next_button`` (Button), ``view`` (HTML: the transcript coloured by
     owner), ``status`` (HTML) and ``status_text`` (the same as plain text, to print):
     the last step's action, observation or answer (:func:`describe_step`),
-    ``transcript`` (:class:`react_lab.trace.Transcript`), ``steps`` (list of
-    :class:`react_lab.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
-    :func:`react_lab.loop.run` (``stop``, ``max_steps``, ``max_tokens``, ``guards``: the
+    ``transcript`` (:class:`react_lab.lab.agent.trace.Transcript`), ``steps`` (list of
+    :class:`react_lab.lab.agent.trace.Step`), ``done`` (bool). ``run_kwargs`` go to
+    :func:`react_lab.lab.agent.loop.run` (``stop``, ``max_steps``, ``max_tokens``, ``guards``: the
     lab's, :class:`react_lab.lab.guards.LabGuards`, unless given). The box carries
     the CSS class ``react-lab-stepper`` (the browser test finds it by that).
     """
@@ -70,7 +70,8 @@ def make_stepper_widget(question: str, model, tools, **run_kwargs):
 
 
 def describe_step(step) -> str:
-    """Say in one line of plain text what happened in ``step`` (a :class:`react_lab.trace.Step`).
+    """Say in one line of plain text what happened in ``step`` (a
+    :class:`react_lab.lab.agent.trace.Step`).
 
     E.g. ``step 1: the model asked for list_invoices[cus_8812, 2026-07-01]; the loop ran
     it and wrote the observation``. Plain text: the stepper escapes it for its HTML.

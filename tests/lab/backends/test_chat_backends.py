@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 from helpers.native_samples import CALL_THEN_ANSWER, JULY
 
+from react_lab.lab.agent.native import ask_native, run_native
 from react_lab.lab.backends.chat import (
     ChatReply,
     OpenAIChatModel,
@@ -22,7 +23,6 @@ from react_lab.lab.backends.grammar import (
     reply_schema,
 )
 from react_lab.lab.cli import main
-from react_lab.native import ask_native, run_native
 from react_lab.tools import default_tools, tool_schemas
 
 TOOLS = default_tools()

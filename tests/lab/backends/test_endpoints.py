@@ -11,6 +11,8 @@ import pytest
 from helpers.fake_openai import FORGING_RUN, REFUSE_STOP_BODY, FakeOpenAI
 
 from react_lab.lab import cli
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.parser import find_forged
 from react_lab.lab.backends.base import render_chat
 from react_lab.lab.backends.endpoints import (
     OpenAIModel,
@@ -18,8 +20,6 @@ from react_lab.lab.backends.endpoints import (
     resolve_chat_template,
 )
 from react_lab.lab.backends.local import LocalModel
-from react_lab.loop import ask
-from react_lab.parser import find_forged
 from react_lab.protocol import STOP, build_prompt
 from react_lab.tools import default_tools
 

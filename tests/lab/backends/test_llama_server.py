@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
+from react_lab.lab.agent.parser import truncate_forged
 from react_lab.lab.backends.endpoints import OpenAIModel
 from react_lab.lab.backends.local import LocalModel
 from react_lab.lab.backends.serve import EXTRA_BODY, MODEL_ALIAS, learner_exports
 from react_lab.lab.experiments import forge
-from react_lab.parser import truncate_forged
 from react_lab.protocol import STOP, build_prompt
 from react_lab.tools import call_tool, default_tools
 
@@ -133,8 +133,8 @@ def test_the_forgery_experiment_over_http(server):
 
 def test_native_loop_over_http_gets_tool_calls_from_the_server(server):
     """llama-cpp-python's chatml-function-calling handler fills tool_calls; the loop runs them."""
+    from react_lab.lab.agent.native import ask_native
     from react_lab.lab.backends.chat import OpenAIChatModel
-    from react_lab.native import ask_native
 
     model = OpenAIChatModel(MODEL_ALIAS, base_url=server)
     result = ask_native(QUESTION, model, default_tools(), max_steps=2, max_tokens=96)
@@ -234,7 +234,7 @@ def test_a_turn_with_several_calls_and_their_results_goes_back_to_the_server(ser
 
 
 def test_the_native_loop_over_the_server_runs_every_call_it_returns(server):
-    from react_lab.native import ask_native
+    from react_lab.lab.agent.native import ask_native
 
     tools = default_tools()
     result = ask_native(

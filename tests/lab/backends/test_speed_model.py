@@ -11,6 +11,7 @@ forgery experiment's fast paths: ``tests/lab/experiments/test_forge_model.py``.)
 import pytest
 
 from react_lab import protocol
+from react_lab.lab.agent.parser import find_forged
 from react_lab.lab.backends.chat import LocalChatModel
 from react_lab.lab.backends.decode import greedy_decode, greedy_decode_batch
 from react_lab.lab.backends.grammar import reply_grammar
@@ -22,8 +23,7 @@ from react_lab.lab.backends.llama_state import (
 from react_lab.lab.experiments import forge
 from react_lab.lab.guards import LabGuards
 from react_lab.lab.notebook.warm import native_prompts, text_prompts
-from react_lab.parser import find_forged
-from react_lab.tool_calls import SYSTEM
+from react_lab.messages import SYSTEM
 from react_lab.tools import default_tools, tool_schemas
 
 pytestmark = pytest.mark.model

@@ -165,7 +165,7 @@ def test_cli_turns_load_errors_into_one_line(tmp_path, capsys, make_spec, says):
 
 
 def test_cli_turns_a_directory_for_the_native_protocol_into_one_line(tmp_path, capsys):
-    pytest.importorskip("react_lab.native")
+    pytest.importorskip("react_lab.lab.agent.native")
     assert main(["ask", "q", "--protocol", "native", "--model", f"scripted:{tmp_path}"]) == 2
     assert capsys.readouterr().err.startswith("react-lab: error: ")
 

@@ -9,6 +9,7 @@ import re
 import pytest
 from helpers.parsing_checks import DRIFT
 
+from react_lab.lab.agent.parser import parse
 from react_lab.lab.cli import main
 from react_lab.lab.experiments.abuses import (
     ABUSES,
@@ -20,7 +21,6 @@ from react_lab.lab.experiments.abuses import (
 )
 from react_lab.lab.notebook.plots import plot_trust_boundary
 from react_lab.lab.notebook.tables import outcome_table
-from react_lab.parser import parse
 from react_lab.schema import validate_call
 from react_lab.tools import default_tools
 

@@ -17,13 +17,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from react_lab import protocol
+from react_lab.lab.agent.parser import find_forged
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.decode import Decoded
 from react_lab.lab.backends.local import LocalModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments import forge
 from react_lab.lab.experiments.arms import TwoArmReader, settled_forgery
-from react_lab.parser import find_forged
 
 
 def detokenize(tokens):

@@ -2,11 +2,11 @@
 
 import pytest
 
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments import costs
 from react_lab.lab.notebook.plots import plot_run
 from react_lab.lab.sandbox import db_checksum
-from react_lab.loop import ask
 from react_lab.protocol import build_prompt
 from react_lab.tools import call_tool, default_tools
 

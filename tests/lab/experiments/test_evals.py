@@ -280,7 +280,7 @@ def test_cli_eval_text_output(tmp_path, monkeypatch, capsys):
 
 
 def test_native_oracle_and_dont_know(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("react_lab.native")
+    pytest.importorskip("react_lab.lab.agent.native")
     from functools import partial
 
     run = evals.evaluate(

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from react_lab import protocol
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
@@ -31,7 +32,6 @@ from react_lab.lab.experiments.failures import (
     unguarded_pass,
 )
 from react_lab.lab.guards import LabGuards
-from react_lab.loop import ask
 from react_lab.tools import Tool
 
 Q = "Has INV-2291 been paid?"

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from react_lab import billing, tools
+from react_lab.lab.agent.parser import truncate_forged
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.cli import main
 from react_lab.lab.experiments import forge
@@ -18,7 +19,6 @@ from react_lab.lab.experiments.results import CACHE_ENV
 from react_lab.lab.notebook.plots import plot_forge_rate
 from react_lab.lab.notebook.tables import highlight_forged
 from react_lab.lab.notebook.widgets import make_forge_widget
-from react_lab.parser import truncate_forged
 
 # One script entry per call. run_experiment asks every question with stop, then every
 # question without, and a greedy model writes the same text both times: the list repeats.

@@ -17,10 +17,10 @@ Replayed:
   prompts the model answered (observations and error messages included) are today's. The
   probe's look past the stop is not saved, only what it found (a step's ``forged_tokens``),
   so the replay gives the loop the completion as the probe returned it; whether today's
-  :func:`react_lab.parser.find_forged` would find the same forgery in the unsaved text is
+  :func:`react_lab.lab.agent.parser.find_forged` would find the same forgery in the unsaved text is
   not checked.
 * ``migration-test``: the runs of the two text arms, through the experiment's own
-  :func:`~react_lab.lab.notebook.migration_runs.run_one` (its agent, exemplars and guards);
+  :func:`~react_lab.lab.experiments.migration_runs.run_one` (its agent, exemplars and guards);
   each run's three problem counts are compared too. Not replayed: the native arms (a reply's
   tool calls are not saved, only its text), and the text runs holding a completion cut at
   :data:`MIGRATION_COMPLETION_CHARS` characters (``run_one`` keeps no more).
@@ -45,9 +45,8 @@ from dataclasses import replace
 import pytest
 from helpers.replay import Diverged, ReplayModel, run_differences
 
-from react_lab import loop
-from react_lab.lab.experiments import failures, forge, results
-from react_lab.lab.notebook import migration, migration_runs
+from react_lab.lab.agent import loop
+from react_lab.lab.experiments import failures, forge, migration, migration_runs, results
 from react_lab.protocol import STOP
 from react_lab.tools import default_tools
 

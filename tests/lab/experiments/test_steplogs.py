@@ -1,9 +1,9 @@
 """react_lab.lab.experiments.steplogs: one JSON line per step, read back as written."""
 
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments.steplogs import EVENT_FIELDS, log_run, read_jsonl, step_event
 from react_lab.lab.notebook.tables import html_table
-from react_lab.loop import ask
 from react_lab.tools import default_tools
 
 

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from react_lab.lab.agent.loop import ask
 from react_lab.lab.builders.build_tasks import build_tasks
 from react_lab.lab.experiments import evals
 from react_lab.lab.experiments.tasks import (
@@ -18,7 +19,6 @@ from react_lab.lab.experiments.tasks import (
     numbers_in,
     score,
 )
-from react_lab.loop import ask
 from react_lab.tools import default_tools, open_db
 
 TASKS = load_tasks()

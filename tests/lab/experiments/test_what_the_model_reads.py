@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from react_lab import loop, native
-from react_lab.guards import Guards
 from react_lab.lab import loops
+from react_lab.lab.agent import loop, native
+from react_lab.lab.agent.guards import Guards
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.guards import LabGuards

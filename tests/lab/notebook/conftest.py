@@ -2,7 +2,7 @@
 
 import pytest
 
-from react_lab.lab.notebook import solutions
+from react_lab import agent as solutions
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def agent_file(tmp_path, monkeypatch):
 @pytest.fixture
 def references():
     """The reference pieces by exercise name."""
-    from react_lab.lab.notebook.core_exercises import CORE
+    from react_lab.workshop.core_exercises import CORE
 
     return {name: getattr(solutions, name) for name in CORE}
 
@@ -25,7 +25,7 @@ def references():
 @pytest.fixture(autouse=True)
 def _no_choice_remembered():
     """What the last load_agent chose (what %agent shows) does not leak from test to test."""
-    from react_lab.lab.notebook import agent_file
+    from react_lab.workshop import agent_file
 
     agent_file._LAST.clear()
     agent_file._LAST_REASON.clear()

@@ -19,10 +19,9 @@ def notebook_namespace(**names) -> dict:
     space: dict = {"__name__": "__main__"}
     run_cell(
         "import json, re\nimport jsonschema\n"
-        "from react_lab.tool_calls import first_messages, reply_calls\n"
+        "from react_lab.messages import first_messages, reply_calls, tool_messages\n"
         "from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt\n"
-        "from react_lab.tools import call_tool, tool_schemas\n"
-        "from react_lab.lab.notebook.native_turn import tool_messages\n",
+        "from react_lab.tools import call_tool, tool_schemas\n",
         space,
     )
     space.update(names)

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from notebook_cells import notebook_namespace, run_cell
 
+from react_lab import agent as solutions
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook import agent_file, solutions
-from react_lab.lab.notebook.agent_file import (
+from react_lab.tools import default_tools
+from react_lab.workshop import agent_file
+from react_lab.workshop.agent_file import (
     DOWNLOAD_SENTENCE,
     HEADER,
     agent_source,
@@ -22,8 +24,7 @@ from react_lab.lab.notebook.agent_file import (
     register_magic,
     save,
 )
-from react_lab.lab.notebook.core_exercises import CORE
-from react_lab.tools import default_tools
+from react_lab.workshop.core_exercises import CORE
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -409,7 +410,7 @@ def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, ca
         # In a kernel the package is first imported inside IPython, which registers %agent;
         # here it was imported before the shell existed, so register as that import does.
         shell.run_cell(
-            "from react_lab.lab.notebook import check, register_magic\nimport re\nregister_magic()"
+            "from react_lab.workshop import check, register_magic\nimport re\nregister_magic()"
         )
         shell.run_cell(
             'def is_forged(text):\n    """Mine."""\n'
@@ -444,11 +445,11 @@ def test_the_magic_as_a_new_name_binds_the_reference_until_the_learner_runs_thei
     still runs and says "not written yet" (the name is the reference, marked so)."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from react_lab.lab.notebook.exercises import is_reference
+    from react_lab.workshop.exercises import is_reference
 
     shell = InteractiveShell.instance()
     try:
-        shell.run_cell("from react_lab.lab.notebook import check, register_magic\nregister_magic()")
+        shell.run_cell("from react_lab.workshop import check, register_magic\nregister_magic()")
         shell.run_cell("%agent run_loop as run_native")
         assert shell.rl_next_input.startswith("# %agent run_loop as run_native: the reference")
         assert is_reference(shell.user_ns["run_native"])

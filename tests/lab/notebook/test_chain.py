@@ -15,10 +15,10 @@ from notebook_cells import notebook_namespace, run_cell
 
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook.agent_file import agent_source, check, load_agent, reference_source
-from react_lab.lab.notebook.core_exercises import CORE, pieces_before
 from react_lab.protocol import EXEMPLARS
 from react_lab.tools import default_tools
+from react_lab.workshop.agent_file import agent_source, check, load_agent, reference_source
+from react_lab.workshop.core_exercises import CORE, pieces_before
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 NOTEBOOKS = sorted({e.notebook for e in CORE.values()})

@@ -2,7 +2,7 @@
 
 from datetime import date
 
-from react_lab.lab.notebook.claims import (
+from react_lab.workshop.claims import (
     FUNCTION_CALLING,
     PAPER,
     SEED_WINDOW,
@@ -45,7 +45,7 @@ def test_claim_table_shows_every_row_as_text_and_html():
 def test_holds_prints_a_statement_marked_and_raises_only_in_solutions_mode(monkeypatch, capsys):
     import pytest
 
-    from react_lab.lab.notebook.claims import holds
+    from react_lab.workshop.claims import holds
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     holds("the model wrote no Answer:", True)

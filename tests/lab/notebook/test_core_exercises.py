@@ -13,9 +13,10 @@ import textwrap
 import pytest
 from notebook_cells import notebook_namespace, run_cell
 
-from react_lab.lab.notebook import solutions
-from react_lab.lab.notebook.agent_file import check
-from react_lab.lab.notebook.core_exercises import (
+from react_lab import agent as solutions
+from react_lab.lab.notebook import solutions as bench_solutions
+from react_lab.workshop.agent_file import check
+from react_lab.workshop.core_exercises import (
     _OTHERS,
     CORE,
     EXEMPLARS,
@@ -26,7 +27,7 @@ from react_lab.lab.notebook.core_exercises import (
     pieces_before,
     solution_lines,
 )
-from react_lab.lab.notebook.exercises import NOT_WRITTEN, failed_rule, run_cases
+from react_lab.workshop.exercises import NOT_WRITTEN, failed_rule, reference, run_cases
 
 OBSERVE = """
 def observe(text, tools):
@@ -309,7 +310,7 @@ def _defined(source: str):
 
 @pytest.mark.parametrize("name", list(CORE))
 def test_each_reference_passes_every_case(name):
-    passed, total, failure = run_cases(name, getattr(solutions, name))
+    passed, total, failure = run_cases(name, reference(name))
     assert failure is None and passed == total > 0
 
 
@@ -484,9 +485,9 @@ def test_a_piece_not_loaded_and_the_wrong_model_method_say_what_to_do():
 )
 def test_the_bench_repeat_exercise_still_names_its_rule(source, rule):
     """Bench notebook 06 keeps ``is_repeat`` as an exercise; the core path's guard is inline."""
-    from react_lab.lab.notebook.core_exercises import REPEAT_RULES
+    from react_lab.workshop.core_exercises import REPEAT_RULES
 
     assert "is_repeat" not in CORE
-    assert run_cases("is_repeat", solutions.is_repeat)[2] is None
+    assert run_cases("is_repeat", bench_solutions.is_repeat)[2] is None
     failure = run_cases("is_repeat", _defined(source))[2]
     assert failed_rule(failure) == (rule, REPEAT_RULES[rule]), failure

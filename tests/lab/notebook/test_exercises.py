@@ -9,12 +9,13 @@ import re
 
 import pytest
 
-from react_lab.lab.notebook import solutions
-from react_lab.lab.notebook.agent_file import check
-from react_lab.lab.notebook.core_exercises import CORE, LOOP_RULES
-from react_lab.lab.notebook.exercises import EXERCISES, run_cases
+from react_lab import agent as solutions
+from react_lab.lab.notebook import solutions as bench_solutions
 from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
 from react_lab.tools import call_tool
+from react_lab.workshop.agent_file import check
+from react_lab.workshop.core_exercises import CORE, LOOP_RULES
+from react_lab.workshop.exercises import EXERCISES, reference, run_cases
 
 WRONG = {
     # unanchored, no comma split
@@ -40,7 +41,7 @@ def _agent_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", sorted(EXERCISES))
 def test_reference_solution_passes(name, monkeypatch, capsys):
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
-    passed, total, failure = run_cases(name, getattr(solutions, name))
+    passed, total, failure = run_cases(name, reference(name))
     assert failure is None and passed == total > 0
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
     assert check(name, None) is True
@@ -49,7 +50,7 @@ def test_reference_solution_passes(name, monkeypatch, capsys):
 
 def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_path):
     """The checker given the reference (imported, or standing in from load_agent) saves nothing."""
-    from react_lab.lab.notebook.agent_file import load_agent
+    from react_lab.workshop.agent_file import load_agent
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     assert check("observe", solutions.observe) is False
@@ -91,7 +92,7 @@ def test_a_stub_in_solutions_mode_is_a_failure(monkeypatch):
     def stub(*args):
         raise NotImplementedError
 
-    monkeypatch.setattr(solutions, "dispatch", stub)
+    monkeypatch.setattr(bench_solutions, "dispatch", stub)
     with pytest.raises(AssertionError, match="reference solution for dispatch fails: not written"):
         check("dispatch", None)
 
@@ -100,7 +101,7 @@ def test_solutions_mode_checks_the_reference_and_raises_on_a_wrong_one(monkeypat
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
     wrong = WRONG["truncate_observation"]
     assert check("truncate_observation", wrong) is True  # the stub is replaced
-    monkeypatch.setattr(solutions, "truncate_observation", wrong)
+    monkeypatch.setattr(bench_solutions, "truncate_observation", wrong)
     with pytest.raises(AssertionError, match="reference solution"):
         check("truncate_observation", None)
 
@@ -108,11 +109,11 @@ def test_solutions_mode_checks_the_reference_and_raises_on_a_wrong_one(monkeypat
 def test_every_exercise_has_a_solution_and_a_wrong_answer():
     """The bench's wrong answers are here; the core path's are in test_core_exercises.py."""
     assert set(EXERCISES) == set(WRONG) | set(CORE)
-    assert all(callable(getattr(solutions, name)) for name in EXERCISES)
+    assert all(callable(reference(name)) for name in EXERCISES)
 
 
 def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
-    from react_lab.lab.notebook.exercises import choose
+    from react_lab.workshop.exercises import choose
 
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
 
@@ -125,13 +126,13 @@ def test_choose_uses_a_passing_function_else_the_reference(monkeypatch, capsys):
     def stub(*args):
         raise NotImplementedError
 
-    assert choose("truncate_observation", stub) is solutions.truncate_observation
+    assert choose("truncate_observation", stub) is bench_solutions.truncate_observation
     assert "is not written yet" in capsys.readouterr().out
     wrong = WRONG["truncate_observation"]
-    assert choose("truncate_observation", wrong) is solutions.truncate_observation
+    assert choose("truncate_observation", wrong) is bench_solutions.truncate_observation
     assert "fails a check" in capsys.readouterr().out
     monkeypatch.setenv("REACT_LAB_SOLUTIONS", "1")
-    assert choose("truncate_observation", mine) is solutions.truncate_observation
+    assert choose("truncate_observation", mine) is bench_solutions.truncate_observation
 
 
 def observe(text, tools):
@@ -224,7 +225,7 @@ def test_a_broken_rule_fails_and_is_named(break_rule, rule):
 
 def test_every_loop_failure_names_a_rule():
     """Every way the loop checker can fail names a rule, a raised exception included."""
-    from react_lab.lab.notebook.core_exercises import _loop_cases
+    from react_lab.workshop.core_exercises import _loop_cases
 
     def raises(question, model, tools, exemplars=None, max_steps=6):
         model.complete("x", stop=None, max_tokens=128)

@@ -93,9 +93,9 @@ def test_why_wrong_does_not_blame_copying_when_the_invoice_was_fetched():
 
 
 def test_judge_scores_a_run_and_says_why_it_missed():
+    from react_lab.lab.agent.loop import ask
     from react_lab.lab.backends.scripted import ScriptedModel
     from react_lab.lab.notebook.gold import judge
-    from react_lab.loop import ask
     from react_lab.tools import default_tools
 
     wrong = ask(
@@ -154,9 +154,9 @@ def test_judge_run_reads_the_answer_and_the_calls_of_a_run_by_hand():
 
 
 def test_judge_loop_shows_the_run_and_says_no_answer_line_was_written():
+    from react_lab.agent import run_loop  # calls the reference observe
     from react_lab.lab.backends.scripted import ScriptedModel
     from react_lab.lab.notebook.gold import invoice_paid, judge_loop, run_of, run_parts
-    from react_lab.lab.notebook.solutions import run_loop  # calls the reference observe
     from react_lab.tools import default_tools
 
     question = "Has supplier invoice INV-2291 been paid?"

@@ -3,26 +3,22 @@ from what a model said, a measured run, the diff of the learner's code, the faca
 
 import pytest
 
+from react_lab import agent as solutions
 from react_lab.lab.backends.base import Completion
 from react_lab.lab.backends.chat import ChatReply, ScriptedChatModel, tool_call
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook import solutions
-from react_lab.lab.notebook.agent_file import _rebind
-from react_lab.lab.notebook.migration import (
+from react_lab.lab.experiments.migration import (
     Watched,
-    calls_in,
     completion_problems,
-    ladder_table,
-    leaked_reply,
     measured,
-    problems_table,
     reply_problems,
-    source_of,
 )
-from react_lab.lab.notebook.migration_runs import exemplar_for, saved_results, tasks_named
-from react_lab.lab.notebook.native_turn import tool_messages
+from react_lab.lab.experiments.migration_runs import exemplar_for, saved_results, tasks_named
+from react_lab.messages import tool_messages
 from react_lab.protocol import EXEMPLARS
 from react_lab.tools import call_tool, default_tools
+from react_lab.workshop.agent_file import _rebind
+from react_lab.workshop.nb07 import calls_in, ladder_table, leaked_reply, problems_table, source_of
 
 TOOLS = default_tools()
 LEAK = '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'

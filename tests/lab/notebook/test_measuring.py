@@ -3,10 +3,11 @@
 The learner's loop on gold-answer tasks, a rate and a paired change, the seeds' reports.
 """
 
+from react_lab import agent as solutions
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook import solutions
-from react_lab.lab.notebook.agent_file import _rebind
-from react_lab.lab.notebook.measuring import (
+from react_lab.tools import default_tools
+from react_lab.workshop.agent_file import _rebind
+from react_lab.workshop.measuring import (
     dev_pool,
     gold_reason,
     ladder_change,
@@ -17,7 +18,6 @@ from react_lab.lab.notebook.measuring import (
     seed_report,
     seed_tasks,
 )
-from react_lab.tools import default_tools
 
 TOOLS = default_tools()
 LOOP = _rebind(solutions.run_loop_guards, vars(solutions), "run_loop")

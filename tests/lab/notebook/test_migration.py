@@ -1,17 +1,14 @@
-"""The migration notebook's pieces: the two agents, their diff as code, and the three problems."""
+"""The migration experiment's pieces: the two agents and the three problems."""
 
 import importlib.util
 
 import pytest
 
+from react_lab.lab.agent.trace import Step
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.guards import LabGuards
-from react_lab.lab.notebook import migration_runs
-from react_lab.lab.notebook.migration import (
-    PARTS,
-    agent_diff,
-    agent_lines,
+from react_lab.lab.experiments import migration_runs
+from react_lab.lab.experiments.migration import (
     call_problem,
     named_args,
     native_agent,
@@ -19,9 +16,9 @@ from react_lab.lab.notebook.migration import (
     step_problems,
     text_agent,
 )
+from react_lab.lab.guards import LabGuards
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 from react_lab.tools import default_tools
-from react_lab.trace import Step
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 TOOLS = default_tools()
@@ -128,67 +125,6 @@ def test_named_args_names_positional_arguments_by_the_schema():
     assert call_problem(TOOLS, "find_invoice", {"invoice_id": "INV-2291"}) is None
     assert "unknown tool 'nope'" in call_problem(TOOLS, "nope", {})
     assert "never closed" in call_problem(TOOLS, "find_invoice", '{"invoice_id": "INV-2291"')
-
-
-# --------------------------------------------------------------------------- the diff
-
-
-def test_the_diff_counts_add_up_in_every_part():
-    diff = agent_diff()
-    rows = {row["part"]: row for row in diff.by_part()}
-    assert list(rows) == [*PARTS, "all"]
-    for row in rows.values():
-        assert row["text agent"] == row["kept"] + row["renamed"] + row["moved"] + row["deleted"], (
-            row
-        )
-        assert row["native agent"] == row["kept"] + row["renamed"] + row["moved"] + row["added"], (
-            row
-        )
-    assert rows["stop sequence"]["native agent"] == 0 and rows["stop sequence"]["deleted"] >= 1
-    assert rows["parser"]["deleted"] > rows["parser"]["added"]
-    assert rows["guards"]["deleted"] == rows["guards"]["added"] == 0  # the guards did not move
-    assert "<table" in diff.html()
-
-
-def sample_a(x):
-    """A docstring the diff skips."""
-    y = x + 1  # parser: read it
-    label = "# not a comment"
-    z = (
-        y,  # stop sequence
-        label,
-    )
-    return z
-
-
-def sample_b(x):
-    """Another."""
-    label = "# not a comment"
-    y = x + 1  # parser
-    w = 2  # tool schemas
-    return y, label, w
-
-
-def test_agent_lines_reads_tags_from_comments_only_and_skips_the_docstring():
-    lines = agent_lines(sample_a)
-    assert [line.code for line in lines][0] == "y = x + 1"
-    assert lines[0].parts == ("parser",)
-    # '#' in a string
-    assert [line for line in lines if "label =" in line.code][0].parts == ("loop",)
-    # z's statement, four lines: each takes the tag on its second line
-    z_rows = ["z = (", "y,", "label,", ")"]
-    assert [line.code for line in lines][2:6] == z_rows
-    assert [line.parts for line in lines][2:6] == [("stop sequence",)] * 4
-
-
-def test_a_line_at_another_place_is_moved_and_a_new_one_added():
-    diff = agent_diff(sample_a, sample_b)
-    (kept,), (moved,) = diff.kept, diff.moved  # one stays in place, the other moved past it
-    assert {kept[0].code, moved[0].code} == {"y = x + 1", 'label = "# not a comment"'}
-    assert kept[0].code == kept[1].code and moved[0].code == moved[1].code
-    assert [line.code for line in diff.added] == ["w = 2", "return y, label, w"]
-    assert diff.added[0].parts == ("tools",)
-    assert {line.code for line in diff.deleted} == {"z = (", "y,", "label,", ")", "return z"}
 
 
 # --------------------------------------------------------------------------- the three problems
@@ -307,15 +243,3 @@ def test_the_shipped_results_are_current():
     assert len(loaded.data["records"]) == len(migration_runs.ARMS) * len(
         migration_runs.experiment_tasks()
     )
-
-
-def test_the_unified_diff_marks_exactly_the_deleted_and_added_lines():
-    from react_lab.lab.notebook.migration import agent_diff
-
-    diff = agent_diff()
-    body = diff.unified().splitlines()[2:]  # after the ---/+++ header
-    minus = [line[1:] for line in body if line.startswith("-")]
-    plus = [line[1:] for line in body if line.startswith("+")]
-    assert len(minus) == len(diff.old) - sum(1 for line in body if line.startswith(" "))
-    assert len(plus) == len(diff.new) - sum(1 for line in body if line.startswith(" "))
-    assert "parse" in " ".join(minus) and "tool_calls" in " ".join(plus)

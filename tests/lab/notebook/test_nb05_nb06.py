@@ -6,14 +6,14 @@ from queue import Empty
 
 import pytest
 
+from react_lab import agent as solutions
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook import solutions
 from react_lab.lab.notebook.headless import sliced
-from react_lab.lab.notebook.nb05 import Recording, plot_requests, split_requests
-from react_lab.lab.notebook.nb06 import approval_gate, pay_exemplar, steps
 from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 from react_lab.protocol import STOP
 from react_lab.tools import default_tools
+from react_lab.workshop.nb05 import Recording, plot_requests, split_requests
+from react_lab.workshop.nb06 import approval_gate, pay_exemplar, steps
 
 PAY = "Pay supplier invoice INV-2291."
 

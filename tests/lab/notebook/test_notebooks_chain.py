@@ -36,8 +36,8 @@ import nbformat
 import pytest
 from notebook_cells import run_cell
 
-from react_lab.lab.notebook.agent_file import agent_source, reference_source
-from react_lab.lab.notebook.core_exercises import CORE
+from react_lab.workshop.agent_file import agent_source, reference_source
+from react_lab.workshop.core_exercises import CORE
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[3] / "notebooks").glob("0*.ipynb"))
 PIECES = list(dict.fromkeys(e.piece for e in CORE.values()))
@@ -267,7 +267,7 @@ def test_a_broken_saved_piece_stops_the_chain(agent_file):
         (  # the reference imported where the learner's was loaded
             4,
             'observe = load_agent(["observe"]).observe',
-            "from react_lab.lab.notebook.solutions import observe",
+            "from react_lab.agent import observe",
             r"notebook 04: its observe is not the learner's",
         ),
         (  # a narrower load: its live runs use agent.run_loop, which it no longer loads

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from react_lab.lab.notebook import minutes as nbminutes
-from react_lab.lab.notebook.quiz import QUIZZES, grade, make_quiz_widget, quiz
+from react_lab.workshop import minutes as nbminutes
+from react_lab.workshop.quiz import QUIZZES, grade, make_quiz_widget, quiz
 
 
 def test_every_quiz_has_two_or_three_questions_whose_right_answer_is_a_choice():
@@ -101,7 +101,7 @@ def test_no_notebook_found_is_one_line_not_an_error(tmp_path, monkeypatch, capsy
 
 
 def test_a_quiz_shows_code_spans_as_code_and_escapes_the_rest():
-    from react_lab.lab.notebook.quiz import inline, make_quiz_widget
+    from react_lab.workshop.quiz import inline, make_quiz_widget
 
     assert inline("Is `a<b>` code? <i>no</i>") == (
         "Is <code>a&lt;b&gt;</code> code? &lt;i&gt;no&lt;/i&gt;"

@@ -1,9 +1,9 @@
 """The reference pieces, composed by load_agent, do what the lesson's loops do where both overlap.
 
 Same scripted completions in, the same tool calls, observations and answer out:
-the reference ``run_loop`` (notebook 03's) against ``react_lab.loop.ask`` with every guard
+the reference ``run_loop`` (notebook 03's) against ``react_lab.lab.agent.loop.ask`` with every guard
 off; notebook 06's against ``ask`` with only the repeat guard and the best effort on;
-``run_native`` against ``react_lab.native.ask_native`` with the guards off. Only the
+``run_native`` against ``react_lab.lab.agent.native.ask_native`` with the guards off. Only the
 lesson's public surface is used (``ask``, ``ask_native``, ``Guards.off`` with its ``repeats``
 and ``best_effort`` switches, ``RunResult.answer``, ``.steps[i].action`` and ``.observation``),
 so the lesson's inner refactors do not break it.
@@ -20,14 +20,14 @@ import json
 
 import pytest
 
-from react_lab.guards import Guards
+from react_lab.lab.agent.guards import Guards
+from react_lab.lab.agent.loop import ask
+from react_lab.lab.agent.native import ask_native
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.notebook.agent_file import load_agent
-from react_lab.loop import ask
-from react_lab.native import ask_native
 from react_lab.protocol import ACTION_RE, EXEMPLARS
 from react_lab.tools import default_tools
+from react_lab.workshop.agent_file import load_agent
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 INVOICE = " The invoice.\nAction: find_invoice[INV-2291]"

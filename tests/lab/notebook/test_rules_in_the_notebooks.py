@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from react_lab.lab.notebook.core_exercises import CORE
+from react_lab.workshop.core_exercises import CORE
 
 NOTEBOOKS = Path(__file__).resolve().parents[3] / "notebooks"
 

@@ -1,7 +1,7 @@
 """HTML views of transcripts for the notebooks."""
 
+from react_lab.lab.agent.trace import Transcript
 from react_lab.lab.notebook.tables import html_columns, transcript_html, transcript_text
-from react_lab.trace import Transcript
 
 
 def test_html_columns_puts_each_text_in_its_own_escaped_column():

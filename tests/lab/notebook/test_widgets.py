@@ -2,10 +2,10 @@
 
 import html
 
+from react_lab.lab.agent.trace import Step
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.notebook.widgets import describe_step, make_stepper_widget
 from react_lab.tools import default_tools
-from react_lab.trace import Step
 
 
 def test_stepper_advances_one_step_per_click_and_stops_at_the_answer():
@@ -31,7 +31,7 @@ def test_stepper_stops_at_the_step_limit():
     box = make_stepper_widget("q", ScriptedModel(["no format here"]), default_tools(), max_steps=2)
     for _ in range(5):
         box.next_button.click()
-    # Two steps, then the loop's one request for a best-effort answer (react_lab.guards).
+    # Two steps, then the loop's one request for a best-effort answer (react_lab.lab.agent.guards).
     assert box.done and len(box.steps) == 3 and box.steps[-1].guard == "max_steps"
     assert all(s.error for s in box.steps[:-1])
 

@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Iterator
 
-from ...protocol import MAX_TOKENS
+from ..protocol import MAX_TOKENS
 
 #: Model calls one checked run may make: a loop that ignores its step limit stops here.
 MAX_CALLS = 40
@@ -96,7 +96,7 @@ class RecordingModel:
     """
 
     def __init__(self, completions):
-        from ..backends.scripted import ScriptedModel
+        from ..lab.backends.scripted import ScriptedModel
 
         self.inner, self.sent, self.texts = ScriptedModel(completions), [], []
 
@@ -135,7 +135,7 @@ class RecordingChatModel:
     """
 
     def __init__(self, replies):
-        from ..backends.chat import ScriptedChatModel
+        from ..lab.backends.chat import ScriptedChatModel
 
         self.inner, self.requests, self.replies = ScriptedChatModel(replies), [], []
 
@@ -213,7 +213,7 @@ def watching_call_tool(fn: Callable, seen: list, through: tuple[str, ...] = ()) 
     :mod:`react_lab.tools` (an import inside ``fn``), and put back afterwards. Code that
     reaches ``call_tool`` another way is not watched; its observations are still checked.
     """
-    from ...tools import call_tool
+    from ..tools import call_tool
 
     def recording(tools, name, args):
         seen.append((name, args))

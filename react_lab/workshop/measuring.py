@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ...protocol import ACTION_RE, Exemplar, build_prompt
-from ...tools import default_tools, open_db
-from ..backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
-from ..experiments import ladder, stats
-from ..experiments.exemplars import get_pool
-from ..experiments.tasks import Task, load_tasks, score
-from .gold import check_charges, invoice_paid, why_wrong
+from ..lab.backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
+from ..lab.experiments import ladder, stats
+from ..lab.experiments.exemplars import get_pool
+from ..lab.experiments.tasks import Task, load_tasks, score
+from ..lab.notebook.gold import check_charges, invoice_paid, why_wrong
+from ..protocol import ACTION_RE, Exemplar, build_prompt
+from ..tools import default_tools, open_db
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
 

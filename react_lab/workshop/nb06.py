@@ -20,10 +20,10 @@ from __future__ import annotations
 import html
 from dataclasses import replace
 
-from ...protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
-from ...tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
-from ..backends.load import load_model  # noqa: F401 -- the embedded model
-from ..sandbox import db_checksum, payment_tools, working_copy  # noqa: F401
+from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
+from ..lab.sandbox import db_checksum, payment_tools, working_copy  # noqa: F401
+from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
+from ..tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
 from .agent_file import download_link  # noqa: F401
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
@@ -201,8 +201,8 @@ def pay_exemplar():
     Its observations are what the tools return: ``find_invoice`` on the shipped database,
     ``schedule_payment`` on a throwaway working copy (the shipped file is not written).
     """
-    from ...protocol import Exemplar
-    from ...tools import call_tool
+    from ..protocol import Exemplar
+    from ..tools import call_tool
 
     tools = {**default_tools(), **payment_tools(working_copy())}
     invoice = call_tool(tools, "find_invoice", ["INV-2323"]).text

@@ -4,7 +4,7 @@ Each :class:`Exercise` is a piece the learner types (or an edit of an earlier pi
 rules its checker holds it to, numbered and named as the notebook states them, and the
 cases that check them on scripted models. The pieces call each other by name, as the
 learner's file does: ``run_loop`` appends what ``observe(text, tools)`` returns. A checker
-watches those calls (:func:`react_lab.lab.notebook.cases.spying`), so each piece is checked on
+watches those calls (:func:`react_lab.workshop.cases.spying`), so each piece is checked on
 its own: a loop is not blamed for its ``observe``.
 
 =================  ====  ==========================================================
@@ -35,8 +35,8 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ...protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, Exemplar, build_prompt
-from ...tools import call_tool, default_tools, tool_schemas
+from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, Exemplar, build_prompt
+from ..tools import call_tool, default_tools, tool_schemas
 from .cases import (
     Case,
     RecordingChatModel,
@@ -978,7 +978,7 @@ def _native_case(
 
 def _native_start_wrong(model, tools, exemplars) -> str | None:
     """Rule 1: the first request is the system turn, the exemplars as messages, the question."""
-    from ...tool_calls import exemplar_messages, first_messages
+    from ..messages import exemplar_messages, first_messages
 
     r = NATIVE_RULES
     if not model.requests:
@@ -1052,7 +1052,7 @@ def _native_turns_wrong(model, tools, final: list) -> str | None:
     """Rules 3 and 4 after each reply: the reply appended, then a tool message per call."""
     r = NATIVE_RULES
     nexts = [m for m, _, _ in model.requests[1:]] + [final]
-    from ...tool_calls import reply_calls
+    from ..messages import reply_calls
 
     for (sent, _, _), reply, after in zip(model.requests, model.replies, nexts):
         calls, _, problem = reply_calls(reply, tools)
@@ -1439,9 +1439,9 @@ def code_lines(source: str, *, with_def: bool = False) -> list[str]:
 def _reference_source(name: str) -> str:
     """The reference of exercise ``name``, its def line naming the piece (``run_loop``, not
     ``run_loop_stop``)."""
-    from . import solutions
+    from .. import agent
 
-    fn = getattr(solutions, name)
+    fn = getattr(agent, name)
     source = textwrap.dedent(inspect.getsource(fn))
     return re.sub(
         rf"\bdef\s+{re.escape(fn.__name__)}\b", f"def {CORE[name].piece}", source, count=1

@@ -1,15 +1,15 @@
-"""The migration experiment: both agents of :mod:`react_lab.lab.notebook.migration` over the
+"""The migration experiment: both agents of :mod:`react_lab.lab.experiments.migration` over the
 same questions.
 
 :data:`ARMS` are the agents run: the text agent and the native agent with the same dev-pool
 exemplar per question, and each with none. :func:`run_experiment` runs them, :func:`summarize`
-counts the three problems (:data:`react_lab.lab.notebook.migration.PROBLEMS`) and how the runs
+counts the three problems (:data:`react_lab.lab.experiments.migration.PROBLEMS`) and how the runs
 ended, and :func:`save` writes the fingerprinted results file ``migration-test`` (experiment
 ``"migration"`` of :data:`react_lab.lab.experiments.results.EXPERIMENTS`; :func:`fingerprint_inputs`
 says what it depends on). Made by::
 
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
-        .venv/bin/python -m react_lab.lab.notebook.migration_runs \\
+        .venv/bin/python -m react_lab.lab.experiments.migration_runs \\
         --save-results migration-test --overwrite
 """
 
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ...messages import first_messages
 from ...protocol import build_prompt
-from ...tool_calls import first_messages
 from ...tools import Tool, default_tools, tool_schemas
-from ...trace import RunResult
+from ..agent.trace import RunResult
 from ..guards import LabGuards
 from .migration import (
     MAX_STEPS,
@@ -88,7 +88,7 @@ RESULTS_NAME, SPLIT, PER_CATEGORY = "migration-test", "test", 2
 def exemplars_of(arm: Arm, task) -> list:
     """The exemplars an arm shows for ``task``: the nearest dev-pool exemplar (the ladder's
     :func:`react_lab.lab.experiments.configs.exemplars_for` with ``pool_k1``), or none."""
-    from ..experiments.configs import exemplars_for, get_config
+    from .configs import exemplars_for, get_config
 
     return exemplars_for(get_config("pool_k1"), task) if arm.exemplar else []
 
@@ -101,7 +101,7 @@ def run_one(arm: Arm, task, *, model, chat, tools: dict[str, Tool]) -> dict:
     the run with ``stopped_by="context_window"``.
     """
     from ..backends.llama_state import ContextWindowExceeded
-    from ..experiments.tasks import score
+    from .tasks import score
 
     agent, backend = (text_agent, model) if arm.protocol == "text" else (native_agent, chat)
     t0 = time.perf_counter()
@@ -276,8 +276,8 @@ def fingerprint_inputs(config: dict):
     both agents' code (:func:`_code`: no comments, no layout), every first prompt of the run
     and the tool schemas, so a change to any of them makes the file stale.
     """
-    from ..experiments.results import Inputs
-    from ..experiments.tasks import load_tasks
+    from .results import Inputs
+    from .tasks import load_tasks
 
     by_id = {t.id: t for t in load_tasks(split="all")}
     tasks = [by_id[i] for i in config["task_ids"]]
@@ -314,7 +314,7 @@ def results_config(tasks: Sequence, arms: Sequence[str]) -> dict:
 
 COMMAND = (
     "flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 "
-    f".venv/bin/python -m react_lab.lab.notebook.migration_runs --save-results {RESULTS_NAME}"
+    f".venv/bin/python -m react_lab.lab.experiments.migration_runs --save-results {RESULTS_NAME}"
 )
 
 
@@ -328,7 +328,7 @@ def save(
     overwrite: bool = False,
 ) -> Path:
     """Save a finished run as the fingerprinted results file ``name``; return its path."""
-    from ..experiments import results
+    from . import results
 
     data = {"summary": summarize(records), "records": list(records)}
     return results.save(
@@ -348,7 +348,7 @@ def load(name: str = RESULTS_NAME, directory: str | Path | None = None):
 
     Returns :class:`react_lab.lab.experiments.results.Results`.
     """
-    from ..experiments import results
+    from . import results
 
     return results.load(name, directory)
 
@@ -358,7 +358,7 @@ def experiment_tasks() -> list:
 
     The first :data:`PER_CATEGORY` of each category of the test half.
     """
-    from ..experiments.ladder import choose_tasks
+    from .ladder import choose_tasks
 
     return choose_tasks(SPLIT, per_category=PER_CATEGORY)
 
@@ -366,13 +366,14 @@ def experiment_tasks() -> list:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line.
 
-    ``python -m react_lab.lab.notebook.migration_runs [--save-results NAME [--overwrite]]
+    ``python -m react_lab.lab.experiments.migration_runs [--save-results NAME [--overwrite]]
     [--n N] [--arms A,B]``.
     """
-    from ..experiments.results import cache_dir, check_target
+    from .results import cache_dir, check_target
 
     ap = argparse.ArgumentParser(
-        prog="python -m react_lab.lab.notebook.migration_runs", description=__doc__.split("\n\n")[0]
+        prog="python -m react_lab.lab.experiments.migration_runs",
+        description=__doc__.split("\n\n")[0],
     )
     ap.add_argument(
         "--save-results",
@@ -423,7 +424,7 @@ def exemplar_for(task) -> list:
 
     ``task`` is a task, or a question.
     """
-    from ..experiments.tasks import Task
+    from .tasks import Task
 
     if isinstance(task, str):
         task = Task(id="", category="", question=task, gold="", kind="text")

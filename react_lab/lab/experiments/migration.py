@@ -11,31 +11,25 @@ deleted and added.
 :func:`step_problems` reads a step for the three problems native calling removes (seed
 003): parsing the action out of free text, syntactically invalid arguments, and not knowing
 when the model is done (:data:`PROBLEMS`). The experiment that runs both agents over the same
-questions is :mod:`react_lab.lab.notebook.migration_runs`.
+questions is :mod:`react_lab.lab.experiments.migration_runs`.
 """
 
 from __future__ import annotations
 
-import ast
-import difflib
-import inspect
-import io
 import re
-import textwrap
 import time
-import tokenize
 from collections import Counter
-from dataclasses import dataclass
 from typing import Callable
 
 from ..._parsing.leaks import leaked_calls
-from ...loop import end_step
-from ...parser import parse
+from ...messages import first_messages
 from ...protocol import OBSERVATION, STOP, THOUGHT, build_prompt, unknown_tool_message
 from ...schema import check_arguments
-from ...tool_calls import conversation, first_messages, malformed_reply_message, record_calls
 from ...tools import Observation, Tool, tool_schemas
-from ...trace import RunResult, Step, Transcript
+from ..agent.loop import end_step
+from ..agent.parser import parse
+from ..agent.tool_calls import conversation, malformed_reply_message, record_calls
+from ..agent.trace import RunResult, Step, Transcript
 from ..guards import LabGuards, LabWatch, offered_tools
 
 #: Model calls per run and completion tokens per call: the evaluation's limits (``react-lab eval``).
@@ -47,7 +41,7 @@ class Guards:
 
     The agents keep the spelling their code was written in, one object whose ``start`` begins a
     run, because the shipped migration results fingerprint their code lines
-    (:func:`react_lab.lab.notebook.migration_runs.fingerprint_inputs`). ``Guards(**limits)``
+    (:func:`react_lab.lab.experiments.migration_runs.fingerprint_inputs`). ``Guards(**limits)``
     holds a :class:`react_lab.lab.guards.LabGuards` with those limits (:meth:`off`: every guard
     off); :meth:`start` begins a run's :class:`react_lab.lab.guards.LabWatch`, and the checks
     the agents call (``spend``, ``run_tool``, ``stop_reason``) are that run's.
@@ -59,7 +53,7 @@ class Guards:
 
     @classmethod
     def off(cls, **overrides) -> "Guards":
-        """Every guard switched off (:meth:`react_lab.guards.Guards.off`)."""
+        """Every guard switched off (:meth:`react_lab.lab.agent.guards.Guards.off`)."""
         return cls(LabGuards.off(**overrides))
 
     def start(self, question: str = "", exemplars=()) -> None:
@@ -71,15 +65,15 @@ class Guards:
         return self.settings.offered_tools(tools)
 
     def spend(self, completion) -> None:
-        """The run's :meth:`react_lab.guards.Watch.spend`."""
+        """The run's :meth:`react_lab.lab.agent.guards.Watch.spend`."""
         self.watch.spend(completion)
 
     def run_tool(self, tools: dict[str, Tool], name: str, args, **options) -> Observation:
-        """The run's :meth:`react_lab.guards.Watch.run_tool`."""
+        """The run's :meth:`react_lab.lab.agent.guards.Watch.run_tool`."""
         return self.watch.run_tool(tools, name, args, **options)
 
     def stop_reason(self) -> str | None:
-        """The run's :meth:`react_lab.guards.Watch.stop_reason`."""
+        """The run's :meth:`react_lab.lab.agent.guards.Watch.stop_reason`."""
         return self.watch.stop_reason()
 
 
@@ -228,189 +222,6 @@ def act(guards: Guards, tools: dict[str, Tool], name: str, args) -> Observation:
     return guards.run_tool(tools, name, check_arguments(tools[name], args)[0])
 
 
-# --------------------------------------------------------------------------- the diff, as code
-
-#: A line's part, from the first words of its trailing comment; a line with none is the loop.
-TAGS = {
-    "parser": "parser",
-    "stop sequence": "stop sequence",
-    "exemplars": "exemplars",
-    "tools in English": "tools",
-    "tool schemas": "tools",
-    "guard": "guards",
-}
-#: The parts, in table order ("tools": the tools described in English, or as schemas).
-PARTS = ("parser", "stop sequence", "exemplars", "tools", "loop", "guards")
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of an agent: its ``code``, its ``parts``, the ``text`` as written.
-
-    ``code`` has no comment and no indentation.
-    """
-
-    code: str
-    parts: tuple[str, ...]
-    text: str
-
-
-def agent_lines(fn: Callable, *, header: bool = False) -> list[Line]:
-    """The lines of ``fn``'s body after its docstring, each with its parts (:data:`TAGS`).
-
-    A statement written over several lines takes its parts from the comments on any of
-    them; blank lines are skipped. The source is read with :mod:`tokenize`, so a ``#``
-    inside a string is not a comment. With ``header``, the ``def`` line(s) come first.
-    """
-    source = inspect.getsource(fn)
-    physical = source.splitlines()
-    comments: dict[int, tuple[int, str]] = {}  # row -> (column, comment text)
-    statements: list[list[int]] = []
-    rows: list[int] = []
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = (tok.start[1], tok.string.lstrip("# "))
-        elif tok.type == tokenize.NEWLINE:
-            statements, rows = statements + [rows], []
-        elif tok.type not in (tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
-            rows += [r for r in range(tok.start[0], tok.end[0] + 1) if r not in rows]
-    lines = []
-    for number, rows in enumerate(statements):
-        if (number == 0 and not header) or (
-            number == 1 and physical[rows[0] - 1].strip()[:1] in "\"'"
-        ):
-            continue  # the signature (the two differ in name only), the docstring
-        heads = [comments[r][1].split(":")[0] for r in rows if r in comments]
-        parts = tuple(
-            dict.fromkeys(TAGS[t.strip()] for h in heads for t in h.split(",") if t.strip() in TAGS)
-        ) or ("loop",)
-        for r in rows:
-            text = physical[r - 1][: comments[r][0]] if r in comments else physical[r - 1]
-            lines.append(Line(text.strip(), parts, physical[r - 1]))
-    return lines
-
-
-#: Names that mean the same in both agents, old -> new: the model's output is a *completion*
-#: over the text protocol and a *reply* over chat. A line equal after renaming is kept, renamed.
-RENAMES = {"completion": "reply"}
-
-
-@dataclass
-class AgentDiff:
-    """Two agents' lines, diffed.
-
-    ``kept``, ``renamed`` and ``moved`` pairs, ``deleted`` and ``added`` lines.
-
-    Kept: the same code at the same place; renamed: the same after :data:`RENAMES`; moved:
-    the same code at another place. A changed line counts as one deleted and one added,
-    as ``git diff --stat`` counts it; :meth:`html` shows which line took which one's job.
-    """
-
-    old: list[Line]
-    new: list[Line]
-    kept: list[tuple[Line, Line]]
-    renamed: list[tuple[Line, Line]]
-    moved: list[tuple[Line, Line]]
-    deleted: list[Line]
-    added: list[Line]
-
-    def by_part(self) -> list[dict]:
-        """One row per part of :data:`PARTS`, then ``"all"``.
-
-        Each row: lines in each agent, kept, renamed, moved, deleted, added.
-
-        A line that serves two parts (``build_prompt`` writes the tools and the exemplars)
-        counts in both rows; the ``"all"`` row counts each line once. In every row the text
-        agent's lines are kept + renamed + moved + deleted, the native agent's kept +
-        renamed + moved + added.
-        """
-
-        def count(lines, part):
-            return sum(part in line.parts for line in lines) if part != "all" else len(lines)
-
-        return [
-            {
-                "part": p,
-                "text agent": count(self.old, p),
-                "native agent": count(self.new, p),
-                **{
-                    k: count([x for x, _ in getattr(self, k)], p)
-                    for k in ("kept", "renamed", "moved")
-                },
-                "deleted": count(self.deleted, p),
-                "added": count(self.added, p),
-            }
-            for p in (*PARTS, "all")
-        ]
-
-    def unified(self) -> str:
-        """The two agents as one unified diff, each line with its part comment.
-
-        :func:`difflib.unified_diff`, of whole bodies.
-        """
-        old, new = [line.text for line in self.old], [line.text for line in self.new]
-        return "\n".join(
-            difflib.unified_diff(
-                old, new, "text agent", "native agent", n=max(len(old), len(new)), lineterm=""
-            )
-        )
-
-    def html(self, wrap: int = 70) -> str:
-        """The two agents side by side, changes highlighted, lines wrapped at ``wrap``.
-
-        Made by :class:`difflib.HtmlDiff`.
-        """
-        table = difflib.HtmlDiff(wrapcolumn=wrap).make_table(
-            [line.text for line in self.old],
-            [line.text for line in self.new],
-            "text protocol",
-            "native tool calling",
-        )
-        return DIFF_STYLE + table
-
-
-#: The colours of :meth:`AgentDiff.html` (the classes :class:`difflib.HtmlDiff` writes).
-DIFF_STYLE = (
-    "<style>table.diff{font-family:monospace;font-size:80%;border:none} "
-    ".diff_add{background:#bbf7d0} .diff_chg{background:#fef08a} .diff_sub{background:#fecaca} "
-    ".diff_next,.diff_header{color:#6b7280}</style>"
-)
-
-
-def _renamed(code: str) -> str:
-    for old, new in RENAMES.items():
-        code = re.sub(rf"\b{old}\b", new, code)
-    return code
-
-
-def agent_diff(old: Callable | None = None, new: Callable | None = None) -> AgentDiff:
-    """Diff two agents line by line, comments left out.
-
-    By default :func:`text_agent` and :func:`native_agent`.
-    """
-    a, b = agent_lines(old or text_agent), agent_lines(new or native_agent)
-    matcher = difflib.SequenceMatcher(
-        None, [_renamed(x.code) for x in a], [y.code for y in b], autojunk=False
-    )
-    same, deleted, added = [], [], []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            same += list(zip(a[i1:i2], b[j1:j2]))
-        else:
-            deleted += a[i1:i2]
-            added += b[j1:j2]
-    moved = []
-    for line in list(deleted):  # the same code at another place is a move, not a change
-        twin = next((y for y in added if y.code == _renamed(line.code)), None)
-        if twin is not None:
-            moved.append((line, twin))
-            deleted.remove(line)
-            added.remove(twin)
-    kept = [(x, y) for x, y in same if x.code == y.code]
-    renamed = [(x, y) for x, y in same if x.code != y.code]
-    return AgentDiff(a, b, kept, renamed, moved, deleted, added)
-
-
 # --------------------------------------------------------------------------- the three problems
 
 #: The three problems native tool calling removes (seed 003), as :func:`step_problems` counts them.
@@ -436,7 +247,8 @@ def step_problems(step: Step, protocol: str, tools: dict[str, Tool]) -> dict[str
     Returns ``{"unreadable": 0|1, "invalid": refused calls, "undone": 0|1, "calls": calls
     attempted}``. ``tools`` are the tools the agent offered (with ``more``:
     :meth:`react_lab.lab.guards.LabGuards.offered_tools`). The text step is read again by
-    :func:`react_lab.parser.parse`, as the agent read it. Raises ValueError for another protocol.
+    :func:`react_lab.lab.agent.parser.parse`, as the agent read it. Raises ValueError for another
+    protocol.
     """
     if protocol == "native":
         calls = [*step.action.get("calls", [step.action])] if step.action else []
@@ -555,7 +367,7 @@ def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
     schema check refuses; ``undone``: a complete reply with no call and no answer text.
     Returns ``{"unreadable", "invalid", "undone", "calls", "leaked"}``.
     """
-    from ...native import reply_calls
+    from ...messages import reply_calls
     from ...schema import decode_arguments
 
     calls, leaked, _ = reply_calls(reply, tools)
@@ -586,7 +398,7 @@ def measured(
     the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`;
     ``"loop"`` says whose loop ran: ``"your"``, or ``"the reference"`` standing in for it.
     """
-    from ..experiments.tasks import score
+    from .tasks import score
 
     watched = Watched(model)
     t0 = time.perf_counter()
@@ -608,160 +420,3 @@ def measured(
         "steps": len(watched.said),
         **total,
     }
-
-
-def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
-    """The learner's two loops side by side, and the saved file's two agents below.
-
-    The loops are :func:`measured` runs.
-
-    Columns: right answers of questions; ``unreadable`` and ``neither`` (undone) per model
-    call; ``invalid`` per call made; seconds per question in this run. ``saved`` is the
-    loaded ``migration-test`` results (its ``text`` and ``native`` arms), labelled.
-    """
-
-    def row(label, right, runs, p, seconds=""):
-        def cell(k, of):
-            return f"{p[k]}/{p[of]}"
-
-        return (
-            f"{label:<24}{right:>3}/{runs:<3}{cell('unreadable', 'steps'):>12}"
-            f"{cell('invalid', 'calls'):>9}{cell('undone', 'steps'):>9}{seconds:>12}"
-        )
-
-    lines = [
-        f"{'':<24}{'right':>7}{'unreadable':>12}{'invalid':>9}{'neither':>9}{'s/question':>12}"
-    ]
-    for name, runs in (("run_loop", text), ("run_native", native)):
-        whose = {r.get("loop", "your") for r in runs}  # a reference standing in says so
-        label = f"{'your' if whose == {'your'} else 'reference'} {name}"
-        p = Counter()
-        for r in runs:
-            p.update({k: r[k] for k in ("unreadable", "invalid", "undone", "calls", "steps")})
-        seconds = f"{sum(r['seconds'] for r in runs) / max(len(runs), 1):.1f}"
-        lines.append(row(label, sum(r["right"] for r in runs), len(runs), p, seconds))
-    if saved is not None:
-        when = saved.describe().split(" computed ")[1].split(" in ")[0]
-        lines.append(
-            f"file {saved.name}: the lab's two agents, {saved.data['summary']['text']['runs']} "
-            f"questions (computed {when}):"
-        )
-        for arm in ("text", "native"):
-            s = saved.data["summary"][arm]
-            p = {
-                "unreadable": s["unreadable"]["count"],
-                "invalid": s["invalid"]["count"],
-                "undone": s["undone"]["count"],
-                "steps": s["steps"],
-                "calls": s["calls"],
-            }
-            lines.append(row(f"  {arm} agent", s["correct"], s["runs"], p))
-    return "\n".join(lines)
-
-
-def source_of(fn: Callable) -> list[str]:
-    """The code of a piece of the learner's agent, line by line.
-
-    No docstring, comments or blank lines.
-
-    Their own piece as ``my_agent.py`` holds it; for a reference standing in (a piece with a
-    ``reference`` attribute, :func:`react_lab.lab.notebook.agent_file.load_agent`), the
-    reference's, named as the piece. Indentation is kept, so a diff shows the loop's shape.
-    """
-    from .agent_file import reference_source
-
-    exercise = getattr(fn, "reference", None)
-    source = reference_source(exercise) if exercise else inspect.getsource(fn)
-    source = textwrap.dedent(source)
-    lines = source.splitlines()
-    cut: dict[int, int] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            cut[tok.start[0]] = tok.start[1]
-    body = ast.parse(source).body[0].body
-    doc = set()
-    if (
-        body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(getattr(body[0], "value", None), ast.Constant)
-        and isinstance(body[0].value.value, str)
-    ):
-        doc = set(range(body[0].lineno, body[0].end_lineno + 1))
-    kept = [
-        (line[: cut[n]] if n in cut else line).rstrip()
-        for n, line in enumerate(lines, 1)
-        if n not in doc
-    ]
-    return [line + "\n" for line in kept if line.strip()]
-
-
-# --------------------------------------------------------------------------- notebook 07's facade
-
-from ...native import reply_calls  # noqa: E402  (re-exported for the learner's run_native)
-from ...tools import default_tools  # noqa: E402
-from ..backends.load import load_chat_model, load_model  # noqa: E402
-from .minutes import show_minutes  # noqa: E402
-from .native_turn import tool_messages  # noqa: E402
-from .quiz import quiz  # noqa: E402
-
-__all__ = [
-    "text_agent",
-    "native_agent",
-    "agent_diff",
-    "step_problems",
-    "Watched",
-    "measured",
-    "problems_table",
-    "source_of",
-    "first_messages",
-    "reply_calls",
-    "tool_messages",
-    "tool_schemas",
-    "default_tools",
-    "load_model",
-    "load_chat_model",
-    "show_minutes",
-    "quiz",
-    "ladder_table",
-    "leaked_reply",
-    "calls_in",
-]
-
-
-def ladder_table(*configs: str) -> str:
-    """The ladder's files for ``configs`` on the test half, labelled.
-
-    Each: right of n, seconds and prompt tokens per task.
-    """
-    from ..experiments.ladder import load_results
-
-    rows = load_results([f"ladder-test-{c}" for c in configs])
-    lines = [f"{'file':<28}{'right':>9}{'s/task':>8}{'prompt tokens/task':>20}   computed"]
-    for r in rows:
-        when = r["describe"].split(" computed ")[1].split(" in ")[0]
-        lines.append(
-            f"{r['name']:<28}{r['rate'].successes:>5}/{r['rate'].n:<3}{r['seconds']:>8.2f}"
-            f"{r['prompt_tokens']:>20,.0f}   {when}"
-        )
-    return "\n".join(lines)
-
-
-def leaked_reply(text: str):
-    """A scripted chat reply whose call is written into its text, with ``tool_calls`` empty.
-
-    As a server whose chat template does not parse the model's call format returns it.
-    """
-    from ..backends.chat import ChatReply
-
-    return ChatReply(content=text, tool_calls=[], finish_reason="stop")
-
-
-def calls_in(messages: list[dict]) -> list[str]:
-    """The calls a native run made, as ``tool(arguments)``: the exemplars' left out."""
-    return [
-        f"{c['function']['name']}({c['function']['arguments']})"
-        for m in messages
-        if m.get("role") == "assistant"
-        for c in m.get("tool_calls") or []
-        if not str(c.get("id", "")).startswith("example_")
-    ]

@@ -43,7 +43,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Callable, Iterable
 
-from . import solutions
+from .. import agent
 from .core_exercises import CORE, Exercise, pieces_before
 from .exercises import NOT_WRITTEN, failed_rule, run_cases, solutions_mode
 from .exercises import check as check_piece
@@ -55,7 +55,7 @@ FILE_NAME = "my_agent.py"
 HEADER = '''"""My ReAct agent: the pieces I wrote in the react_lab notebooks.
 
 Each piece is saved here when its checker passes, and replaced when it passes again.
-The notebooks load this file with react_lab.lab.notebook.load_agent, which checks every
+The notebooks load this file with react_lab.workshop.load_agent, which checks every
 piece and says which ones are mine. It also imports on its own: import my_agent.
 """
 import json
@@ -63,8 +63,7 @@ import re
 
 import jsonschema
 
-from react_lab.lab.notebook.native_turn import tool_messages
-from react_lab.tool_calls import first_messages, reply_calls
+from react_lab.messages import first_messages, reply_calls, tool_messages
 from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
 from react_lab.tools import call_tool, tool_schemas
 '''
@@ -73,8 +72,7 @@ from react_lab.tools import call_tool, tool_schemas
 IMPORTABLE_FROM = (
     "react_lab.protocol",
     "react_lab.tools",
-    "react_lab.tool_calls",
-    "react_lab.native",
+    "react_lab.messages",
     "react_lab.cost",
     "react_lab.schema",
 )
@@ -349,19 +347,16 @@ def _depth(exercise: Exercise) -> int:
 
 
 def reference(exercise: str) -> types.FunctionType:
-    """The reference solution of ``exercise`` (from :mod:`react_lab.lab.notebook.solutions`)."""
-    return getattr(solutions, exercise)
+    """The reference solution of ``exercise`` (from :mod:`react_lab.agent`)."""
+    return getattr(agent, exercise)
 
 
 def _reference_names() -> dict:
     """The names the reference pieces use that are not pieces: their imports (json, ACTION_RE)."""
-    return {
-        k: v
-        for k, v in vars(solutions).items()
-        if not k.startswith("_")
-        and k != "annotations"
-        and not (isinstance(v, types.FunctionType) and v.__module__ == solutions.__name__)
-    }
+    pieces = {e.name for e in CORE.values()} | {e.piece for e in CORE.values()}
+    used = {n for e in CORE.values() for n in _global_names(reference(e.name).__code__)}
+    space = vars(agent)
+    return {n: space[n] for n in sorted(used - pieces) if n in space}
 
 
 def _rebind(fn: types.FunctionType, space: dict, name: str) -> types.FunctionType:
@@ -559,7 +554,7 @@ def agent_magic(line: str) -> None:
     new = words[2] if len(words) == 3 else None
     exercise = next((e.name for e in CORE.values() if e.piece == new), None)
     if exercise is not None and new not in shell.user_ns:
-        shell.user_ns[new] = _rebind(reference(exercise), vars(solutions), new)
+        shell.user_ns[new] = _rebind(reference(exercise), vars(agent), new)
 
 
 def register_magic() -> bool:
@@ -608,6 +603,6 @@ def download_link():
 
 
 def check(name: str, fn) -> bool:
-    """The core notebooks' checker: :func:`react_lab.lab.notebook.exercises.check`, a piece
+    """The core notebooks' checker: :func:`react_lab.workshop.exercises.check`, a piece
     that passes saved into the learner's ``my_agent.py`` (:func:`save_quietly`)."""
     return check_piece(name, fn, save=save_quietly)

@@ -6,11 +6,11 @@ In a notebook, an exercise is a stub you fill in and a checker cell::
     check("parse_action", parse_action)    # prints ✓, or the first rule a case breaks
 
 An exercise of the core path is a piece of the learner's agent
-(:mod:`react_lab.lab.notebook.core_exercises`): when it passes, the core notebooks'
-checker, :func:`react_lab.lab.notebook.agent_file.check`, saves it into the learner's file,
+(:mod:`react_lab.workshop.core_exercises`): when it passes, the core notebooks'
+checker, :func:`react_lab.workshop.agent_file.check`, saves it into the learner's file,
 ``my_agent.py``.
 
-The reference solutions live in one place, :mod:`react_lab.lab.notebook.solutions`. With
+The reference solutions live in one place, :mod:`react_lab.agent`. With
 ``REACT_LAB_SOLUTIONS=1`` in the environment (CI sets it), :func:`check` checks the
 reference solution instead of the stub and raises ``AssertionError`` on a failure, so
 a wrong solution fails the build. Without it, :func:`check` never raises: a learner's
@@ -23,8 +23,9 @@ import os
 from contextlib import nullcontext
 from typing import Any, Callable
 
-from ...tools import default_tools
-from . import solutions
+from .. import agent
+from ..lab.notebook import solutions
+from ..tools import default_tools
 from .cases import Case, TooManyCalls, named_rule
 from .core_exercises import CORE, _repeat_cases
 
@@ -64,7 +65,7 @@ def _same_text(want: str) -> Callable[[Any], str | None]:
 
 
 #: Every exercise by name: what to write, in one line, and its cases. The core path's
-#: pieces (:data:`react_lab.lab.notebook.core_exercises.CORE`) come first; then the bench's.
+#: pieces (:data:`react_lab.workshop.core_exercises.CORE`) come first; then the bench's.
 EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
     **{name: (exercise.task, exercise.cases) for name, exercise in CORE.items()},
     "is_repeat": (
@@ -237,13 +238,20 @@ def _raised(name: str, case: Case, exc: Exception) -> str:
 PIECE_RULES = {"observe": 4}
 
 
+def reference(name: str) -> Callable:
+    """Exercise ``name``'s reference solution: a piece of :mod:`react_lab.agent` (the core path's),
+    or a bench exercise's from :mod:`react_lab.lab.notebook.solutions`."""
+    return getattr(agent, name, None) or getattr(solutions, name)
+
+
 def is_reference(fn) -> bool:
-    """True for a reference solution: from :mod:`solutions`, or standing in for a learner's piece.
+    """True for a reference solution, or one standing in for a learner's piece.
 
     A checker never takes one for the learner's work (nbgrader's issue 940: an autograder
     that imported the instructor's file passed every learner), nor saves it as theirs.
     """
-    return getattr(fn, "__module__", None) == solutions.__name__ or hasattr(fn, "reference")
+    module = getattr(fn, "__module__", None)
+    return module in (agent.__name__, solutions.__name__) or hasattr(fn, "reference")
 
 
 def failed_rule(failure: str | None) -> tuple[int, str] | None:
@@ -258,10 +266,10 @@ def choose(name: str, fn: Callable) -> Callable:
     to bottom before the exercise is written, and on the learner's own function once it
     passes. In solutions mode (CI) it returns the reference solution.
     """
-    reference = getattr(solutions, name)
+    reference_fn = reference(name)
     if solutions_mode():
         print(f"using the reference {name} (solutions mode)")
-        return reference
+        return reference_fn
     passed, total, failure = run_cases(name, fn)
     if failure is None:
         print(f"using your {name}: it passes all {total} checks")
@@ -269,11 +277,8 @@ def choose(name: str, fn: Callable) -> Callable:
     why = (
         "is not written yet" if failure == NOT_WRITTEN else f"fails a check ({passed}/{total} pass)"
     )
-    print(
-        f"using the reference {name} from react_lab/lab/notebook/solutions.py: yours {why}; "
-        "fix it and run this cell again"
-    )
-    return reference
+    print(f"using the reference {name}: yours {why}; fix it and run this cell again")
+    return reference_fn
 
 
 def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
@@ -282,12 +287,12 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     Returns True when every case passes. A stub that still raises ``NotImplementedError``
     gets the learner's "not written yet — write ..." message, not a failure. ``save``
     (``save(fn, piece) -> str``) keeps a passing piece of the core path and says where;
-    the core notebooks' ``check`` (:func:`react_lab.lab.notebook.agent_file.check`) passes
+    the core notebooks' ``check`` (:func:`react_lab.workshop.agent_file.check`) passes
     the one that writes the learner's ``my_agent.py``. In solutions mode a failure raises
     ``AssertionError``, so CI notices a wrong reference solution, and nothing is saved.
     """
     if solutions_mode():
-        fn = getattr(solutions, name)
+        fn = reference(name)
     elif is_reference(fn):
         print(
             f"✎ {name}: not written yet — the {getattr(fn, '__name__', name)} here is the "

@@ -5,19 +5,19 @@ The learner's ``run_loop`` sends a prompt per step and returns only the last tra
 with :func:`react_lab.cost.count_tokens`; :func:`plot_requests` draws those counts as the
 prompt prefix (the same every step: a line over the run) and the rest, the text earlier
 steps wrote, re-sent (it grows every step: a triangle over the run). The seed's figures
-come from :mod:`react_lab.lab.notebook.claims`.
+come from :mod:`react_lab.workshop.claims`.
 """
 
 from __future__ import annotations
 
 from itertools import accumulate
 
-from ...tools import default_tools  # noqa: F401 -- the notebook's tools
-from ..backends.load import load_model  # noqa: F401 -- the embedded model
+from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
+from ..lab.notebook.widgets import make_cost_widget  # noqa: F401
+from ..tools import default_tools  # noqa: F401 -- the notebook's tools
 from .claims import SEED_RUN, SEED_TOKENS, ClaimTable  # noqa: F401 -- the seed's figures
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
-from .widgets import make_cost_widget  # noqa: F401
 
 
 class Recording:
@@ -95,7 +95,7 @@ def observation_tokens(transcript: str, question: str) -> list[int]:
 
     The exemplars' observations come before the run's question and are not counted.
     """
-    from ...cost import count_tokens
+    from ..cost import count_tokens
 
     head = f"Question: {question}"
     run = transcript[transcript.rfind(head) :] if head in transcript else transcript
