@@ -1,4 +1,4 @@
-"""Every other way a model writes a call: what the lesson's parser hands over to :func:`read_other`.
+"""Every other way a model writes a call: what the tolerant parser hands over to :func:`read_other`.
 
 :func:`react_lab.lab.agent.parser.parse` reads the ReAct labels and the paper's call,
 ``Action: tool[input]``. Real completions also write a call as JSON (``{"action": "search",

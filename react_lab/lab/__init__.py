@@ -1,7 +1,7 @@
-"""The bench: the machinery that runs and measures the lesson's agent.
+"""The bench: the machinery that runs and measures both agents.
 
-``guards`` (the lab's guards: the lesson's and the rest the experiments use), ``loops``
-(the lesson's loops run with them), ``backends`` (the models the loops talk to),
+``guards`` (the lab's guards: the bench agent's and the rest the experiments use), ``loops``
+(the bench agent's loops run with them), ``backends`` (the models the loops talk to),
 ``experiments`` (the measurements), ``notebook`` (widgets, exercises, quizzes, plots and
 tables the notebooks use), ``cli``
 (the react-lab command), ``mcp`` (the billing tools over MCP), ``provenance`` (where an

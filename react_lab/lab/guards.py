@@ -1,8 +1,8 @@
-"""The lab's guards: the lesson's (:mod:`react_lab.lab.agent.guards`) and the rest the lab's runs
-use.
+"""The lab's guards: the bench agent's (:mod:`react_lab.lab.agent.guards`) and the rest the lab's
+runs use.
 
 :class:`LabGuards` extends :class:`react_lab.lab.agent.guards.Guards`, and the lab passes it to the
-lesson's loops as their ``guards`` parameter: there is one loop. Its defaults are the ones
+bench agent's loops as their ``guards`` parameter: there is one loop. Its defaults are the ones
 every experiment, the CLI and the bench notebooks ran with before the lesson was cut down to
 what a learner reads, so their prompts, observations and refusals are the ones the shipped
 results recorded. What it adds:
@@ -24,7 +24,7 @@ results recorded. What it adds:
   its own (query drift: a small model starts a question of its own and answers that); the
   refusal repeats the run's question. Off by default; bench notebook 06 switches it on.
 * :func:`naive_summary`: a ``summarize`` for compaction that keeps an observation's first
-  characters and loses its ids (bench notebook 07 sets it beside the lesson's
+  characters and loses its ids (bench notebook 07 sets it beside the bench agent's
   :func:`react_lab.lab.agent.context.keep_ids_summary`).
 * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean
   (:data:`DATA_NOTE`). Off by default, so the transcript stays the protocol notebooks 01-05
@@ -156,7 +156,7 @@ class LabGuards(Guards):
 
 @dataclass
 class LabWatch(Watch):
-    """What one run under :class:`LabGuards` has done: the lesson's record, and pages waiting."""
+    """What one run under :class:`LabGuards` has done: the agent's record, and pages waiting."""
 
     pages: dict = field(default_factory=dict)  # page id -> (the tool it came from, the rest)
 
@@ -257,7 +257,7 @@ class LabWatch(Watch):
     def observe(self, name: str, args, obs: Observation) -> Observation:
         """Count errors, cut and page the result, mark it as data: the observation the loop writes.
 
-        An error is the lesson's (cut, no pages: there is nothing to read on), named
+        An error is the bench agent's (cut, no pages: there is nothing to read on), named
         ``tool_timeout`` when the call was cut off. A result longer than
         ``observation_chars`` is cut after a whole record if one ends in the second half
         (else after a space), and the rest waits as the next page.

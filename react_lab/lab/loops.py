@@ -1,10 +1,10 @@
-"""The lesson's loops as the lab runs them: with the lab's guards, and a progress bar if asked.
+"""The bench agent's loops as the lab runs them: with the lab's guards, and a progress bar if asked.
 
 :func:`ask` and :func:`ask_native` are :func:`react_lab.lab.agent.loop.ask` and
 :func:`react_lab.lab.agent.native.ask_native` with one difference: when no ``guards`` are given, a
 run gets :class:`react_lab.lab.guards.LabGuards` (near repeats, paging with ``more``, tool timeouts,
-...: what every experiment and bench notebook runs with), not the lesson's smaller set. A native run
-starts a reply's read-only calls side by side
+...: what every experiment and bench notebook runs with), not the agent's own smaller set. A
+native run starts a reply's read-only calls side by side
 (:func:`react_lab.lab.parallel_calls.run_parallel_calls`) unless ``run_calls`` says otherwise.
 ``progress=True`` shows a tqdm bar over the steps, for a slow model.
 """

@@ -18,7 +18,7 @@ to ``Step.guard`` and, when it ends the run, to ``stopped_by``). The step limit 
 ``max_steps``; when it trips, the loop asks once more for an answer labelled ``[best effort]``.
 Compaction, the guard on the transcript's size, is :mod:`react_lab.lab.agent.context`.
 
-These are the guards a learner's own call of :func:`react_lab.lab.agent.loop.ask` gets; the lab runs
+These are the guards a plain call of :func:`react_lab.lab.agent.loop.ask` gets; the lab runs
 :class:`react_lab.lab.guards.LabGuards`, which adds near repeats, paging with ``more``, tool
 timeouts, placeholder answers, citations, data markers and pinning the question.
 """

@@ -5,7 +5,7 @@ otherwise parse its action, run the tool, and write the ``Observation:`` line *o
 until an answer or the step limit. That is all a text ReAct agent is. The guards
 (:mod:`react_lab.lab.agent.guards`) are called from the step, one line each, marked ``# guard:``:
 the run's :class:`react_lab.lab.agent.guards.Watch` keeps what it has done. Called directly, the
-loop uses the lesson's :class:`react_lab.lab.agent.guards.Guards`; the lab passes its own
+loop uses its own :class:`react_lab.lab.agent.guards.Guards`; the lab passes its own
 (:class:`react_lab.lab.guards.LabGuards`, with a progress bar in :mod:`react_lab.lab.loops`).
 """
 
