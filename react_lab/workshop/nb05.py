@@ -91,12 +91,24 @@ def plot_requests(tokens: list[int], *, title: str | None = None):
 
 
 def observation_tokens(transcript: str, question: str) -> list[int]:
-    """The cl100k_base tokens of each observation the run wrote (after the last ``Question:`` line).
+    """The cl100k_base tokens of each observation the run wrote, after the run's ``Question:`` line.
 
-    The exemplars' observations come before the run's question and are not counted.
+    The run starts at the first line ``Question: <question>``: the exemplars' observations
+    come before it and are not counted. A ``Question:`` line the model wrote later (a small
+    model sometimes starts another exchange) does not restart the count.
     """
     from ..cost import count_tokens
 
     head = f"Question: {question}"
-    run = transcript[transcript.rfind(head) :] if head in transcript else transcript
+    at = next((m for m in _line_starts(transcript, head)), None)
+    run = transcript if at is None else transcript[at:]
     return [count_tokens(line) for line in run.splitlines() if line.startswith("Observation:")]
+
+
+def _line_starts(text: str, head: str):
+    """Where ``head`` starts a line of ``text``, first to last."""
+    at = text.find(head)
+    while at != -1:
+        if at == 0 or text[at - 1] == "\n":
+            yield at
+        at = text.find(head, at + 1)

@@ -155,3 +155,24 @@ def test_the_gate_still_refuses_an_amount_that_is_not_dollars():
     gate = approval_gate(schema_checked_loop, PAY, ScriptedModel(script), payer(copy))
     assert gate.pending is None and "schedule_payment was not run: 'lots'" in gate.transcript
     assert scheduled(copy) == 0
+
+
+def test_observations_are_counted_from_the_runs_question_even_when_the_model_writes_another():
+    """Re-running 05 with 06's loop: the model wrote a ``Question:`` line; the count went to 0."""
+    from react_lab.cost import count_tokens
+    from react_lab.protocol import EXEMPLARS, build_prompt
+    from react_lab.tools import default_tools
+    from react_lab.workshop.nb05 import observation_tokens
+
+    question = "Has supplier invoice INV-2291 been paid?"
+    prompt = build_prompt(question, default_tools().values(), [EXEMPLARS[0]])
+    first, second = 'Observation: {"status": "open"}', "Observation: Error: that call already ran"
+    run = (
+        f" I look.\nAction: find_invoice[INV-2291]\n{first}\nThought: And again.\n"
+        f"Question: {question}\nAction: find_invoice[INV-2291]\n{second}\nThought:"
+    )
+    assert observation_tokens(prompt + run, question) == [
+        count_tokens(first),
+        count_tokens(second),
+    ]
+    assert "Observation:" in prompt  # the exemplar's observation, which is not the run's
