@@ -560,14 +560,6 @@ METRIC_ROWS = (
 )
 
 
-def success_by_category(records: Sequence[dict]) -> dict[str, float]:
-    """Return the success rate of each task category, in first-seen order."""
-    groups: dict[str, list[float]] = {}
-    for r in records:
-        groups.setdefault(r["category"], []).append(1.0 if r["correct"] else 0.0)
-    return {c: _mean(v) for c, v in groups.items()}
-
-
 # --------------------------------------------------------------------------- results files
 
 
