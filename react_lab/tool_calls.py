@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from ._parsing.reasons import call_name_problem
 from .parser import parse, read_reply
 from .protocol import ACTION, Exemplar, unknown_tool_message
 from .schema import check_arguments, decode_arguments
@@ -145,8 +146,8 @@ def leak_problems(tools: dict[str, Tool], calls: Sequence[dict]) -> list[str]:
     for call in calls:
         name = call["function"]["name"]
         tool = tools.get(name)
-        if tool is None:
-            problems.append(unknown_tool_message(name, tools))
+        if tool is None:  # the one tool-name rule, a channel's name, or an unknown tool
+            problems.append(call_name_problem(name, tools) or unknown_tool_message(name, tools))
             continue
         problems += [
             f"{name}: {e}" for e in check_arguments(tool, call["function"]["arguments"])[1]
