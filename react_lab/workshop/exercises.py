@@ -286,7 +286,7 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
 
     Returns True when every case passes. A stub that still raises ``NotImplementedError``
     gets the learner's "not written yet — write ..." message, not a failure. ``save``
-    (``save(fn, piece) -> str``) keeps a passing piece of the core path and says where;
+    (``save(fn, exercise) -> str``) keeps a passing piece of the core path and says where;
     the core notebooks' ``check`` (:func:`react_lab.workshop.agent_file.check`) passes
     the one that writes the learner's ``my_agent.py``. In solutions mode a failure raises
     ``AssertionError``, so CI notices a wrong reference solution, and nothing is saved.
@@ -311,7 +311,7 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     if failure is None:
         saved = ""
         if save is not None and name in CORE and not solutions_mode():
-            saved = f" — {save(fn, CORE[name].piece)}"
+            saved = f" — {save(fn, name)}"
         print(f"✓ {name}: {passed}/{total} cases pass{source}{saved}")
         return True
     print(f"✗ {name}: {passed}/{total} cases pass{source}. First problem: {failure}")
