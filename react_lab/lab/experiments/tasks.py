@@ -175,6 +175,13 @@ def _checked(raw, path: Path) -> list[Task]:
 
 # --------------------------------------------------------------------------- the scorer
 
+#: The scorer's version. Results files that keep scored answers hold it in their fingerprint
+#: (:mod:`react_lab.lab.experiments.results`), so bump it whenever :func:`score` judges any
+#: answer differently: those files then read as stale until
+#: ``python -m react_lab.lab.experiments.rescore`` re-scores their stored answers (no model
+#: run). 1: the scorer of issue 42 (a yes/no sentence read for phrases of the two predicates).
+SCORER_VERSION = 1
+
 #: A longer answer is scored wrong: a dump of rows is not an answer, and any gold
 #: value would be "somewhere in it".
 MAX_ANSWER_CHARS = 300
