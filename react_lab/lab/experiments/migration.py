@@ -301,26 +301,29 @@ def run_problems(result: RunResult, protocol: str, tools: dict[str, Tool]) -> di
 
 
 class Watched:
-    """A model that keeps what it said, in ``said``.
+    """A model that keeps what it said, in ``said``, and what it was asked, in ``asked``.
 
-    Every completion (text) or reply (chat), in order.
+    Every completion (text) or reply (chat), in order; ``asked[i]`` is the prompt (text) or a
+    copy of the messages (chat) that ``said[i]`` answered.
 
     Wraps a text backend (``complete``) or a chat backend (``chat``) and passes every call
     through unchanged, so the learner's loops run as they do on the model itself; their
-    steps are counted afterwards (:func:`completion_problems`, :func:`reply_problems`).
+    steps are counted afterwards (:func:`counted`).
     """
 
     def __init__(self, model):
-        self.model, self.said = model, []
+        self.model, self.said, self.asked = model, [], []
 
     def complete(self, prompt, **options):
         completion = self.model.complete(prompt, **options)
         self.said.append(completion)
+        self.asked.append(prompt)
         return completion
 
     def chat(self, messages, **options):
         reply = self.model.chat(messages, **options)
         self.said.append(reply)
+        self.asked.append(list(messages))  # the loop may extend its list in place
         return reply
 
     def __getattr__(self, name):
@@ -328,32 +331,32 @@ class Watched:
 
 
 def completion_problems(text: str, tools: dict[str, Tool]) -> dict[str, int]:
-    """The three problems in one completion, as the learner's text loop reads it (``ACTION_RE``).
+    """The three problems in one completion, as the learner's text loop reads it.
 
+    The loop reads an answer with ``ANSWER_RE`` first, then a call with ``ACTION_RE``.
     ``unreadable``: a line labelled Action that the anchored regex does not read, or a
     forged ``Observation`` line; ``invalid``: a call the schema check refuses (an undeclared
     tool, arguments its schema rejects: :func:`call_problem`); ``undone``: neither a call nor
     an answer, or text after the answer's line (the model went on into another step).
     Returns ``{"unreadable", "invalid", "undone", "calls"}`` (0 or 1 each).
     """
-    from ...protocol import ACTION_RE
+    from ...protocol import ACTION_RE, ANSWER_RE
 
-    match = ACTION_RE.search(text)
-    answered = "Answer:" in text  # the loop's rule: an answer ends the run
+    answer = ANSWER_RE.search(text)  # the loop's rule: an answer ends the run
+    match = None if answer else ACTION_RE.search(text)
     forged = re.search(r"^Observation", text, re.MULTILINE) is not None
     attempted = _ACTION_LABEL.search(text) is not None
     invalid = 0
-    if match and not answered:
+    if match:
         name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
         invalid = int(call_problem(tools, name, named_args(tools, name, args)) is not None)
-    after_answer = text.split("Answer:", 1)[1].partition("\n")[2] if answered else ""
     # the loop keeps the answer's line; the rest is another step
-    ran_on = bool(after_answer.strip())
+    ran_on = answer is not None and bool(text[answer.end() :].strip())
     return {
-        "unreadable": int(forged or (attempted and not match and not answered)),
+        "unreadable": int(forged or (attempted and not match and not answer)),
         "invalid": invalid,
-        "undone": int(ran_on or (not answered and not attempted and not forged)),
-        "calls": int(bool(match) and not answered),
+        "undone": int(ran_on or (not answer and not attempted and not forged)),
+        "calls": int(bool(match)),
     }
 
 
@@ -387,6 +390,35 @@ def reply_problems(reply, tools: dict[str, Tool]) -> dict[str, int]:
     }
 
 
+def said_problems(said, asked, tools: dict[str, Tool]) -> dict[str, int]:
+    """The three problems in one model call: a chat reply or a text completion.
+
+    ``asked`` is what the loop sent for it (:attr:`Watched.asked`). A prompt that ends with
+    ``Answer:`` asked for the answer itself -- the learner's best effort after the last step --
+    and the loop takes the completion's first line as the answer, so it is read as one.
+    """
+    if hasattr(said, "tool_calls"):
+        return reply_problems(said, tools)
+    text = said.text
+    if isinstance(asked, str) and asked.rstrip().endswith("Answer:"):
+        text = "Answer: " + text.lstrip()
+    return completion_problems(text, tools)
+
+
+def counted(watched: Watched, tools: dict[str, Tool]) -> tuple[list[dict], dict[str, int]]:
+    """The three problems in every model call of a :class:`Watched` run: per call, and summed.
+
+    Returns ``(per_call, total)``: :func:`said_problems` of each call, in order, and their sum
+    ``{"unreadable", "invalid", "undone", "calls", "leaked", "steps"}`` (``steps``: the model
+    calls made).
+    """
+    per_call = [said_problems(s, a, tools) for s, a in zip(watched.said, watched.asked)]
+    total = Counter(dict.fromkeys(("unreadable", "invalid", "undone", "calls", "leaked"), 0))
+    for problems in per_call:
+        total.update(problems)
+    return per_call, {**total, "steps": len(per_call)}
+
+
 def measured(
     loop: Callable, task, model, tools: dict[str, Tool], exemplars=(), *, max_steps: int = MAX_STEPS
 ) -> dict:
@@ -395,8 +427,9 @@ def measured(
     ``loop`` is ``run_loop`` or ``run_native``. ``max_steps`` defaults to the evaluation's (and
     the ``migration-test`` file's) limit. Returns ``{"task", "loop", "answer", "right", "seconds",
     "steps", "unreadable", "invalid", "undone", "calls", "leaked"}``: the problems summed over
-    the model's completions or replies, scored by :func:`react_lab.lab.experiments.tasks.score`;
-    ``"loop"`` says whose loop ran: ``"your"``, or ``"the reference"`` standing in for it.
+    the model's completions or replies (:func:`counted`), scored by
+    :func:`react_lab.lab.experiments.tasks.score`; ``"loop"`` says whose loop ran: ``"your"``,
+    or ``"the reference"`` standing in for it.
     """
     from .tasks import score
 
@@ -404,19 +437,11 @@ def measured(
     t0 = time.perf_counter()
     answer, _ = loop(task.question, watched, tools, exemplars=exemplars, max_steps=max_steps)
     seconds = time.perf_counter() - t0
-    total = Counter({"unreadable": 0, "invalid": 0, "undone": 0, "calls": 0, "leaked": 0})
-    for said in watched.said:
-        total.update(
-            reply_problems(said, tools)
-            if hasattr(said, "tool_calls")
-            else completion_problems(said.text, tools)
-        )
     return {
         "task": task.id,
         "loop": "the reference" if getattr(loop, "reference", None) else "your",
         "answer": answer,
         "right": score(answer, task),
         "seconds": round(seconds, 1),
-        "steps": len(watched.said),
-        **total,
+        **counted(watched, tools)[1],
     }
