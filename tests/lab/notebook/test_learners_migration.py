@@ -165,6 +165,8 @@ def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
     table = problems_table([text], [native], saved_results())
     assert "reference run_loop" in table and "1/1" in table and "file migration-test" in table
     assert "reference run_native" in table and "your" not in table  # the reference stood in
+    assert "file migration-test: the reference agent's two loops, 26 questions" in table
+    assert [line.split()[0] for line in table.splitlines()[-2:]] == ["run_loop", "run_native"]
 
     def run_loop(*args, **kwargs):  # the learner's own loop: no reference mark
         return text_loop(*args, **kwargs)
