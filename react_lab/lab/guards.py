@@ -311,11 +311,6 @@ def more_tool() -> Tool:
     )
 
 
-def offered_tools(tools: dict[str, Tool], guards: Guards) -> dict[str, Tool]:
-    """The tools a native run under ``guards`` offers: :meth:`LabGuards.offered_tools`."""
-    return guards.offered_tools(tools)
-
-
 def _page_id(args) -> str:
     """The page a ``more`` call asks for: ``more[p1]``, ``{"page": "p1"}`` or a native "p1"."""
     if isinstance(args, dict):

@@ -1,8 +1,9 @@
 """Notebook 07's helpers: the learner's two loops measured side by side, and what the cells show.
 
 The counting is the migration experiment's (:mod:`react_lab.lab.experiments.migration`:
-:func:`measured` runs a loop and counts its steps' three problems); here, the table of the
-learner's two loops beside the shipped file's (:func:`problems_table`), the code of a piece as
+:func:`measured` runs a loop and counts its model calls' three problems, as the experiment
+counts the reference agent's); here, the table of the learner's two loops beside the shipped
+file's runs of the reference agent's (:func:`problems_table`), the code of a piece as
 a diff reads it (:func:`source_of`), the ladder's files (:func:`ladder_table`), a scripted reply
 with a call leaked into its text (:func:`leaked_reply`) and the calls a native run made
 (:func:`calls_in`). The names notebook 07 imports in one line are here too (its facade).
@@ -29,13 +30,14 @@ from .quiz import quiz  # noqa: F401
 
 
 def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
-    """The learner's two loops side by side, and the saved file's two agents below.
+    """The learner's two loops side by side, and the saved file's runs of the same two below.
 
     The loops are :func:`measured` runs.
 
     Columns: right answers of questions; ``unreadable`` and ``neither`` (undone) per model
     call; ``invalid`` per call made; seconds per question in this run. ``saved`` is the
-    loaded ``migration-test`` results (its ``text`` and ``native`` arms), labelled.
+    loaded ``migration-test`` results: its ``text`` and ``native`` arms, the reference
+    agent's ``run_loop`` and ``run_native`` with one exemplar, counted the same way.
     """
 
     def row(label, right, runs, p, seconds=""):
@@ -61,10 +63,10 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
     if saved is not None:
         when = saved.describe().split(" computed ")[1].split(" in ")[0]
         lines.append(
-            f"file {saved.name}: the lab's two agents, {saved.data['summary']['text']['runs']} "
-            f"questions (computed {when}):"
+            f"file {saved.name}: the reference agent's two loops, "
+            f"{saved.data['summary']['text']['runs']} questions (computed {when}):"
         )
-        for arm in ("text", "native"):
+        for arm, loop in (("text", "run_loop"), ("native", "run_native")):
             s = saved.data["summary"][arm]
             p = {
                 "unreadable": s["unreadable"]["count"],
@@ -73,7 +75,7 @@ def problems_table(text: list[dict], native: list[dict], saved=None) -> str:
                 "steps": s["steps"],
                 "calls": s["calls"],
             }
-            lines.append(row(f"  {arm} agent", s["correct"], s["runs"], p))
+            lines.append(row(f"  {loop}", s["correct"], s["runs"], p))
     return "\n".join(lines)
 
 

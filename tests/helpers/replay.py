@@ -2,8 +2,9 @@
 
 A shipped results file that keeps each step's completion says what the model wrote; run
 those completions through today's loop and parser again and the steps should come out as
-saved. :class:`ReplayModel` is the model side of such a replay, :func:`reading` what is
-compared in a step and :func:`run_differences` the comparison of a whole run.
+saved. :class:`ReplayModel` is the model side of such a replay (:class:`ReplayChatModel` for
+a chat backend's saved replies), :func:`reading` what is compared in a step and
+:func:`run_differences` the comparison of a whole run.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from react_lab.lab.backends.base import Completion
+from react_lab.lab.backends.chat import ChatReply, tool_call
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.protocol import MAX_TOKENS
 
@@ -70,6 +72,34 @@ class ReplayModel:
             prompt_tokens=saved.get("prompt_tokens", got.prompt_tokens),
             completion_tokens=saved.get("completion_tokens", got.completion_tokens),
             forged_tokens=saved.get("forged_tokens", 0),
+        )
+
+
+class ReplayChatModel:
+    """A chat backend that returns one saved run's replies, in order, as the backend returned them.
+
+    ``steps`` are the run's saved steps (dicts): each one's ``"completion"`` (the reply's
+    content), ``"thought"``, ``"tool_calls"`` (each ``{"id", "name", "arguments"}``, the
+    arguments as sent), ``"finish_reason"`` and token counts. A call past the last saved step
+    raises :class:`Diverged`.
+    """
+
+    def __init__(self, steps: Sequence[dict]):
+        self.steps, self.given = list(steps), 0
+
+    def chat(self, messages, *, tools=None, max_tokens: int = MAX_TOKENS, **options) -> ChatReply:
+        if self.given >= len(self.steps):
+            raise Diverged(f"the loop asked for step {self.given + 1}; the saved run ends before")
+        saved = self.steps[self.given]
+        self.given += 1
+        calls = [tool_call(c["id"], c["name"], c["arguments"]) for c in saved["tool_calls"]]
+        return ChatReply(
+            content=saved["completion"],
+            thought=saved["thought"],
+            tool_calls=calls,
+            finish_reason=saved["finish_reason"],
+            prompt_tokens=saved.get("prompt_tokens", 0),
+            completion_tokens=saved.get("completion_tokens", 0),
         )
 
 

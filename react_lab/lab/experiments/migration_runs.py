@@ -1,16 +1,23 @@
-"""The migration experiment: both agents of :mod:`react_lab.lab.experiments.migration` over the
-same questions.
+"""The migration experiment: the reference agent's two loops over the same questions.
 
-:data:`ARMS` are the agents run: the text agent and the native agent with the same dev-pool
-exemplar per question, and each with none. :func:`run_experiment` runs them, :func:`summarize`
-counts the three problems (:data:`react_lab.lab.experiments.migration.PROBLEMS`) and how the runs
-ended, and :func:`save` writes the fingerprinted results file ``migration-test`` (experiment
-``"migration"`` of :data:`react_lab.lab.experiments.results.EXPERIMENTS`; :func:`fingerprint_inputs`
-says what it depends on). Made by::
+The learner's migration is their own diff: ``run_loop`` turned into ``run_native`` in notebook
+07. Here both loops run as the reference agent holds them after notebook 08
+(:func:`react_lab.agent.composed`: ``run_loop`` with its two guards, ``observe`` with the schema
+check), and every model call is counted as notebook 07's :func:`measured` counts the learner's
+own (:func:`react_lab.lab.experiments.migration.counted`). :data:`ARMS` are the loops run: each
+with the same dev-pool exemplar per question, and each with none. :func:`run_experiment` runs
+them, :func:`summarize` counts the three problems
+(:data:`react_lab.lab.experiments.migration.PROBLEMS`) and how the runs ended, and :func:`save`
+writes the fingerprinted results file ``migration-test`` (experiment ``"migration"`` of
+:data:`react_lab.lab.experiments.results.EXPERIMENTS`; :func:`fingerprint_inputs` says what it
+depends on). Made by::
 
     flock /tmp/react_lab_model.lock env REACT_LAB_THREADS=2 \\
         .venv/bin/python -m react_lab.lab.experiments.migration_runs \\
         --save-results migration-test --overwrite
+
+``--log FILE`` keeps each finished run in a JSONL file: run again after an interruption and the
+runs in it are not run twice.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import ast
 import dataclasses
 import inspect
 import json
+import re
 import textwrap
 import time
 from collections import Counter
@@ -30,29 +38,17 @@ from typing import Callable, Sequence
 from ...messages import first_messages
 from ...protocol import build_prompt
 from ...tools import Tool, default_tools, tool_schemas
-from ..agent.trace import RunResult
-from ..guards import LabGuards
-from .migration import (
-    MAX_STEPS,
-    MAX_TOKENS,
-    PROBLEMS,
-    act,
-    call_problem,
-    named_args,
-    native_agent,
-    run_problems,
-    step_problems,
-    text_agent,
-)
+from .migration import MAX_STEPS, MAX_TOKENS, PROBLEMS, Watched, counted
 
 # --------------------------------------------------------------------------- the experiment
 
 
 @dataclass(frozen=True)
 class Arm:
-    """One agent in the experiment.
+    """One loop in the experiment.
 
-    Its ``protocol`` and whether it gets the question's pool exemplar.
+    Its ``protocol`` (``"text"``: the reference ``run_loop``; ``"native"``: ``run_native``) and
+    whether it gets the question's pool exemplar.
     """
 
     name: str
@@ -61,25 +57,28 @@ class Arm:
     about: str
 
 
-#: The arms, each over the same questions: both agents with the same dev-pool exemplar per
-#: question (the ladder's ``pool_k1`` and ``native_pool_k1``), and both with none.
+#: The arms, each over the same questions: both loops with the same dev-pool exemplar per
+#: question (the ladder's ``pool_k1`` and ``native_pool_k1`` exemplar), and both with none.
 ARMS = {
     a.name: a
     for a in (
-        Arm("text", "text", True, "text agent, 1 dev-pool exemplar per question"),
-        Arm("native", "native", True, "native agent, the same exemplar as past messages"),
+        Arm("text", "text", True, "the reference run_loop, 1 dev-pool exemplar per question"),
+        Arm("native", "native", True, "the reference run_native, the same exemplar as messages"),
         Arm(
             "native_no_exemplar",
             "native",
             False,
-            "native agent, no exemplar (what the migration deletes)",
+            "the reference run_native, no exemplar (what the migration deletes)",
         ),
-        Arm("text_no_exemplar", "text", False, "text agent, no exemplar"),
+        Arm("text_no_exemplar", "text", False, "the reference run_loop, no exemplar"),
     )
 }
 
 #: Bump when a change here changes what a run does: the saved results then read as stale.
-CODE_VERSION = 1
+#: 2: the reference agent's two loops (:func:`react_lab.agent.composed`), counted per model
+#: call as notebook 07 counts them; 1: the lab's copies of the agent, ``text_agent`` and
+#: ``native_agent``.
+CODE_VERSION = 2
 #: The shipped results file and its questions: the first two of each category of the test half
 #: (the exemplars come from the dev pool, so no question is its own exemplar).
 RESULTS_NAME, SPLIT, PER_CATEGORY = "migration-test", "test", 2
@@ -93,50 +92,102 @@ def exemplars_of(arm: Arm, task) -> list:
     return exemplars_for(get_config("pool_k1"), task) if arm.exemplar else []
 
 
+def loop_of(arm: Arm) -> Callable:
+    """The loop ``arm`` runs: the reference agent's ``run_loop`` or ``run_native``, as
+    :func:`react_lab.agent.composed` holds them (built afresh, from the module as it is now)."""
+    from ...agent import composed
+
+    return getattr(composed(), "run_loop" if arm.protocol == "text" else "run_native")
+
+
 def run_one(arm: Arm, task, *, model, chat, tools: dict[str, Tool]) -> dict:
-    """Run ``task`` through one arm; return its record (JSON-ready, a short copy of every step).
+    """Run ``task`` through one arm; return its record (JSON-ready, every model call kept).
 
     ``model`` is the text backend, ``chat`` the chat backend (the embedded model under the
-    reply grammar for the shipped file). A prompt that outgrows the context window ends
-    the run with ``stopped_by="context_window"``.
+    reply grammar for the shipped file); ``tools`` are the tools the loop is given. Each step
+    is one model call: what the model wrote (``completion``; a reply's ``thought`` and
+    ``tool_calls`` too), its finish reason and tokens, its three problems
+    (:func:`react_lab.lab.experiments.migration.counted`) and ``loop_wrote``: what the loop
+    added before the next call (the text appended to the prompt; the messages after the
+    reply), None after the last. ``stopped_by`` is ``"answer"``, ``"max_steps"`` (the steps ran
+    out: the text loop's labelled best effort, the native loop's None) or
+    ``"context_window"`` (a prompt outgrew the model's window; the calls before it are kept).
     """
     from ..backends.llama_state import ContextWindowExceeded
     from .tasks import score
 
-    agent, backend = (text_agent, model) if arm.protocol == "text" else (native_agent, chat)
+    watched = Watched(model if arm.protocol == "text" else chat)
     t0 = time.perf_counter()
     try:
-        result = agent(task.question, backend, tools, exemplars=exemplars_of(arm, task))
+        answer, _ = loop_of(arm)(
+            task.question, watched, tools, exemplars=exemplars_of(arm, task), max_steps=MAX_STEPS
+        )
+        # the text loop's best effort is one call past the steps
+        ended = answer is not None and len(watched.said) <= MAX_STEPS
+        stopped_by = "answer" if ended else "max_steps"
     except ContextWindowExceeded:
-        result = RunResult(task.question, None, "context_window")
-    offered = LabGuards().offered_tools(tools)
+        answer, stopped_by = None, "context_window"
+    seconds = time.perf_counter() - t0
+    per_call, total = counted(watched, tools)
+    following = [*watched.asked[1:], None]
     steps = [
         {
-            "tool": (s.action or {}).get("tool"),
-            "args": (s.action or {}).get("args"),
-            "error": (s.error or "")[:200] or None,
-            "guard": s.guard,
-            "answer": s.answer,
-            "finish_reason": s.finish_reason,
-            "completion": s.completion[:300],
-            "problems": step_problems(s, arm.protocol, offered),
+            **said_by_model(said),
+            "finish_reason": said.finish_reason,
+            "prompt_tokens": said.prompt_tokens,
+            "completion_tokens": said.completion_tokens,
+            "problems": problems,
+            "loop_wrote": loop_wrote(asked, said, after),
         }
-        for s in result.steps
+        for said, asked, after, problems in zip(watched.said, watched.asked, following, per_call)
     ]
     return {
         "arm": arm.name,
         "task_id": task.id,
         "category": task.category,
-        "correct": score(result.answer, task),
-        "answer": result.answer,
-        "stopped_by": result.stopped_by,
-        "n_steps": len(result.steps),
-        "seconds": round(time.perf_counter() - t0, 2),
-        "prompt_tokens": sum(s.prompt_tokens for s in result.steps),
-        "completion_tokens": sum(s.completion_tokens for s in result.steps),
-        "problems": run_problems(result, arm.protocol, offered),
+        "correct": score(answer, task),
+        "answer": answer,
+        "stopped_by": stopped_by,
+        "n_steps": len(steps),
+        "seconds": round(seconds, 2),
+        "prompt_tokens": sum(s["prompt_tokens"] for s in steps),
+        "completion_tokens": sum(s["completion_tokens"] for s in steps),
+        "problems": total,
         "steps": steps,
     }
+
+
+def said_by_model(said) -> dict:
+    """What the model wrote in one call: a completion's text, or a reply's text, thought and
+    tool calls (each ``{"id", "name", "arguments"}``, the arguments as the backend sent them)."""
+    if not hasattr(said, "tool_calls"):
+        return {"completion": said.text}
+    calls = [
+        {"id": c.get("id"), "name": c["function"]["name"], "arguments": c["function"]["arguments"]}
+        for c in said.tool_calls
+    ]
+    return {"completion": said.content, "thought": said.thought, "tool_calls": calls}
+
+
+def loop_wrote(asked, said, following):
+    """What the loop added after a model call, before the next one (``following``), or None.
+
+    Text: what it appended to the transcript after the completion (an observation, a
+    refusal, the best-effort request). Chat: the messages after the reply, each ``{"role",
+    "content"}`` (tool results, a note). None after the last call, or when the next request
+    does not extend this one.
+    """
+    if following is None:
+        return None
+    if isinstance(asked, str):
+        sent = asked + said.text
+        return following[len(sent) :] if following.startswith(sent) else None
+    if following[: len(asked)] != asked:
+        return None
+    added = following[len(asked) :]
+    return [
+        {"role": m["role"], "content": m.get("content")} for m in added if m["role"] != "assistant"
+    ]
 
 
 def run_experiment(
@@ -182,8 +233,11 @@ def run_experiment(
                 rec = run_one(ARMS[name], task, model=model, chat=chat, tools=tools)
                 if log is not None:
                     Path(log).parent.mkdir(parents=True, exist_ok=True)
-                    with Path(log).open("a", encoding="utf-8") as fh:
-                        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    with Path(log).open("a+", encoding="utf-8") as fh:
+                        torn = fh.tell() > 0 and not _ends_a_line(Path(log))
+                        fh.write(
+                            ("\n" if torn else "") + json.dumps(rec, ensure_ascii=False) + "\n"
+                        )
             records.append(rec)
             if progress:
                 p = rec["problems"]
@@ -195,13 +249,20 @@ def run_experiment(
     return records
 
 
+def _ends_a_line(path: Path) -> bool:
+    """True if the file's last byte ends a line (a run stopped mid-write leaves it torn)."""
+    with path.open("rb") as fh:
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
 def summarize(records: Sequence[dict]) -> dict[str, dict]:
     """Per arm: runs, right answers, how the runs ended, the three problems by step, call and run.
 
-    ``{arm: {"runs", "correct", "stopped_by": {guard: runs}, "steps", "calls", "cut_off"
-    (steps that hit max_tokens), "guards" ({guard: steps it acted in}), and for each
-    problem ``{"count", "of", "runs"}`` -- its steps (``invalid``: refused calls) out of
-    ``of`` steps (calls), and how many runs had it at least once}}``, arms in first-seen order.
+    ``{arm: {"runs", "correct", "stopped_by": {how: runs}, "steps" (model calls), "calls",
+    "cut_off" (steps that hit max_tokens), and for each problem ``{"count", "of", "runs"}`` --
+    its steps (``invalid``: refused calls) out of ``of`` steps (calls), and how many runs had it
+    at least once}}``, arms in first-seen order.
     """
     out: dict[str, dict] = {}
     for r in records:
@@ -214,7 +275,6 @@ def summarize(records: Sequence[dict]) -> dict[str, dict]:
                 "steps": 0,
                 "calls": 0,
                 "cut_off": 0,
-                "guards": Counter(),
                 **{p: {"count": 0, "of": 0, "runs": 0} for p in PROBLEMS},
             },
         )
@@ -225,15 +285,11 @@ def summarize(records: Sequence[dict]) -> dict[str, dict]:
         s["steps"] += p["steps"]
         s["calls"] += p["calls"]
         s["cut_off"] += sum(st["finish_reason"] == "length" for st in r["steps"])
-        s["guards"].update(st["guard"] for st in r["steps"] if st["guard"])
         for name in PROBLEMS:
             s[name]["count"] += p[name]
             s[name]["of"] += p["calls"] if name == "invalid" else p["steps"]
             s[name]["runs"] += bool(p[name])
-    return {
-        arm: {**s, "stopped_by": dict(s["stopped_by"]), "guards": dict(s["guards"])}
-        for arm, s in out.items()
-    }
+    return {arm: {**s, "stopped_by": dict(s["stopped_by"])} for arm, s in out.items()}
 
 
 # --------------------------------------------------------------------------- the results file
@@ -253,19 +309,54 @@ def _code(fn: Callable) -> list[str]:
 
 
 def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
-    """What the model reads first in ``arm`` for ``task``.
+    """What the model reads first in ``arm`` for ``task``, given ``tools``.
 
-    The text prompt, or the rendered chat turns.
+    The text prompt, or the rendered chat turns (with the tool schemas), as the reference
+    loops build them.
     """
     from ..backends.chat import render_messages
 
-    offered = LabGuards().offered_tools(tools)
+    exemplars = exemplars_of(arm, task)
     if arm.protocol == "text":
-        return build_prompt(task.question, offered.values(), exemplars_of(arm, task))
+        return build_prompt(task.question, tools.values(), exemplars)
     return render_messages(
-        first_messages(task.question, offered, exemplars=exemplars_of(arm, task)),
-        tool_schemas(offered),
+        first_messages(task.question, tools, exemplars=exemplars), tool_schemas(tools)
     )
+
+
+def agent_code() -> dict:
+    """The reference agent's code the experiment runs, as the fingerprint holds it.
+
+    ``{"pieces": {name: code}, "reads": {name: value}}``: each piece of
+    :func:`react_lab.agent.composed` that the two loops run, found from ``run_loop`` and
+    ``run_native`` by the names their code uses (:func:`_code`: no docstring, comments or
+    layout), and the patterns and values they read from the module (``ACTION_RE``,
+    ``ANSWER_RE``, ``STOP``).
+    """
+    from ... import agent as reference
+
+    pieces = vars(reference.composed())
+    code, reads, todo = {}, {}, ["run_loop", "run_native"]
+    while todo:
+        name = todo.pop()
+        if name in code:
+            continue
+        code[name] = _code(pieces[name])
+        for used in _names(pieces[name]):
+            value = getattr(reference, used, None)
+            if used in pieces:
+                todo.append(used)
+            elif isinstance(value, re.Pattern):
+                reads[used] = value.pattern
+            elif isinstance(value, (str, int, float, list, tuple)):
+                reads[used] = value
+    return {"pieces": dict(sorted(code.items())), "reads": dict(sorted(reads.items()))}
+
+
+def _names(fn: Callable) -> set[str]:
+    """The names ``fn``'s code reads, its default arguments' included (``stop=STOP``)."""
+    node = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def fingerprint_inputs(config: dict):
@@ -273,8 +364,8 @@ def fingerprint_inputs(config: dict):
 
     See :data:`react_lab.lab.experiments.results.EXPERIMENTS`. ``config``: ``{"split",
     "per_category", "task_ids", "arms", "max_steps", "max_tokens"}``. The prompt part holds
-    both agents' code (:func:`_code`: no comments, no layout), every first prompt of the run
-    and the tool schemas, so a change to any of them makes the file stale.
+    the reference agent's code the loops run (:func:`agent_code`), every first prompt of the
+    run and the tool schemas, so a change to any of them makes the file stale.
     """
     from .results import Inputs
     from .tasks import SCORER_VERSION
@@ -282,14 +373,11 @@ def fingerprint_inputs(config: dict):
     tasks = list(tasks_of(config).values())
     tools = default_tools()
     prompt = {
-        "agents": {
-            fn.__name__: _code(fn)
-            for fn in (text_agent, native_agent, act, call_problem, named_args)
-        },
+        "agent": agent_code(),
         "first_prompts": {
             a: [first_prompt(ARMS[a], t, tools) for t in tasks] for a in config["arms"]
         },
-        "schemas": tool_schemas(LabGuards().offered_tools(tools)),
+        "schemas": tool_schemas(tools),
     }
     return Inputs(
         model="local",
@@ -375,7 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line.
 
     ``python -m react_lab.lab.experiments.migration_runs [--save-results NAME [--overwrite]]
-    [--n N] [--arms A,B]``.
+    [--n N] [--arms A,B] [--log FILE]``.
     """
     from .results import cache_dir, check_target
 
@@ -394,6 +482,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--n", type=int, default=None, help="only the first N questions (not with --save)"
     )
     ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms (default: all)")
+    ap.add_argument(
+        "--log",
+        metavar="FILE",
+        default=None,
+        help="JSONL file of finished runs, reused when the command runs again "
+        f"(default: {RESULTS_NAME}-code{CODE_VERSION}.jsonl in the cache's migration folder)",
+    )
     args = ap.parse_args(argv)
     tasks, arms = experiment_tasks(), [a.strip() for a in args.arms.split(",") if a.strip()]
     if args.save_results and (args.n or arms != list(ARMS)):
@@ -406,7 +501,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as exc:
             ap.error(f"argument --save-results: {exc}")
     tasks = tasks[: args.n] if args.n else tasks
-    records = run_experiment(tasks, arms, log=cache_dir() / "migration" / f"{RESULTS_NAME}.jsonl")
+    log = args.log or cache_dir() / "migration" / f"{RESULTS_NAME}-code{CODE_VERSION}.jsonl"
+    records = run_experiment(tasks, arms, log=log)
     for arm, s in summarize(records).items():
         print(
             f"{arm:<19} right {s['correct']}/{s['runs']}  "

@@ -19,11 +19,13 @@ Replayed:
   so the replay gives the loop the completion as the probe returned it; whether today's
   :func:`react_lab.lab.agent.parser.find_forged` would find the same forgery in the unsaved text is
   not checked.
-* ``migration-test``: the runs of the two text arms, through the experiment's own
-  :func:`~react_lab.lab.experiments.migration_runs.run_one` (its agent, exemplars and guards);
-  each run's three problem counts are compared too. Not replayed: the native arms (a reply's
-  tool calls are not saved, only its text), and the text runs holding a completion cut at
-  :data:`MIGRATION_COMPLETION_CHARS` characters (``run_one`` keeps no more).
+* ``migration-test``: every run, through the experiment's own
+  :func:`~react_lab.lab.experiments.migration_runs.run_one` (the reference agent's ``run_loop``
+  or ``run_native``, its exemplars), the text arms on their saved completions, the native arms
+  on their saved replies (:class:`helpers.replay.ReplayChatModel`). Each step keeps what the
+  loop wrote after it (the observation, refusal or best-effort request appended to the
+  transcript; the tool messages after a reply), so that must come out as saved, with each
+  step's three problem counts, the run's answer, ``stopped_by`` and score.
 * ``forge-100`` and ``forge-100-batch8``: no loop ran; each trial is one first-step
   completion, read by :func:`react_lab.lab.experiments.forge.describe`. Every trial is read
   again (``forged``, ``forged_at``, ``strict``), and each arm's counts recomputed by
@@ -43,16 +45,13 @@ import json
 from dataclasses import replace
 
 import pytest
-from helpers.replay import Diverged, ReplayModel, run_differences
+from helpers.replay import Diverged, ReplayChatModel, ReplayModel, run_differences
 
+from react_lab import agent as reference
 from react_lab.lab.agent import loop
-from react_lab.lab.experiments import failures, forge, migration, migration_runs, results
+from react_lab.lab.experiments import failures, forge, migration_runs, results
 from react_lab.protocol import STOP
 from react_lab.tools import default_tools
-
-#: ``run_one`` keeps each step's completion up to this many characters; a saved completion
-#: this long may have been cut, so its run cannot be replayed.
-MIGRATION_COMPLETION_CHARS = 300
 
 _EVAL_KEPT = (
     "the records' transcripts keep the model's spans as the loop appended them (the parser's "
@@ -122,33 +121,46 @@ def transcript_differences(saved: list, replayed: list) -> list[str]:
     return []
 
 
-def migration_replayable(record: dict) -> bool:
-    """True for a text-arm run whose every completion is saved whole."""
-    text = migration_runs.ARMS[record["arm"]].protocol == "text"
-    whole = all(len(s["completion"]) < MIGRATION_COMPLETION_CHARS for s in record["steps"])
-    return text and whole
-
-
 def replay_migration(data: dict) -> dict[str, list[str]]:
-    """Replay the replayable runs of the migration experiment; ``{"arm task_id": differences}``."""
+    """Replay every run of the migration experiment; ``{"arm task_id": differences}``."""
     tools = default_tools()
     found = {}
-    for record in filter(migration_replayable, data["records"]):
+    for record in data["records"]:
         label = f"{record['arm']} {record['task_id']}"
         [task] = migration_runs.tasks_named(record["task_id"])
-        arm, model = migration_runs.ARMS[record["arm"]], ReplayModel(record["steps"])
+        arm = migration_runs.ARMS[record["arm"]]
+        models = (
+            {"model": ReplayModel(record["steps"]), "chat": None}
+            if arm.protocol == "text"
+            else {"model": None, "chat": ReplayChatModel(record["steps"])}
+        )
         try:
-            again = migration_runs.run_one(arm, task, model=model, chat=None, tools=tools)
+            again = migration_runs.run_one(arm, task, **models, tools=tools)
         except Diverged as exc:
             found[label] = [str(exc)]
             continue
-        differences = run_differences(record, again)
-        if again["problems"] != record["problems"]:
-            differences.append(
-                f"problems: saved {record['problems']}, replayed {again['problems']}"
-            )
+        differences = migration_differences(record, again)
         if differences:
             found[label] = differences
+    return found
+
+
+def migration_differences(saved: dict, replayed: dict) -> list[str]:
+    """Where a replayed migration run differs from the saved one: one line per difference."""
+    found = []
+    for number, (was, now) in enumerate(zip(saved["steps"], replayed["steps"]), start=1):
+        found += [
+            f"step {number} {key}: saved {was[key]!r}, replayed {now[key]!r}"
+            for key in ("loop_wrote", "problems")
+            if was[key] != json.loads(json.dumps(now[key]))
+        ]
+    if len(saved["steps"]) != len(replayed["steps"]):
+        found.append(f"steps: saved {len(saved['steps'])}, replayed {len(replayed['steps'])}")
+    found += [
+        f"{key}: saved {saved[key]!r}, replayed {replayed[key]!r}"
+        for key in ("stopped_by", "answer", "correct", "problems")
+        if saved[key] != replayed[key]
+    ]
     return found
 
 
@@ -210,11 +222,14 @@ def test_shipped_runs_replay_as_saved(name):
     assert not found, f"{name}: {len(found)} runs read differently today:\n" + "\n".join(lines)
 
 
-def test_migration_replays_most_text_runs():
-    """The cut-off rule leaves most text runs to replay (not a file replayed in name only)."""
+def test_migration_replays_every_run_of_both_protocols():
+    """Not a file replayed in name only: every arm's every run is replayed."""
     records = _shipped("migration-test")["records"]
-    text = [r for r in records if migration_runs.ARMS[r["arm"]].protocol == "text"]
-    assert sum(map(migration_replayable, text)) >= 0.8 * len(text)
+    arms = {r["arm"] for r in records}
+    assert arms == set(migration_runs.ARMS) and len(records) == len(arms) * len(
+        migration_runs.experiment_tasks()
+    )
+    assert all(r["steps"] and "loop_wrote" in r["steps"][0] for r in records)
 
 
 # --------------------------------------------------------------------------- it can fail
@@ -270,15 +285,46 @@ def test_a_reworded_error_message_is_reported(monkeypatch):
     assert all(d.startswith("transcript span ") for lines in found.values() for d in lines)
 
 
-def test_the_migration_agent_reading_one_completion_differently_is_reported(monkeypatch):
+class _Missing:
+    """``ACTION_RE`` that reads nothing in one completion, and every other as the real one."""
+
+    def __init__(self, real, text: str):
+        self.real, self.text = real, text
+
+    def search(self, text):
+        return None if text == self.text else self.real.search(text)
+
+
+def test_the_reference_loop_reading_one_completion_differently_is_reported(monkeypatch):
     data = _shipped("migration-test")
-    record = next(r for r in filter(migration_replayable, data["records"]) if r["steps"][0]["tool"])
-    _misread(monkeypatch, migration, record["steps"][0]["completion"])
-    found = replay_migration(data)
-    assert (
-        f"step 1 tool: saved {record['steps'][0]['tool']!r}, replayed None"
-        in found[f"{record['arm']} {record['task_id']}"]
+    text = [r for r in data["records"] if migration_runs.ARMS[r["arm"]].protocol == "text"]
+    record = next(r for r in text if r["steps"][0]["problems"]["calls"])
+    monkeypatch.setattr(
+        reference, "ACTION_RE", _Missing(reference.ACTION_RE, record["steps"][0]["completion"])
     )
+    found = replay_migration(data)
+    label = f"{record['arm']} {record['task_id']}"
+    assert any(line.startswith("step 1 loop_wrote: saved ") for line in found[label])
+    assert any("no action line" in line for line in found[label])
+
+
+def test_a_reworded_tool_result_in_the_native_loop_is_reported(monkeypatch):
+    """The native loop's tool messages are what the model reads next: a new wording is a change."""
+    real = reference.tool_messages
+
+    def tool_messages(reply, tools):
+        said, *results = real(reply, tools)
+        return [said, *({**m, "content": f"{m['content']} (reworded)"} for m in results)]
+
+    monkeypatch.setattr(reference, "tool_messages", tool_messages)
+    data = _shipped("migration-test")
+    native = [r for r in data["records"] if migration_runs.ARMS[r["arm"]].protocol == "native"]
+    answered = {  # a reply the loop answered with messages: tool results, or a note
+        f"{r['arm']} {r['task_id']}" for r in native if any(s["loop_wrote"] for s in r["steps"])
+    }
+    found = replay_migration(data)
+    assert answered and set(found) == answered
+    assert all(any(line.startswith("step ") for line in found[label]) for label in answered)
 
 
 def test_a_forgery_read_differently_is_reported(monkeypatch):

@@ -10,6 +10,7 @@ from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.experiments.migration import (
     Watched,
     completion_problems,
+    counted,
     measured,
     reply_problems,
 )
@@ -74,6 +75,7 @@ def test_tool_messages_runs_a_leaked_call_and_notes_one_that_cannot_run():
         (" Done.\nAnswer: No.\nQuestion: Was INV-2323 paid?", (0, 0, 1, 0)),
         (" Done.\nAnswer: No.", (0, 0, 0, 0)),
         (" I look.\nAction: find_invoice[INV-2291]\nObservation: {}", (1, 0, 0, 1)),  # forged
+        (" The Answer: is not clear yet.", (0, 0, 1, 0)),  # ANSWER_RE reads no answer here
     ],
 )
 def test_completion_problems_read_a_completion_as_the_learners_loop_does(text, expected):
@@ -111,6 +113,18 @@ def test_watched_keeps_what_the_model_said_and_passes_it_on():
     watched = Watched(ScriptedModel([" I look.\nAction: find_invoice[INV-2291]"]))
     completion = watched.complete("prompt", stop=["Observation:"], max_tokens=128)
     assert watched.said == [completion] and isinstance(completion, Completion)
+    assert watched.asked == ["prompt"]
+
+
+@pytest.mark.parametrize("best_effort, undone", [(" No.", 0), (" No.\nQuestion: And INV-2323?", 1)])
+def test_the_best_effort_completion_is_read_as_the_answer_the_loop_takes(best_effort, undone):
+    text_loop = _rebind(solutions.run_loop_guards, vars(solutions), "run_loop")
+    watched = Watched(ScriptedModel([" I look.\nAction: find_invoice[INV-2291]", best_effort]))
+    answer, _ = text_loop("Has INV-2291 been paid?", watched, TOOLS, max_steps=1)
+    assert answer == "[best effort] No." and watched.asked[1].endswith("Answer:")
+    per_call, total = counted(watched, TOOLS)
+    assert [p["undone"] for p in per_call] == [0, undone] and total["calls"] == 1
+    assert (total["steps"], total["undone"]) == (2, undone)
 
 
 def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
@@ -151,6 +165,8 @@ def test_measured_runs_the_learners_two_loops_and_counts_per_model_call():
     table = problems_table([text], [native], saved_results())
     assert "reference run_loop" in table and "1/1" in table and "file migration-test" in table
     assert "reference run_native" in table and "your" not in table  # the reference stood in
+    assert "file migration-test: the reference agent's two loops, 26 questions" in table
+    assert [line.split()[0] for line in table.splitlines()[-2:]] == ["run_loop", "run_native"]
 
     def run_loop(*args, **kwargs):  # the learner's own loop: no reference mark
         return text_loop(*args, **kwargs)
