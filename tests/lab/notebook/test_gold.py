@@ -148,8 +148,7 @@ def test_judge_run_reads_the_answer_and_the_calls_of_a_run_by_hand():
     # the call is the first completion's action line; the cut-off one after Answer: is not
     assert (
         "copied 2026-07-14 from the exemplar's observation, last thought and answer into "
-        "list_invoices[cus_8812, 2026-07-14]"
-        in verdict.why
+        "list_invoices[cus_8812, 2026-07-14]" in verdict.why
     )
     assert "It also wrote a Question: line of its own" in verdict.why
     assert str(verdict).splitlines()[0].startswith("model's answer: The latest invoice")
