@@ -237,9 +237,9 @@ def test_a_provider_that_ignores_stop_is_cut_by_the_learners_is_forged(capsys):
     with_stop = solutions.run_loop_guards(question, ScriptedModel(script), default_tools())
     assert (answer, transcript) == with_stop  # the cut is the stop sequence's
 
-    counted, predicted, (P, O, A) = provider.predicted(solutions.prompt_tokens_at_step)
-    assert counted == [count_tokens(p) for p in provider.prompts] and predicted[0] == P
-    assert A == count_tokens(provider.texts[0]) and predicted[1] == P + O + A
+    counted, predicted, (prefix, obs, written) = provider.predicted(solutions.prompt_tokens_at_step)
+    assert counted == [count_tokens(p) for p in provider.prompts] and predicted[0] == prefix
+    assert written == count_tokens(provider.texts[0]) and predicted[1] == prefix + obs + written
     provider.report(solutions.prompt_tokens_at_step)
     out = capsys.readouterr().out
     assert out.startswith("your is_forged cut 1 of 2 completions")
