@@ -127,16 +127,16 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             "no name to check.",
         ),
         Question(
-            'Under the grammar, can the model write `find_invoice({"invoice_id": "INV-9999"})`, '
-            "an invoice that does not exist?",
+            "Your `observe` with the schema check reads `find_invoice[INV-9999]`, an invoice "
+            "that does not exist. What comes back?",
             (
-                "Yes: the id fits the pattern; the tool, when it runs, finds no such invoice",
-                "No: the grammar is built from the database, so it allows only existing ids",
-                "No: the schema check refuses the id before the grammar lets the model write it",
+                "The tool's error, no such invoice: the id fits the pattern",
+                "The schema's error: no invoice in the database has the id INV-9999",
+                "The regex's error: the id is looked up before the action is matched",
             ),
             0,
-            "The grammar is built from the schemas: it fixes a call's shape, not its sense, "
-            "as `cus_2291` passed your schema check.",
+            "The schema checks a value's shape, not that it exists: INV-9999 fits `^INV-[0-9]{4}$`,"
+            " the tool runs and says there is no such invoice, as `cus_2291` ran in section 3.",
         ),
     ),
     "05": (
