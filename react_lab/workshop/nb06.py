@@ -54,9 +54,10 @@ def steps(transcript: str, question: str, answer=_NOT_GIVEN) -> None:
     if answer is not _NOT_GIVEN:
         observations = [line for line in lines if line.startswith("Observation:")]
         refused = sum(line.startswith("Observation: Error:") for line in observations)
+        ran = len(observations) - refused
         print(
-            f"{len(observations)} observations: the tool ran {len(observations) - refused} "
-            f"times, refused {refused}; returned {answer!r}"
+            f"{len(observations)} observations: the tool ran {ran} time{'s' * (ran != 1)}, "
+            f"refused {refused}; returned {answer!r}"
         )
 
 
