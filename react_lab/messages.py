@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from ._parsing.leaks import Leak, find_leaks
 from ._parsing.reasoning import set_aside_reasoning
+from ._parsing.reasons import call_name_problem
 from ._parsing.tokens import decode_markers
 from .protocol import ACTION, ACTION_RE, Exemplar, split_arguments, unknown_tool_message
 from .schema import check_arguments, decode_arguments
@@ -157,8 +158,8 @@ def leak_problems(tools: dict[str, Tool], calls: Sequence[dict]) -> list[str]:
     for call in calls:
         name = call["function"]["name"]
         tool = tools.get(name)
-        if tool is None:
-            problems.append(unknown_tool_message(name, tools))
+        if tool is None:  # the one tool-name rule, a channel's name, or an unknown tool
+            problems.append(call_name_problem(name, tools) or unknown_tool_message(name, tools))
             continue
         problems += [
             f"{name}: {e}" for e in check_arguments(tool, call["function"]["arguments"])[1]

@@ -13,10 +13,12 @@ left inside (a line break, a tab, NUL, U+2028 ...) is refused, naming the field
 too). So ``"INV-2041\\n"`` is checked and run as ``"INV-2041"``, and an id pattern such as
 ``^INV-[0-9]{4}$`` -- which JSON Schema applies with Python's ``re.search``, where ``$``
 also matches before a final newline -- only ever sees a value with no line break in it:
-it holds as if written ``\\A...\\Z``. A free-text argument must hold something to work on
-(:data:`HAS_WORD`, :data:`HAS_NUMBER`). Every message the check returns names the field it
-is about and fits on one line; a decoding error says what happened (cut off, markup, extra
-text) and shows the arguments the tool expects.
+it holds as if written ``\\A...\\Z``. A value (nested ones too) holding a lone surrogate
+(``"\\ud800"``) or an HTML entity (``&amp;``) is refused, naming the field: neither is what
+a model means, and neither is ever changed into something else. A free-text argument must
+hold something to work on (:data:`HAS_WORD`, :data:`HAS_NUMBER`). Every message the check
+returns names the field it is about and fits on one line; a decoding error says what
+happened (cut off, markup, extra text) and shows the arguments the tool expects.
 
 The tools' schemas (:mod:`react_lab.billing`) are built here: :func:`object_schema` and the
 id fields they share (:data:`CUSTOMER_ID`, :data:`INVOICE_ID`, :data:`CHARGE_ID`).
@@ -30,7 +32,7 @@ import re
 from typing import Any
 
 from ._parsing.json_errors import decode_json, not_an_object, not_json
-from ._parsing.messages import describe_errors
+from ._parsing.messages import describe_errors, unmeant
 from .protocol import clip, shown, unquoted
 
 #: A :class:`react_lab.tools.Tool` (not imported: tools.py imports this module).
@@ -131,6 +133,7 @@ def clean_arguments(tool: Tool, args: list | dict) -> tuple[list | dict, list[st
                     f"{field}: {shown(value)} holds the control character {bad.group()!r}; "
                     "write the value on one line, without control characters"
                 )
+        errors += unmeant(field, value)  # a lone surrogate, an entity: refused, never changed
         cleaned[key] = value
     return (cleaned if isinstance(args, dict) else list(cleaned.values())), errors
 

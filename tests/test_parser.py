@@ -313,7 +313,8 @@ def test_parser_survives_enormous_and_adversarial_text():
             None,
             ["mid-sentence", "Thought", "Action:"],
         ),
-        ("I need to look up the invoice of", None, ["mid-sentence"]),
+        # no labels and no finish reason: what is missing, never a guess at a token limit
+        ("I need to look up the invoice of", None, ["bare 'I need", "no Action or Answer label"]),
         ("Observation: 36\nAnswer: 36", None, ["own Observation", "Action:"]),
         (
             '[TOOL_CALLS]get_wether{"city": "Berlin"}',
@@ -333,22 +334,22 @@ def test_parser_survives_enormous_and_adversarial_text():
         (
             f'{DS["calls"]}{DS["begin"]}function{DS["sep"]}get_weather\n```json\n{{"city": "Ber',
             W,
-            ["DeepSeek tool call to 'get_weather'", "cut off", "Action: get_weather["],
+            ["DeepSeek tool call to 'get_weather'", "ends before", "Action: get_weather["],
         ),
         (
             "<|channel|>commentary to=functions.get_weather",
             W,
-            ["Harmony tool call to 'get_weather'", "cut off"],
+            ["Harmony tool call to 'get_weather'", "ends before its arguments"],
         ),
         (
             "<tool_call>\n<function=get_weather>\n<parameter=city>\nBer",
             W,
-            ["Qwen3-Coder", "cut off", "'city'"],
+            ["Qwen3-Coder", "no closing tag", "'city'"],
         ),
         (
             '<|tool_call>call:get_weather{city:<|"|>Berlin',
             W,
-            ["Gemma tool call to 'get_weather'", "cut off"],
+            ["Gemma tool call to 'get_weather'", "never closed"],
         ),
         ("Let me check. " + DS["calls"], W, ["DeepSeek", "markup", "Action: tool_name["]),
         ("<|python_tag|>import math\nprint(math.pi)", W, ["Llama 3", "code"]),

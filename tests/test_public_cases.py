@@ -18,7 +18,7 @@ from react_lab.billing import SCHEDULE_PAYMENT
 from react_lab.data import load_cases
 from react_lab.lab.agent.parser import parse
 from react_lab.schema import check_arguments
-from react_lab.tools import Tool, default_tools
+from react_lab.tools import Tool, declared, default_tools
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "cases"
 PARSE_CASES = load_cases("parse")
@@ -52,9 +52,9 @@ def test_every_shared_case_is_in_the_package_copy_unchanged(kind, name):
 # ---- text cases: the parser's result is one of the case's accepted values ----------------
 
 GENERIC = "no action and no answer found"
-#: What an accepted refusal names: a quoted name, a code point, a format or label name, an
-#: identifier.
-_NAMES = re.compile(r"'[^']+'|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
+#: What an accepted refusal names: a quoted name (an apostrophe inside a word, "Gemma 4's",
+#: quotes nothing), a code point, a format or label name, an identifier.
+_NAMES = re.compile(r"(?<!\w)'[^']+'(?!\w)|U\+[0-9A-F]{4}|\b[A-Z][A-Za-z]{2,}\b|\b\w+[._]\w+\b")
 _NOT_NAMES = {"The", "This", "That", "JSON", "NAME"}
 
 
@@ -157,7 +157,8 @@ TOOLS = {
 
 def _accepts(accept: dict, args, errors: list[str]) -> bool:
     if accept["kind"] == "error":
-        return bool(errors) and all(any(w in e for e in errors) for w in accept["errors_mention"])
+        words = [w.lower() for w in accept["errors_mention"]]  # "json" is JSON
+        return bool(errors) and all(any(w in e.lower() for e in errors) for w in words)
     return not errors and args == accept["input"]
 
 
@@ -166,3 +167,43 @@ def test_native_argument_case(case):
     args, errors = check_arguments(TOOLS[case["tool"]], case["arguments"])
     assert any(_accepts(a, args, errors) for a in case["accept"]), (args, errors)
     assert all(e and "\n" not in e for e in errors)  # each message is one line the model reads
+
+
+# ---- the text loop (react_lab.lab.agent.loop, a scripted model) runs each case as parse reads it
+
+
+def _stand_ins(names, case):
+    """A tool for each name the case declares, its parameters those the case's calls hold."""
+    keys = {
+        k: {}
+        for a in case.get("accept", [case["expected"]])
+        if a["kind"] == "action" and isinstance(a["input"], dict)
+        for k in a["input"]
+    }
+    schema = {"type": "object", "properties": keys}
+    return {n: Tool(n, lambda *a, **kw: {"ok": True}, "test double", schema) for n in names}
+
+
+@pytest.mark.parametrize("case", PARSE_CASES, ids=[c["id"] for c in PARSE_CASES])
+def test_the_text_loop_reads_each_case_as_parse_does(case):
+    from react_lab.lab.agent.loop import ask
+    from react_lab.lab.backends.scripted import ScriptedModel
+
+    names = (
+        case.get("tools")
+        or [a["tool"] for a in case.get("accept", [case["expected"]]) if a["kind"] == "action"][:1]
+    )
+    # the bench's text loop declares only the names ACTION_RE reads (react_lab.lab.agent.checks)
+    if not all(re.fullmatch(r"\w+", n) for n in names):
+        pytest.skip(f"the text loop refuses to declare {names} (letters, digits and _ only)")
+    tools = _stand_ins(names, case)
+    read = parse(case["model_output"], tools=declared(tools), finish_reason="stop")
+    model = ScriptedModel([case["model_output"]])
+    result = ask("Was cus_8812 charged twice?", model, tools, max_steps=1)
+    first = result.steps[0]
+    if read.kind == "action":
+        assert first.action["tool"] == read.tool, (first.action, read)
+    elif read.kind == "final":
+        assert result.answer == read.answer
+    else:
+        assert first.action is None and first.answer is None and read.reason in first.error

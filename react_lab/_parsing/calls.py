@@ -47,9 +47,19 @@ _NAME_IN_JSON = re.compile(
     r"[\"'](?:%s)[\"'][ \t]*:[ \t]*[\"']([^\"'\n]{1,80})[\"']" % "|".join(NAME_KEYS), re.IGNORECASE
 )
 
-#: A tool name: an identifier, or words of identifier characters (``Google Search``), as
-#: frameworks name tools. Punctuation, brackets and quotes make a line, not a name.
-_TOOL_NAME = re.compile(r"[^\W\d][\w-]*(?:\.[\w-]+)*(?:[ \t]+[\w-]+(?:\.[\w-]+)*)*")
+#: The one tool-name rule (the CLI's ``--tools``, the parser, the native check): what the APIs
+#: accept. OpenAI's function names match ``^[a-zA-Z0-9_-]{1,64}$`` (the Chat Completions
+#: reference, ``tools[].function.name``); MCP's tool names are 1 to 128 ASCII letters, digits,
+#: ``_``, ``-`` and ``.`` (specification 2025-11-25, server/tools, "Tool names"). A name either
+#: accepts is a name: ``web-search``, ``files.read``; ``Google Search`` and ``搜索`` are not.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+#: What the rule says, for a message.
+TOOL_NAME_RULE = "1 to 128 ASCII letters, digits, '_', '-' and '.', as OpenAI and MCP name tools"
+#: Without a tool list the parser also reads words of those characters as one name, as agent
+#: frameworks name tools (LangChain's ``Google Search``, in the shared cases); with one, a
+#: name is only ever matched exactly.
+_WORD = r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*"  # a dot between two parts, never at the end
+_WORDS_NAME = re.compile(_WORD + r"(?:[ \t]+" + _WORD + ")*")
 #: ``search(`` or ```search (``: call syntax, its name.
 _PAREN_CALL = re.compile(r"[ \t`*\"']*(" + NAME + r")[ \t]*\(")
 _CLOSE_PAREN = re.compile(r"[ \t]*\)")
@@ -132,8 +142,8 @@ def clean_input(value: str) -> Any:
 
 
 def is_tool_name(name: str) -> bool:
-    """True if ``name`` can name a tool: an identifier, or words of identifier characters."""
-    return _TOOL_NAME.fullmatch(name) is not None
+    """True if ``name`` can name a tool: the one rule (:data:`TOOL_NAME`), or framework words."""
+    return isinstance(name, str) and len(name) <= 128 and _WORDS_NAME.fullmatch(name) is not None
 
 
 # --------------------------------------------------------------------------- JSON calls

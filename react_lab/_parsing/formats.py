@@ -47,10 +47,12 @@ parsers and vLLM's ``tool_parsers``.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..protocol import shown
@@ -127,11 +129,11 @@ def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start:
     span = object_at(text, at)
     if span is None:
         rest = text[at:end].strip()
-        problem = "has no arguments object" if rest else "is cut off before its arguments"
+        problem = "has no arguments object" if rest else "ends before its arguments"
         return Call(start, end, fmt, name, rest, problem)
     j, close = span
     if close is None or close > end:  # never closed, or closed past the frame's own end token
-        problem = "is cut off before its arguments close"
+        problem = "ends before its arguments object is closed"
         return Call(start, len(text) if close is None else close, fmt, name, text[j:end], problem)
     value = load_object(text[j:close])
     if not isinstance(value, dict):
@@ -183,7 +185,7 @@ def _json_frame(
 
 def _nameless(text: str, start: int, pos: int, end: int, fmt: str) -> Call:
     inside = text[pos:end].strip()
-    problem = "that names no tool" if inside else "that is empty or cut off"
+    problem = "that names no tool" if inside else "that is empty"
     return Call(start, end, fmt, None, inside or None, problem)
 
 
@@ -195,12 +197,12 @@ _H_TO = re.compile(r"\bto=([^\s<]+)")
 _H_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 
 
-def _harmony(text: str, m: re.Match) -> list[Call]:
+def _harmony(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     """Harmony messages from ``m``: the first call (a recipient ``to=``) or final answer.
 
     The analysis messages before it are the call's thought.
     """
-    head, pos, thoughts = m.start(), m.start(), []
+    head, pos, thoughts, channels = m.start(), m.start(), [], []
     for _ in range(MAX_FRAMES):
         msg = _H_MESSAGE.search(text, pos)
         if msg is None:
@@ -218,14 +220,20 @@ def _harmony(text: str, m: re.Match) -> list[Call]:
                 problem = (
                     "has arguments that are not a JSON object"
                     if body
-                    else "is cut off before its arguments"
+                    else "ends before its arguments"
                 )
-                return [Call(m.start(), end, "Harmony", name, body, problem, thought=thought)]
-            call = _json_args(text, msg.end(), body_end, "Harmony", name, m.start())
+                return [Call(m.start(), end, row.name, name, body, problem, thought=thought)]
+            call = _json_args(text, msg.end(), body_end, row.name, name, m.start())
             return [replace(call, end=max(call.end, end), thought=thought)]
         if channel and channel.group(1) == "final":
-            return [Call(m.start(), body_end, "Harmony", answer=body, thought=thought)]
+            return [Call(m.start(), body_end, row.name, answer=body, thought=thought)]
+        if channel and channel.group(1) == "commentary" and body.startswith("{"):
+            problem = (
+                "on the commentary channel with no recipient (to=functions.NAME): its name was lost"
+            )
+            return [Call(m.start(), body_end, row.name, None, body, problem, thought=thought)]
         thoughts.append(body)
+        channels.append(channel.group(1) if channel else "analysis")
         # <|end|> closes a message; <|start|> and <|channel|> already open the next header
         head = pos = (
             stop.end()
@@ -238,11 +246,12 @@ def _harmony(text: str, m: re.Match) -> list[Call]:
     to = _H_TO.search(text, head, min(len(text), head + 400))
     if to and to.group(1) != "assistant":  # a recipient, then the text ends before <|message|>
         name = to.group(1).removeprefix("functions.")
-        problem = "is cut off before its arguments"
-        return [Call(m.start(), len(text), "Harmony", name, None, problem, thought=thought)]
+        problem = "ends before its arguments"
+        return [Call(m.start(), len(text), row.name, name, None, problem, thought=thought)]
     end = pos if pos > m.start() else len(text)
-    problem = "that holds only reasoning (the analysis channel), no call and no final message"
-    return [Call(m.start(), end, "Harmony", None, None, problem, thought=thought)]
+    said = " and ".join(dict.fromkeys(channels or ["analysis"]))
+    problem = f"that holds only messages on the {said} channel, no call and no final message"
+    return [Call(m.start(), end, row.name, None, None, problem, thought=thought)]
 
 
 _DS_SEP = re.compile(f"{_token('tool sep')}|(?P<kimi>{_token('tool call argument begin')})")
@@ -253,7 +262,7 @@ _DS_STOP = re.compile(
 _INVOKE_AHEAD = re.compile(r"\s*<" + _PREFIX + r"?invoke\b")
 
 
-def _deepseek(text: str, m: re.Match) -> list[Call]:
+def _deepseek(text: str, m: re.Match, row: Format | None = None, tools=None) -> list[Call]:
     """One ``tool call begin`` frame: DeepSeek V3/R1/V3.1, Kimi K2 or Step-3, by what follows."""
     stop = _DS_STOP.search(text, m.end())
     seg_end = stop.start() if stop else len(text)
@@ -262,7 +271,7 @@ def _deepseek(text: str, m: re.Match) -> list[Call]:
     if sep is None:
         fmt = "DeepSeek" if "▁" in m.group() or "｜" in m.group() else "Kimi K2"
         header = text[m.end() : seg_end].strip()
-        return [Call(m.start(), end, fmt, header or None, None, "is cut off before its arguments")]
+        return [Call(m.start(), end, fmt, header or None, None, "ends before its arguments")]
     header = text[m.end() : sep.start()].strip()
     if sep.group("kimi"):  # functions.get_weather:0
         name = header.split(":")[0].removeprefix("functions.")
@@ -286,7 +295,7 @@ def _deepseek(text: str, m: re.Match) -> list[Call]:
 _MISTRAL_ARGS = re.compile(r"(?:\[CALL_ID\][\w-]*)?(?:\[ARGS\])?")
 
 
-def _mistral(text: str, m: re.Match) -> list[Call]:
+def _mistral(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     """``[TOOL_CALLS]``: a JSON list (before v11), ``NAME{...}`` (v11+).
 
     Or ``NAME[CALL_ID]id[ARGS]{...}``.
@@ -294,17 +303,22 @@ def _mistral(text: str, m: re.Match) -> list[Call]:
     pos = _skip(text, m.end())
     if text.startswith(("[", "{"), pos):
         nxt = text.find("[TOOL_CALLS]", pos)
-        return _json_frame(text, m.start(), pos, len(text) if nxt < 0 else nxt, "Mistral")
+        return _json_frame(text, m.start(), pos, len(text) if nxt < 0 else nxt, row.name)
     name = _NAME.match(text, pos)
     if name is None:
-        return [Call(m.start(), pos, "Mistral", None, None, "that names no tool")]
+        return [Call(m.start(), pos, row.name, None, None, "that names no tool")]
     after = _MISTRAL_ARGS.match(text, name.end()).end()
-    return [_json_args(text, after, len(text), "Mistral", name.group(1), m.start())]
+    return [_json_args(text, after, len(text), row.name, name.group(1), m.start())]
 
 
-def _functionary(text: str, m: re.Match) -> list[Call]:
+def _named(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """A name after the opening, then the JSON object of its arguments (``>>>NAME`` + a JSON
+    line; a declared tool's name alone on the first line). A row of a declared tool's name
+    reads only a reply that is that call and nothing else."""
     name = _NAME.match(text, m.end())
-    return [_json_args(text, name.end(), len(text), "Functionary", name.group(1), m.start())]
+    call = _json_args(text, name.end(), len(text), row.name, name.group(1), m.start())
+    whole = call.problem is None and not text[call.end :].strip()
+    return [call] if whole or not row.declared else []
 
 
 _H_STRIPPED = re.compile(
@@ -312,40 +326,34 @@ _H_STRIPPED = re.compile(
 )
 
 
-def _harmony_stripped(text: str, m: re.Match) -> list[Call]:
+def _harmony_stripped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     """``to=functions.NAME json{...}``: a Harmony call whose special tokens were stripped.
 
     Its recipient names the tool.
     """
     head = _H_STRIPPED.match(text, m.start())
     name = head.group(1).removeprefix("functions.")
-    return [_json_args(text, head.end(), len(text), "Harmony", name, m.start())]
+    return [_json_args(text, head.end(), len(text), row.name, name, m.start())]
 
 
 # --------------------------------------------------------------------------- a name glued to it
 
 _GEMMA_HEAD = re.compile(r"\s*call:(" + NAME + ")")
-_GEMMA_CLOSE = re.compile(r"\s*(?:<tool_call\|>|<end_function_call>)")
 
 
-def _gemma(text: str, m: re.Match) -> list[Call]:
-    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>`` (Gemma 4).
-
-    Or FunctionGemma's form, whose strings are between ``<escape>`` tokens.
-    """
-    if m.group().startswith("<start"):
-        fmt, delim = "FunctionGemma", "<escape>"
-    else:
-        fmt, delim = "Gemma", '<|"|>'
+def _gemma(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>``: the row's ``quote`` around a
+    string (Gemma 4's ``<|"|>``, FunctionGemma's ``<escape>``)."""
+    fmt, delim = row.name, row.quote
     head = _GEMMA_HEAD.match(text, m.end())
     if head is None:
         return [Call(m.start(), m.end(), fmt, None, None, "that names no tool")]
     value = relaxed_object(text, head.end(), delim)
     if value is None:
         written = text[head.end() : head.end() + 200]
-        problem = "has arguments that cannot be read, or is cut off"
+        problem = "has arguments that cannot be read, or that are never closed"
         return [Call(m.start(), len(text), fmt, head.group(1), written, problem)]
-    after = _GEMMA_CLOSE.match(text, value[1])
+    after = re.compile(r"\s*" + re.escape(row.closes)).match(text, value[1])
     end = after.end() if after else value[1]
     return [Call(m.start(), end, fmt, head.group(1), unwrap(value[0]))]
 
@@ -428,8 +436,8 @@ def _relaxed_container(text: str, pos: int, delim: str | None, depth: int):
 
 _NS = "(?P<ns>" + _PREFIXES + ")?"
 _INVOKE = re.compile(
-    r"<" + _NS + r"(?:function=(?P<eq>[^>\n]{1,100})|(?:invoke|function)[ \t]+name="
-    r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100})>"
+    r"<" + _NS + r"(?:function=(?P<eq>[^>{\n]{1,100})(?:>|(?=\{))|(?:invoke|function)[ \t]+"
+    r"name=(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100}>)"
 )
 _PARAM = re.compile(
     "<" + _PREFIX + r"?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
@@ -447,6 +455,7 @@ _CLOSING_TAGS = re.compile(
     "</" + _PREFIX + r"?(?:parameter|function|invoke|tool_call)[\w/]{0,20}>?"
 )
 _INVOKE_FORMATS = {"steptml:": "Step-3", "minimax:": "MiniMax"}
+_LETTER = re.compile(r"[^\W_]")
 
 
 def _elements(
@@ -460,7 +469,7 @@ def _elements(
     (parameters and calls do not nest): a value ends at its closing tag, at the next
     ``<parameter``, or at the end of its call; a call ends at its closing tag, at the next
     call, or at the closing tag of what holds it (``limit``: the wrapper's, when it is closed).
-    A value that runs to the end of the text is cut off; text outside every parameter is
+    A value that runs to the end of the text has no closing tag; text outside every parameter is
     named, never dropped; a value closed by a tag named after its parameter (``</content>``)
     ends there.
     """
@@ -486,7 +495,11 @@ def _elements(
         fmt = "DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")
     at = _skip(text, m.end())
     if text.startswith("{", at):  # <function=NAME>{...}</function>: Llama 3.1 and Functionary
-        return [replace(_json_args(text, at, body_end, "Llama 3.1", name, m.start()), end=end)]
+        call = _json_args(text, at, body_end, "Llama 3.1", name, m.start())  # '>' may be left out
+        stray = text[call.end : body_end].strip() if call.problem is None else ""
+        if _LETTER.search(stray):  # a run of punctuation after the object is no argument
+            call = replace(call, problem=f"has text after its arguments ({shown(stray, 40)})")
+        return [replace(call, end=end)]
     args, texts, pos = {}, {}, m.end()
     for _ in range(64):
         p = _PARAM.search(text, pos, body_end)
@@ -511,16 +524,15 @@ def _elements(
         if "string=" not in written:
             texts[key] = raw.strip()  # no type written: the tool's schema decides (typed)
         if nxt is None and stop is None and not complete:
-            problem = "is cut off inside its parameter " + repr(key)
+            problem = f"ends inside its parameter {key!r} (no closing tag)"
             return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
         pos = nxt.start() if nxt else stop.end() if stop else body_end
     else:
         return [Call(m.start(), end, fmt, name, args, "has more than 64 parameters", texts=texts)]
-    problem = None if complete else "is cut off before its closing tag"
+    problem = None if complete else "has no closing tag"
     return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
 
 
-_GLM_TAG = re.compile(r"<(/?)arg_(key|value)>")
 #: What a GLM call's head may be before a ``</arg_key>`` whose opener was left out: its name and
 #: first key run together (``send_command_to_shellcommand``), or apart (``browser_action task``).
 _GLM_HEAD = re.compile("(" + NAME + r")(?:[ \t]+(" + NAME + "))?")
@@ -528,10 +540,20 @@ _GLM_HEAD = re.compile("(" + NAME + r")(?:[ \t]+(" + NAME + "))?")
 GLUED_NAME = "runs its name into its first argument key (<arg_key> missing)"
 
 
-def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool) -> list[Call]:
-    """GLM's ``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` in ``<tool_call>``.
+def _pairs_ahead(prefix: str) -> str:
+    """What a frame of key/value pairs starts with: a name, then its first key tag (or one that
+    lost its opener), a line break or the frame's end."""
+    return (
+        r"\s*" + NAME + rf"(?:[ \t]*(?:\n|<{prefix}arg_key>|</tool_call>|$)"
+        rf"|[ \t]*[\w.-]*</{prefix}arg_(?:key|value)>)"
+    )
 
-    Read tag by tag.
+
+def _pairs(
+    text: str, start: int, pos: int, body_end: int, end: int, closed: bool, row: Format
+) -> list[Call]:
+    """``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` (GLM; LongCat's tags are
+    ``<longcat_arg_key>``: the row's ``prefix``). Read tag by tag.
 
     A tag the model left out is not needed where the next tag ends what it would have closed:
     a key ends at ``</arg_key>`` or ``<arg_value>``; a value at ``</arg_value>``, the next
@@ -546,7 +568,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     def call(name, problem=None):
         if problem is None and twice:  # the same argument twice: which value is meant is a guess
             problem = f"gives its argument {twice[0]!r} twice"
-        return [Call(start, end, "GLM", name, args, problem, texts=texts)]
+        return [Call(start, end, row.name, name, args, problem, texts=texts)]
 
     def value(key, raw):
         if key in args:
@@ -558,7 +580,8 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     args: dict = {}
     texts: dict = {}
     name, key, state, at, glued = None, None, "name", pos, False
-    for i, tag in enumerate(_GLM_TAG.finditer(text, pos, body_end)):
+    tags = re.compile(rf"<(/?){row.prefix}arg_(key|value)>")
+    for i, tag in enumerate(tags.finditer(text, pos, body_end)):
         if i >= 256:
             return call(name, "has more than 64 arguments")
         seg, opening, what = text[at : tag.start()], not tag.group(1), tag.group(2)
@@ -619,7 +642,7 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
         head = _GLM_HEAD.fullmatch(rest)
         if head is None or head.group(2):
             return call(None, "that names no tool")
-        return call(head.group(1), None if closed else "is cut off before </tool_call>")
+        return call(head.group(1), None if closed else f"has no closing {row.closes}")
     if state == "between" and rest:
         return call(name, f"has text outside its arguments ({shown(rest, 40)})")
     if state in ("value", "after key") and closed and (rest or state == "value"):
@@ -627,11 +650,11 @@ def _glm(text: str, start: int, pos: int, body_end: int, end: int, closed: bool)
     elif state != "between":
         what = f"inside its argument {key!r}" if key is not None else "inside an argument key"
         return call(
-            name, f"is cut off {what}" if not closed else f"has no value for its argument {key!r}"
+            name, f"ends {what} (no closing tag)" if not closed else f"has no value for {key!r}"
         )
     if glued:  # the name and the first key run together: split_glued splits them
         return call(name, GLUED_NAME)
-    return call(name, None if closed else "is cut off before </tool_call>")
+    return call(name, None if closed else f"has no closing {row.closes}")
 
 
 def split_glued(call: Call, tools) -> Call:
@@ -699,122 +722,252 @@ def fitted(call: Call, tools) -> Call:
     return typed(split_glued(call, tools), tools)
 
 
-# --------------------------------------------------------------------------- wrappers, Python calls
+# --------------------------------------------------------------------------- frames, Python calls
 
-#: Wrapper tags: (format, closing tag). What is inside decides the reader.
-_WRAPPERS = {
-    "<tool_call>": ("Hermes", "</tool_call>"),
-    "<|tool_call|>": ("Granite", "<|end_of_text|>"),
-    "<TOOLCALL>": ("Nemotron", "</TOOLCALL>"),
-    "<tool_calls>": ("Jamba", "</tool_calls>"),
-    "functools": ("Phi-4", "\n\n"),
-    "<|START_ACTION|>": ("Command R", "<|END_ACTION|>"),
-    "<|tools_prefix|>": ("Apertus", "<|tools_suffix|>"),
-    "[TOOL_REQUEST]": ("LM Studio", "[END_TOOL_REQUEST]"),
-    "<|python_tag|>": ("Llama 3", "<|eom_id|>"),
-    "<|tool_call_start|>": ("LFM2", "<|tool_call_end|>"),
-    "<function_calls>": ("Olmo 3", "</function_calls>"),
-    "<seed:tool_call>": ("Seed-OSS", "</seed:tool_call>"),
-    "<minimax:tool_call>": ("MiniMax", "</minimax:tool_call>"),
-    "<longcat_tool_call>": ("LongCat", "</longcat_tool_call>"),
-    "<｜DSML｜function_calls>": ("DeepSeek DSML", "</｜DSML｜function_calls>"),
-    "<|python_start|>": ("Llama 4", "<|python_end|>"),
-}
-_TOOL_CODE = re.compile(r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n")
-#: Any wrapper tag (``functools`` only before its ``[``).
-_WRAPPER_TAG = "|".join(
-    re.escape(t) + (r"(?=\s*\[)" if t == "functools" else "") for t in _WRAPPERS
-)
 _JSON_AHEAD = re.compile(r"\[?\s*\{|```")
-_GLM_AHEAD = re.compile(
-    r"\s*" + NAME + r"(?:[ \t]*(?:\n|<arg_key>|</tool_call>|$)|[ \t]*[\w.-]*</arg_(?:key|value)>)"
-)
 
 
-def _wrapped(text: str, m: re.Match) -> list[Call]:
-    """A wrapper tag: the JSON, elements, GLM pairs or Python-style calls inside it.
+def _wrapped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """A frame (``row``): the elements, JSON, key/value pairs or Python-style calls inside it.
 
-    Each call read spans the wrapper around it.
+    Each call read spans the frame around it.
     """
-    tag = m.group()
-    fmt, closing = _WRAPPERS.get(tag, ("Gemma 3", "```"))
     pos = _skip(text, m.end())
-    close = text.find(closing, pos)
-    end, closed = (close + len(closing), True) if close >= 0 else (len(text), False)
+    close = text.find(row.closes, pos)
+    end, closed = (close + len(row.closes), True) if close >= 0 else (len(text), False)
     body_end = close if close >= 0 else len(text)
     inner = _INVOKE.match(text, pos)
     if inner is not None:
-        fmt = fmt if tag in ("<seed:tool_call>", "<minimax:tool_call>") else None
+        fmt = row.name if row.names_calls else None
         calls = _elements(text, inner, fmt, body_end)
-        more = _INVOKE.search(text, calls[-1].end, body_end)  # parallel calls inside one wrapper
+        more = _INVOKE.search(text, calls[-1].end, body_end)  # parallel calls inside one frame
         while more is not None and len(calls) < MAX_FRAMES:
             calls += _elements(text, more, fmt, body_end)
             more = _INVOKE.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
-    if _JSON_AHEAD.match(text, pos) or tag == "functools":
-        keyed = tag == "<|tools_prefix|>"
-        calls = _json_frame(text, m.start(), pos, body_end, fmt, keyed=keyed)
+    if row.shape == "pairs":
+        return _pairs(text, m.start(), pos, body_end, end, closed, row)
+    if _JSON_AHEAD.match(text, pos) or row.shape in ("json", "keyed"):
+        calls = _json_frame(text, m.start(), pos, body_end, row.name, keyed=row.shape == "keyed")
         return [replace(c, end=max(c.end, end)) for c in calls]
-    if tag == "<tool_call>" and _GLM_AHEAD.match(text, pos):
-        return _glm(text, m.start(), pos, body_end, end, closed)
     calls = python_calls(text[pos:body_end])
     if calls:
-        return [Call(m.start(), end, fmt, name, args) for name, args in calls]
-    code = tag == "<|python_tag|>" and text[pos:body_end].strip()
+        return [Call(m.start(), end, row.name, name, args) for name, args in calls]
+    code = row.shape == "code" and text[pos:body_end].strip()
     if not code:
-        return [_nameless(text, m.start(), pos, end, fmt)]
-    problem = "that holds code for Llama's built-in interpreter, not a call"
-    return [Call(m.start(), end, fmt, None, code, problem)]
+        return [_nameless(text, m.start(), pos, end, row.name)]
+    problem = "that holds code for a built-in interpreter, not a call"
+    return [Call(m.start(), end, row.name, None, code, problem)]
 
 
-# --------------------------------------------------------------------------- all of them
+_CHILD = re.compile(r"\s*<([A-Za-z_][\w.-]{0,100})>(.*?)</\1>", re.DOTALL)
 
-_READERS: dict[str, tuple[str, Callable[[str, re.Match], list[Call]]]] = {
-    "harmony": (r"<\|channel\|>|<\|start\|>assistant", _harmony),
-    "deepseek": (_token("tool call begin"), _deepseek),
-    "calls": (f"{_token('tool calls begin')}|{_token('tool calls section begin')}", None),
-    "gemma": (r"<\|tool_call>|<start_function_call>", _gemma),
-    "mistral": (r"\[TOOL_CALLS\]", _mistral),
-    "invoke": (_INVOKE.pattern, _elements),
-    "wrapped": (_WRAPPER_TAG + "|" + _TOOL_CODE.pattern, _wrapped),
-    "functionary": (r"(?m:^)>>>(?=[ \t]*" + NAME + r"[ \t]*\n[ \t]*\{)", _functionary),
-    "harmony_stripped": (r"to=functions\.(?=[^\W\d])", _harmony_stripped),
+
+def _element(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """``<NAME><key>value</key>...</NAME>``: an XML element named after a declared tool, a child
+    element per argument, each value text (:func:`typed` reads it by its declared type)."""
+    name = m.group("tag")
+    close = text.find(f"</{name}>", m.end())
+    body_end, end = (close, close + len(name) + 3) if close >= 0 else (len(text), len(text))
+    args: dict = {}
+    texts: dict = {}
+    pos = m.end()
+    for _ in range(64):
+        child = _CHILD.match(text, pos, body_end)
+        if child is None:
+            break
+        key, raw = child.groups()
+        if key in args:  # the same argument twice: which value is meant is a guess
+            return [Call(m.start(), end, row.name, name, args, f"gives its argument {key!r} twice")]
+        args[key], texts[key] = _value(raw), raw.strip()
+        pos = child.end()
+    stray = text[pos:body_end].strip()
+    problem = f"has text outside its arguments ({shown(stray, 40)})" if stray else None
+    problem = problem or (None if close >= 0 else f"has no closing tag </{name}>")
+    return [Call(m.start(), end, row.name, name, args, problem, texts=texts)]
+
+
+# --------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Format:
+    """One vendor's call markup: a row of :data:`FORMATS`.
+
+    ``opens``: where a call begins, a regex (a row that reads only a declared tool's call
+    matches the name itself); ``closes``: the token that ends a frame; ``shape``: how the tool's
+    name and its arguments are written, which names the reader (:data:`_SHAPES`): a frame
+    holding JSON (``json``, ``keyed`` when the tool is the object's key, ``mixed`` when it may
+    also hold elements or Python-style calls, ``code`` when it may hold code), key/value
+    ``pairs``, a header and a JSON object (``named``), ``elements``, ``channels``, ...;
+    ``values``: how a value written as text is typed (``schema``: by the declared type, and
+    without one JSON when it is JSON; ``json``: as JSON); ``entities``: its values are
+    XML-escaped (``&amp;``, ``&lt;``, ``&#39;``), so each is decoded once -- in any other format
+    an entity reaches the argument check, which refuses it; ``channels``: the vendor's channel
+    names, never a tool's; ``names_calls``: the frame's name is the calls' format (the elements
+    inside are written the vendor's way); ``prefix``: what the pairs' tag names start with;
+    ``quote``: what a string stands between, in a ``glued`` object; ``declared``: the markup
+    is the name of a declared tool itself (``opens`` holds ``{names}``), read only with the
+    tools and only as the whole reply.
+    """
+
+    name: str
+    opens: str
+    closes: str = ""
+    shape: str = "mixed"
+    values: str = "json"
+    entities: bool = False
+    channels: tuple[str, ...] = ()
+    names_calls: bool = False
+    prefix: str = ""
+    quote: str = ""
+    declared: bool = False
+
+
+#: Every vendor's call markup the readers know, a row each; the first row that opens at a
+#: place reads there. Sources: the chat templates, llama.cpp's ``common/chat*`` parsers and
+#: vLLM's ``tool_parsers``.
+FORMATS = (
+    Format(
+        "Harmony",
+        r"<\|channel\|>|<\|start\|>assistant",
+        "<|call|>",
+        "channels",
+        channels=("analysis", "commentary", "final"),
+    ),
+    Format("DeepSeek", _token("tool call begin"), _token("tool call end"), "section"),
+    Format(
+        "DeepSeek",
+        f"{_token('tool calls begin')}|{_token('tool calls section begin')}",
+        shape="sections",
+    ),
+    Format(
+        "Gemma", r"<\|tool_call>", "<tool_call|>", "glued", channels=("thought",), quote='<|"|>'
+    ),
+    Format(
+        "FunctionGemma", r"<start_function_call>", "<end_function_call>", "glued", quote="<escape>"
+    ),
+    Format("Mistral", r"\[TOOL_CALLS\]", shape="mistral"),
+    Format("Qwen3-Coder", _INVOKE.pattern, "</function>", "elements", "schema"),
+    Format("GLM", r"<tool_call>(?=" + _pairs_ahead("") + ")", "</tool_call>", "pairs", "schema"),
+    Format("Hermes", r"<tool_call>", "</tool_call>"),
+    Format("Granite", r"<\|tool_call\|>", "<|end_of_text|>"),
+    Format("Nemotron", r"<TOOLCALL>", "</TOOLCALL>"),
+    Format("Jamba", r"<tool_calls>", "</tool_calls>"),
+    Format("Phi-4", r"functools(?=\s*\[)", "\n\n", "json"),
+    Format("Command R", r"<\|START_ACTION\|>", "<|END_ACTION|>"),
+    Format("Apertus", r"<\|tools_prefix\|>", "<|tools_suffix|>", "keyed"),
+    Format("LM Studio", r"\[TOOL_REQUEST\]", "[END_TOOL_REQUEST]"),
+    Format("Llama 3", r"<\|python_tag\|>", "<|eom_id|>", "code"),
+    Format("LFM2", r"<\|tool_call_start\|>", "<|tool_call_end|>"),
+    Format("Olmo 3", r"<function_calls>", "</function_calls>"),
+    Format("Seed-OSS", r"<seed:tool_call>", "</seed:tool_call>", names_calls=True),
+    Format("MiniMax", r"<minimax:tool_call>", "</minimax:tool_call>", names_calls=True),
+    Format(
+        "LongCat",
+        r"<longcat_tool_call>",
+        "</longcat_tool_call>",
+        "pairs",
+        "schema",
+        prefix="longcat_",
+    ),
+    Format("DeepSeek DSML", r"<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
+    Format("Llama 4", r"<\|python_start\|>", "<|python_end|>"),
+    Format("Gemma 3", r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n", "```"),
+    Format("Functionary", r"(?m:^)>>>(?=[ \t]*" + NAME + r"[ \t]*\n[ \t]*\{)", shape="named"),
+    Format("Harmony", r"to=functions\.(?=[^\W\d])", shape="stripped"),
+    # a declared tool's name alone on the first line, then its JSON object (GLM-4-0414's
+    # template has no call markers: ml-explore/mlx-swift-lm#491)
+    Format("GLM-4-0414", r"\A\s*(?=(?:{names})[ \t]*\n[ \t]*\{)", shape="named", declared=True),
+    # an XML element named after a declared tool, a child element per argument (Cline, Roo Code)
+    Format(
+        "XML element",
+        r"<(?P<tag>{names})>",
+        shape="element",
+        values="schema",
+        entities=True,
+        declared=True,
+    ),
+)
+#: Each vendor's channel names: a call to one names no tool (its recipient was lost).
+CHANNELS = {c: row.name for row in FORMATS for c in row.channels}
+
+
+def _section(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """A section token around the calls: the calls come next (their first begin token may be
+    left out: ``NAME<sep>{...}`` follows), or none come and the section is all there is."""
+    nxt = _openers(None).search(text, m.end())
+    stop = _DS_STOP.search(text, m.end())
+    no_call_next = nxt is None or _row(nxt).shape != "section"
+    section_end = stop.start() if stop else len(text)
+    if no_call_next and _DS_SEP.search(text, m.end(), section_end):
+        return _deepseek(text, m, row)
+    if not no_call_next:
+        return []
+    fmt = "DeepSeek" if "▁" in m.group() else "Kimi K2"
+    return [Call(m.start(), len(text), fmt, None, None, "that ends before its first call")]
+
+
+def _element_call(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    return _elements(text, m)
+
+
+#: The reader of each shape: ``(text, the opening match, its row, tools) -> calls``.
+_SHAPES: dict[str, Callable[..., list[Call]]] = {
+    "channels": _harmony,
+    "section": _deepseek,
+    "sections": _section,
+    "glued": _gemma,
+    "mistral": _mistral,
+    "elements": _element_call,
+    "named": _named,
+    "stripped": _harmony_stripped,
+    "element": _element,
+    **dict.fromkeys(("mixed", "json", "keyed", "code", "pairs"), _wrapped),
 }
-_OPENERS = re.compile("|".join(f"(?P<{key}>{pattern})" for key, (pattern, _) in _READERS.items()))
 
 
-def find_calls(text: str, limit: int = MAX_FRAMES) -> list[Call]:
+@lru_cache(maxsize=64)
+def _openers(names: tuple[str, ...] | None) -> re.Pattern:
+    """Every row's opening, one named group a row; ``names``: the declared tools (None: none)."""
+    rows = [
+        f"(?P<f{i}>{row.opens.replace('{names}', '|'.join(map(re.escape, names or ())))})"
+        for i, row in enumerate(FORMATS)
+        if names or not row.declared
+    ]
+    return re.compile("|".join(rows))
+
+
+def _row(m: re.Match) -> Format:
+    return FORMATS[int(m.lastgroup[1:])]
+
+
+def find_calls(text: str, limit: int = MAX_FRAMES, tools=None) -> list[Call]:
     """Every call written in native markup in ``text``, in order, at most ``limit``.
 
-    A frame that names no tool, is cut off, or holds arguments that are not an object is
-    still returned, its ``problem`` saying so (``"is cut off before its arguments"``), so
-    callers can tell the model what it wrote. Linear in ``len(text)``; never raises.
+    A frame that names no tool, has no closing tag, or holds arguments that are not an object
+    is still returned, its ``problem`` saying so (``"ends before its arguments"``), so
+    callers can tell the model what it wrote. ``tools``: the declared names (or each mapped
+    to its parameters), which the rows that are a declared tool's name read. Linear in
+    ``len(text)``; never raises.
     """
-    calls: list[Call] = []
-    pos = 0
+    names = tuple(t for t in tools or () if isinstance(t, str) and t) or None
+    openers, calls, pos = _openers(names), [], 0
     for _ in range(MAX_FRAMES):
-        m = _OPENERS.search(text, pos)
+        m = openers.search(text, pos)
         if m is None or len(calls) >= limit:
             break
-        reader = _READERS[m.lastgroup][1]
-        if reader is None:  # the section token around the calls: the calls come next
-            nxt = _OPENERS.search(text, m.end())
-            stop = _DS_STOP.search(text, m.end())
-            no_call_next = nxt is None or nxt.lastgroup != "deepseek"
-            section_end = stop.start() if stop else len(text)
-            if no_call_next and _DS_SEP.search(text, m.end(), section_end):
-                # the first call's begin token left out: NAME<sep>{...} follows
-                found = _deepseek(text, m)
-                calls += found
-                pos = max(c.end for c in found)
-                continue
-            if no_call_next:
-                fmt = "DeepSeek" if "▁" in m.group() else "Kimi K2"
-                problem = "that is cut off before its first call"
-                calls.append(Call(m.start(), len(text), fmt, None, None, problem))
-            pos = m.end()
-            continue
-        found = reader(text, m) if m.lastgroup != "invoke" else _elements(text, m)
-        calls += found
+        row = _row(m)
+        found = _SHAPES[row.shape](text, m, row, tools)
+        calls += [_unescaped(c) for c in found] if row.entities else found
         pos = max([m.end()] + [c.end for c in found])
     return calls[:limit]
+
+
+def _unescaped(call: Call) -> Call:
+    """A call whose format XML-escapes its values, each value decoded once (``&amp;`` is ``&``)."""
+    if not isinstance(call.arguments, dict):
+        return call
+    args = {k: html.unescape(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
+    texts = {k: html.unescape(v) for k, v in (call.texts or {}).items()}
+    return replace(call, arguments=args, texts=texts)

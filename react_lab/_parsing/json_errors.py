@@ -97,6 +97,10 @@ def not_json(name: str, text: str, exc: Exception, example: str) -> str:
         what = f"arguments give the key {shown(exc.key, 40)} twice; send each argument once"
     elif isinstance(exc, RecursionError):
         what = "arguments are nested too deeply to be a JSON object of arguments"
+    elif body[0] not in '{["-0123456789' and not body.startswith(("true", "false", "null")):
+        what = f"arguments are text ({shown(body, 40)}), not a JSON object"
+    elif msg == "Extra data" and at is not None and body[0] not in "{[":
+        what = f"arguments are text ({shown(body, 40)}), not a JSON object: only its start is JSON"
     elif msg == "Extra data" and at is not None:
         what = (
             f"arguments have extra text after the JSON object ({shown(text[at : at + 20], 30)} "

@@ -92,7 +92,7 @@ def find_leaks(text: str | None, tools=None) -> list[Leak]:
         return []
     try:
         text = decode_markers(text)[0]
-        markup = find_calls(text, MAX_CALLS)
+        markup = find_calls(text, MAX_CALLS, tools)
         calls = [fitted(c, tools) for c in markup if c.name and c.answer is None]
         found = [(c.start, c.end, c.format, c.name, c.arguments, c.problem) for c in calls]
         found += _bare_json_calls(text, [(c[0], c[1]) for c in found])

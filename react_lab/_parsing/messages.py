@@ -11,6 +11,7 @@ model makes most are said more plainly than jsonschema says them.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from typing import Any, Iterable
@@ -34,6 +35,48 @@ def describe_errors(
     messages = _after_own(own, messages)
     messages = sorted(set(messages), key=lambda m: (_field_rank(m, declared), m))
     return _with_hints(messages, schema.get("properties", {}))
+
+
+#: An HTML or XML character reference: ``&amp;``, ``&quot;``, ``&#39;``, ``&#x27;``, ``&lt;``.
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+#: A UTF-16 surrogate: alone in a string (JSON's ``"\\ud800"``) it is no character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unmeant(field: str, value: Any, depth: int = 0) -> list[str]:
+    """What no model means in an argument's value, nested ones too: one message each.
+
+    A lone surrogate (JSON's ``"\\ud800"`` decodes to one) is no character: the value
+    cannot be encoded as UTF-8, so a tool, a log or a database would fail on it later. An
+    HTML or XML entity (``&amp;``, ``&quot;``, ``&#39;``) is a character escaped for markup,
+    which JSON arguments never are: the tool would get ``&amp;&amp;`` for ``&&``. Formats
+    whose values are XML-escaped decode theirs before this check
+    (:attr:`react_lab._parsing.formats.Format.entities`). Each message names the field and
+    fits on one line.
+    """
+    if isinstance(value, dict) and depth < 32:
+        return [m for k, v in value.items() for m in unmeant(f"{field}/{k}", v, depth + 1)]
+    if isinstance(value, list) and depth < 32:
+        return [m for i, v in enumerate(value) for m in unmeant(f"{field}/{i}", v, depth + 1)]
+    if not isinstance(value, str):
+        return []
+    lone = _SURROGATE.search(value)
+    if lone is not None:
+        return [
+            f"{field}: holds the lone surrogate {lone.group()!r}, which is no character and "
+            "cannot be encoded as UTF-8; write the character itself, or leave it out"
+        ]
+    entity = next(
+        (e for e in _ENTITY.finditer(value) if html.unescape(e.group()) != e.group()), None
+    )
+    if entity is None:
+        return []
+    meant = html.unescape(value)
+    return [
+        f"{field}: {shown(value, 60)} holds the HTML entity {entity.group()!r} (for "
+        f"{html.unescape(entity.group())!r}); arguments are never entity-escaped: write "
+        f"{shown(meant, 60)}"
+    ]
 
 
 #: Call markup of other models' formats, leaked into a value (a tag, or a special token).

@@ -176,7 +176,7 @@ def markup_call(text: str, tools=None) -> Found | None:
     declared names, or each name mapped to its parameters, as
     :func:`react_lab._parsing.leaks.find_leaks` takes them.
     """
-    call = next(iter(find_calls(text, limit=1)), None)
+    call = next(iter(find_calls(text, limit=1, tools=tools)), None)
     if call is None:
         return None
     call = fitted(call, tools)

@@ -16,8 +16,18 @@ from typing import Any, Iterable, Mapping
 from ..protocol import clip, shown, unknown_tool_message, visible
 from .answer_calls import call_in_answer
 from .brackets import find_brackets
-from .calls import ANSWER_KEYS, cut_off_call, is_tool_name, load_object, norm_key
+from .calls import (
+    ANSWER_KEYS,
+    TOOL_NAME,
+    TOOL_NAME_RULE,
+    cut_off_call,
+    is_tool_name,
+    load_object,
+    norm_key,
+)
+from .formats import CHANNELS
 from .labels import ANY_LABEL, NAME, THOUGHT_LINE
+from .messages import unmeant
 from .tokens import markup_piece
 
 #: What to write, said at the end of most messages.
@@ -36,6 +46,8 @@ _MARKUP_LEFT = re.compile(r"[\s`\"'<>\[\]{}()|*#_~=:;/\\-]+")
 NAMELESS = "the completion ends with an arguments object"
 
 _FIRST_WORD = re.compile(NAME)
+#: A name alone on the line that ends a text: the line above an arguments object.
+_NAME_LINE = re.compile(r"(?:^|\n)[ \t]*(" + NAME + r")[ \t]*\n[ \t]*\Z")
 #: Another model's call markup (``<function=search>``, ``<tool_call>``), and the name it holds.
 _MARKUP = re.compile(
     r"<(?:function=|invoke[ \t]+name=[\"']?|tool_call>|function_call>)([\w.-]*)", re.IGNORECASE
@@ -105,6 +117,47 @@ def answer_reason(answer: str | None, tools: list[str] | dict | None = None) -> 
     return None
 
 
+def name_problem(name: str, tools, markup: str | None = None) -> str | None:
+    """Why the tool name ``name`` cannot be run, or None when it can: a declared tool (without
+    ``tools``, a name by the one rule: :func:`react_lab._parsing.calls.is_tool_name`), and never
+    a vendor's channel name (:data:`react_lab._parsing.formats.CHANNELS`): ``commentary{...}``
+    is Harmony's channel with its recipient lost, not a call to a tool named commentary.
+    ``markup``: the format the call was written in, for an unknown tool's message."""
+    if tools is not None and name in tools:
+        return None
+    vendor = CHANNELS.get(name.strip().lower())
+    if vendor is not None:
+        listed = f"one of: {', '.join(tools)}" if tools else "a tool by its name"
+        return (
+            f"{shown(name, 40)} is {vendor}'s channel name, not a tool: the call's tool name was "
+            f"lost; call {listed}, or write 'Answer: ...' when done"
+        )
+    if tools is None and is_tool_name(name):
+        return None
+    return name_reason(name, tools, markup)
+
+
+def call_name_problem(name: str, tools: Mapping) -> str | None:
+    """The native check of a call's tool name: None for a declared tool; else a channel's name,
+    a name the one rule refuses (:data:`react_lab._parsing.calls.TOOL_NAME`: OpenAI and MCP
+    refuse it too), or an unknown tool, in words the model can act on."""
+    if name in tools:
+        return None
+    if not TOOL_NAME.fullmatch(name) and name.strip().lower() not in CHANNELS:
+        listed = ", ".join(tools) or "none"
+        return f"{shown(name, 60)} is not a tool name ({TOOL_NAME_RULE}); available: {listed}"
+    return name_problem(name, tools) if name.strip().lower() in CHANNELS else None
+
+
+def input_problem(value: Any) -> str | None:
+    """Why a call's input cannot reach the tool as written, or None: a lone surrogate or an
+    HTML entity in it (:func:`react_lab._parsing.messages.unmeant`), named."""
+    found = unmeant("the input" if not isinstance(value, dict) else "arguments", value)
+    if not found:
+        return None
+    return f"{found[0].replace('arguments/', '', 1)}; nothing was run"
+
+
 def name_reason(name: str, tools: list[str] | None, markup: str | None = None) -> str:
     """Why the tool name ``name`` cannot be run: not a name, or (with ``tools``) not one of them.
 
@@ -164,17 +217,27 @@ def no_call_reason(
     if cut:
         return f"{cut}, before any action or answer; {WRITE}"
     nameless = _nameless_object(text)
+    line = _NAME_LINE.search(text[: text.rfind(nameless)]) if nameless else None
+    if line is not None:  # GLM-4-0414's call, no markup: a name line, then the object
+        return (
+            f"{NAMELESS} ({shown(nameless, 40)}) after the name line {shown(line.group(1), 40)}, "
+            "which is no declared tool; nothing was run; write 'Action: tool_name[arguments]' "
+            "with a declared tool's name"
+        )
     if nameless is not None:  # Harmony with its markers stripped: prose, then the arguments alone
         return (
             f"{NAMELESS} ({shown(nameless, 40)}) that names no tool: "
             "a call whose name (and markup) was lost; nothing was run; write "
             "'Action: tool_name[arguments]' with the tool's name"
         )
-    last = THOUGHT_LINE.search(text) is not None or ANY_LABEL.search(text) is None
-    if finish_reason is None and last and text.rstrip()[-1:] not in _SENTENCE_END:
+    labelled = ANY_LABEL.search(text) is not None
+    if finish_reason is None and not labelled:  # no finish reason: say what is missing
+        bare = shown(text.strip(), 60)
+        return f"the reply is the bare {bare}, with no Action or Answer label; {WRITE}"
+    thought = THOUGHT_LINE.search(text) is not None
+    if finish_reason is None and thought and text.rstrip()[-1:] not in _SENTENCE_END:
         return (
-            "the completion stops mid-sentence in a Thought, with no action and no answer "
-            f"(cut off by a token limit?); {WRITE}"
+            f"the completion stops mid-sentence in a Thought, with no action and no answer; {WRITE}"
         )
     return (
         "no action and no answer found; write one line 'Action: tool_name[arguments]', "

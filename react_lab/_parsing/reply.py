@@ -69,7 +69,7 @@ def read_reply_text(
         if calls:
             saw = "; ".join(c.describe(names) for c in calls[:3])
             return ReplyText(None, calls, saw, reasoning)
-        frame = next(iter(find_calls(plain, limit=1)), None)
+        frame = next(iter(find_calls(plain, limit=1, tools=tools)), None)
         if frame is not None and frame.answer is None:
             saw = f"{frame.format} tool-call markup {frame.problem or 'that holds no call'}"
             return ReplyText(None, [], saw, reasoning)

@@ -23,6 +23,13 @@ keeps nothing between sessions.
 
 The file is ``my_agent.py`` in the kernel's working directory (the notebooks' folder);
 ``REACT_LAB_AGENT_FILE`` names another path (the tests use it).
+
+Nothing a learner wrote is lost: every save is also kept as a version, one file a save in
+``my_agent.versions/`` beside the file (``004-run_loop-run_loop_stop.py``: the counter, the
+piece, the exercise whose checker saved it). :func:`agent_versions` lists them and
+:func:`restore_version` puts one back. A checker of an earlier exercise that passes while the
+file holds a newer version of the piece (one that passes a later exercise: 02's ``run_loop``
+after 06's guarded one) keeps the newer one, and says how to take the earlier one instead.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import tempfile
 import textwrap
 import types
 from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -94,25 +102,36 @@ def agent_path() -> Path:
 def save(fn: Callable, name: str | None = None) -> Path | None:
     """Write ``fn``'s source into ``my_agent.py`` as ``name`` (default: its own); print one line.
 
-    An earlier piece of that name is replaced where it stands; a new one is appended.
-    Imports the piece needs and the file lacks are added below the file's imports.
-    Returns the file's path, or None when nothing could be saved (a lambda, a file that
-    no longer parses), with the reason printed; never raises for those.
+    An earlier piece of that name is replaced where it stands (and kept as a version,
+    :func:`agent_versions`); a new one is appended. Imports the piece needs and the file
+    lacks are added below the file's imports. Returns the file's path, or None when nothing
+    could be saved (a lambda, a file that no longer parses), with the reason printed; never
+    raises for those.
     """
     path, message = _save(fn, name or getattr(fn, "__name__", ""))
     print(message)
     return path
 
 
-def save_quietly(fn: Callable, name: str) -> str:
-    """Save ``fn`` as ``name``; return what happened ("saved to my_agent.py"); never raise."""
+def save_quietly(fn: Callable, exercise: str) -> str:
+    """Save ``fn`` as exercise ``exercise``'s piece; return what happened; never raise.
+
+    What happened is "saved to my_agent.py", or, when the file holds a newer version of the
+    piece (one that passes a later exercise than ``exercise``, and ``fn`` does not), that the
+    newer one stays and which version to restore to take ``fn`` instead.
+    """
     try:
-        return _save(fn, name)[1]
+        newer = _newer_in_file(CORE[exercise], fn)
+        return _save(fn, CORE[exercise].piece, exercise, keep=newer)[1]
     except Exception as exc:  # noqa: BLE001 -- a checker's ✓ line must not end in a traceback
         return f"not saved: {type(exc).__name__}: {exc}"
 
 
-def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
+def _save(
+    fn: Callable, name: str, exercise: str = "save", keep: Exercise | None = None
+) -> tuple[Path | None, str]:
+    """Save ``fn`` as ``name`` and keep the file it makes as a version; with ``keep`` (the later
+    exercise the file's piece passes), only the version: the file keeps its newer piece."""
     path = agent_path()
     source, problem = piece_source(fn, name)
     if problem:
@@ -127,6 +146,13 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
             f"not saved: {path.name} does not parse (line {exc.lineno}: {exc.msg}); "
             "fix it there, or delete it to start it again"
         )
+    version = _keep_version(text, name, exercise)
+    if keep is not None:
+        return path, (
+            f"kept your newer {name} in {path.name} (it passes {keep.name}, notebook "
+            f"{keep.notebook:02d}); this one is version {version.number}: "
+            f"restore_version({version.number}) puts it there instead"
+        )
     _write(path, text)
     also = f", with {', '.join(helpers)} (yours, which it calls)" if helpers else ""
     note = (
@@ -139,6 +165,34 @@ def _save(fn: Callable, name: str) -> tuple[Path | None, str]:
         else ""
     )
     return path, f"saved to {path.name}{also}{note}"
+
+
+def _newer_in_file(exercise: Exercise, fn: Callable) -> Exercise | None:
+    """The latest exercise after ``exercise`` that the file's version of its piece passes and
+    ``fn`` does not; None when there is none (the file's piece is not newer than ``fn``)."""
+    later = [e for e in CORE.values() if e.piece == exercise.piece and _after(e, exercise)]
+    path = agent_path()
+    if not later or not path.exists():
+        return None
+    module, problem = _fresh_module(path)
+    current = None if problem else _own(module, exercise.piece, path)
+    if current is None or piece_source(current, exercise.piece) == piece_source(fn, exercise.piece):
+        return None
+    for candidate in reversed(later):
+        if _passes(candidate, current):
+            return None if _passes(candidate, fn) else candidate
+    return None
+
+
+def _after(exercise: Exercise, other: Exercise) -> bool:
+    """True when ``exercise`` comes after ``other`` in the core path."""
+    return list(CORE).index(exercise.name) > list(CORE).index(other.name)
+
+
+def _passes(exercise: Exercise, fn: Callable) -> bool:
+    """True when ``fn`` passes every case of ``exercise`` (what it prints is not shown)."""
+    with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+        return run_cases(exercise.name, fn)[2] is None
 
 
 #: The most helper functions saved with one piece.
@@ -302,6 +356,117 @@ def _write(path: Path, text: str) -> None:
         raise
 
 
+# --------------------------------------------------------------------------- versions
+
+#: A version's file name: ``004-run_loop-run_loop_stop.py`` (counter, piece, exercise).
+VERSION_NAME = re.compile(r"^(\d+)-([A-Za-z_]\w*)-([A-Za-z_]\w*)\.py$")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One save of a piece: the whole ``my_agent.py`` it made, kept in ``my_agent.versions/``.
+
+    ``exercise`` names the checker that saved it (``"save"`` for :func:`save`, ``"edited"``
+    for a piece edited in the file by hand, kept before a restore replaced it).
+    """
+
+    number: int
+    piece: str
+    exercise: str
+    path: Path
+
+    def __str__(self) -> str:
+        return f"version {self.number}: {self.piece}, saved by {self.exercise}"
+
+
+class Versions(list):
+    """The versions :func:`agent_versions` lists, shown one a line in a notebook."""
+
+    def __repr__(self) -> str:
+        if not self:
+            return f"no versions yet: {versions_folder().name} fills as checkers pass"
+        lines = [str(v) for v in self]
+        return "\n".join(lines + ["restore_version(N) puts version N back in my_agent.py"])
+
+
+def versions_folder() -> Path:
+    """Where the versions are kept: ``my_agent.versions/`` beside the learner's file."""
+    path = agent_path()
+    return path.with_name(f"{path.stem}.versions")
+
+
+def agent_versions(piece: str | None = None) -> Versions:
+    """Every kept version of the learner's pieces (of ``piece`` alone, if given), oldest first."""
+    folder = versions_folder()
+    found = []
+    for file in folder.iterdir() if folder.is_dir() else ():
+        match = VERSION_NAME.match(file.name)
+        if match and piece in (None, match.group(2)):
+            found.append(Version(int(match.group(1)), match.group(2), match.group(3), file))
+    return Versions(sorted(found, key=lambda v: v.number))
+
+
+def _keep_version(text: str, piece: str, exercise: str) -> Version:
+    """Keep ``text`` (the file as a save of ``piece`` makes it) as the next version."""
+    number = max((v.number for v in agent_versions()), default=0) + 1
+    path = versions_folder() / f"{number:03d}-{piece}-{exercise}.py"
+    _write(path, text)
+    return Version(number, piece, exercise, path)
+
+
+def restore_version(number: int) -> Path | None:
+    """Put version ``number``'s piece back into ``my_agent.py``; print one line; return the path.
+
+    The piece it replaces is kept as a version first, unless one already holds it, and the
+    line says which: nothing is overwritten without a way back. Prints why, and returns
+    None, for a number no version has or a file that does not parse.
+    """
+    version = next((v for v in agent_versions() if v.number == number), None)
+    if version is None:
+        kept = ", ".join(str(v.number) for v in agent_versions()) or "none yet"
+        print(f"no version {number}; the versions kept: {kept} (agent_versions() lists them)")
+        return None
+    path, piece = agent_path(), version.piece
+    source, why = _file_source(version.path, piece)
+    if source is None:
+        print(f"version {number} cannot be restored: {why}")
+        return None
+    text = path.read_text(encoding="utf-8") if path.exists() else HEADER
+    current, _ = _file_source(path, piece)
+    try:
+        restored = _with_piece(text, piece, source)
+        restored = _with_import_lines(restored, version.path.read_text(encoding="utf-8"))
+    except SyntaxError as exc:
+        print(f"not restored: {path.name} does not parse (line {exc.lineno}: {exc.msg})")
+        return None
+    before = ""
+    if current is not None and current != source:
+        holding = [
+            v for v in agent_versions(piece) if _file_source(v.path, piece)[0] == current
+        ] or [_keep_version(text, piece, "edited")]
+        before = f"; the {piece} it replaces is version {holding[-1].number}"
+    _write(path, restored)
+    print(f"restored {version} into {path.name}{before}")
+    return path
+
+
+def _with_import_lines(text: str, other: str) -> str:
+    """``text`` with the top-level imports of ``other`` that it lacks, below its own imports."""
+    tree = ast.parse(text)
+    have = {ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+    wanted = [
+        ast.unparse(n)
+        for n in ast.parse(other).body
+        if isinstance(n, (ast.Import, ast.ImportFrom)) and ast.unparse(n) not in have
+    ]
+    if not wanted:
+        return text
+    imports = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    lines = text.splitlines(keepends=True)
+    at = imports[-1].end_lineno if imports else 0
+    return "".join(lines[:at]) + "".join(f"{line}\n" for line in wanted) + "".join(lines[at:])
+
+
 # --------------------------------------------------------------------------- load
 
 
@@ -411,11 +576,7 @@ def _own(module: types.ModuleType, piece: str, path: Path) -> types.FunctionType
 
 def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
     """Check ``fn`` as ``exercise`` or a later version of its piece: (passed, why not / which)."""
-    later = [
-        e
-        for e in CORE.values()
-        if e.piece == exercise.piece and list(CORE).index(e.name) > list(CORE).index(exercise.name)
-    ]
+    later = [e for e in CORE.values() if e.piece == exercise.piece and _after(e, exercise)]
     first_failure = None
     for candidate in [exercise] + later:
         with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):  # the learner's prints

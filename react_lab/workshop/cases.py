@@ -1,11 +1,17 @@
-"""What an exercise's checker is made of: cases, a model that records, and spies on named calls.
+"""What an exercise's checker is made of: its rule table, the engine that runs it, and the
+scripted models and spies it watches a run with.
 
-A checker runs the learner's function on :class:`Case` objects. A case for a loop runs it
-on a scripted model that records what each call sent (:class:`RecordingModel`,
-:class:`RecordingChatModel`) and watches the functions the loop calls by name
-(:func:`spying`): ``call_tool``, ``observe``. Every failure names the rule
-it breaks, ``breaks rule 3 (stop on an answer): ...`` (:func:`broke`), so a learner reads
-which sentence of the notebook their code does not do yet.
+An exercise is data (learntools' and okpy's shape): its inputs, :class:`Case` rows (the
+arguments, or a scripted model, and what the run must give), and its rule table,
+:class:`Check` rows (a numbered rule, the property, the rule's words). One engine,
+:func:`first_broken`, holds a run to the table and blames the first row it breaks::
+
+    breaks rule 3 (stop on an answer): went on after ' Done.\nAnswer: two', which has ...
+
+so a learner reads which sentence of the notebook their code does not do yet. A new rule is
+a row. A loop's run is recorded by a scripted model that records what each call sent
+(:class:`RecordingModel`, :class:`RecordingChatModel`) and by spies on the functions it calls
+by name (:func:`spying`): ``call_tool``, ``observe``.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import re
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Callable, ContextManager, Iterator
 
 from ..protocol import MAX_TOKENS
@@ -22,18 +29,24 @@ from ..protocol import MAX_TOKENS
 #: Model calls one checked run may make: a loop that ignores its step limit stops here.
 MAX_CALLS = 40
 
+#: A :class:`Check`'s rule when it is the rule its input was written for (``Case.rule``).
+ITS_RULE = "rule"
+#: A :class:`Check`'s rule when it is the rule of how the run ends (the answer, the step limit).
+END_RULE = "end_rule"
+
 
 @dataclass(frozen=True)
 class Case:
-    """One check: call the function with ``args`` (and ``kwargs``); compare with ``expected``.
+    """One input of an exercise: call the function with ``args`` (and ``kwargs``).
 
-    ``expected`` is the value to return, ``("contains", text)`` for a string holding
-    ``text``, or a function ``verify(got) -> str | None`` that returns what is wrong
-    (None when nothing is). ``shown`` replaces the arguments in a failure message when
-    they are too long to print (a model, a tool set). ``rule`` names the rule the case
-    checks (``"rule 3 (stop on an answer)"``), in the message when the function raises
-    or returns the wrong value; ``around(fn)`` is a context manager the call runs inside
-    (to watch what ``fn`` calls).
+    ``expected`` is what it must return, ``("contains", text)`` for a string holding
+    ``text``, or (a bench exercise) a function ``verify(got) -> str | None`` that returns
+    what is wrong; ``note`` says why. ``rule`` is the number of the rule the input is
+    written for (:data:`ITS_RULE` in the table). ``shown`` replaces the arguments in a
+    failure message when they are too long to print (a model, a tool set); ``around(fn)``
+    is a context manager the call runs inside (to watch what ``fn`` calls); ``facts(got,
+    error)`` turns what the run did into the facts the table's rows read (default:
+    :func:`value_facts`).
     """
 
     args: tuple
@@ -41,18 +54,102 @@ class Case:
     note: str = ""
     kwargs: dict = field(default_factory=dict)
     shown: str = ""
-    rule: str = ""
+    rule: int | None = None
     around: Callable[[Callable], ContextManager] | None = None
+    facts: Callable[[Any, BaseException | None], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    """A row of an exercise's rule table: a property every run of the exercise must have.
+
+    ``holds(facts) -> bool`` is the property; ``says`` is what is wrong and what to change,
+    filled in from the facts as ``f`` (``"returned {f.got!r:.60}"``). With ``each`` (the
+    name of a list in the facts: ``"steps"``) the property must hold on every item, ``s``
+    in ``says``. ``rule`` is the rule's number (a row whose number the exercise has not is
+    skipped: the loop's rows for rule 8 check only the guarded loop), or the name of the
+    fact that holds it (:data:`ITS_RULE`, :data:`END_RULE`).
+    """
+
+    rule: int | str
+    holds: Callable[[Any], Any]
+    says: str
+    each: str = ""
+
+
+#: A function that raised broke the rule its input was written for (a row of most tables).
+RAISED = Check(ITS_RULE, lambda f: not f.raised, "raised {f.raised}")
+
+
+def first_broken(checks: tuple[Check, ...], facts: Any, rules: dict[int, str]) -> str | None:
+    """The failure of the first row of ``checks`` that ``facts`` break, or None: the engine.
+
+    A row of a rule in ``rules`` fails as ``breaks rule N (name): ...``; a bench exercise's
+    rows (no rules) give the words alone.
+    """
+    for row in checks:
+        if isinstance(row.rule, int) and row.rule not in rules:
+            continue
+        for item in getattr(facts, row.each) if row.each else [facts]:
+            if not row.holds(item):
+                number = getattr(facts, row.rule) if isinstance(row.rule, str) else row.rule
+                said = row.says.format(f=facts, s=item)
+                return broke(rules, number, said) if number in rules else said
+    return None
+
+
+def raised(error: BaseException | None) -> str:
+    """What a run raised, as a failure says it (``KeyError: 'x'``); "" when it raised nothing."""
+    return f"{type(error).__name__}: {error}" if error is not None else ""
+
+
+def raised_inside(error: BaseException | None) -> bool:
+    """True when ``error`` came from inside the function checked, not from calling it (a
+    keyword it does not take): its traceback goes on past the checker's call."""
+    trace = error.__traceback__ if error is not None else None
+    return trace is not None and trace.tb_next is not None
+
+
+def value_facts(case: Case, got: Any, error: BaseException | None) -> SimpleNamespace:
+    """The facts of a call that returns a value: what it got and what it should have.
+
+    ``because`` is the case's note as a failure ends with it; ``wrong`` what a bench case's
+    comparison found wrong (None when nothing).
+    """
+    because = f" ({case.note})" if case.note else ""
+    facts = SimpleNamespace(
+        got=got, want=case.expected, why=case.note, because=because, args=case.args
+    )
+    facts.rule, facts.raised, facts.wrong = case.rule, raised(error), None
+    if not error:
+        facts.wrong = _compared(got, case.expected)
+        facts.wrong = facts.wrong and facts.wrong + because
+    return facts
+
+
+def _compared(got: Any, expected: Any) -> str | None:
+    """What is wrong with ``got`` against a bench case's ``expected``, or None."""
+    try:
+        if callable(expected):
+            return expected(got)
+        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
+            if isinstance(got, str) and expected[1] in got:
+                return None
+            return f"returned {got!r}; expected a string containing {expected[1]!r}"
+        return None if got == expected else f"returned {got!r}; expected {expected!r}"
+    except Exception as exc:  # what fn returned cannot even be compared (its __eq__ raises)
+        return (
+            f"returned {type(got).__name__}, which cannot be checked ({type(exc).__name__}: {exc})"
+        )
+
+
+#: A bench exercise's table: the value its case expects.
+VALUE_CHECKS = (RAISED, Check(ITS_RULE, lambda f: f.wrong is None, "{f.wrong}"))
 
 
 def broke(rules: dict[int, str], number: int, detail: str) -> str:
     """The failure message for rule ``number``: ``breaks rule 3 (stop on an answer): ...``."""
     return f"breaks rule {number} ({rules[number]}): {detail}"
-
-
-def rule_of(rules: dict[int, str], number: int) -> str:
-    """The name a case carries for rule ``number``: ``rule 3 (stop on an answer)``."""
-    return f"rule {number} ({rules[number]})"
 
 
 #: Finds the rule a failure message names.

@@ -1,11 +1,20 @@
-"""The core path's exercises: the pieces of the learner's agent, notebook by notebook.
+"""The core path's exercises: the pieces of the learner's agent, notebook by notebook, as data.
 
-Each :class:`Exercise` is a piece the learner types (or an edit of an earlier piece), the
-rules its checker holds it to, numbered and named as the notebook states them, and the
-cases that check them on scripted models. The pieces call each other by name, as the
-learner's file does: ``run_loop`` appends what ``observe(text, tools)`` returns. A checker
-watches those calls (:func:`react_lab.workshop.cases.spying`), so each piece is checked on
-its own: a loop is not blamed for its ``observe``.
+Each :class:`Exercise` is a piece the learner types (or an edit of an earlier piece), its
+rules numbered and named as the notebook states them, its inputs (:class:`Case` rows: the
+arguments, or a scripted model, and what the run must give) and its rule table
+(:class:`Check` rows: the rule, the property, the rule's words). One engine
+(:func:`react_lab.workshop.cases.first_broken`, run by
+:func:`react_lab.workshop.exercises.run_cases`) holds every run to the table and blames the
+first row it breaks, so a table lists its rows in the order to blame them: what a run
+raised, then what it sent, then each step, then how it ended. A new rule is a row.
+
+What a run did is turned into facts once (``_observe_facts``, ``_loop_facts``,
+``_native_facts``; a value's are :func:`react_lab.workshop.cases.value_facts`), and the rows
+read them. The pieces call each other by name, as the learner's file does: ``run_loop``
+appends what ``observe(text, tools)`` returns. A checker watches those calls
+(:func:`react_lab.workshop.cases.spying`), so each piece is checked on its own: a loop is
+not blamed for its ``observe``.
 
 =================  ====  ==========================================================
 exercise           nb    piece
@@ -33,17 +42,23 @@ import re
 import textwrap
 import tokenize
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, Exemplar, build_prompt
 from ..tools import call_tool, default_tools, tool_schemas
 from .cases import (
+    END_RULE,
+    ITS_RULE,
+    RAISED,
     Case,
+    Check,
     RecordingChatModel,
     RecordingModel,
-    broke,
+    TooManyCalls,
     namespaces,
-    rule_of,
+    raised,
+    raised_inside,
     spying,
     watching_call_tool,
 )
@@ -56,9 +71,10 @@ class Exercise:
     ``piece`` is the function's name in the learner's file (an edit exercise changes an
     earlier exercise's piece, named by ``edits``); ``task`` says what to write, in one
     line; ``rules`` are numbered as the notebook states them; ``cases()`` builds the
-    checker's cases; ``stub`` is the exercise cell a notebook starts from;
-    ``lines_written`` is, for an edit, how many lines the learner writes (a test checks it
-    against the difference of the two reference pieces); ``uses`` names the pieces it calls.
+    inputs and ``checks`` is the rule table each input's run is held to; ``stub`` is the
+    exercise cell a notebook starts from; ``lines_written`` is, for an edit, how many lines
+    the learner writes (a test checks it against the difference of the two reference
+    pieces); ``uses`` names the pieces it calls.
     """
 
     name: str
@@ -67,6 +83,7 @@ class Exercise:
     task: str
     rules: dict[int, str]
     cases: Callable[[], list[Case]]
+    checks: tuple[Check, ...]
     stub: str
     edits: str | None = None
     lines_written: int | None = None
@@ -79,6 +96,8 @@ DEFAULT = object()
 LOOP_MAX_TOKENS = 128
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 JULY = "What were the July invoices of cus_8812?"
+#: The text the loop appends after a completion: the observation between these two.
+HEAD, TAIL = "\nObservation: ", "\nThought:"
 
 
 def _tools():
@@ -87,10 +106,200 @@ def _tools():
 
 def _observation(tools, name: str, args: list) -> str:
     """What the loop appends after a completion whose action is ``name[args]``."""
-    return f"\nObservation: {call_tool(tools, name, args).text}\nThought:"
+    return f"{HEAD}{call_tool(tools, name, args).text}{TAIL}"
 
 
-# --------------------------------------------------------------------------- 01 observe
+def _action(text: str) -> tuple[str, list[str]] | None:
+    """The action line's tool and its arguments, split and stripped; None without one."""
+    match = ACTION_RE.search(text)
+    return (match.group(1), [a.strip() for a in match.group(2).split(",")]) if match else None
+
+
+def _value_case(rule: int, args: tuple, want: Any, why: str = "", shown: str = "") -> Case:
+    """A call that must return ``want``; ``why`` ends its failure (``shown`` stands for
+    arguments too long to print)."""
+    return Case(args, want, note=why, rule=rule, shown=shown)
+
+
+# --------------------------------------------------------------------------- 03 is_forged
+
+FORGED_RULES = {
+    1: "a line that starts with Observation",
+    2: "only at a line start",
+    3: "True or False",
+}
+_NOT_BOOL = "returned {f.got!r:.60}; return True or False (bool(...) turns a match into one)"
+#: A yes-or-no exercise's table: is_forged's, and bench 06's is_repeat's (which has no rule 3,
+#: so its row is skipped and the input's own rule says it).
+BOOL_CHECKS = (
+    RAISED,
+    Check(3, lambda f: isinstance(f.got, bool), _NOT_BOOL),
+    Check(ITS_RULE, lambda f: isinstance(f.got, bool), _NOT_BOOL),
+    Check(ITS_RULE, lambda f: f.got == f.want, "returned {f.got}; expected {f.want}{f.because}"),
+)
+
+
+def _forged_cases() -> list[Case]:
+    return [
+        _value_case(
+            1,
+            ('Action: get_payments[INV-2291]\nObservation: {"payments": []}\nAnswer: No',),
+            True,
+            "its second line starts with Observation",
+        ),
+        _value_case(1, ("Observation: fake",), True, "the first line counts too"),
+        _value_case(
+            1,
+            (" I check.\nAction: find_invoice[INV-2291]\nObservation 2: {}",),
+            True,
+            "a numbered label is still the label",
+        ),
+        _value_case(
+            2,
+            ("The observation: fine\nAction: find_invoice[INV-2291]",),
+            False,
+            "no line starts with Observation",
+        ),
+        _value_case(
+            2,
+            (" I wait for the Observation.\nAction: find_invoice[INV-2291]",),
+            False,
+            "the word inside a line is not the label",
+        ),
+        # the label itself, colon and number too, in a thought: mentioned, not forged
+        _value_case(
+            2,
+            (" The Observation: above shows no payment.\nAction: get_payments[INV-2291]",),
+            False,
+            "'Observation:' inside a line is not the label: a forged one starts its line",
+        ),
+        _value_case(
+            2,
+            (" I read Observation 2: it is approved.\nAction: get_payments[INV-2291]",),
+            False,
+            "'Observation 2:' inside a line is not the label either",
+        ),
+        _value_case(2, (" I look.\nAction: find_invoice[INV-2291]",), False, "nothing forged"),
+    ]
+
+
+# ---------------------------------------------------------------- 05, bench 06 small functions
+
+TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O", 3: "an int"}
+TOKENS_CHECKS = (
+    RAISED,
+    Check(
+        ITS_RULE,
+        lambda f: f.got == f.want,
+        "returned {f.got!r:.60}; expected {f.want!r}{f.because}",
+    ),
+    Check(
+        3,
+        lambda f: isinstance(f.got, int) and not isinstance(f.got, bool),
+        "returned {f.got!r:.60}; return the int {f.want!r}: tokens are counted whole "
+        "(/ always makes a float)",
+    ),
+)
+#: Bench notebook 06's exercise (the core path's repeat guard is inline in run_loop_guards).
+REPEAT_RULES = {1: "the same call", 2: "another tool or other arguments"}
+
+
+def _tokens_cases() -> list[Case]:
+    return [
+        _value_case(1, (1000, 600, 100, 1), 1000, "step 1 sends the prefix alone"),
+        _value_case(2, (1000, 600, 100, 10), 7300),
+        _value_case(2, (340, 0, 50, 3), 440),
+        _value_case(2, (0, 10, 0, 4), 30),
+    ]
+
+
+def _repeat_cases() -> list[Case]:
+    return [
+        _value_case(2, ([], "search", "refunds"), False, "nothing ran yet"),
+        _value_case(
+            1,
+            ([("search", "refunds")], "search", "refunds"),
+            True,
+            "the same tool, the same arguments",
+        ),
+        _value_case(
+            1,
+            (
+                [("find_invoice", "INV-2291"), ("get_payments", "INV-2291")],
+                "get_payments",
+                "INV-2291",
+            ),
+            True,
+            "it ran second",
+        ),
+        _value_case(
+            2, ([("search", "refunds")], "search", "refund policy"), False, "other arguments"
+        ),
+        _value_case(
+            2,
+            ([("search", "refunds")], "get_charge", "refunds"),
+            False,
+            "the tool name counts too",
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- 08 pick_exemplar
+
+PICK_RULES = {1: "the most shared words", 2: "one of the pool"}
+PICK_CHECKS = (
+    RAISED,
+    Check(
+        2,
+        lambda f: any(f.got is e for e in f.args[1]),
+        "returned {f.got!r:.60}; return the exemplar itself, one of the pool",
+    ),
+    Check(
+        1,
+        lambda f: f.got is f.want,
+        "picked {f.got.question!r}; {f.want.question!r} shares more words with "
+        "{f.args[0]!r}{f.because}",
+    ),
+)
+#: Exemplars of other shapes, beside the package's three (no model reads their steps here).
+_OTHERS = (
+    Exemplar("Which card charge paid invoice INV-1860?", (), "", "ch_0000"),
+    Exemplar("What is the total of invoice INV-1591 in dollars?", (), "", "129.00 dollars"),
+)
+#: Why a question of short words is there: "in", "is", "of" are inside longer words.
+WHOLE_WORDS = (
+    "a word is a whole word: 'in' is not in 'invoice'; compare sets of words, "
+    "set(question.lower().split())"
+)
+
+
+def _pick_cases() -> list[Case]:
+    pool = [*EXEMPLARS, *_OTHERS]
+
+    def pick(question, want, why="", order=1):
+        shown = f"{question!r}, pool of {len(pool)}"
+        return _value_case(1, (question, pool[::order]), want, why, shown)
+
+    return [
+        pick("Has supplier invoice INV-2291 been paid?", EXEMPLARS[1]),
+        pick("When was the latest invoice of cus_8812 issued?", EXEMPLARS[0]),
+        pick(
+            "How many days after a charge can a card payment be refunded?", EXEMPLARS[2], order=-1
+        ),
+        pick("Which card charge paid invoice INV-2041?", _OTHERS[0]),
+        # compared as they are, the shouted words match nothing and the total's question wins
+        pick(
+            "WHEN WAS THE LATEST INVOICE OF cus_8812 ISSUED? What is its total?",
+            EXEMPLARS[0],
+            "a word is the same word in any case: compare them lower-cased",
+        ),
+        # words counted as substrings ("in" in "invoice", "a" in "what") pick another
+        pick("How long is an invoice of cus_8812 open?", _OTHERS[1], WHOLE_WORDS),
+        pick("How long is an invoice open in the system?", _OTHERS[1], WHOLE_WORDS),
+    ]
+
+
+# --------------------------------------------------------------------------- 01 observe, 04
 
 OBSERVE_RULES = {
     1: "the action line",
@@ -105,206 +314,178 @@ OBSERVE_ARGS_RULES = {
     7: "validate before running",
     8: "the errors are the observation",
 }
+FORMAT_HINT = (
+    "jsonschema checks a format only when given a checker: "
+    "Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())"
+)
+#: jsonschema's message for a value of the wrong format ("'2026-13-45' is not a 'date'").
+_FORMAT_ERROR = re.compile(r"is not a '[\w-]+'$")
+
+#: observe's table. An input is a completion with an action to run (``f.call``), one the
+#: schema refuses (``f.refused``, notebook 04), or none.
+OBSERVE_CHECKS = (
+    RAISED,
+    Check(
+        4,
+        lambda f: isinstance(f.got, str),
+        "returned {f.got!r:.60}; return the text the loop appends, "
+        "'\\nObservation: <result>\\nThought:'",
+    ),
+    Check(
+        1,
+        lambda f: not (f.call and f.seen) or f.seen[0][0] == f.call[0],
+        "ran {f.seen[0][0]!r}; the action is on the line that starts with 'Action:' "
+        "(ACTION_RE), which names {f.call[0]!r}",
+    ),
+    Check(
+        2,
+        lambda f: not (f.call and f.seen) or f.seen[0][1] == f.call[1],
+        "passed call_tool the arguments {f.seen[0][1]!r}; split the text in the brackets on "
+        "commas and strip each piece: {f.call[1]!r}",
+    ),
+    Check(
+        3,
+        lambda f: not f.call or len(f.seen) <= 1,
+        "ran {f.ran} tools; run the one the action names, once",
+    ),
+    Check(
+        4,
+        lambda f: f.shaped,
+        "returned {f.start!r}...; start it with '\\nObservation: ' and end it with "
+        "'\\nThought:', the label the model continues from",
+    ),
+    # notebook 04: a call the schema refuses does not run, and its errors are the observation
+    Check(
+        7,
+        lambda f: not f.refused or not (f.seen or f.said == f.result),
+        "ran {f.refused[0]} although its schema refuses the call ({f.errors[0]!r}); {f.how}",
+    ),
+    Check(
+        7,
+        lambda f: not f.refused or not f.formats_left_out,
+        "left out the schema's error {f.left_out[0]!r}; " + FORMAT_HINT,
+    ),
+    Check(
+        8,
+        lambda f: not f.refused or not f.left_out,
+        "wrote the observation {f.said!r:.60}, which leaves out the schema's error "
+        "{f.left_out[0]!r}; put every error.message in it (iter_errors gives them all)",
+    ),
+    Check(
+        8,
+        lambda f: not f.refused or f.said.startswith("Error:"),
+        "wrote the observation {f.said!r:.60}; start it with 'Error:' ('Observation: Error: "
+        "...'), so the model reads that the call failed and did not run",
+    ),
+    Check(
+        5,
+        lambda f: f.call or f.refused or not f.seen,
+        "ran {f.seen[0][0]!r} for a completion with no action line",
+    ),
+    Check(
+        5,
+        lambda f: f.call or f.refused or f.said.strip(),
+        "returned an empty observation for a completion with no action line; say so",
+    ),
+    Check(
+        6,
+        lambda f: not f.call or f.said == f.result or f.seen,
+        "did not run {f.call[0]} for a call its schema accepts (wrote {f.said!r:.60}); name "
+        "each argument by the schema's property order, dict(zip(schema['properties'], args)), "
+        "and validate that",
+    ),
+    Check(
+        3,
+        lambda f: not f.call or f.said == f.result,
+        "wrote the observation {f.said!r:.60}; expected what call_tool returns, "
+        "call_tool(tools, name, args).text: {f.result!r:.60}",
+    ),
+)
 
 
-def _observe_case(
-    rules, rule: int, text: str, call: tuple[str, list] | None, *, refused: bool = False
-) -> Case:
-    """``observe(text, tools)``: the call it must run (None: none), and the text it must return."""
+def _observe_case(rule: int, text: str, *, runs: bool = True, refused: bool = False) -> Case:
+    """``observe(text, tools)`` on a completion: its action runs (``runs``), the schema
+    refuses it (``refused``), or it has none (neither)."""
     tools, seen = _tools(), []
-    head, tail = "\nObservation: ", "\nThought:"
 
-    def verify(got):
-        if not isinstance(got, str):
-            return broke(
-                rules,
-                4,
-                f"returned {got!r:.60}; return the text the loop appends, "
-                "'\\nObservation: <result>\\nThought:'",
-            )
-        if call and not refused:
-            name, args = call
-            if seen and seen[0][0] != name:
-                return broke(
-                    rules,
-                    1,
-                    f"ran {seen[0][0]!r}; the action is on the line that starts "
-                    f"with 'Action:' (ACTION_RE), which names {name!r}",
-                )
-            if seen and seen[0][1] != args:
-                return broke(
-                    rules,
-                    2,
-                    f"passed call_tool the arguments {seen[0][1]!r}; split the "
-                    "text in the brackets on commas and strip each piece: "
-                    f"{args!r}",
-                )
-            if len(seen) > 1:
-                return broke(rules, 3, f"ran {len(seen)} tools; run the one the action names, once")
-        if not (got.startswith(head) and got.endswith(tail)) or len(got) < len(head + tail):
-            return broke(
-                rules,
-                4,
-                f"returned {got[:50]!r}...; start it with '\\nObservation: ' "
-                "and end it with '\\nThought:', the label the model continues "
-                "from",
-            )
-        said = got[len(head) : len(got) - len(tail)]
-        if refused:
-            return _refusal_wrong(rules, tools, text, said, seen)
-        if call is None:
-            if seen:
-                return broke(rules, 5, f"ran {seen[0][0]!r} for a completion with no action line")
-            return (
-                None
-                if said.strip()
-                else broke(
-                    rules,
-                    5,
-                    "returned an empty observation for a completion with no action line; say so",
-                )
-            )
-        want = call_tool(tools, *call).text
-        if said != want and not seen and 6 in rules:
-            return broke(
-                rules,
-                6,
-                f"did not run {call[0]} for a call its schema accepts (wrote "
-                f"{said[:60]!r}); name each argument by the schema's property "
-                "order, dict(zip(schema['properties'], args)), and validate that",
-            )
-        if said != want:
-            return broke(
-                rules,
-                3,
-                f"wrote the observation {said[:60]!r}; expected what call_tool "
-                f"returns, call_tool(tools, name, args).text: {want[:60]!r}",
-            )
-        return None
+    def facts(got, error):
+        return _observe_facts(rule, text, tools, seen, got, error, runs=runs, refused=refused)
 
     def around(fn):
         return watching_call_tool(fn, seen)
 
     return Case(
-        (text, tools), verify, shown=f"{text!r}, tools", rule=rule_of(rules, rule), around=around
+        (text, tools), None, shown=f"{text!r}, tools", rule=rule, around=around, facts=facts
     )
 
 
-def _schema_errors(tools, text: str) -> list[str]:
-    """The JSON Schema's messages for the action in ``text``, its arguments named in order."""
+def _observe_facts(rule, text, tools, seen, got, error, *, runs: bool, refused: bool):
+    """What one observe call did: the tools it ran (``seen``), what it returned.
+
+    ``call`` is the action's ``(tool, args)`` when it must run; ``refused`` the same when
+    the schema refuses it; ``said`` the observation between its label and the next Thought.
+    """
+    action = _action(text)
+    f = SimpleNamespace(got=got, raised=raised(error), rule=rule, seen=seen, ran=len(seen))
+    f.call = action if runs else None
+    f.refused = action if refused else None
+    f.shaped = isinstance(got, str) and got.startswith(HEAD) and got.endswith(TAIL)
+    f.shaped = f.shaped and len(got) >= len(HEAD + TAIL)
+    f.start = got[:50] if isinstance(got, str) else got
+    f.said = got[len(HEAD) : len(got) - len(TAIL)] if f.shaped else ""
+    f.result = call_tool(tools, *action).text if action else None
+    if refused:
+        f.errors = _schema_errors(tools, *action)
+        formats = [e for e in f.errors if _FORMAT_ERROR.search(e)]
+        f.how = (
+            FORMAT_HINT
+            if f.errors == formats
+            else "validate first, and return the errors instead of running it"
+        )
+        f.left_out = [e for e in f.errors if e not in f.said]
+        f.formats_left_out = bool(f.left_out) and all(e in formats for e in f.left_out)
+    return f
+
+
+def _schema_errors(tools, name: str, args: list[str]) -> list[str]:
+    """The JSON Schema's messages for the call ``name[args]``, its arguments named in order."""
     import jsonschema
 
-    match = ACTION_RE.search(text)
-    name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
     schema = tools[name].parameters
     named = dict(zip(schema["properties"], args))
     validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     return [e.message for e in validator.iter_errors(named)]
 
 
-#: jsonschema's message for a value of the wrong format ("'2026-13-45' is not a 'date'").
-_FORMAT_ERROR = re.compile(r"is not a '[\w-]+'$")
-FORMAT_HINT = (
-    "jsonschema checks a format only when given a checker: "
-    "Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())"
-)
-
-
-def _refusal_wrong(rules, tools, text: str, said: str, seen: list) -> str | None:
-    """Rules 7 and 8: a call the schema refuses does not run; every error is in the observation."""
-    errors = _schema_errors(tools, text)
-    match = ACTION_RE.search(text)
-    name, args = match.group(1), [a.strip() for a in match.group(2).split(",")]
-    formats = [e for e in errors if _FORMAT_ERROR.search(e)]
-    if seen or said == call_tool(tools, name, args).text:
-        how = (
-            FORMAT_HINT
-            if errors == formats
-            else "validate first, and return the errors instead of running it"
-        )
-        return broke(
-            rules, 7, f"ran {name} although its schema refuses the call ({errors[0]!r}); {how}"
-        )
-    missing = [e for e in errors if e not in said]
-    if missing and all(e in formats for e in missing):
-        return broke(rules, 7, f"left out the schema's error {missing[0]!r}; {FORMAT_HINT}")
-    if missing:
-        return broke(
-            rules,
-            8,
-            f"wrote the observation {said[:60]!r}, which leaves out the "
-            f"schema's error {missing[0]!r}; put every error.message in it "
-            "(iter_errors gives them all)",
-        )
-    return None
-
-
 def _observe_cases(rules) -> list[Case]:
     cases = [
         _observe_case(
-            rules,
             1,
             " I could write Action: search[refunds] here.\n"
             "Action: list_invoices[cus_8812, 2026-07-01]",
-            ("list_invoices", ["cus_8812", "2026-07-01"]),
         ),
-        _observe_case(
-            rules,
-            2,
-            " I list them.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]",
-            ("list_invoices", ["cus_8812", "2026-07-01"]),
-        ),
-        _observe_case(
-            rules,
-            3,
-            " I look it up.\nAction: lookup_invoice[INV-2291]",
-            ("lookup_invoice", ["INV-2291"]),
-        ),
-        _observe_case(
-            rules,
-            4,
-            " I look at the invoice first.\nAction: find_invoice[INV-2291]\n",
-            ("find_invoice", ["INV-2291"]),
-        ),
-        _observe_case(rules, 5, " I am not sure what to do.", None),
+        _observe_case(2, " I list them.\nAction: list_invoices[ cus_8812 ,2026-07-01 ]"),
+        _observe_case(3, " I look it up.\nAction: lookup_invoice[INV-2291]"),
+        _observe_case(4, " I look at the invoice first.\nAction: find_invoice[INV-2291]\n"),
+        _observe_case(5, " I am not sure what to do.", runs=False),
     ]
     if 8 in rules:  # the checked observe: a valid call still runs; the schema's refusals do not
+        refused = dict(runs=False, refused=True)
         cases += [
-            _observe_case(
-                rules,
-                6,
-                " I check the charge.\nAction: get_charge[ch_1KZq8f]",
-                ("get_charge", ["ch_1KZq8f"]),
-            ),
-            _observe_case(
-                rules, 7, " I list.\nAction: list_invoices[cus_8812, July 1st]", None, refused=True
-            ),
+            _observe_case(6, " I check the charge.\nAction: get_charge[ch_1KZq8f]"),
+            _observe_case(7, " I list.\nAction: list_invoices[cus_8812, July 1st]", **refused),
             # the right shape, no such day: only the schema's "format": "date" refuses it
-            _observe_case(
-                rules,
-                7,
-                " I list.\nAction: list_invoices[cus_8812, 2026-13-45]",
-                None,
-                refused=True,
-            ),
+            _observe_case(7, " I list.\nAction: list_invoices[cus_8812, 2026-13-45]", **refused),
             # the embedded model's own: a charge id written into the customer slot
             _observe_case(
-                rules,
                 7,
                 " I need the invoice of charge_ch_3c4r9n.\n"
                 "Action: list_invoices[cus_3c4r9n, 2026-07-14]",
-                None,
-                refused=True,
+                **refused,
             ),
+            _observe_case(8, " I list them.\nAction: list_invoices[cus_8812]", **refused),
             _observe_case(
-                rules, 8, " I list them.\nAction: list_invoices[cus_8812]", None, refused=True
-            ),
-            _observe_case(
-                rules,
-                8,
-                " I list them.\nAction: list_invoices[cus_8812 2026-07-01]",
-                None,
-                refused=True,
+                8, " I list them.\nAction: list_invoices[cus_8812 2026-07-01]", **refused
             ),
         ]
     return cases
@@ -323,75 +504,255 @@ STOP_RULES = {**LOOP_RULES, 6: "stop as a parameter"}
 GUARD_RULES = {**STOP_RULES, 7: "refuse a repeat", 8: "best effort"}
 #: The loop's run ends at its step limit, not on an answer.
 LIMIT = object()
+#: Where a step's observation comes from, when observe is not defined beside the loop.
+NOT_LOADED = " (observe is not defined where run_loop is: run the cells that load your agent first)"
+
+#: The text loop's table (notebooks 02, 03 and 06: a row of rule 8 checks only 06's loop).
+#: The facts are :func:`_loop_facts`'; a row with ``each="steps"`` holds on every step.
+LOOP_CHECKS = (
+    # what the run raised
+    Check(5, lambda f: not f.too_many, "raised {f.raised}; stop after max_steps model calls"),
+    Check(
+        4,
+        lambda f: f.missing != "observe",
+        "raised {f.raised} (observe is another piece of your agent: run the cell that loads "
+        "it, observe = agent.observe, or define it above)",
+    ),
+    Check(
+        1,
+        lambda f: f.calls or not f.raised_inside,
+        "raised {f.raised} before its first model call; the transcript starts as "
+        "build_prompt(question, tools.values(), exemplars)",
+    ),
+    RAISED,
+    Check(
+        END_RULE,
+        lambda f: f.pair,
+        "returned {f.got!r:.80}; return a pair, (answer or None, transcript)",
+    ),
+    # rules 1, 2 and 6: what went out
+    Check(2, lambda f: f.calls, "never called model.complete"),
+    Check(
+        1,
+        lambda f: f.model.prompts[0] == f.first,
+        "the first prompt the model received is not "
+        "build_prompt(question, tools.values(), exemplars)",
+    ),
+    Check(
+        2,
+        lambda s: s.stop == s.run.stop or s.run.stop_passed,
+        "sent stop={s.stop!r} where the run asked for {s.run.stop!r}; send stop=STOP on every call",
+        each="steps",
+    ),
+    Check(
+        6,
+        lambda s: s.stop == s.run.stop or not s.run.stop_passed,
+        "sent stop={s.stop!r} where the run asked for {s.run.stop!r}; pass the loop's stop to "
+        "model.complete",
+        each="steps",
+    ),
+    Check(
+        2,
+        lambda s: s.max_tokens == LOOP_MAX_TOKENS,
+        "sent max_tokens={s.max_tokens!r}; send max_tokens=128 on every call",
+        each="steps",
+    ),
+    Check(
+        2,
+        lambda f: not f.effort or f.effort_sent[1] == LOOP_MAX_TOKENS,
+        "sent max_tokens={f.effort_sent[1]!r} with the best effort; send max_tokens=128 on "
+        "every call, the last one too",
+    ),
+    Check(
+        2,
+        lambda s: s.extends or s.last,
+        "sent a prompt that is not the whole transcript so far (each prompt must extend the last)",
+        each="steps",
+    ),
+    Check(
+        END_RULE,
+        lambda s: s.extends or not s.last,
+        "returned a transcript that is not the whole run",
+        each="steps",
+    ),
+    Check(
+        2,
+        lambda s: s.appended,
+        "did not append the completion's text as it is ({s.text!r}: keep every space and newline)",
+        each="steps",
+    ),
+    # rule 3, before the observations: a run that stops wrongly observes nothing
+    Check(
+        3,
+        lambda s: s.last or not s.answered,
+        "went on after {s.text!r}, which has a line starting 'Answer:'; look for it before "
+        "anything else",
+        each="steps",
+    ),
+    Check(
+        3,
+        lambda s: not s.answered or s.written == "",
+        "returned a transcript that is not the last prompt plus the answer's completion",
+        each="steps",
+    ),
+    Check(
+        3,
+        lambda s: not (s.stopped and "Answer:" in s.text),
+        "stopped after {s.text!r}: its 'Answer:' does not start a line, so it is no answer; "
+        "look for a line that starts with it, ANSWER_RE.search(text)",
+        each="steps",
+    ),
+    Check(
+        3,
+        lambda s: not (s.stopped and s.run.returned is not None),
+        "returned {s.run.returned!r:.50} after {s.text!r:.60}, which has no line starting "
+        "'Answer:'; look for the answer in this completion's text only, ANSWER_RE.search(text) "
+        "(the transcript holds the exemplars' answers)",
+        each="steps",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or f.limit,
+        "asked for a best effort although the model answered; ask only after the last step",
+    ),
+    # rule 4: each completion without an answer (06: and not a repeat) gets observe's text
+    Check(
+        4,
+        lambda s: not s.observes or s.given is None or s.observed,
+        "called observe with {s.given!r:.60}; pass it the completion's text, {s.text!r:.60}",
+        each="steps",
+    ),
+    Check(
+        4,
+        lambda s: s.observed or not s.observes,
+        "appended {s.written!r:.40}... without calling observe(text, tools){s.run.where}; "
+        "append what observe returns",
+        each="steps",
+    ),
+    Check(
+        4,
+        lambda s: not s.observes or s.written == s.observation,
+        "appended {s.written!r:.50} after the completion; append exactly what "
+        "observe(text, tools) returned, {s.observation!r:.50}",
+        each="steps",
+    ),
+    # rule 7: a repeat is refused, by an observation, and runs nothing
+    Check(
+        7,
+        lambda s: not s.repeat or s.written not in (s.result, s.observation),
+        "ran {s.line!r} again; the same tool with the same arguments already ran: refuse it "
+        "instead, with an observation that says so",
+        each="steps",
+    ),
+    Check(
+        7,
+        lambda s: not (s.repeat and s.observed),
+        "refused {s.line!r} and also passed it to observe, which ran it again; a refused "
+        "repeat runs nothing",
+        each="steps",
+    ),
+    Check(
+        7,
+        lambda s: not s.repeat or s.shaped,
+        "appended {s.written!r:.50} after a repeated call; write an Observation saying it "
+        "already ran ('\\nObservation: ...\\nThought:')",
+        each="steps",
+    ),
+    Check(
+        7,
+        lambda s: not s.refused_other,
+        "refused {s.line!r}, which is no repeat: the same tool with other arguments runs (a "
+        "repeat is the same tool and the same arguments)",
+        each="steps",
+    ),
+    # how many steps: the run's own rule, or the step limit's
+    Check(
+        "count_rule",
+        lambda f: f.made == f.want_steps,
+        "made {f.made} model call{f.plural}{f.before_effort}; expected {f.want_steps}{f.hint}",
+    ),
+    # how the run ended
+    Check(
+        3,
+        lambda f: f.limit or f.returned == f.answer,
+        "returned the answer {f.returned!r}; expected {f.answer!r} (the rest of the answer's line)",
+    ),
+    Check(
+        5,
+        lambda f: not f.limit or f.guarded or f.returned is None,
+        "returned {f.returned!r} at the step limit; return None when the steps run out",
+    ),
+    Check(
+        8,
+        lambda f: not f.limit or f.effort,
+        "returned at the step limit without asking once more; send the transcript and a "
+        "closing nudge that ends in 'Answer:'",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or f.nudge is not None,
+        "the best effort's prompt is not the run's transcript and a nudge; send transcript + "
+        "a closing nudge ending in 'Answer:'",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or f.nudge.rstrip(" ").endswith("Answer:"),
+        "sent {f.nudge_end!r} after the transcript; end the nudge with 'Answer:', so the "
+        "model writes the answer",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or len(f.nudge.replace("Answer:", " ").split()) >= 2,
+        "sent only {f.nudge!r}; first a closing thought: the steps ran out, so answer now",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or f.effort_sent[0] == f.stop,
+        "sent stop={f.effort_sent[0]!r} for the best effort; send the loop's stop, so the "
+        "model cannot start another step",
+    ),
+    Check(
+        8,
+        lambda f: not f.effort or f.returned == f.best,
+        "returned {f.returned!r}; expected {f.best!r}: '[best effort] ' and the first line of "
+        "the reply",
+    ),
+)
 
 
 def _loop_case(
-    rules,
     rule: int,
     question: str,
     script: list[str],
     *,
     answer: Any,
     steps: int,
+    guarded: bool,
     hint: str = "",
     exemplars=None,
     max_steps: int = 6,
     stop: Any = DEFAULT,
 ) -> Case:
-    """One run of the learner's loop on a scripted model, every rule checked on it.
+    """One run of the learner's loop on a scripted model.
 
     ``answer``: what the loop must return (:data:`LIMIT`: the run hits its step limit);
     ``steps``: how many model calls the loop's steps must make (``hint`` says why). A
-    guarded loop (rule 8) at its limit makes one call more: its best effort.
+    ``guarded`` loop (06) at its limit makes one call more: its best effort.
     """
-    tools, model = _tools(), RecordingModel(script)
-    observed, state = [], {}
-    guarded, sent_stop = 8 in rules, STOP if stop is DEFAULT else stop
-    kwargs = {
-        "exemplars": exemplars,
-        "max_steps": max_steps,
-        **({} if stop is DEFAULT else {"stop": stop}),
-    }
-
-    def verify(got):
-        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)):
-            return f"returned {got!r:.80}; expected a pair (answer or None, transcript)"
-        returned, transcript = got
-        made, run = model.calls, transcript
-        if guarded and answer is LIMIT and model.calls == steps + 1:  # the last call: best effort
-            made, run = steps, _run_end(model, steps) or transcript
-        elif guarded and model.calls > steps and model.prompts[-1].rstrip(" ").endswith("Answer:"):
-            return broke(
-                rules,
-                8,
-                "asked for a best effort although the model answered; ask only after the last step",
-            )
-        return (
-            _sent_wrong(
-                rules,
-                model,
-                made,
-                build_prompt(question, tools.values(), exemplars),
-                sent_stop,
-                stop is not DEFAULT,
-            )
-            or _steps_wrong(rules, model, made, run, observed, tools, state)
-            or (
-                None
-                if made == steps
-                else broke(
-                    rules,
-                    rule,
-                    f"made {made} model call{'s' * (made != 1)}; expected {steps}{hint}",
-                )
-            )
-            or _end_wrong(rules, returned, transcript, answer, model, guarded, steps, sent_stop)
-        )
+    tools, model, observed, state = _tools(), RecordingModel(script), [], {}
+    # what the run must do: the facts start from it
+    run = SimpleNamespace(rule=rule, answer=answer, want_steps=steps, hint=hint, guarded=guarded)
+    run.max_steps, run.first = max_steps, build_prompt(question, tools.values(), exemplars)
+    run.stop, run.stop_passed = STOP if stop is DEFAULT else stop, stop is not DEFAULT
 
     def around(fn):
         spaces = namespaces(fn)
         state["observe"] = any(callable(space.get("observe")) for space in spaces)
-        return spying(spaces, "observe", observed)
+        return spying(spaces, "observe", observed, note=lambda: model.calls)
+
+    def facts(got, error):
+        run.where = "" if state.get("observe") else NOT_LOADED
+        return _loop_facts(run, model, tools, observed, got, error)
 
     shown = (
         f"{question!r}, scripted model, tools"
@@ -399,271 +760,123 @@ def _loop_case(
         + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
         + (f", stop={stop!r}" if stop is not DEFAULT else "")
     )
+    kwargs = {"exemplars": exemplars, "max_steps": max_steps}
+    kwargs.update({} if stop is DEFAULT else {"stop": stop})
     return Case(
         (question, model, tools),
-        verify,
+        None,
         kwargs=kwargs,
         shown=shown,
-        rule=rule_of(rules, rule),
+        rule=rule,
         around=around,
+        facts=facts,
     )
 
 
-def _sent_wrong(rules, model, made: int, first: str, stop, stop_passed: bool) -> str | None:
-    """Rules 1, 2 and 6 on what went out: the first prompt, each step's ``stop``, ``max_tokens``."""
-    if not model.prompts:
-        return broke(rules, 2, "never called model.complete")
-    if model.prompts[0] != first:
-        return broke(
-            rules,
-            1,
-            "the first prompt the model received is not "
-            "build_prompt(question, tools.values(), exemplars)",
+def _loop_facts(run, model, tools, observed: list, got, error) -> SimpleNamespace:
+    """What one run of a text loop did, for :data:`LOOP_CHECKS` to read.
+
+    ``run`` holds what the run must do (its rule, answer, ``want_steps``, stop, first prompt);
+    ``observed`` the loop's observe calls, each with the model calls made when it ran.
+    The facts add: ``made``, the steps' model calls; ``effort``, whether a guarded loop's
+    last call was its best effort (the one call past the limit's steps, or one whose prompt
+    ends in ``Answer:``); ``steps``' facts, one a step (:func:`_step_facts`); and how the
+    run ended.
+    """
+    f = SimpleNamespace(**vars(run), model=model, got=got, raised=raised(error))
+    f.too_many, f.calls = isinstance(error, TooManyCalls), model.calls
+    f.raised_inside = raised_inside(error)
+    f.missing = getattr(error, "name", None) if isinstance(error, NameError) else None
+    f.pair = isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], str)
+    f.returned, f.transcript = got if f.pair else (None, "")
+    f.limit = run.answer is LIMIT
+    f.end_rule = (8 if run.guarded else 5) if f.limit else 3
+    f.count_rule = 5 if f.limit else run.rule
+    asks = model.prompts and model.prompts[-1].rstrip(" ").endswith("Answer:")
+    past_steps = f.limit and f.calls == run.want_steps + 1
+    f.effort = bool(run.guarded and not error and f.calls and (past_steps or asks))
+    f.made = f.calls - f.effort
+    f.plural, f.before_effort = "s" * (f.made != 1), " before the best effort" * f.effort
+    f.effort_sent = model.sent[-1] if f.effort else None
+    f.nudge = f.nudge_end = f.best = None
+    end = f.transcript
+    if (
+        f.effort and f.limit and f.made
+    ):  # the transcript after the steps: the best effort goes on from it
+        end = _run_end(model, f.made)
+        at_end = end is not None and f.transcript.startswith(end)
+        f.nudge = model.prompts[f.made][len(end) :] if at_end else None
+        f.nudge_end = f.nudge and f.nudge[-50:]
+        f.best = "[best effort] " + model.texts[f.made].strip().split("\n")[0]
+        end = end if at_end else f.transcript
+    f.steps = [] if error or not f.pair else _step_facts(f, tools, observed, end)
+    return f
+
+
+def _step_facts(f, tools, observed: list, end: str) -> list[SimpleNamespace]:
+    """Each step's facts: what it sent and got, what the loop appended, observe's part in it."""
+    prompts, texts, sent = f.model.prompts, f.model.texts, f.model.sent
+    steps, actions = [], []
+    for n in range(1, f.made + 1):
+        text, after = texts[n - 1], prompts[n] if n < f.made else end
+        s = SimpleNamespace(run=f, n=n, prompt=prompts[n - 1], text=text, last=n == f.made)
+        s.stop, s.max_tokens = sent[n - 1]
+        s.extends, s.appended = after.startswith(s.prompt), after.startswith(s.prompt + text)
+        s.written = after[len(s.prompt + text) :] if s.appended else ""
+        s.answered = ANSWER_RE.search(text) is not None
+        # stopped here with no answer line, before the step limit
+        s.stopped = s.last and not s.answered and f.made < f.max_steps and not f.effort
+        action = _action(text)
+        s.line = ACTION_RE.search(text).group(0).strip() if action else ""
+        s.result = _observation(tools, *action) if action else None
+        s.shaped = s.written.startswith(HEAD) and s.written.endswith(TAIL)
+        s.shaped = s.shaped and len(s.written) > len(HEAD + TAIL)
+        here = [call for call in observed if call[3] == n]  # observe's calls in this step
+        given = [(list(c[0]) + list(c[1].values()) or [None])[0] for c in here]
+        s.given = given[0] if given else None
+        s.observed = text in given
+        s.observation = here[given.index(text)][2] if s.observed else None
+        guarded, ran_before = f.guarded, [a for a in actions if a]
+        s.repeat = guarded and not s.answered and action in ran_before
+        s.refused_other = (
+            guarded
+            and not s.answered
+            and not s.repeat
+            and action is not None
+            and not here
+            and any(a[0] == action[0] for a in ran_before)
         )
-    for sent, max_tokens in model.sent[:made]:
-        if sent != stop:
-            rule = 6 if stop_passed else 2
-            said = (
-                "pass the loop's stop to model.complete"
-                if stop_passed
-                else "send stop=STOP on every call"
-            )
-            return broke(
-                rules, rule, f"sent stop={sent!r} where the run asked for {stop!r}; {said}"
-            )
-        if max_tokens != LOOP_MAX_TOKENS:
-            return broke(
-                rules,
-                2,
-                f"sent max_tokens={max_tokens!r}; send max_tokens={LOOP_MAX_TOKENS} on every call",
-            )
-    return None
-
-
-def _steps_wrong(
-    rules, model, made: int, transcript: str, observed: list, tools, state
-) -> str | None:
-    """Rules 2, 3, 4 and 7 on each step: the next prompt is this one, the text, the observation."""
-    head, tail = "\nObservation: ", "\nThought:"
-    afters = model.prompts[1:made] + [transcript]
-    ran: list[tuple[str, str]] = []
-    used = 0  # observe calls matched to a step so far
-    steps = zip(model.prompts, model.texts[:made], afters)
-    for number, (before, text, after) in enumerate(steps, 1):
-        last = number == made
-        if not after.startswith(before):
-            return (
-                broke(rules, 5, "returned a transcript that is not the whole run")
-                if last
-                else broke(
-                    rules,
-                    2,
-                    "sent a prompt that is not the whole transcript so far (each "
-                    "prompt must extend the last)",
-                )
-            )
-        if not after.startswith(before + text):
-            return broke(
-                rules,
-                2,
-                f"did not append the completion's text as it is ({text!r}: keep "
-                "every space and newline)",
-            )
-        if "Answer:" in text and not ANSWER_RE.search(text) and last:
-            return broke(
-                rules,
-                3,
-                f"stopped after {text!r}: its 'Answer:' does not start a line, so it is no "
-                "answer; look for a line that starts with it, ANSWER_RE.search(text)",
-            )
-        if ANSWER_RE.search(text):
-            if not last:
-                return broke(
-                    rules,
-                    3,
-                    f"went on after {text!r}, which has a line starting 'Answer:'; look "
-                    "for it before anything else",
-                )
-            if after != before + text:
-                return broke(
-                    rules,
-                    3,
-                    "returned a transcript that is not the last prompt plus the "
-                    "answer's completion",
-                )
-            return None
-        written = after[len(before + text) :]
-        match = ACTION_RE.search(text)
-        if 7 in rules and match and match.groups() in ran:
-            shaped = written.startswith(head) and written.endswith(tail)
-            if not shaped or len(written) <= len(head + tail):
-                return broke(
-                    rules,
-                    7,
-                    f"appended {written[:50]!r} after a repeated call; write an "
-                    "Observation saying it already ran ('\\nObservation: "
-                    "...\\nThought:')",
-                )
-            args = [a.strip() for a in match.group(2).split(",")]
-            # observe ran the repeat too, whatever was appended
-            calls = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
-            if any(call and call[0] == text for call in calls):
-                return broke(
-                    rules,
-                    7,
-                    f"refused {match.group(0).strip()!r} and also passed it to observe, "
-                    "which ran it again; a refused repeat runs nothing",
-                )
-            if written == _observation(tools, match.group(1), args):
-                return broke(
-                    rules,
-                    7,
-                    f"ran {match.group(0).strip()!r} again; the same tool with "
-                    "the same arguments already ran: refuse it instead",
-                )
-            continue
-        given = [list(c[0]) + list(c[1].values()) for c in observed[used:]]
-        found = next((i for i, g in enumerate(given) if g and g[0] == text), None)
-        if found is None:
-            if 7 in rules and match and any(name == match.group(1) for name, _ in ran):
-                return broke(
-                    rules,
-                    7,
-                    f"refused {match.group(0).strip()!r}, which is no repeat: "
-                    "the same tool with other arguments runs (a repeat is "
-                    "the same tool and the same arguments)",
-                )
-            if given and given[0]:
-                return broke(
-                    rules,
-                    4,
-                    f"called observe with {given[0][0]!r:.60}; pass it the "
-                    f"completion's text, {text!r:.60}",
-                )
-            where = (
-                ""
-                if state.get("observe")
-                else (
-                    " (observe is not defined where run_loop is: run the cells that load your "
-                    "agent first)"
-                )
-            )
-            return broke(
-                rules,
-                4,
-                f"appended {written[:40]!r}... without calling observe(text, "
-                f"tools){where}; append what observe returns",
-            )
-        used += found + 1
-        said = observed[used - 1][2]
-        if written != said:
-            return broke(
-                rules,
-                4,
-                f"appended {written[:50]!r} after the completion; append "
-                "exactly what observe(text, tools) returned, "
-                f"{str(said)[:50]!r}",
-            )
-        if match:
-            ran.append(match.groups())
-    return None
+        s.observes = not s.answered and not s.repeat and not s.refused_other
+        actions.append(action)
+        steps.append(s)
+    return steps
 
 
 def _run_end(model, steps: int) -> str | None:
     """The transcript a guarded run had after its last step: its best effort's prompt, no nudge.
 
-    The last step's observation ends with ``\nThought:``; what the best effort sent after it
+    The last step's observation ends with ``\\nThought:``; what the best effort sent after it
     is the nudge. None when the best effort's prompt does not go on from the last step.
     """
     final, head = model.prompts[steps], model.prompts[steps - 1] + model.texts[steps - 1]
-    at = final.find("\nThought:", len(head)) if final.startswith(head) else -1
-    return final[: at + len("\nThought:")] if at >= 0 else None
-
-
-def _end_wrong(
-    rules, returned, transcript: str, answer, model, guarded: bool, steps: int, stop
-) -> str | None:
-    """Rules 3, 5 and 8 on how the run ended: the answer, None at the limit, the best effort."""
-    if answer is not LIMIT:
-        return (
-            None
-            if returned == answer
-            else broke(
-                rules,
-                3,
-                f"returned the answer {returned!r}; expected {answer!r} (the rest of the "
-                "answer's line)",
-            )
-        )
-    if not guarded:
-        return (
-            None
-            if returned is None
-            else broke(
-                rules,
-                5,
-                f"returned {returned!r} at the step limit; return None when the steps run out",
-            )
-        )
-    if model.calls == steps:
-        return broke(
-            rules,
-            8,
-            "returned at the step limit without asking once more; send the "
-            "transcript and a closing nudge that ends in 'Answer:'",
-        )
-    run = _run_end(model, steps)
-    nudge = model.prompts[steps][len(run) :] if run else ""
-    if run is None or not transcript.startswith(run):
-        return broke(
-            rules,
-            8,
-            "the best effort's prompt is not the run's transcript and a nudge; "
-            "send transcript + a closing nudge ending in 'Answer:'",
-        )
-    if not nudge.rstrip(" ").endswith("Answer:"):
-        return broke(
-            rules,
-            8,
-            f"sent {nudge[-50:]!r} after the transcript; end the nudge with "
-            "'Answer:', so the model writes the answer",
-        )
-    if len(nudge.replace("Answer:", " ").split()) < 2:
-        return broke(
-            rules,
-            8,
-            f"sent only {nudge!r}; first a closing thought: the steps ran out, so answer now",
-        )
-    if model.sent[steps][0] != stop:
-        return broke(
-            rules,
-            8,
-            f"sent stop={model.sent[steps][0]!r} for the best effort; send the "
-            "loop's stop, so the model cannot start another step",
-        )
-    want = "[best effort] " + model.texts[steps].strip().split("\n")[0]
-    if returned != want:
-        return broke(
-            rules,
-            8,
-            f"returned {returned!r}; expected {want!r}: '[best effort] ' and "
-            "the first line of the reply",
-        )
-    return None
+    at = final.find(TAIL, len(head)) if final.startswith(head) else -1
+    return final[: at + len(TAIL)] if at >= 0 else None
 
 
 def _loop_cases(rules) -> list[Case]:
     """The loop exercise's runs, one per rule, on a scripted model that honours ``stop``."""
-    q, limit = QUESTION, LIMIT
+    q, guarded = QUESTION, 8 in rules
     forged = (
         ' I check.\nAction: get_payments[INV-2291]\nObservation: {"payments": [{"amount": '
         "48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid."
     )
+
+    def run(rule, script, **expected):
+        return _loop_case(rule, expected.pop("question", q), script, guarded=guarded, **expected)
+
     cases = [
-        _loop_case(
-            rules,
+        run(
             1,
-            q,
             [
                 " I look at the invoice first.\nAction: find_invoice[INV-2291]",
                 " It is approved; now its payments.\nAction: get_payments[INV-2291]",
@@ -674,10 +887,8 @@ def _loop_cases(rules) -> list[Case]:
             steps=3,
         ),
         # The stop sequence cuts the forged observation; the spaces round the text stay in.
-        _loop_case(
-            rules,
+        run(
             2,
-            q,
             [
                 "  " + forged.replace("]\n", "]  \n", 1),
                 " There are none.\nAnswer: No. INV-2291 has no payments.\n",
@@ -685,10 +896,8 @@ def _loop_cases(rules) -> list[Case]:
             answer="No. INV-2291 has no payments.",
             steps=2,
         ),
-        _loop_case(
-            rules,
+        run(
             3,
-            q,
             [
                 " I know it.\nAction: find_invoice[INV-2291]\n"
                 "Answer:  No, it is not paid.  \n\nQuestion: Was INV-2323 paid?"
@@ -697,10 +906,8 @@ def _loop_cases(rules) -> list[Case]:
             steps=1,
             hint=" (an answer ends the run, even beside an action)",
         ),
-        _loop_case(
-            rules,
+        run(
             3,
-            q,
             [
                 " I think the Answer: is unclear.\nAction: find_invoice[INV-2291]",
                 " Approved, unpaid.\nAnswer: No.",
@@ -709,37 +916,32 @@ def _loop_cases(rules) -> list[Case]:
             steps=2,
             hint=" (an 'Answer:' inside a line is not the answer: it starts its own line)",
         ),
-        _loop_case(
-            rules,
+        run(
             4,
-            JULY,
             [
                 " I am not sure what to do.",
                 " I list them.\nAction: list_invoices[cus_8812]",
                 " A date.\nAction: list_invoices[cus_8812, 2026-07-01]",
                 " Done.\nAnswer: two",
             ],
+            question=JULY,
             answer="two",
             steps=4,
             hint=" (every completion without an answer gets an observation, and the loop goes on)",
         ),
-        _loop_case(
-            rules,
+        run(
             5,
-            q,
             [" Again.\nAction: find_invoice[INV-2291]"],
             max_steps=3,
-            answer=limit,
+            answer=LIMIT,
             steps=3,
             hint=" (max_steps=3: stop after that many model calls)",
         ),
     ]
     if 6 in rules:
         cases.append(
-            _loop_case(
-                rules,
+            run(
                 6,
-                q,
                 [forged],
                 stop=None,
                 answer="Yes, INV-2291 was paid.",
@@ -749,10 +951,8 @@ def _loop_cases(rules) -> list[Case]:
         )
     if 7 in rules:
         cases.append(
-            _loop_case(
-                rules,
+            run(
                 7,
-                q,
                 [
                     " I look at the invoice.\nAction: find_invoice[INV-2291]",
                     " I look again.\nAction: find_invoice[INV-2291]",
@@ -764,157 +964,46 @@ def _loop_cases(rules) -> list[Case]:
                 hint=" (a refused repeat is a step like any other)",
             )
         )
-    if 8 in rules:
+    if 7 in rules:  # a repeat beside an answer: the answer ends the run all the same
         cases.append(
-            _loop_case(
-                rules,
-                8,
-                q,
+            run(
+                3,
                 [
                     " I look at the invoice.\nAction: find_invoice[INV-2291]",
-                    " Now its payments.\nAction: get_payments[INV-2291]",
-                    " It has no payments, so it is not paid.\n",
+                    " Again.\nAction: find_invoice[INV-2291]\nAnswer: No, it is not paid.",
                 ],
+                answer="No, it is not paid.",
+                steps=2,
+                hint=" (an answer ends the run, even beside a repeated action)",
+            )
+        )
+    if 8 in rules:
+        effort = [
+            " I look at the invoice.\nAction: find_invoice[INV-2291]",
+            " Now its payments.\nAction: get_payments[INV-2291]",
+            " It has no payments, so it is not paid.\n",
+        ]
+        cases += [
+            run(
+                8,
+                effort,
                 max_steps=2,
-                answer=limit,
+                answer=LIMIT,
                 steps=2,
                 hint=" (max_steps=2, then one best effort)",
-            )
-        )
-    return cases
-
-
-# --------------------------------------------------------------------------- 03 is_forged
-
-FORGED_RULES = {
-    1: "a line that starts with Observation",
-    2: "only at a line start",
-    3: "True or False",
-}
-
-
-def _bool_case(rules, rule: int, args: tuple, want: bool, why: str) -> Case:
-    def verify(got):
-        if not isinstance(got, bool):
-            rule_broken = 3 if 3 in rules else rule
-            return broke(
-                rules,
-                rule_broken,
-                f"returned {got!r:.60}; return True or False (bool(...) turns a match into one)",
-            )
-        return (
-            None if got == want else broke(rules, rule, f"returned {got}; expected {want} ({why})")
-        )
-
-    return Case(args, verify, rule=rule_of(rules, rule))
-
-
-def _forged_cases() -> list[Case]:
-    r = FORGED_RULES
-    return [
-        _bool_case(
-            r,
-            1,
-            ('Action: get_payments[INV-2291]\nObservation: {"payments": []}\nAnswer: No',),
-            True,
-            "its second line starts with Observation",
-        ),
-        _bool_case(r, 1, ("Observation: fake",), True, "the first line counts too"),
-        _bool_case(
-            r,
-            1,
-            (" I check.\nAction: find_invoice[INV-2291]\nObservation 2: {}",),
-            True,
-            "a numbered label is still the label",
-        ),
-        _bool_case(
-            r,
-            2,
-            ("The observation: fine\nAction: find_invoice[INV-2291]",),
-            False,
-            "no line starts with Observation",
-        ),
-        _bool_case(
-            r,
-            2,
-            (" I wait for the Observation.\nAction: find_invoice[INV-2291]",),
-            False,
-            "the word inside a line is not the label",
-        ),
-        _bool_case(r, 2, (" I look.\nAction: find_invoice[INV-2291]",), False, "nothing forged"),
-    ]
-
-
-# ---------------------------------------------------------------- 05, bench 06 small functions
-
-TOKENS_RULES = {1: "the prefix once", 2: "each earlier step adds A + O", 3: "an int"}
-#: Bench notebook 06's exercise (the core path's repeat guard is inline in run_loop_guards).
-REPEAT_RULES = {1: "the same call", 2: "another tool or other arguments"}
-
-
-def _tokens_case(rule: int, args: tuple, want: int, note: str = "") -> Case:
-    """``prompt_tokens_at_step(*args)`` is ``want``, as an int (rule 3: tokens come whole)."""
-    r = TOKENS_RULES
-
-    def verify(got):
-        if got != want:
-            return broke(
-                r, rule, f"returned {got!r:.60}; expected {want!r}" + (f" ({note})" if note else "")
-            )
-        if not isinstance(got, int) or isinstance(got, bool):
-            return broke(
-                r,
-                3,
-                f"returned {got!r:.60}; return the int {want!r}: tokens are counted "
-                "whole (/ always makes a float)",
-            )
-        return None
-
-    return Case(args, verify, rule=rule_of(r, rule))
-
-
-def _tokens_cases() -> list[Case]:
-    return [
-        _tokens_case(1, (1000, 600, 100, 1), 1000, "step 1 sends the prefix alone"),
-        _tokens_case(2, (1000, 600, 100, 10), 7300),
-        _tokens_case(2, (340, 0, 50, 3), 440),
-        _tokens_case(2, (0, 10, 0, 4), 30),
-    ]
-
-
-def _repeat_cases() -> list[Case]:
-    r = REPEAT_RULES
-    return [
-        _bool_case(r, 2, ([], "search", "refunds"), False, "nothing ran yet"),
-        _bool_case(
-            r,
-            1,
-            ([("search", "refunds")], "search", "refunds"),
-            True,
-            "the same tool, the same arguments",
-        ),
-        _bool_case(
-            r,
-            1,
-            (
-                [("find_invoice", "INV-2291"), ("get_payments", "INV-2291")],
-                "get_payments",
-                "INV-2291",
             ),
-            True,
-            "it ran second",
-        ),
-        _bool_case(
-            r, 2, ([("search", "refunds")], "search", "refund policy"), False, "other arguments"
-        ),
-        _bool_case(
-            r,
-            2,
-            ([("search", "refunds")], "get_charge", "refunds"),
-            False,
-            "the tool name counts too",
-        ),
-    ]
+            # the best effort sends the loop's stop, whatever it is
+            run(
+                8,
+                effort[:1] + effort[2:],
+                max_steps=1,
+                stop=["\nObservation"],
+                answer=LIMIT,
+                steps=1,
+                hint=" (max_steps=1, then one best effort)",
+            ),
+        ]
+    return cases
 
 
 # --------------------------------------------------------------------------- 07 run_native
@@ -927,6 +1016,148 @@ NATIVE_RULES = {
     5: "the answer",
     6: "step limit",
 }
+
+#: The native loop's table. The facts are :func:`_native_facts`'; ``each="requests"`` holds on
+#: every request the model got, ``each="turns"`` on what the loop appended after each reply.
+NATIVE_CHECKS = (
+    # what the run raised
+    Check(6, lambda f: not f.too_many, "raised {f.raised}; stop after max_steps requests"),
+    Check(
+        1,
+        lambda f: f.requests or not f.raised_inside,
+        "raised {f.raised} before its first request; the messages start as "
+        "first_messages(question, tools, exemplars=exemplars or ()): it wants a list, and "
+        "exemplars is None by default",
+    ),
+    RAISED,
+    Check(
+        END_RULE,
+        lambda f: f.pair,
+        "returned {f.got!r:.80}; return a pair, (answer or None, messages)",
+    ),
+    Check(2, lambda f: f.requests, "never called model.chat"),
+    # rule 1: the first request is first_messages(...); what is wrong with it, if it is not
+    Check(
+        1,
+        lambda f: f.first_ok or not f.protocol_text,
+        "the messages still hold the text protocol (Action:, Observation:, the tools in "
+        "English); the tools travel as schemas now",
+    ),
+    Check(
+        1,
+        lambda f: f.first_ok or f.first[:1] and f.first[0].get("role") == "system",
+        "the conversation starts without a system message; start from "
+        "first_messages(question, tools, exemplars=exemplars)",
+    ),
+    Check(
+        1,
+        lambda f: f.first_ok or f.first[-1] == {"role": "user", "content": QUESTION},
+        "the last message of the first request is not the question as a user message",
+    ),
+    Check(
+        1,
+        lambda f: f.first_ok or not f.exemplars or f.first[1:-1] == f.exemplar_messages,
+        "the exemplars are not there as past messages; "
+        "first_messages(question, tools, exemplars=exemplars) puts them in",
+    ),
+    Check(
+        1,
+        lambda f: f.first_ok,
+        "the first request is not first_messages(question, tools, exemplars=exemplars)",
+    ),
+    # rule 2: every request
+    Check(
+        2,
+        lambda s: "stop" not in s.kwargs,
+        "sent stop={s.kwargs[stop]!r}; a native reply ends by its structure: delete the stop "
+        "sequence",
+        each="requests",
+    ),
+    Check(
+        2,
+        lambda s: s.tools == s.schemas,
+        "request {s.n} sent tools={s.tools_sent:.40}...; send tools=tool_schemas(tools) every time",
+        each="requests",
+    ),
+    Check(
+        2,
+        lambda s: s.max_tokens == LOOP_MAX_TOKENS,
+        "request {s.n} sent max_tokens={s.max_tokens!r}; send max_tokens=128 with every "
+        "request, as every model call of the loop does",
+        each="requests",
+    ),
+    Check(
+        2,
+        lambda s: s.extends,
+        "request {s.n} is not the whole conversation so far (each request extends the last)",
+        each="requests",
+    ),
+    # how the run ended: rule 5 is checked before 3 and 4
+    Check(
+        6,
+        lambda f: not f.limit or f.returned is None,
+        "returned {f.returned!r} at the step limit; return None",
+    ),
+    Check(
+        5,
+        lambda f: f.limit or f.returned == f.answer,
+        "returned the answer {f.returned!r:.80}; expected {f.answer!r} (a reply whose text "
+        "holds a tool call is never the answer: reply_calls(reply, tools) reads it)",
+    ),
+    # rules 3 and 4: after each reply, the reply, then a tool message per call
+    Check(
+        2,
+        lambda s: s.whole,
+        "the messages returned are not the whole conversation",
+        each="turns",
+    ),
+    Check(
+        3,
+        lambda s: s.added[:1] and s.added[0].get("role") == "assistant",
+        "did not append the reply as an assistant message (reply.message())",
+        each="turns",
+    ),
+    Check(
+        3,
+        lambda s: s.ids == [call["id"] for call in s.calls],
+        "the assistant message does not carry the reply's tool calls; append "
+        "reply.message() (with the calls the reply made)",
+        each="turns",
+    ),
+    Check(
+        3,
+        lambda s: s.replies <= 1,
+        "appended {s.replies} assistant messages for one reply; append the reply once "
+        "(reply.message()), then one tool message per call",
+        each="turns",
+    ),
+    Check(
+        4,
+        lambda s: len(s.others) <= (1 if s.problem else 0),  # a call that cannot run: a note
+        "appended {s.other:.60} after the reply; append the reply, then one tool message per "
+        "call, nothing else",
+        each="turns",
+    ),
+    Check(
+        4,
+        lambda s: len(s.results) == len(s.calls),
+        "appended {s.tool_messages} tool messages after a reply with {s.call_count} calls; one "
+        "per call",
+        each="turns",
+    ),
+    Check(
+        4,
+        lambda s: s.wrong_result is None,
+        "appended {s.wrong_result:.70}; expected {{'role': 'tool', 'tool_call_id': "
+        "{s.wrong_id!r}, 'content': call_tool(...).text}} with the JSON-decoded arguments",
+        each="turns",
+    ),
+    Check(
+        ITS_RULE,
+        lambda f: f.made == f.want_requests,
+        "made {f.made} model calls; expected {f.want_requests}{f.hint}",
+    ),
+)
 
 
 def _call(name: str, **args) -> dict:
@@ -944,186 +1175,91 @@ def _native_case(
     hint: str = "",
 ) -> Case:
     """One run of the learner's native loop on a scripted chat model."""
-    tools, model, r = _tools(), RecordingChatModel(replies), NATIVE_RULES
+    tools, model = _tools(), RecordingChatModel(replies)
+    run = SimpleNamespace(
+        rule=rule, answer=answer, want_requests=requests, exemplars=exemplars, hint=hint
+    )
 
-    def verify(got):
-        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], list)):
-            return f"returned {got!r:.80}; expected a pair (answer or None, messages)"
-        returned, messages = got
-        return (
-            _native_start_wrong(model, tools, exemplars)
-            or _native_sent_wrong(model, tools)
-            or _native_end_wrong(returned, answer)
-            or _native_turns_wrong(model, tools, messages)
-            or (
-                None
-                if len(model.requests) == requests
-                else broke(
-                    r, rule, f"made {len(model.requests)} model calls; expected {requests}{hint}"
-                )
-            )
-        )
+    def facts(got, error):
+        return _native_facts(run, model, tools, got, error)
 
     return Case(
         (QUESTION, model, tools),
-        verify,
+        None,
         # no exemplars: the default (None) is what the learner's run_native meets
         kwargs={"max_steps": max_steps, **({"exemplars": exemplars} if exemplars else {})},
         shown=f"{QUESTION!r}, scripted chat model, tools"
         + (", exemplars=[EXEMPLARS[1]]" if exemplars else "")
         + (f", max_steps={max_steps}" if max_steps != 6 else ""),
-        rule=rule_of(r, rule),
+        rule=rule,
+        facts=facts,
     )
 
 
-def _native_start_wrong(model, tools, exemplars) -> str | None:
-    """Rule 1: the first request is the system turn, the exemplars as messages, the question."""
+def _native_facts(run, model, tools, got, error) -> SimpleNamespace:
+    """What one run of a native loop did, for :data:`NATIVE_CHECKS` to read: its requests,
+    what the loop appended after each reply (its turns), how it ended."""
     from ..messages import exemplar_messages, first_messages
 
-    r = NATIVE_RULES
-    if not model.requests:
-        return broke(r, 2, "never called model.chat")
-    first = model.requests[0][0]
-    want = first_messages(QUESTION, tools, exemplars=exemplars)
-    if first == want:
-        return None
-    text = " ".join(str(m.get("content") or "") for m in first)
+    f = SimpleNamespace(**vars(run), got=got, raised=raised(error))
+    f.too_many, f.made = isinstance(error, TooManyCalls), len(model.requests)
+    f.raised_inside = raised_inside(error)
+    f.requests = [_request_facts(n, request, tools) for n, request in enumerate(model.requests, 1)]
+    for before, request in zip(f.requests, f.requests[1:]):
+        request.extends = request.messages[: len(before.messages)] == before.messages
+    f.pair = isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], list)
+    f.returned, f.messages = got if f.pair else (None, [])
+    f.limit = run.answer is LIMIT
+    f.end_rule = 6 if f.limit else 5
+    f.first = model.requests[0][0] if model.requests else []
+    f.first_ok = f.first == first_messages(QUESTION, tools, exemplars=run.exemplars)
+    text = " ".join(str(m.get("content") or "") for m in f.first)
     english = any(t.usage in text for t in tools.values())
-    if "Action:" in text or "Observation:" in text or english:
-        return broke(
-            r,
-            1,
-            "the messages still hold the text protocol (Action:, Observation:, the "
-            "tools in English); the tools travel as schemas now",
-        )
-    if not first or first[0].get("role") != "system":
-        return broke(
-            r,
-            1,
-            "the conversation starts without a system message; start from "
-            "first_messages(question, tools, exemplars=exemplars)",
-        )
-    if first[-1] != {"role": "user", "content": QUESTION}:
-        return broke(
-            r, 1, "the last message of the first request is not the question as a user message"
-        )
-    if exemplars and first[1:-1] != exemplar_messages(exemplars, tools):
-        return broke(
-            r,
-            1,
-            "the exemplars are not there as past messages; "
-            "first_messages(question, tools, exemplars=exemplars) puts them in",
-        )
-    return broke(
-        r, 1, "the first request is not first_messages(question, tools, exemplars=exemplars)"
+    f.protocol_text = "Action:" in text or "Observation:" in text or english
+    f.exemplar_messages = exemplar_messages(run.exemplars, tools)
+    nexts = [m for m, _, _ in model.requests[1:]] + [f.messages]
+    turns = zip(model.requests, model.replies, nexts)
+    f.turns = [_turn_facts(sent, reply, after, tools) for (sent, _, _), reply, after in turns]
+    return f
+
+
+def _request_facts(n: int, request: tuple, tools) -> SimpleNamespace:
+    """Request ``n``: its messages, tools and keywords (``extends`` is set by its run)."""
+    messages, sent_tools, kwargs = request
+    return SimpleNamespace(
+        n=n,
+        messages=messages,
+        kwargs=kwargs,
+        tools=sent_tools,
+        tools_sent=str(sent_tools),
+        schemas=tool_schemas(tools),
+        max_tokens=kwargs.get("max_tokens"),
+        extends=True,
     )
 
 
-def _native_sent_wrong(model, tools) -> str | None:
-    """Rule 2: every request sends the whole conversation and the tool schemas, and no stop."""
-    r, schemas = NATIVE_RULES, tool_schemas(tools)
-    for number, (messages, sent_tools, kwargs) in enumerate(model.requests, 1):
-        if "stop" in kwargs:
-            return broke(
-                r,
-                2,
-                f"sent stop={kwargs['stop']!r}; a native reply ends by its "
-                "structure: delete the stop sequence",
-            )
-        if sent_tools != schemas:
-            return broke(
-                r,
-                2,
-                f"request {number} sent tools={str(sent_tools)[:40]}...; send "
-                "tools=tool_schemas(tools) every time",
-            )
-        before = model.requests[number - 2][0] if number > 1 else []
-        if messages[: len(before)] != before:
-            return broke(
-                r,
-                2,
-                f"request {number} is not the whole conversation so far (each "
-                "request extends the last)",
-            )
-    return None
-
-
-def _native_turns_wrong(model, tools, final: list) -> str | None:
-    """Rules 3 and 4 after each reply: the reply appended, then a tool message per call."""
-    r = NATIVE_RULES
-    nexts = [m for m, _, _ in model.requests[1:]] + [final]
+def _turn_facts(sent: list, reply, after: list, tools) -> SimpleNamespace:
+    """What the loop appended after ``reply``: ``after`` is the next request's messages (or
+    the messages it returned) past the ``sent`` ones."""
     from ..messages import reply_calls
 
-    for (sent, _, _), reply, after in zip(model.requests, model.replies, nexts):
-        calls, _, problem = reply_calls(reply, tools)
-        added = after[len(sent) :]
-        if after[: len(sent)] != sent:
-            return broke(r, 2, "the messages returned are not the whole conversation")
-        if not added or added[0].get("role") != "assistant":
-            return broke(r, 3, "did not append the reply as an assistant message (reply.message())")
-        got_calls = added[0].get("tool_calls") or []
-        if [c.get("id") for c in got_calls] != [c["id"] for c in calls]:
-            return broke(
-                r,
-                3,
-                "the assistant message does not carry the reply's tool calls; "
-                "append reply.message() (with the calls the reply made)",
-            )
-        replies = sum(m.get("role") == "assistant" for m in added)
-        if replies > 1:
-            return broke(
-                r,
-                3,
-                f"appended {replies} assistant messages for one reply; append the reply "
-                "once (reply.message()), then one tool message per call",
-            )
-        results = [m for m in added[1:] if m.get("role") == "tool"]
-        others = [m for m in added[1:] if m.get("role") != "tool"]
-        if len(others) > (1 if problem else 0):  # a call that cannot run: the loop's note
-            return broke(
-                r,
-                4,
-                f"appended {str(others[-1])[:60]} after the reply; append the reply, then "
-                "one tool message per call, nothing else",
-            )
-        if len(results) != len(calls):
-            return broke(
-                r,
-                4,
-                f"appended {len(results)} tool messages after a reply with "
-                f"{len(calls)} calls; one per call",
-            )
-        for call, message in zip(calls, results):
-            fn = call["function"]
-            want = call_tool(tools, fn["name"], json.loads(fn["arguments"])).text
-            if message.get("tool_call_id") != call["id"] or message.get("content") != want:
-                return broke(
-                    r,
-                    4,
-                    f"appended {str(message)[:70]}; expected {{'role': 'tool', "
-                    f"'tool_call_id': {call['id']!r}, 'content': "
-                    f"call_tool(...).text}} with the JSON-decoded arguments",
-                )
-    return None
-
-
-def _native_end_wrong(returned, answer) -> str | None:
-    r = NATIVE_RULES
-    if answer is LIMIT:
-        return (
-            None
-            if returned is None
-            else broke(r, 6, f"returned {returned!r} at the step limit; return None")
-        )
-    if returned != answer:
-        return broke(
-            r,
-            5,
-            f"returned the answer {returned!r:.80}; expected {answer!r} (a reply "
-            "whose text holds a tool call is never the answer: reply_calls(reply, "
-            "tools) reads it)",
-        )
-    return None
+    calls, _, problem = reply_calls(reply, tools)
+    added = after[len(sent) :]
+    s = SimpleNamespace(calls=calls, problem=problem, added=added, whole=after[: len(sent)] == sent)
+    s.ids = [c.get("id") for c in (added[0].get("tool_calls") or [])] if added else []
+    s.replies = sum(m.get("role") == "assistant" for m in added)
+    s.results = [m for m in added[1:] if m.get("role") == "tool"]
+    s.others = [m for m in added[1:] if m.get("role") != "tool"]
+    s.other = str(s.others[-1]) if s.others else ""
+    s.tool_messages, s.call_count = len(s.results), len(calls)
+    s.wrong_result = s.wrong_id = None
+    for call, message in zip(calls, s.results):
+        fn = call["function"]
+        want = call_tool(tools, fn["name"], json.loads(fn["arguments"])).text
+        if message.get("tool_call_id") != call["id"] or message.get("content") != want:
+            s.wrong_result, s.wrong_id = str(message), call["id"]
+            break
+    return s
 
 
 def _native_cases() -> list[Case]:
@@ -1200,57 +1336,6 @@ def _native_cases() -> list[Case]:
     ]
 
 
-# --------------------------------------------------------------------------- 08 pick_exemplar
-
-PICK_RULES = {1: "the most shared words", 2: "one of the pool"}
-#: Exemplars of other shapes, beside the package's three (no model reads their steps here).
-_OTHERS = (
-    Exemplar("Which card charge paid invoice INV-1860?", (), "", "ch_0000"),
-    Exemplar("What is the total of invoice INV-1591 in dollars?", (), "", "129.00 dollars"),
-)
-
-
-def _pick_case(question: str, pool: list[Exemplar], want: Exemplar, hint: str = "") -> Case:
-    r = PICK_RULES
-
-    def verify(got):
-        if not any(got is e for e in pool):
-            return broke(r, 2, f"returned {got!r:.60}; return the exemplar itself, one of the pool")
-        return (
-            None
-            if got is want
-            else broke(
-                r,
-                1,
-                f"picked {got.question!r}; {want.question!r} shares more words with "
-                f"{question!r}{hint}",
-            )
-        )
-
-    return Case(
-        (question, pool), verify, shown=f"{question!r}, pool of {len(pool)}", rule=rule_of(r, 1)
-    )
-
-
-def _pick_cases() -> list[Case]:
-    pool = [*EXEMPLARS, *_OTHERS]
-    return [
-        _pick_case("Has supplier invoice INV-2291 been paid?", pool, EXEMPLARS[1]),
-        _pick_case("When was the latest invoice of cus_8812 issued?", pool, EXEMPLARS[0]),
-        _pick_case(
-            "How many days after a charge can a card payment be refunded?", pool[::-1], EXEMPLARS[2]
-        ),
-        _pick_case("Which card charge paid invoice INV-2041?", pool, _OTHERS[0]),
-        # compared as they are, the shouted words match nothing and the total's question wins
-        _pick_case(
-            "WHEN WAS THE LATEST INVOICE OF cus_8812 ISSUED? What is its total?",
-            pool,
-            EXEMPLARS[0],
-            " (a word is the same word in any case: compare them lower-cased)",
-        ),
-    ]
-
-
 # --------------------------------------------------------------------------- the exercises
 
 
@@ -1274,6 +1359,7 @@ CORE: dict[str, Exercise] = {
             "observe(text, tools) -> str, by rules 1 to 5 above",
             OBSERVE_RULES,
             lambda: _observe_cases(OBSERVE_RULES),
+            OBSERVE_CHECKS,
             _stub(
                 "observe(text, tools)",
                 "Run the completion's action; return the text the loop appends.",
@@ -1287,6 +1373,7 @@ CORE: dict[str, Exercise] = {
             "run_loop(question, model, tools, ...), by rules 1 to 5 above",
             LOOP_RULES,
             lambda: _loop_cases(LOOP_RULES),
+            LOOP_CHECKS,
             _stub(
                 "run_loop(question, model, tools, exemplars=None, max_steps=6)",
                 "Run the text-protocol loop; return (answer or None, transcript).",
@@ -1301,6 +1388,7 @@ CORE: dict[str, Exercise] = {
             "run_loop(..., stop=STOP): the stop sequence a parameter, passed to model.complete",
             STOP_RULES,
             lambda: _loop_cases(STOP_RULES),
+            LOOP_CHECKS,
             _edit("run_loop"),
             edits="run_loop",
             lines_written=2,
@@ -1313,6 +1401,7 @@ CORE: dict[str, Exercise] = {
             "is_forged(text) -> bool: True when a line of the completion starts with 'Observation'",
             FORGED_RULES,
             _forged_cases,
+            BOOL_CHECKS,
             _stub(
                 "is_forged(text)",
                 "True if a line of the completion starts with Observation.",
@@ -1326,9 +1415,10 @@ CORE: dict[str, Exercise] = {
             "observe(text, tools): before the tool runs, its arguments named by the schema's "
             "property order and validated with jsonschema.Draft202012Validator against "
             "tools[name].parameters, formats checked (jsonschema.FormatChecker()); a call with "
-            "errors does not run, and its error messages are the observation",
+            "errors does not run, and its error messages, after 'Error:', are the observation",
             OBSERVE_ARGS_RULES,
             lambda: _observe_cases(OBSERVE_ARGS_RULES),
+            OBSERVE_CHECKS,
             _edit("observe"),
             edits="observe",
             lines_written=6,
@@ -1340,6 +1430,7 @@ CORE: dict[str, Exercise] = {
             "prompt_tokens_at_step(P, O, A, k) -> int: prompt tokens sent at step k (1-based)",
             TOKENS_RULES,
             _tokens_cases,
+            TOKENS_CHECKS,
             _stub(
                 "prompt_tokens_at_step(P, O, A, k)",
                 "Prompt tokens sent at step k (1-based).",
@@ -1355,6 +1446,7 @@ CORE: dict[str, Exercise] = {
             "closing nudge and 'Answer:' returns '[best effort] ' + the reply's first line",
             GUARD_RULES,
             lambda: _loop_cases(GUARD_RULES),
+            LOOP_CHECKS,
             _edit("run_loop"),
             edits="run_loop_stop",
             lines_written=7,
@@ -1369,6 +1461,7 @@ CORE: dict[str, Exercise] = {
             "schemas in every request, the calls read by reply_calls, tool_messages appended",
             NATIVE_RULES,
             _native_cases,
+            NATIVE_CHECKS,
             _edit("run_loop", "run_native"),
             edits="run_loop_guards",
             lines_written=7,
@@ -1381,6 +1474,7 @@ CORE: dict[str, Exercise] = {
             "shares the most words with the question",
             PICK_RULES,
             _pick_cases,
+            PICK_CHECKS,
             _stub(
                 "pick_exemplar(question, pool)",
                 "The pool's exemplar sharing the most words with question.",

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import os
 from contextlib import nullcontext
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import agent
 from ..lab.notebook import solutions
 from ..tools import default_tools
-from .cases import Case, TooManyCalls, named_rule
-from .core_exercises import CORE, _repeat_cases
+from .cases import VALUE_CHECKS, Case, Check, first_broken, named_rule, value_facts
+from .core_exercises import BOOL_CHECKS, CORE, REPEAT_RULES, _repeat_cases
 
 SOLUTIONS_ENV = "REACT_LAB_SOLUTIONS"
 #: What :func:`run_cases` reports when the function still raises ``NotImplementedError``.
@@ -64,15 +65,34 @@ def _same_text(want: str) -> Callable[[Any], str | None]:
     return verify
 
 
-#: Every exercise by name: what to write, in one line, and its cases. The core path's
-#: pieces (:data:`react_lab.workshop.core_exercises.CORE`) come first; then the bench's.
-EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
-    **{name: (exercise.task, exercise.cases) for name, exercise in CORE.items()},
-    "is_repeat": (
+@dataclass(frozen=True)
+class BenchExercise:
+    """A bench notebook's exercise: what to write, its cases, and (most have none) its rules.
+
+    The core path's :class:`react_lab.workshop.core_exercises.Exercise` has these too.
+    """
+
+    task: str
+    cases: Callable[[], list[Case]]
+    rules: dict[int, str] = field(default_factory=dict)
+    checks: tuple[Check, ...] = VALUE_CHECKS
+
+
+def _bench(task: str, cases: Callable[[], list[Case]]) -> BenchExercise:
+    return BenchExercise(task, cases)
+
+
+#: Every exercise by name: what to write, in one line, its cases and its rule table. The core
+#: path's pieces (:data:`react_lab.workshop.core_exercises.CORE`) come first; then the bench's.
+EXERCISES: dict[str, Any] = {
+    **CORE,
+    "is_repeat": BenchExercise(
         "is_repeat(history, tool, args) -> bool: True if (tool, args) was already called",
         _repeat_cases,
+        REPEAT_RULES,
+        BOOL_CHECKS,
     ),
-    "parse_action": (
+    "parse_action": _bench(
         "parse_action(text) -> (tool, args) or None: "
         "the anchored action line, args split on commas",
         lambda: [
@@ -87,7 +107,7 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             Case(("Thought: a\nAction: search[refund policy]\n",), ("search", ["refund policy"])),
         ],
     ),
-    "dispatch": (
+    "dispatch": _bench(
         "dispatch(tools, name, args) -> str: the tool's result as text (str or json.dumps); an "
         "unknown tool or a failing call as a text that starts with 'Error' and names the tool; "
         "never raise",
@@ -101,7 +121,7 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             ),
         ],
     ),
-    "cut_forgery": (
+    "cut_forgery": _bench(
         "cut_forgery(text) -> str: drop a model-written Observation line and all after it, "
         "and a cut-off stop word at the end (a trailing newline may stay or go)",
         lambda: [
@@ -119,7 +139,7 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             ),
         ],
     ),
-    "missing_fields": (
+    "missing_fields": _bench(
         "missing_fields(schema, args) -> list[str]: "
         "the schema's required properties absent from args, in order",
         lambda: [
@@ -139,7 +159,7 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             ),
         ],
     ),
-    "truncate_observation": (
+    "truncate_observation": _bench(
         "truncate_observation(text, max_chars) -> str: "
         "text unchanged if it fits; otherwise its first max_chars characters "
         "+ ' ...[truncated N characters]' where N is how many were cut",
@@ -149,7 +169,7 @@ EXERCISES: dict[str, tuple[str, Callable[[], list[Case]]]] = {
             Case(("x" * 5, 5), "xxxxx", "exactly the limit fits"),
         ],
     ),
-    "normalise_amount": (
+    "normalise_amount": _bench(
         "normalise_amount(text) -> float | None: "
         "the first number in the text, thousands separators dropped "
         "('$1,290.50' -> 1290.5, 'INV-2041 totals $129.00' -> 2041.0)",
@@ -172,70 +192,34 @@ def solutions_mode() -> bool:
 def run_cases(name: str, fn: Callable) -> tuple[int, int, str | None]:
     """Run exercise ``name``'s cases on ``fn``; return (passed, total, first failure or None).
 
-    The failure is :data:`NOT_WRITTEN` for a stub that still raises ``NotImplementedError``.
-    Never raises for what ``fn`` does; raises ``KeyError`` for an unknown exercise name.
+    The engine: each case's run is held to the exercise's rule table
+    (:func:`react_lab.workshop.cases.first_broken`); a failure names the call and the first
+    row it breaks. It is :data:`NOT_WRITTEN` for a stub that still raises
+    ``NotImplementedError``. Never raises for what ``fn`` does; raises ``KeyError`` for an
+    unknown exercise name.
     """
-    _, make_cases = EXERCISES[name]
-    cases = make_cases()
+    exercise = EXERCISES[name]
+    cases = exercise.cases()
     passed, failure = 0, None
     for case in cases:
         args = ((_tools(),) + case.args) if name == "dispatch" else case.args
-        shown = case.shown or ", ".join(
-            [repr(a) for a in case.args] + [f"{k}={v!r}" for k, v in case.kwargs.items()]
-        )
         try:
             with case.around(fn) if case.around else nullcontext():
-                got = fn(*args, **case.kwargs)
+                got, error = fn(*args, **case.kwargs), None
         except NotImplementedError:
             return 0, len(cases), NOT_WRITTEN
-        except Exception as exc:  # a learner's bug: report it, keep the notebook running
-            failure = failure or f"{name}({shown}) {_raised(name, case, exc)}"
-            continue
-        expected = case.expected
-        try:
-            if callable(expected):
-                wrong = expected(got)
-            elif isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "contains":
-                wrong = (
-                    None
-                    if isinstance(got, str) and expected[1] in got
-                    else f"returned {got!r}; expected a string containing {expected[1]!r}"
-                )
-            else:
-                wrong = None if got == expected else f"returned {got!r}; expected {expected!r}"
-        except Exception as exc:  # what fn returned cannot even be compared (its __eq__ raises)
-            wrong = (
-                f"returned {type(got).__name__}, which cannot be checked "
-                f"({type(exc).__name__}: {exc})"
-            )
+        except Exception as exc:  # a learner's bug: the table says which rule it breaks
+            got, error = None, exc
+        facts = case.facts(got, error) if case.facts else value_facts(case, got, error)
+        wrong = first_broken(exercise.checks, facts, exercise.rules)
         if wrong is None:
             passed += 1
         elif failure is None:
-            failure = f"{name}({shown}) {wrong}" + (f" ({case.note})" if case.note else "")
+            shown = case.shown or ", ".join(
+                [repr(a) for a in case.args] + [f"{k}={v!r}" for k, v in case.kwargs.items()]
+            )
+            failure = f"{name}({shown}) {wrong}"
     return passed, len(cases), failure
-
-
-def _raised(name: str, case: Case, exc: Exception) -> str:
-    """What a case says when the learner's function raised: the rule it breaks, the exception."""
-    rule, hint = case.rule, ""
-    rules = CORE[name].rules if name in CORE else {}
-    if isinstance(exc, TooManyCalls):  # a loop that ignores its step limit
-        limit = [n for n, r in rules.items() if r == "step limit"]
-        rule = f"rule {limit[0]} (step limit)" if limit else rule
-    missing = getattr(exc, "name", None) if isinstance(exc, NameError) else None
-    if missing in PIECE_RULES:  # a piece this one calls, not defined where it runs
-        number = PIECE_RULES[missing]
-        rule = f"rule {number} ({rules[number]})" if number in rules else rule
-        hint = (
-            f" ({missing} is another piece of your agent: run the cell that loads it, "
-            f"{missing} = agent.{missing}, or define it above)"
-        )
-    broke = f"breaks {rule}: " if rule else ""
-    return f"{broke}raised {type(exc).__name__}: {exc}{hint}"
-
-
-#: The rule of a calling exercise that names the piece it calls (observe is rule 4 of the loop).
-PIECE_RULES = {"observe": 4}
 
 
 def reference(name: str) -> Callable:
@@ -286,7 +270,7 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
 
     Returns True when every case passes. A stub that still raises ``NotImplementedError``
     gets the learner's "not written yet — write ..." message, not a failure. ``save``
-    (``save(fn, piece) -> str``) keeps a passing piece of the core path and says where;
+    (``save(fn, exercise) -> str``) keeps a passing piece of the core path and says where;
     the core notebooks' ``check`` (:func:`react_lab.workshop.agent_file.check`) passes
     the one that writes the learner's ``my_agent.py``. In solutions mode a failure raises
     ``AssertionError``, so CI notices a wrong reference solution, and nothing is saved.
@@ -303,7 +287,7 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     passed, total, failure = run_cases(name, fn)
     if failure == NOT_WRITTEN and not solutions_mode():
         print(
-            f"✎ {name}: not written yet — write {EXERCISES[name][0]}. Replace the "
+            f"✎ {name}: not written yet — write {EXERCISES[name].task}. Replace the "
             "`raise NotImplementedError` line in the cell above, then run this cell again."
         )
         return False
@@ -311,7 +295,7 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
     if failure is None:
         saved = ""
         if save is not None and name in CORE and not solutions_mode():
-            saved = f" — {save(fn, CORE[name].piece)}"
+            saved = f" — {save(fn, name)}"
         print(f"✓ {name}: {passed}/{total} cases pass{source}{saved}")
         return True
     print(f"✗ {name}: {passed}/{total} cases pass{source}. First problem: {failure}")

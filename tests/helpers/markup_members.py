@@ -213,7 +213,7 @@ REFUSED = {
     "GLM, a value that runs to the end of the text": (
         "<tool_call>search<arg_key>query</arg_key><arg_value>refund pol",
         W,
-        ["GLM", "cut off", "'query'"],
+        ["GLM", "no closing tag", "'query'"],
     ),
     "GLM, text outside its arguments": (
         "<tool_call>search<arg_key>query</arg_key><arg_value>x</arg_value>and more</tool_call>",
@@ -223,12 +223,12 @@ REFUSED = {
     "GLM, </tool_call> left out (the call may have more arguments)": (
         "<tool_call>search<arg_key>query</arg_key><arg_value>x</arg_value>",
         W,
-        ["GLM", "cut off before </tool_call>"],
+        ["GLM", "has no closing </tool_call>"],
     ),
     "Qwen3-Coder, a value that runs to the end of the text": (
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nBer",
         W,
-        ["Qwen3-Coder", "cut off", "'city'"],
+        ["Qwen3-Coder", "no closing tag", "'city'"],
     ),
     "Qwen3-Coder, a value outside any parameter (was read as no arguments)": (
         "<tool_call>\n<function=get_weather>\nBerlin\n</function>\n</tool_call>",
@@ -256,6 +256,6 @@ REFUSED = {
     "Kimi K2, a section with no call in it": (
         "Let me check. <|tool_calls_section_begin|>",
         W,
-        ["Kimi K2", "cut off before its first call"],
+        ["Kimi K2", "ends before its first call"],
     ),
 }

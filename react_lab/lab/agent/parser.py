@@ -25,7 +25,7 @@ from typing import Iterable, Mapping
 
 from ..._parsing import forgery, labels, read_other, reasons
 from ..._parsing.brackets import bracket_call
-from ..._parsing.calls import FINISH_NAMES, answer_text, clean_input, is_tool_name
+from ..._parsing.calls import FINISH_NAMES, answer_text, clean_input
 from ..._parsing.forgery import trim_partial_stop
 from ..._parsing.reasoning import set_aside_reasoning
 from ..._parsing.reply import ReplyText, read_reply_text
@@ -229,11 +229,13 @@ def _checked(result, text, start, end, tools, forged, thought=None) -> ParseResu
             "ask for a listed tool or an 'Answer:'/'Final Answer:' line"
         )
         return ParseResult("error", tool=name, reason=reason, **same)
-    known = name in tools if tools is not None else is_tool_name(name)  # without tools: a name
-    if known:
-        return ParseResult("action", tool=name, input=result.input, **same)
-    reason = reasons.name_reason(name, tools, result.reason)  # the markup it was written in
-    return ParseResult("error", tool=name, input=result.input, reason=reason, **same)
+    reason = reasons.name_problem(name, tools, result.reason)  # no tool, or a channel's name
+    if reason is not None:
+        return ParseResult("error", tool=name, input=result.input, reason=reason, **same)
+    unmeant = reasons.input_problem(result.input)  # a lone surrogate, an entity: never passed on
+    if unmeant is not None:
+        return ParseResult("error", tool=name, reason=unmeant, **same)
+    return ParseResult("action", tool=name, input=result.input, **same)
 
 
 # --------------------------------------------------------------------------- forged observations

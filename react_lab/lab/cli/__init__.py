@@ -22,6 +22,7 @@ import math
 import os
 import sys
 
+from ..._parsing.calls import TOOL_NAME, TOOL_NAME_RULE
 from ...protocol import EXEMPLARS, MAX_TOKENS
 from ..agent.loop import MAX_STEPS
 from ..backends import doctor
@@ -101,11 +102,13 @@ def non_negative(*, zero_is_off: bool = False):
 
 
 def tool_names(text: str) -> list[str]:
-    """An argparse ``type=``: a comma-separated list of tool names, each an identifier.
+    """An argparse ``type=``: a comma-separated list of tool names, each by the one rule.
 
     ``"search,calc"`` is ``["search", "calc"]`` (spaces around a comma are fine); an empty
-    item (``""``, ``","``, ``"a,,b"``) or a name that is not an identifier (``"a b"``,
-    ``"c;d"``) is refused, naming it.
+    item (``""``, ``","``, ``"a,,b"``) or a name the rule refuses (``"a b"``, ``"c;d"``) is
+    refused, naming it. The rule is the parser's and the native check's
+    (:data:`react_lab._parsing.calls.TOOL_NAME`: what OpenAI and MCP accept, so
+    ``web-search`` and ``files.read`` are names).
     """
     names = [item.strip() for item in text.split(",")]
     for name in names:
@@ -114,10 +117,9 @@ def tool_names(text: str) -> list[str]:
                 f"an empty tool name in {text!r}; give names "
                 "separated by commas, such as search,calc"
             )
-        if not name.isidentifier():
+        if not TOOL_NAME.fullmatch(name):
             raise argparse.ArgumentTypeError(
-                f"{name!r} is not a tool name (an identifier such as "
-                "search or list_invoices); separate names with commas"
+                f"{name!r} is not a tool name ({TOOL_NAME_RULE}); separate names with commas"
             )
     return names
 

@@ -560,14 +560,6 @@ METRIC_ROWS = (
 )
 
 
-def success_by_category(records: Sequence[dict]) -> dict[str, float]:
-    """Return the success rate of each task category, in first-seen order."""
-    groups: dict[str, list[float]] = {}
-    for r in records:
-        groups.setdefault(r["category"], []).append(1.0 if r["correct"] else 0.0)
-    return {c: _mean(v) for c, v in groups.items()}
-
-
 # --------------------------------------------------------------------------- results files
 
 
@@ -583,7 +575,7 @@ def fingerprint_inputs(config: dict) -> Inputs:
     from ...protocol import (
         EXEMPLARS,  # read at call time: the fingerprint sees what is current
     )
-    from .tasks import load_tasks
+    from .tasks import SCORER_VERSION
 
     tools = default_tools()
     exemplars = None if config.get("exemplars") is None else EXEMPLARS[: config["exemplars"]]
@@ -597,8 +589,16 @@ def fingerprint_inputs(config: dict) -> Inputs:
     return Inputs(
         model=config.get("model", "local"),
         prompt={"surface": surface, "schemas": [t.openai_schema() for t in tools.values()]},
-        tasks=[asdict(t) for t in load_tasks(n=config.get("n"))],
+        tasks=[asdict(t) for t in tasks_of(config).values()],
+        scorer=SCORER_VERSION,
     )
+
+
+def tasks_of(config: dict) -> dict[str, Task]:
+    """The tasks an evaluation results ``config`` ran, by id, in order: the first ``n``."""
+    from .tasks import load_tasks
+
+    return {t.id: t for t in load_tasks(n=config.get("n"))}
 
 
 def save_eval(

@@ -482,6 +482,7 @@ def fingerprint_inputs(config: dict):
     them makes the file stale.
     """
     from .results import Inputs
+    from .tasks import SCORER_VERSION  # read at call time, as the other parts are
 
     cfg = get_config(config["config"])
     tasks = tasks_of(config)
@@ -491,6 +492,7 @@ def fingerprint_inputs(config: dict):
         prompt=_prompt_inputs(cfg, chosen),
         tasks=[dataclasses.asdict(t) for t in chosen],
         code=CODE_VERSION,
+        scorer=SCORER_VERSION,
     )
 
 
@@ -595,7 +597,9 @@ def load_results(
         if changed:
             raise results.StaleResults(
                 f"{name}: the scorer now judges {len(changed)} saved answer(s) differently "
-                f"({', '.join(changed[:5])}); regenerate: {res.command}"
+                f"({', '.join(changed[:5])}); bump SCORER_VERSION in "
+                "react_lab/lab/experiments/tasks.py and re-score them (no model run): "
+                f"{results.RESCORE_COMMAND} {name}"
             )
         s, c = res.data["summary"], res.config
         outcomes: dict[str, list[bool]] = {}
@@ -631,52 +635,3 @@ def load_results(
             }
         )
     return rows
-
-
-def rescore(name: str, directory: str | Path | None = None) -> list[str]:
-    """Score the answers of a saved ``eval`` or ``ladder`` results file again.
-
-    By :func:`score` as it is now. Each record's ``correct`` and the file's metrics
-    (``eval``: :func:`react_lab.lab.experiments.evals.metrics`) or summary (``ladder``:
-    :func:`summarize`) are rewritten; the fingerprint, the answers and everything else stay
-    as they were, and the file records when it was re-scored. A results file stores the
-    answers, so a scorer change needs no model run. Returns the ids of the records whose
-    verdict changed (none: the file is left untouched). Raises
-    :class:`react_lab.lab.experiments.results.StaleResults` for a file whose fingerprint no
-    longer matches (re-run it instead), ``ValueError`` for another experiment.
-    """
-    from . import results
-    from .evals import metrics
-
-    res = results.load(name, directory)
-    if res.experiment not in ("eval", "ladder"):
-        raise ValueError(
-            f"{name}: only eval and ladder results hold scored answers, not {res.experiment}"
-        )
-    tasks = (
-        tasks_of(res.config)
-        if res.experiment == "ladder"
-        else {t.id: t for t in load_tasks(n=res.config.get("n"))}
-    )
-    records = res.data["records"]
-    changed = [
-        r["task_id"] for r in records if r["correct"] != score(r["answer"], tasks[r["task_id"]])
-    ]
-    if not changed:
-        return []
-    for r in records:
-        r["correct"] = score(r["answer"], tasks[r["task_id"]])
-    key, value = (
-        ("metrics", metrics(records))
-        if res.experiment == "eval"
-        else ("summary", summarize(records))
-    )
-    raw = json.loads(res.path.read_text(encoding="utf-8"))
-    raw["data"] = {**res.data, key: value, "records": records}
-    raw["rescored"] = (
-        time.strftime("%Y-%m-%d %H:%M %Z") + f": {len(changed)} answer(s) judged again"
-    )
-    res.path.write_text(
-        json.dumps(raw, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8"
-    )
-    return changed

@@ -277,10 +277,9 @@ def fingerprint_inputs(config: dict):
     and the tool schemas, so a change to any of them makes the file stale.
     """
     from .results import Inputs
-    from .tasks import load_tasks
+    from .tasks import SCORER_VERSION
 
-    by_id = {t.id: t for t in load_tasks(split="all")}
-    tasks = [by_id[i] for i in config["task_ids"]]
+    tasks = list(tasks_of(config).values())
     tools = default_tools()
     prompt = {
         "agents": {
@@ -297,7 +296,16 @@ def fingerprint_inputs(config: dict):
         prompt=prompt,
         tasks=[dataclasses.asdict(t) for t in tasks],
         code=CODE_VERSION,
+        scorer=SCORER_VERSION,
     )
+
+
+def tasks_of(config: dict) -> dict:
+    """The tasks a migration results ``config`` ran (its ``task_ids``), by id, in that order."""
+    from .tasks import load_tasks
+
+    by_id = {t.id: t for t in load_tasks(split="all")}
+    return {i: by_id[i] for i in config["task_ids"]}
 
 
 def results_config(tasks: Sequence, arms: Sequence[str]) -> dict:

@@ -12,11 +12,16 @@ match with the code, so every file carries a **fingerprint** of what produced it
 * ``prompt_sha256``: a hash of the prompt text, exemplars and tool schemas;
 * ``tasks_sha256``: a hash of the task set or questions run;
 * ``package_version``, the experiment's ``config`` (``n``, limits, protocol, ...) and
-  ``code``: a version an experiment bumps by hand when its logic changes.
+  ``code``: a version an experiment bumps by hand when its logic changes;
+* ``scorer``, in a file that keeps scored answers (``eval``, ``ladder``, ``migration``):
+  :data:`react_lab.lab.experiments.tasks.SCORER_VERSION`, bumped by hand when
+  :func:`~react_lab.lab.experiments.tasks.score` changes. Such a file needs no model run
+  then: ``python -m react_lab.lab.experiments.rescore`` re-scores its stored answers.
 
 :func:`load` recomputes the fingerprint from the code as it is now and raises
 :class:`StaleResults` (naming each part that changed and the command that regenerates the
-file) when it differs. The shipped files live in ``react_lab/data/results/`` (package data,
+file, or the re-scoring command when only the scorer changed) when it differs. The shipped
+files live in ``react_lab/data/results/`` (package data,
 so Binder has them); ``tests/lab/experiments/test_results.py`` loads every one of them, so a
 code change that makes one stale fails the tests with that command.
 
@@ -87,13 +92,16 @@ class Inputs:
     ``model`` is a model spec (``"local"``, ``"scripted:FILE.json"``, ``"openai:NAME"``,
     or a scripted baseline such as ``"oracle"``); ``prompt`` anything JSON-able holding
     the prompt text, exemplars and tool schemas; ``tasks`` the tasks or questions run;
-    ``code`` a version the experiment bumps when its logic changes.
+    ``code`` a version the experiment bumps when its logic changes; ``scorer`` the
+    scorer's version (:data:`react_lab.lab.experiments.tasks.SCORER_VERSION`) for an
+    experiment whose files keep scored answers, None for one that keeps none.
     """
 
     model: str
     prompt: Any
     tasks: Any
     code: Any = None
+    scorer: Any = None
 
 
 @dataclass
@@ -178,11 +186,13 @@ def fingerprint(experiment: str, config: dict) -> dict:
     """The fingerprint of ``experiment`` run with ``config`` by the code as it is now.
 
     Returns ``{"experiment", "config", "model", "prompt_sha256", "tasks_sha256", "code",
-    "package_version"}``. Raises ``ValueError`` for an experiment not in :data:`EXPERIMENTS`.
+    "package_version"}``, and ``"scorer"`` for an experiment that scores answers. Raises
+    ``ValueError`` for an experiment not in :data:`EXPERIMENTS`.
     """
     from ... import __version__
 
     inputs = _inputs_function(experiment)(config)
+    scorer = {} if inputs.scorer is None else {"scorer": inputs.scorer}
     return {
         "experiment": experiment,
         "config": json.loads(json.dumps(config, default=repr)),
@@ -191,6 +201,7 @@ def fingerprint(experiment: str, config: dict) -> dict:
         "tasks_sha256": _hash(inputs.tasks),
         "code": inputs.code,
         "package_version": __version__,
+        **scorer,
     }
 
 
@@ -200,6 +211,7 @@ _PARTS = {
     "prompt_sha256": "the prompt, exemplars or tool schemas",
     "tasks_sha256": "the task set",
     "code": "the experiment's code version",
+    "scorer": "the scorer's version",
     "package_version": "the package version",
     "config": "the experiment's settings",
     "experiment": "the experiment",
@@ -240,6 +252,11 @@ def check_target(
             "or save under another name"
         )
     return path
+
+
+#: The command that re-scores results files' stored answers with the scorer as it is now
+#: (:mod:`react_lab.lab.experiments.rescore`); a file's name after it re-scores that one.
+RESCORE_COMMAND = "python -m react_lab.lab.experiments.rescore"
 
 
 def regenerate_command(command: str) -> str:
@@ -294,13 +311,18 @@ def save(
         "seconds": None if seconds is None else round(seconds, 1),
         "data": data,
     }
+    write(path, record)
+    return path
+
+
+def write(path: Path, record: dict) -> None:
+    """Write a results file's ``record`` (as :func:`save` builds it) to ``path``, atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(
         json.dumps(record, indent=1, ensure_ascii=False, default=repr) + "\n", encoding="utf-8"
     )
     tmp.replace(path)
-    return path
 
 
 def saved(directory: str | os.PathLike | None = None) -> list[str]:
@@ -336,6 +358,13 @@ def load(name: str, directory: str | os.PathLike | None = None) -> Results:
     changed = differences(
         record["fingerprint"], fingerprint(record["experiment"], record["config"])
     )
+    if changed == [f"{_PARTS['scorer']} changed (scorer)"]:
+        raise StaleResults(
+            f"results {record['name']!r} were scored by another version of the scorer "
+            "(scorer); the answers they keep are current, the verdicts may not be. They are "
+            f"not shown as current; re-score them (no model run): {RESCORE_COMMAND} "
+            f"{record['name']}"
+        )
     if changed:
         raise StaleResults(
             f"results {record['name']!r} were computed by other code or inputs: "

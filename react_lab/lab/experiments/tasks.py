@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import NamedTuple
 
 from ...tools import ID_RE
 
@@ -175,6 +176,15 @@ def _checked(raw, path: Path) -> list[Task]:
 
 # --------------------------------------------------------------------------- the scorer
 
+#: The scorer's version. Results files that keep scored answers hold it in their fingerprint
+#: (:mod:`react_lab.lab.experiments.results`), so bump it whenever :func:`score` judges any
+#: answer differently: those files then read as stale until
+#: ``python -m react_lab.lab.experiments.rescore`` re-scores their stored answers (no model
+#: run). 1: a yes/no sentence read for fixed phrases of the two predicates; 2: for the
+#: predicate affirmed or negated, in the task set's words and others, and the question's
+#: own predicate the right way round (issue 44).
+SCORER_VERSION = 2
+
 #: A longer answer is scored wrong: a dump of rows is not an answer, and any gold
 #: value would be "somewhere in it".
 MAX_ANSWER_CHARS = 300
@@ -270,43 +280,178 @@ def _compact(text: str) -> str:
     return re.sub(r"([a-z])[\s_\-]+(?=\d)", r"\1", text.casefold())
 
 
-# --------------------------------------------------------------------------- self-contradiction
+# --------------------------------------------------------------------------- yes/no as a sentence
+#
+# A yes/no answer that does not begin with yes or no is read for the stance it takes on the
+# question's own predicate. The task set asks two (tasks.json, paraphrase.json): is an invoice
+# paid (in full), and was it charged twice (two succeeded card charges). The rule has three
+# parts:
+#
+# 1. the words that state a predicate (_PREDICATES), each with what it answers when affirmed
+#    and when negated: "paid" yes and "not paid" no; "unpaid" no and "not unpaid" yes; "no
+#    payment" no, while "a payment" says nothing (one payment need not be all of it). A
+#    bare verb states it only as the sentence's verb: "is paid" does, "amount paid" not;
+# 2. negation (_reach): a negating word negates the predicate after it when only function
+#    words stand between ("has not yet been paid", "did not get two successful charges").
+#    Any other word takes the negation for itself, so "the charge that was not declined was
+#    paid" affirms paid; punctuation ends it; "not only paid" adds to paid, it does not deny
+#    it. A phrase joined to the one before by "with" details it and shares its negation
+#    ("not charged twice, with two succeeded card charges");
+# 3. the question is read by the same rule, for which predicate it asks and which way round:
+#    "Does INV-2766 still have money owing on it?" asks unpaid, so "it is paid" answers no.
+#
+# A sentence ending in "?" asserts nothing: a small model often echoes the question.
+# Known limits, kept for a readable rule: a negation that takes a noun reaches no predicate
+# after it ("there is no record that it was paid" reads as paid), and a count of charges
+# says nothing of what happened to them later ("a second charge was declined" reads as two).
 
-#: Phrases that say yes or no to the two yes/no questions of the set, by topic: was an
-#: invoice charged twice, and has it been paid. ``(topic, says, regex)``; a phrase after a
-#: negation in its clause says the opposite ("not charged twice" says no).
-_STANCES = [
-    (
-        "duplicate",
-        "yes",
-        r"(?:charged|billed) twice|double[ -]charged|two (?:succeeded|successful)"
-        r"(?: card)? charges|duplicate(?: charge)?",
-    ),
-    (
-        "duplicate",
-        "no",
-        r"(?:charged|billed) (?:only )?once|only once|one (?:succeeded|successful)"
-        r"(?: card)? charge|(?:a )?single (?:succeeded |successful )?(?:card )?charge",
-    ),
-    ("paid", "no", r"unpaid|partially paid|partly paid|still owed|outstanding|not yet paid"),
-    (
-        "paid",
-        "yes",
-        r"paid in full|fully paid|paid off|(?:fully )?settled|(?:been|is|was|are) paid",
-    ),
-]
-#: Which topic a question is about, from its own words.
-_TOPICS = {
-    "duplicate": re.compile(r"twice|duplicate|double", re.I),
-    "paid": re.compile(r"\bpaid\b|settled|owed|outstanding|paid off", re.I),
-}
-_NEGATED = re.compile(r"\b(?:not|never|no|nothing|neither|nor|without)\b|n't\b", re.I)
-_CLAUSE = re.compile(r"[.,;:!?()\n]|\bbut\b|\bhowever\b", re.I)
+#: Words a count of charges may carry and still count charges that took money ("two
+#: successful card charges"); "two failed charges" or "two declined charges" count none.
+_TOOK_MONEY = r"(?: (?:successful|succeeded|card|separate|valid|completed))*"
+#: A charge verb before how often: "charged twice", "billed only once".
+_CHARGED = r"(?:charged|billed|debited)(?: (?:only|just|exactly))?"
+#: Counts of charges: more than one ("a second charge"), and one.
+_MANY, _ONE = r"(?:two|2|both|second|multiple|several)", r"(?:one|1|single)"
+
+
+class _Predicate(NamedTuple):
+    """Words that state a predicate, and what they answer to it, affirmed or negated.
+
+    ``words`` is a pattern over the sentence's words (lower case, one space apart, each
+    punctuation mark a word); ``affirmed``/``negated`` the answer, ``"yes"``, ``"no"`` or
+    None (nothing). ``verb``: the words are a bare verb, which states the predicate only as
+    a verb of the sentence, after an auxiliary ("is paid", "has been settled", "did not
+    pay") or a negation ("never paid"); "amount paid" or "paid on 2026-01-26" says nothing.
+    """
+
+    topic: str
+    words: str
+    affirmed: str | None
+    negated: str | None
+    verb: bool = False
+
+
+#: The predicates of the task set's yes/no questions. Where two overlap, the one that
+#: starts first, then the longer, is read ("partially paid" is not also "paid").
+_PREDICATES = (
+    # paid (in full): "partially paid" and "paid, but not in full" are not "paid"; "paid
+    # 64.50" is an amount, not all of it
+    _Predicate("paid", r"(?:partially|partly) paid|paid (?:partially|partly|in part)", "no", None),
+    _Predicate("paid", r"paid(?: ,)? (?:but|though) not (?:in full|fully)", "no", None),
+    _Predicate("paid", r"paid (?:in full|off|up)|(?:fully|completely) paid", "yes", "no"),
+    _Predicate("paid", r"paid(?! [$\d])|pay|pays|settled", "yes", "no", verb=True),
+    _Predicate("paid", r"unpaid|unsettled|outstanding|owing|owed|overdue|past due", "no", "yes"),
+    _Predicate("paid", r"payments?", None, "no"),
+    # charged twice: how often it was charged, or a count of the charges that took money;
+    # "not charged once" or "not one charge" may mean none or more, so it answers nothing
+    _Predicate("duplicate", rf"{_CHARGED} (?:twice|two times|2 times|more than once)", "yes", "no"),
+    _Predicate("duplicate", rf"{_CHARGED} (?:once|one time|1 time)", "no", None),
+    _Predicate("duplicate", rf"{_MANY}{_TOOK_MONEY} charges?", "yes", "no"),
+    _Predicate("duplicate", rf"{_ONE}{_TOOK_MONEY} charges?", "no", None),
+    _Predicate("duplicate", r"double charged?|duplicate[ds]?", "yes", "no"),
+)
+_TOPIC_NAMES = ("duplicate", "paid")
+#: Words that negate what follows them; "n't", "no longer" and "yet to" are read as "not".
+_NEGATORS = frozenset({"not", "never", "no", "nothing", "none", "neither", "nor", "without"})
+#: After a negating word, these add rather than deny: "not only paid but refunded".
+_ADDITIVE = frozenset({"only", "just", "merely"})
+#: Auxiliaries and light verbs: a bare verb after one is the sentence's verb ("is paid").
+_AUXILIARIES = frozenset(
+    "am is are was were be been being has have had do does did will would can could ca wo "
+    "get gets got gotten".split()
+)
+#: Words a negation passes over to reach the predicate, with the auxiliaries: articles,
+#: adverbs, light verbs and the amount owed ("not fully paid", "no money is owed").
+_FUNCTION_WORDS = _AUXILIARIES | frozenset(
+    "a an the any its s receive received make made yet still ever even really actually fully "
+    "completely entirely only just money balance amount".split()
+)
+
+
+def _tokens(sentence: str) -> list[str]:
+    """The sentence's words, lower case, each punctuation mark a word of its own.
+
+    Contractions and two-word negations become ``not`` ("isn't" -> "is not", "no longer",
+    "yet to"); a hyphen or underscore between letters is a space ("double-charged",
+    "partially_paid").
+    """
+    text = sentence.casefold().replace("\u2019", "'")
+    text = re.sub(r"n't\b", " not", text)
+    text = re.sub(r"\b(?:no longer|yet to)\b", "not", text)
+    text = re.sub(r"(?<=[a-z])[-_](?=[a-z])", " ", text)
+    return re.findall(r"[a-z0-9]+|[^\sa-z0-9']", text)
+
+
+def _reach(words: list[str], start: int, negated_at: dict[int, bool]) -> tuple[bool, bool]:
+    """``(negated, as a verb)`` for the predicate that begins at ``words[start]``.
+
+    Walks back over function words, counting negating words (two cancel: "never not paid"
+    affirms) and noting an auxiliary or a negation (then a bare verb is the sentence's
+    verb); any other word ends the walk. "with" hands over to the predicate ending just
+    before it (``negated_at``: its end word -> negated).
+    """
+    flips, verb = 0, False
+    for i in range(start - 1, -1, -1):
+        word = words[i]
+        if word in _NEGATORS:
+            flips += words[i + 1] not in _ADDITIVE
+            verb = True
+        elif word == "with":
+            before = i - 2 if i and words[i - 1] == "," else i - 1
+            if before in negated_at:
+                return negated_at[before] != (flips % 2 == 1), True
+            break
+        elif word not in _FUNCTION_WORDS:
+            break
+        verb = verb or word in _AUXILIARIES
+    return flips % 2 == 1, verb
+
+
+def _read(sentence: str, topics, *, question: bool = False) -> list[tuple[str, str]]:
+    """``(topic, answer)`` for each predicate of ``topics`` the sentence states, in order.
+
+    ``answer`` is what the sentence answers to the predicate itself ("INV-2291 is not paid":
+    ``("paid", "no")``); a phrase that answers nothing (a payment, affirmed) is left out.
+    A ``question`` puts its auxiliary before the subject ("Is INV-2787 settled?"): there a
+    bare verb is read as it stands.
+    """
+    words = _tokens(sentence)
+    line = " ".join(words)
+    found = []
+    for p in _PREDICATES:
+        if p.topic in topics:
+            for m in re.finditer(rf"(?<!\S)(?:{p.words})(?!\S)", line):
+                first, last = line.count(" ", 0, m.start()), line.count(" ", 0, m.end())
+                found.append((first, -last, p))
+    said, end, negated_at = [], -1, {}
+    for first, last, p in sorted(found, key=lambda f: f[:2]):
+        if first <= end:
+            continue  # inside the phrase read already: "partially paid" is not also "paid"
+        end = -last
+        negated, verb = _reach(words, first, negated_at)
+        negated_at[end] = negated
+        answer = p.negated if negated else p.affirmed
+        if answer and (verb or question or not p.verb):
+            said.append((p.topic, answer))
+    return said
+
+
+def _asked(question: str) -> dict[str, str]:
+    """The predicates ``question`` asks, by topic, each with the answer that "yes" gives it.
+
+    "Has INV-2291 been paid?" -> ``{"paid": "yes"}``; "Does INV-2766 still have money owing
+    on it?" -> ``{"paid": "no"}`` (yes, it is owed: not paid). A question that states a
+    predicate both ways asks neither way round, and is left out.
+    """
+    answers: dict[str, set[str]] = {}
+    for topic, answer in _read(question, _TOPIC_NAMES, question=True):
+        answers.setdefault(topic, set()).add(answer)
+    return {topic: a.pop() for topic, a in answers.items() if len(a) == 1}
 
 
 def _has_topic(question: str) -> bool:
-    """True when ``question`` is about one of the topics :data:`_STANCES` reads."""
-    return any(regex.search(question) for regex in _TOPICS.values())
+    """True when ``question`` asks one of the predicates :data:`_PREDICATES` reads."""
+    return bool(_asked(question))
 
 
 def _same_subject(answer: str, question: str) -> bool:
@@ -320,27 +465,22 @@ def _same_subject(answer: str, question: str) -> bool:
 
 
 def stances(text: str, question: str = "") -> set[str]:
-    """Return the answers that phrases in ``text`` give to the question's topic.
+    """Return the answers, ``"yes"`` or ``"no"``, that ``text`` gives to ``question``.
 
-    Each answer is ``"yes"`` or ``"no"``. ``"no, the invoice was charged twice"`` ->
-    ``{"no", "yes"}`` for a duplicate question: the leading word says no, the clause after
-    it says yes. The topics are a duplicate charge and being paid (:data:`_STANCES`), read
-    from ``question`` (both when it names neither). A phrase preceded by a negation in its
-    clause counts the other way.
+    Each predicate of the question that a sentence of ``text`` states, affirmed or negated,
+    is one answer (the rule is in the comment above :data:`_PREDICATES`): for "Has INV-2291
+    been paid in full?", "INV-2291 is not paid." -> ``{"no"}``, "it remains unpaid" ->
+    ``{"no"}``, "it is paid and it is not paid" -> ``{"yes", "no"}`` (it contradicts
+    itself). A question that asks neither predicate is read as asking both, the way round
+    the task set asks them (paid, charged twice). Sentences ending in "?" say nothing.
     """
-    topics = [t for t, regex in _TOPICS.items() if regex.search(question)] or list(_TOPICS)
+    asked = _asked(question) or dict.fromkeys(_TOPIC_NAMES, "yes")
     said = set()
-    for clause in _CLAUSE.split(text):
-        taken: list[tuple[int, int]] = []
-        for topic, says, phrase in _STANCES:
-            if topic not in topics:
-                continue
-            for m in re.finditer(rf"\b(?:{phrase})\b", clause, re.I):
-                if any(a < m.end() and m.start() < b for a, b in taken):
-                    continue  # "partially paid" is not also "is paid"
-                taken.append(m.span())
-                flip = bool(_NEGATED.search(clause[: m.start()]))
-                said.add({"yes": "no", "no": "yes"}[says] if flip else says)
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        if sentence.rstrip().endswith("?"):
+            continue  # a question asserts nothing: often the question, echoed
+        for topic, answer in _read(sentence, asked):
+            said.add("yes" if answer == asked[topic] else "no")
     return said
 
 
@@ -410,12 +550,19 @@ def score(answer: str | None, task: Task) -> bool:
     * ``yesno``: an answer that *begins* with yes/no/true/false as a word of its own
       ("No.", "Yes, twice") says that; "no more tool calls" or "no action found" do not
       begin so. Any other answer is read as a sentence: the stance it takes on the
-      question's own predicate, affirmed or negated ("has not been paid", "is unpaid",
-      "is fully paid off", "was charged once", "did not get two successful card charges"),
-      for the two predicates of the task set (:func:`stances`); a sentence that takes no
-      stance, names only ids the question does not name, or answers a question about
-      neither predicate, is wrong. An answer that states
-      both ("no, the invoice was charged twice") contradicts itself, and is wrong;
+      question's own predicate, affirmed or negated, which is its yes or no
+      (:func:`stances`). The predicates are the task set's two, paid (in full) and charged
+      twice, in its words and others: "INV-2291 is not paid", "has not been settled",
+      "remains unpaid", "no payment was received", "is not unpaid" (yes), "was charged
+      just once", "did not get two successful card charges", "two charges went through".
+      A negation reaches the predicate over function words only ("has not yet been paid");
+      any other word takes it ("the charge that was not declined was paid" says paid), and
+      "not only paid" says paid. The question is read the same way, so "Does INV-2766
+      still have money owing on it?" asks unpaid: "it is paid" answers no. A sentence that
+      takes no stance, names only ids the question does not name, or answers a question
+      about neither predicate, is wrong; a sentence ending in "?" takes none. An answer
+      that says both ("no, the invoice was charged twice"; "it is paid and it is not
+      paid") contradicts itself, and is wrong;
     * ``choice``: exactly one of ``task.choices`` is named, and it is the gold one
       (longest match first, underscores read as spaces, so "partially paid" is not
       "paid"); an option after a negation ("not open", "isn't open", "no longer open") is

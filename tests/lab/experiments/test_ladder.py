@@ -418,37 +418,6 @@ def test_a_balanced_yes_no_question_sees_a_yes_and_a_no_and_other_questions_one_
     assert select(pool, dated, by="intent", balanced=True) == select(pool, dated, by="intent")
 
 
-def test_rescore_rewrites_only_the_verdicts_and_the_summary(tmp_path):
-    from react_lab.lab.experiments import results
-
-    cfg = ladder.get_config("pool_k1")
-    task = next(t for t in TEST if t.id == "duplicate-03")
-    rec = {
-        "config": cfg.name,
-        "task_id": task.id,
-        "category": task.category,
-        "trial": 0,
-        "correct": True,
-        "answer": "no, the invoice was charged twice, with two successful card charges",
-        "stopped_by": "answer",
-        "n_steps": 1,
-        "prefix_tokens": 1,
-        "exemplar_tokens": 0,
-        "prompt_tokens": 1,
-        "completion_tokens": 1,
-        "seconds": 1.0,
-    }
-    settings = ladder.results_config(cfg, "test", [task], 1, 0.0, 0, "one")
-    ladder.save("ladder-x", [rec], settings, command="c", directory=tmp_path)
-    with pytest.raises(results.StaleResults, match="scorer now judges 1"):
-        ladder.load_results(directory=tmp_path)
-    before = results.load("ladder-x", tmp_path).fingerprint
-    assert ladder.rescore("ladder-x", tmp_path) == ["duplicate-03"]
-    (row,) = ladder.load_results(directory=tmp_path)
-    assert row["rate"].successes == 0 and results.load("ladder-x", tmp_path).fingerprint == before
-    assert ladder.rescore("ladder-x", tmp_path) == []
-
-
 def test_ask_takes_a_named_configuration(capsys):
     assert cli_main(["ask", "--list-configs"]) == 0
     assert "best" in capsys.readouterr().out

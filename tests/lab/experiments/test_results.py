@@ -261,8 +261,8 @@ def _experiment(name):
 
 @pytest.mark.parametrize("name", [n for n in results.saved() if _experiment(n) == "eval"])
 def test_shipped_eval_results_agree_with_the_scorer_and_metrics_now(name):
-    """The fingerprint does not cover the scorer, the metrics code or the CLI's current limits:
-    re-score, re-compute and compare them here."""
+    """The fingerprint holds the scorer's version, not its code, and neither the metrics code
+    nor the CLI's current limits: re-score, re-compute and compare them here."""
     from react_lab.lab.experiments.evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, metrics
     from react_lab.lab.experiments.tasks import load_tasks, score
 

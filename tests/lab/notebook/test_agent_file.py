@@ -417,7 +417,7 @@ def test_the_magic_in_a_real_ipython_shell_saves_and_loads_a_cell(agent_file, ca
             '    return re.search(r"^Observation", text, re.M) is not None\n'
         )
         shell.run_cell('check("is_forged", is_forged)')
-        assert "✓ is_forged: 6/6 cases pass — saved to my_agent.py" in capsys.readouterr().out
+        assert "✓ is_forged: 8/8 cases pass — saved to my_agent.py" in capsys.readouterr().out
         shell.run_cell("%agent is_forged")
         assert shell.rl_next_input.startswith("# %agent is_forged: your is_forged from my_agent.py")
         assert '"""Mine."""' in shell.rl_next_input

@@ -138,7 +138,7 @@ def observe(text, tools):
 """
 CHECKED_OK = dict(
     named="dict(zip(schema.get('properties', ()), args))",
-    refuse=OBSERVED("'; '.join(errors)"),
+    refuse=OBSERVED("'Error: ' + '; '.join(errors)"),
     validator="jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())",
 )
 #: The validator as the documentation's first example builds it: "format" is only a note.
@@ -189,7 +189,7 @@ PLANTED = [
     ("observe_args", _checked(named="dict(zip(reversed(list(schema['properties'])), args))"), 6),
     ("observe_args", _checked(refuse=OBSERVED("'not run'")), 8),
     ("observe_args", _checked(refuse=OBSERVED("errors[0]")), 8),  # the first error only
-    ("observe_args", _checked(refuse=OBSERVED(f"'; '.join(errors) + {RAN}")), 7),
+    ("observe_args", _checked(refuse=OBSERVED(f"'Error: ' + '; '.join(errors) + {RAN}")), 7),
     ("observe_args", _checked(validator=NO_FORMATS), 7),  # 2026-13-45 runs
     (
         "prompt_tokens_at_step",
@@ -242,8 +242,9 @@ PLANTED = [
         ),
         1,
     ),
-    # exemplars passed on as given: the default None breaks the first request
-    ("run_native", _native(start="first_messages(question, tools, exemplars=exemplars)"), 2),
+    # exemplars passed on as given: first_messages raises on the default None, before any
+    # request: the start is wrong (rule 1), not what was sent
+    ("run_native", _native(start="first_messages(question, tools, exemplars=exemplars)"), 1),
     ("run_native", _native(stop=", stop=STOP"), 2),
     ("run_native", _native(answered="messages"), 3),
     ("run_native", _native(turn="messages += tool_messages(reply, tools)[1:]"), 3),
@@ -299,6 +300,158 @@ PLANTED = [
         1,
     ),
 ]
+
+
+def _forged(expression: str) -> str:
+    return f"def is_forged(text):\n    return {expression}\n"
+
+
+def _picking(key: str) -> str:
+    return (
+        "def pick_exemplar(question, pool):\n"
+        "    words = question.lower().split()\n"
+        f"    return max(pool, key=lambda ex: {key})\n"
+    )
+
+
+#: Wrong solutions that once passed (issue 42), each with variants of its kind, and the rule
+#: each must now fail on.
+ONCE_PASSED = [
+    # a forged observation is a line that starts with the label; a mention mid-line is not
+    ("is_forged", _forged('re.search(r"Observation\\s*\\d*:", text) is not None'), 2),
+    ("is_forged", _forged('"Observation:" in text or "Observation " in text'), 2),
+    ("is_forged", _forged('bool(re.search(r"Observation( \\d+)?:", text, re.M))'), 2),
+    ("is_forged", _forged('any("Observation" in line for line in text.splitlines())'), 2),
+    ("is_forged", _forged('"Observation" in text'), 2),
+    ("is_forged", _forged('re.search("Observation:", text) is not None'), 1),  # misses "2:"
+    # the refusal without its label: the model must read that the call did not run
+    ("observe_args", _checked(refuse=OBSERVED("name + ' was not run: ' + '; '.join(errors)")), 8),
+    ("observe_args", _checked(refuse=OBSERVED("'; '.join(errors)")), 8),
+    ("observe_args", _checked(refuse=OBSERVED("'Refused: ' + '; '.join(errors)")), 8),
+    ("observe_args", _checked(refuse=OBSERVED("'error: ' + '; '.join(errors)")), 8),
+    # every model call sends max_tokens=128: the native loop's, the best effort's
+    ("run_native", _native().replace("max_tokens=128", "max_tokens=256"), 2),
+    ("run_native", _native().replace(", max_tokens=128", ""), 2),
+    ("run_native", _native().replace("max_tokens=128", "max_tokens=max_steps * 20"), 2),
+    (
+        "run_loop_guards",
+        _loop(
+            effort=EFFORT.replace("max_tokens=128", "max_tokens=256").format(
+                nudge='" I must answer now.\\nAnswer:"', stop="stop"
+            )
+        ),
+        2,
+    ),
+    (
+        "run_loop_guards",
+        _loop(
+            effort=EFFORT.replace(", max_tokens=128", "").format(
+                nudge='" I must answer now.\\nAnswer:"', stop="stop"
+            )
+        ),
+        2,
+    ),
+    # and the best effort sends the loop's stop, whatever it is
+    (
+        "run_loop_guards",
+        _loop(effort=EFFORT.format(nudge='" I must answer now.\\nAnswer:"', stop="STOP")),
+        8,
+    ),
+    # words are whole words: "in" is not a word of "invoice"
+    ("pick_exemplar", _picking("sum(w in ex.question.lower() for w in words)"), 1),
+    ("pick_exemplar", _picking("sum(w in ex.question.lower() for w in set(words))"), 1),
+    ("pick_exemplar", _picking("sum(ex.question.lower().count(w) for w in set(words))"), 1),
+    (
+        "pick_exemplar",
+        _picking("sum(w in question.lower() for w in ex.question.lower().split())"),
+        1,
+    ),
+    (
+        "pick_exemplar",
+        _picking(
+            "len([w for w in re.findall(r'\\w+', question.lower()) if w in ex.question.lower()])"
+        ),
+        1,
+    ),
+    # a repeated call beside an answer: the answer ends the run (it once ran the refusal)
+    (
+        "run_loop_guards",
+        _loop().replace(
+            "        if answer := ANSWER_RE.search(text):\n"
+            "            return answer.group(1).strip(), transcript\n"
+            "        match = ACTION_RE.search(text)\n",
+            "        match = ACTION_RE.search(text)\n"
+            "        if match and match.groups() in calls:\n"
+            "            transcript += '\\nObservation: Error: already ran\\nThought:'\n"
+            "            continue\n"
+            "        if answer := ANSWER_RE.search(text):\n"
+            "            return answer.group(1).strip(), transcript\n",
+        ),
+        3,
+    ),
+]
+
+#: The answer looked for in the whole transcript (the exemplars' answers are there).
+IN_TRANSCRIPT = "ANSWER_RE.search(transcript)"
+
+#: Mistakes whose message once named a later rule than the one they break (issue 42).
+ONCE_MISBLAMED = [
+    # the answer searched in the transcript: it stops at once, on an exemplar's answer (was 4)
+    (
+        "run_loop",
+        _loop(params="", stop="STOP", **UNGUARDED).replace("ANSWER_RE.search(text)", IN_TRANSCRIPT),
+        3,
+    ),
+    ("run_loop_stop", _loop(**UNGUARDED).replace("ANSWER_RE.search(text)", IN_TRANSCRIPT), 3),
+    ("run_loop_guards", _loop().replace("ANSWER_RE.search(text)", IN_TRANSCRIPT), 3),
+    (
+        "run_loop",
+        _loop(params="", stop="STOP", **UNGUARDED).replace(
+            "ANSWER_RE.search(text)", "re.search(r'^Answer:(.*)$', transcript, re.M)"
+        ),
+        3,
+    ),
+    # one step too many or too few before the best effort (were 8 and 7)
+    ("run_loop_guards", _loop().replace("range(max_steps)", "range(max_steps + 1)"), 5),
+    ("run_loop_guards", _loop().replace("range(max_steps)", "range(max_steps - 1)"), 5),
+    ("run_loop_guards", _loop().replace("range(max_steps)", "range(1, max_steps)"), 5),
+    # first_messages raises on exemplars=None, before any request (was 2)
+    ("run_native", _native(start="first_messages(question, tools, exemplars=list(exemplars))"), 1),
+    ("run_native", _native(start="first_messages(question, tools, exemplars=exemplars)"), 1),
+]
+
+
+@pytest.mark.parametrize(
+    "exercise, source, rule",
+    ONCE_PASSED + ONCE_MISBLAMED,
+    ids=[f"{e}-rule{r}-{i}" for i, (e, _, r) in enumerate(ONCE_PASSED + ONCE_MISBLAMED)],
+)
+def test_a_wrong_solution_that_passed_or_was_misblamed_fails_on_its_rule(exercise, source, rule):
+    passed, total, failure = run_cases(exercise, _defined(source))
+    assert failure is not None and passed < total
+    assert failed_rule(failure) == (rule, CORE[exercise].rules[rule]), failure
+
+
+def test_an_unguarded_loop_in_notebook_06_is_told_it_ran_the_repeat():
+    """A loop with no repeat guard at all ran the repeat: the message says so, not "refused"."""
+    failure = run_cases("run_loop_guards", _defined(_loop(repeat="False")))[2]
+    assert "breaks rule 7 (refuse a repeat): ran 'Action: find_invoice[INV-2291]' again" in failure
+
+
+def test_the_refusal_without_its_label_is_told_to_start_with_error():
+    refusal = _checked(refuse=OBSERVED("name + ' was not run: ' + '; '.join(errors)"))
+    failure = run_cases("observe_args", _defined(refusal))[2]
+    assert (
+        "breaks rule 8" in failure
+        and 'wrote the observation "list_invoices was not run:' in failure
+    )
+    assert "start it with 'Error:'" in failure
+
+
+def test_a_substring_pick_is_told_a_word_is_a_whole_word():
+    failure = run_cases("pick_exemplar", _defined(ONCE_PASSED[16][1]))[2]
+    assert "'How long is an invoice of cus_8812 open?', pool of 5" in failure
+    assert "'in' is not in 'invoice'" in failure
 
 
 def _defined(source: str):
@@ -414,7 +567,7 @@ def test_pick_exemplar_cases_have_one_right_answer_however_words_are_split():
                     (len(words(question) & words(e.question)), i) for i, e in enumerate(pool)
                 )
                 assert scores[-1][0] > scores[-2][0], (question, lower, scores)
-                right = case.expected(pool[scores[-1][1]]) is None
+                right = case.expected is pool[scores[-1][1]]
                 assert right or not lower, (question, scores)
                 cased += [] if right else [question]
     assert len(cased) == 2 and len(set(cased)) == 1, cased
