@@ -1,9 +1,12 @@
 """A notebook's minutes for a room, read from the notebook's own metadata.
 
-Each core notebook states once how long a room takes over it (reading, exercises and
-discussion), in its metadata: ``{"react_lab": {"minutes": 20}}``. Its first cell prints
-that figure with :func:`show_minutes`, and the guide's plan (``docs/workshop.md``) carries
-the same numbers; a test checks that they agree.
+Each core notebook states once how long a room takes over it, in its metadata:
+``{"react_lab": {"minutes": 20, "discussion": 3}}``. ``minutes`` is the room-minutes
+estimate of its work (what a learner reads, the code lines, the quiz questions and the lines
+each exercise has them type, as ``../shared/tools/room_minutes.py`` counts them; a test
+checks that they agree); ``discussion`` is what the guide budgets for the room to talk it
+over, which no count measures. Its first cell prints both with :func:`show_minutes`, and
+the guide's plan (``docs/workshop.md``) carries the same numbers; a test checks that too.
 
 A kernel does not know which notebook it runs, so :func:`notebook_file` looks in the
 places that do: the file the notebook names itself (its own filename, relative to the
@@ -25,13 +28,14 @@ KEY = "react_lab"
 SESSION_ENV = "JPY_SESSION_NAME"
 
 
-def read_minutes(path: str | os.PathLike) -> int | None:
-    """The ``react_lab.minutes`` of the notebook file at ``path``, or None when it has none.
+def read_minutes(path: str | os.PathLike, key: str = "minutes") -> int | None:
+    """The ``react_lab.minutes`` (or another ``key``, ``"discussion"``) of the notebook file
+    at ``path``, or None when it has none.
 
     Raises ``OSError`` when the file cannot be read, ``ValueError`` when it is not JSON.
     """
     meta = json.loads(Path(path).read_text(encoding="utf-8")).get("metadata", {})
-    minutes = meta.get(KEY, {}).get("minutes")
+    minutes = meta.get(KEY, {}).get(key)
     return minutes if isinstance(minutes, int) and not isinstance(minutes, bool) else None
 
 
@@ -61,7 +65,9 @@ def notebook_file(
 def show_minutes(filename: str) -> int | None:
     """Print how long a room takes over this notebook; return the minutes (None if not found).
 
-    ``filename`` is the notebook's own file name, e.g. ``"01_text_protocol.ipynb"``.
+    ``filename`` is the notebook's own file name, e.g. ``"01_text_protocol.ipynb"``. The
+    line says what the minutes count, and the discussion beside them when the notebook
+    budgets one.
     """
     path = notebook_file(filename)
     if path is None:
@@ -70,9 +76,9 @@ def show_minutes(filename: str) -> int | None:
             f"{Path.cwd()} and {SESSION_ENV} does not name it)"
         )
         return None
-    minutes = read_minutes(path)
+    minutes, talk = read_minutes(path), read_minutes(path, "discussion")
     print(
-        f"About {minutes} minutes for a room: reading, the exercises and discussion "
-        "(computing adds seconds; each cell says so when it takes more)."
+        f"About {minutes} minutes of reading, code, exercises and quiz (estimated)"
+        + (f", plus {talk} of discussion." if talk else "; discussion not included.")
     )
     return minutes

@@ -4,12 +4,14 @@ The learner's ``run_loop`` sends a prompt per step and returns only the last tra
 :class:`Recording` wraps the model so every prompt the loop sent is kept, to be counted
 with :func:`react_lab.cost.count_tokens`; :func:`plot_requests` draws those counts as the
 prompt prefix (the same every step: a line over the run) and the rest, the text earlier
-steps wrote, re-sent (it grows every step: a triangle over the run). The seed's figures
-come from :mod:`react_lab.workshop.claims`.
+steps wrote, re-sent (it grows every step: a triangle over the run). :func:`what_ran` says
+what the run asked for and got back, and :func:`seed_table` sets the run beside the seed's
+figures (from :mod:`react_lab.workshop.claims`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from itertools import accumulate
 
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
@@ -112,3 +114,58 @@ def _line_starts(text: str, head: str):
         if at == 0 or text[at - 1] == "\n":
             yield at
         at = text.find(head, at + 1)
+
+
+def what_ran(transcript: str, question: str, answer) -> None:
+    """Print the run's calls and observations, each with how often it came, and its answer.
+
+    From the first ``Question: question`` line on, as :func:`observation_tokens` reads it::
+
+        calls: list_invoices[cus_1634, 2026-07-14] ×6
+        observations: [] ×6
+        returned: None
+    """
+    head = f"Question: {question}"
+    at = next((m for m in _line_starts(transcript, head)), 0)
+    run = transcript[at:].splitlines()
+    for label, prefix in (("calls", "Action: "), ("observations", "Observation: ")):
+        seen = Counter(line[len(prefix) :].strip() for line in run if line.startswith(prefix))
+        shown = ", ".join(f"{text[:60]} ×{n}" for text, n in seen.items()) or "none"
+        print(f"{label}: {shown}")
+    print(f"returned: {answer!r}")
+
+
+def seed_table(P: int, added: float, tokens: list[int], transcript: str, question: str, tools):
+    """The seed's token figures beside this run's: the prefix, one exemplar, the run.
+
+    ``P`` is the run's first request, ``added`` the tokens a step added on average,
+    ``tokens`` every request's prompt tokens; the exemplar is the prompt's default one
+    (:data:`react_lab.protocol.EXEMPLARS`), counted as the prompt shows it.
+    Returns a :class:`ClaimTable`.
+    """
+    from ..cost import count_tokens
+    from ..protocol import EXEMPLARS
+
+    exemplar = count_tokens(EXEMPLARS[0].render())
+    observed = sum(observation_tokens(transcript, question)[: len(tokens) - 1])  # re-sent
+    seed = SEED_TOKENS
+    table = ClaimTable().add(
+        f"1 exemplar and 3 tools: around {seed['system_prompt']} tokens",
+        f"your prefix, 1 exemplar and {len(tools)} tools: {P:,}",
+        "More tools, each with an example.",
+    )
+    table.add(
+        f"an exemplar: the {seed['exemplar']} of tokens ({seed['production_prompt']:,} − "
+        f"{seed['system_prompt']} over 2 more exemplars and 5 more tools)",
+        f"your exemplar: {exemplar} tokens, {exemplar / P:.0%} of your prefix",
+        "One lookup and its row; the instructions and tools are the rest of the prefix.",
+    )
+    table.add(
+        f"{SEED_RUN['P']:,} + 700 a step: step 10 sends {SEED_RUN['step_10']:,}; 10 steps "
+        f"{SEED_RUN['total']:,}, not {SEED_RUN['naive']:,}",
+        f"{P:,} + {added:.0f} a step: step {len(tokens)} sent {tokens[-1]:,}; {len(tokens)} "
+        f"steps {sum(tokens):,}, not {len(tokens) * P:,}",
+        f"Observations are {observed / max(tokens[-1] - P, 1):.0%} of what your last step "
+        f"re-sent; the seed's, {SEED_RUN['O'] / (SEED_RUN['O'] + SEED_RUN['A']):.0%}.",
+    )
+    return table

@@ -1,7 +1,10 @@
-"""What notebook 06 uses around the learner's loop: a short trace, and an approval gate.
+"""What notebook 06 uses around the learner's loop: a short trace, an approval gate, a provider.
 
 :func:`steps` prints what a run did after its prompt, one line per action, observation
-and answer. :func:`approval_gate` runs the learner's own ``run_loop`` with a human in
+and answer, and what the loop returned. :class:`IgnoresStop` is a provider that sends no stop
+sequence, with the learner's ``is_forged`` cutting each completion where the model began an
+``Observation`` of its own, and their ``prompt_tokens_at_step`` set beside the tokens counted.
+:func:`approval_gate` runs the learner's own ``run_loop`` with a human in
 it: a tool marked ``side_effect=True`` does not run until the learner clicks Approve
 (it runs) or Deny (its observation says it was denied).
 
@@ -28,22 +31,89 @@ from .agent_file import download_link  # noqa: F401
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
 
-#: What :func:`steps` prints of a line, at most (an observation's JSON is cut with " …").
-WIDTH = 110
+#: What :func:`steps` prints of a line, at most (an invoice row fits; longer is cut with " …").
+WIDTH = 270
+#: :func:`steps`'s default: the loop's answer was not passed, so nothing is said of it.
+_NOT_GIVEN = object()
 
 
-def steps(transcript: str, question: str, answer: str | None = None) -> None:
-    """Print the run after its question: each action, observation and answer line; then ``answer``.
+def steps(transcript: str, question: str, answer=_NOT_GIVEN) -> None:
+    """Print the run after its question: each action, observation and answer line; then a tally.
 
     ``transcript`` is what the learner's ``run_loop`` returned; the run's lines follow the
     *first* ``Question: question`` line (the exemplars' questions are other questions, and
     a model may write the question again after its answer). A line longer than
-    :data:`WIDTH` characters is cut, marked `` …``. ``answer``, when given, is what the loop
-    returned (a best effort is not in the transcript).
+    :data:`WIDTH` characters is cut, marked `` …``. ``answer``, when given (None too), is
+    what the loop returned (a best effort is not in the transcript); the last line then
+    counts the observations the loop wrote: the tool ran, or the loop refused (``Error:``)::
+
+        4 observations: the tool ran 4 times, refused 0; returned None
     """
-    print("\n".join(_lines(transcript, question)))
-    if answer is not None:
-        print(f"returned: {answer!r}")
+    lines = _lines(transcript, question)
+    print("\n".join(lines))
+    if answer is not _NOT_GIVEN:
+        observations = [line for line in lines if line.startswith("Observation:")]
+        refused = sum(line.startswith("Observation: Error:") for line in observations)
+        ran = len(observations) - refused
+        print(
+            f"{len(observations)} observations: the tool ran {ran} time{'s' * (ran != 1)}, "
+            f"refused {refused}; returned {answer!r}"
+        )
+
+
+class IgnoresStop:
+    """A provider that sends no stop sequence; the learner's ``is_forged`` cuts instead.
+
+    ``complete`` asks ``model`` with ``stop=None`` (some providers refuse ``stop``: bench
+    03), then cuts the text at its first line ``is_forged`` flags, as a stop sequence would
+    have. Keeps ``prompts`` (one per request), ``texts`` (as cut) and ``cut`` (how many
+    completions ``is_forged`` cut). :meth:`report` prints the cuts and the prompt tokens of
+    each request beside what a cost formula predicts from the first step.
+    """
+
+    def __init__(self, model, is_forged):
+        self.model, self.is_forged = model, is_forged
+        self.prompts, self.texts, self.cut = [], [], 0
+
+    def complete(self, prompt, stop=None, **kwargs):
+        """Complete ``prompt`` without ``stop``; cut at the first line ``is_forged`` flags."""
+        completion = self.model.complete(prompt, stop=None, **kwargs)
+        lines = completion.text.split("\n")
+        at = next((i for i, line in enumerate(lines) if self.is_forged(line)), None)
+        text = completion.text if at is None else "\n".join(lines[:at])
+        self.cut += at is not None
+        self.prompts.append(prompt)
+        self.texts.append(text)
+        return replace(completion, text=text)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def predicted(self, prompt_tokens_at_step) -> tuple[list[int], list[int], tuple[int, int, int]]:
+        """``(counted, predicted, (P, O, A))``: each request's prompt tokens (cl100k_base), and
+        ``prompt_tokens_at_step(P, O, A, k)`` for request k, P, O and A read off the first step
+        (its prompt, the observation the loop wrote after it, the model's text)."""
+        from ..cost import count_tokens
+
+        counted = [count_tokens(prompt) for prompt in self.prompts]
+        prefix = counted[0]  # P, O and A as the cost model names them
+        written = count_tokens(self.texts[0]) if self.texts else 0
+        after = self.prompts[1][len(self.prompts[0]) + len(self.texts[0]) :]
+        observed = count_tokens(after) if len(self.prompts) > 1 else 0
+        predicted = [
+            prompt_tokens_at_step(prefix, observed, written, k) for k in range(1, len(counted) + 1)
+        ]
+        return counted, predicted, (prefix, observed, written)
+
+    def report(self, prompt_tokens_at_step) -> None:
+        """Print how many completions ``is_forged`` cut, then counted against predicted tokens."""
+        counted, predicted, (prefix, observed, written) = self.predicted(prompt_tokens_at_step)
+        print(
+            f"your is_forged cut {self.cut} of {len(self.texts)} completions at an Observation "
+            "the model wrote"
+        )
+        print(f"prompt tokens per request, counted: {counted}")
+        print(f"prompt_tokens_at_step(P={prefix}, O={observed}, A={written}, k): {predicted}")
 
 
 class Paused(BaseException):

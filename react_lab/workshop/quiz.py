@@ -28,150 +28,167 @@ class Question:
 
 
 QUIZZES: dict[str, tuple[Question, ...]] = {
+    # Each question asks for a prediction about a case its notebook does not show, or a why;
+    # the right choice is neither the longest nor the only hedged one (a test checks both).
     "01": (
         Question(
-            "Who decides that `list_invoices[cus_8812, 2026-07-14]` is a tool call?",
+            "A completion reads `Thought: I will call list_invoices[cus_8812, 2026-07-01] "
+            "next.` and has no other line. What does your `observe` return?",
             (
-                "The model: it sends the call to the provider as a request of its own",
-                "The provider: its stop sequence marks where a call in the text ends",
-                "Your code: ACTION_RE matches it on a line that starts with `Action:`",
+                "The rows of list_invoices for cus_8812: the call is there in the text",
+                "An observation saying there is no action line; no tool runs",
+                "The text unchanged, so that the model can finish its own call next",
             ),
-            2,
-            "The model wrote characters and the provider returned them as text; the call "
-            "exists because your observe matched them, then ran the tool.",
+            1,
+            "`ACTION_RE`'s `^` (multiline) matches only a line that starts with `Action:`; a "
+            "call mentioned inside a thought is not one (rule 5: run nothing, say so).",
         ),
         Question(
-            "The model's call asked for invoices since 2026-07-14. Where did that date come from?",
+            "The model's call asked for cus_8812's invoices since 2026-07-14. What would have "
+            "let INV-2041 into the observation?",
             (
-                "From the exemplar's answer: the date its lookup had found",
-                "From the exemplar's call: the date its action had passed",
-                "From the question: July, written out as its middle day",
+                "A `since` on or before 2026-07-03, the day INV-2041 was issued",
+                "The customer id written as INV-2041, the invoice the question names",
+                "The same call sent twice, as the tool lists its rows a page at a time",
             ),
             0,
-            "The exemplar's call passed 2026-07-01; its answer reported 2026-07-14. A small "
-            "model copies what its one example shows, here the answer into the call.",
+            "list_invoices lists invoices issued on or after `since`. The date the exemplar's "
+            "lookup found, 2026-07-14, is after 2026-07-03: INV-2041 was filtered out before the "
+            "model could see it.",
         ),
     ),
     "02": (
         Question(
-            'On the first run the model wrote "...is not paid." and your loop returned None. Why?',
+            "A completion is only `Thought: INV-2291 has no payments, so the answer is no.` "
+            "What does your `run_loop` do with it?",
             (
-                "The scorer refused it: the line was about cus_2291, not INV-2291",
-                "It was a Thought; your loop stops only on a line with `Answer:`",
-                "The stop sequence cut the completion before its answer could come",
+                'Returns "no": the thought reaches the answer, so the run is over',
+                "Returns None at once: the text holds neither a call nor an answer line",
+                "Appends it and your `observe`'s no-action observation, then asks again",
             ),
-            1,
-            "Rule 3: only `Answer:` ends a run. The model concluded in a Thought, then began a "
-            "question of its own, whose action your loop ran.",
+            2,
+            "Rule 3 stops only on a line that starts with `Answer:`; otherwise rule 4 appends "
+            "what `observe` returns (no action line) and the loop sends again, up to its step "
+            "limit.",
         ),
         Question(
-            "How does ReAct differ from native function calling (seed 000's distinction)?",
+            'With 01\'s exemplar, you ask "Has supplier invoice INV-2323 been paid?". Which '
+            "first call do you expect from this model?",
             (
-                "Both keep ReAct's finding, interleaving; "
-                "function calling replaces its text carrier",
-                "ReAct is the agent loop itself; function calling is a loop that the provider runs",
-                "Function calling is ReAct's text protocol renamed, with JSON inside the brackets",
+                "`get_payments[INV-2323]`, because the question asks whether it is paid",
+                "`list_invoices[cus_2323, 2026-07-14]`: the exemplar's call, reshaped",
+                "`find_invoice[INV-2323]`, the tool whose description names invoice ids",
             ),
-            0,
-            "ReAct contributed a finding (alternate reasoning and acting) carried by labels, a "
-            "stop sequence and a regex; the loop is yours either way, and 07 swaps the carrier.",
+            1,
+            "A 135M model copies its one exemplar: its tool, the date its lookup found, and the "
+            "question's number made into a customer id, as it did for INV-2291.",
         ),
     ),
     "03": (
         Question(
-            "With `stop=None`, your loop's transcript held two observations after the model's one "
-            "action. Which one did your agent's answer follow?",
+            "With `stop=None`, a first completion holds an action, a forged `Observation:` and "
+            "then `Answer: It is paid.` What does your loop of this notebook do?",
             (
-                "The green one your loop wrote from the tool, since it came last in the transcript",
-                "Neither: the model answered from the question alone, "
-                "as if no tool had been called",
-                'The red one the model wrote itself, the exemplar\'s row with `"status": "paid"`',
-            ),
-            2,
-            "The model copied the exemplar's observation and answered from it; nothing in the text "
-            "marks which observation is real.",
-        ),
-        Question(
-            "With `stop`, none of the file's 100 completions forged. What does that show?",
-            (
-                "Only that `stop` cut them at the label: 17 of them asked for no tool at all",
-                "That the format holds on its own once the model has seen one worked exchange",
-                "That SmolLM2 waits for the tool unless it runs out of `max_tokens` first",
+                'Returns "It is paid." as the answer; the action never runs',
+                "Runs the action, then returns the answer the model wrote after it",
+                "Refuses the step, as your `is_forged` finds an Observation line in it",
             ),
             0,
-            "Not forging is not working: only the provider's cut is evidence the boundary holds.",
+            "Rule 3 comes before rule 4: a completion with an `Answer:` line ends the run "
+            "before `observe` runs anything. Your `is_forged` counts forgeries; it is not in "
+            "the loop.",
+        ),
+        Question(
+            "A provider silently ignores `stop`. Your loop still sends `stop=STOP`. What "
+            "changes in your transcripts?",
+            (
+                "Nothing: your loop sends `stop`, so each completion is cut at the label",
+                "Forged `Observation` lines come back in the text, as with `stop=None`",
+                "The transcript ends at step one, as the provider answers with an error",
+            ),
+            1,
+            "`stop` is a request; the cut happens on the provider's side. Ignored, the forged "
+            "text comes back and your loop reads it as in section 2 (notebook 06 puts your "
+            "`is_forged` where the cut was).",
         ),
     ),
     "04": (
         Question(
-            "The model wrote `list_invoices[cus_3c4r9n, 2026-07-14]` for a charge question. "
-            "What did your `observe` of notebook 01 do with it?",
+            "The model writes `get_charge[ch_1KZq8f, refund]`. What does your `observe` with "
+            "the schema check return?",
             (
-                "Refused it: the anchored regex only matches ids that look like a customer's",
-                "Ran the query and wrote `[]`, no invoices, for an id that is no customer's",
-                "Stopped the loop with a TypeError, since the id has the wrong length",
+                "The schema's error: `refund` is not a property that `get_charge` declares",
+                "`call_tool`'s count error: `zip` names one argument; the schema passes",
+                "The charge ch_1KZq8f: the extra argument is dropped and the tool runs",
             ),
             1,
-            "The regex and the comma split count pieces; nothing between them and the database "
-            "knows what a customer id looks like.",
+            "Rule 6 zips the schema's names with the arguments, so the extra one is never "
+            "checked; `call_tool` then counts two arguments for one. A positional argument has "
+            "no name to check.",
         ),
         Question(
-            "What does the grammar add to the schema check in your `observe`?",
+            "Your `observe` with the schema check reads `find_invoice[INV-9999]`, an invoice "
+            "that does not exist. What comes back?",
             (
-                "It checks the call after the model wrote it, "
-                "as the schema does, only inside llama.cpp",
-                "It replaces the tool list: the grammar already names every tool and argument",
-                "A call outside the schema cannot be written at all; "
-                "a valid but wrong id still can",
+                "The tool's error, no such invoice: the id fits the pattern",
+                "The schema's error: no invoice in the database has the id INV-9999",
+                "The regex's error: the id is looked up before the action is matched",
             ),
-            2,
-            "Constrained decoding masks the tokens that would leave the schema: shape, not sense.",
+            0,
+            "The schema checks a value's shape, not that it exists: INV-9999 fits `^INV-[0-9]{4}$`,"
+            " the tool runs and says there is no such invoice, as `cus_2291` ran in section 3.",
         ),
     ),
     "05": (
         Question(
-            "Over your run, what did the grey part of the bars (the prompt prefix) add up to?",
+            "Your loop runs the same question for 12 steps instead of 6, each step adding as "
+            "many tokens as before. What happens to the prompt tokens of the whole run?",
             (
-                "P once: the provider keeps it, so later steps send only the new text",
-                "N² times P: each request re-sends every earlier request's prefix too",
-                "N times P: the same prefix rides in every request, so a straight line",
+                "They double: the requests are as long as before and twice as many",
+                "They grow less than twice: the provider keeps the prefix after step one",
+                "They more than double: the prefix doubles, the re-sent part quadruples",
             ),
             2,
-            "Your loop sends the whole transcript each step; the prefix is the same each time.",
+            "N·P is a line; the re-sent text, 0 + 1 + … + (N − 1) steps of it, grows with N². "
+            "With P = 497 and 41 a step, 6 steps send 3,597 and 12 send 8,670.",
         ),
         Question(
-            "Runs of 20 steps with 600-token observations cost too much. Which cut saves more?",
+            "An agent answers most questions in 2 steps: P = 1,400 (three exemplars of about "
+            "300 tokens), observations of 150. Which cut saves more per question?",
             (
-                "Capping observations at 200 tokens: each is re-sent by every later request",
-                "Halving the exemplars: the prefix rides in every one of the 20 requests",
-                "Shorter thoughts: the model's text is the part that is sent most often",
+                "Capping observations at 50 tokens, the term that grows with N²",
+                "Dropping one exemplar: in 2 steps the prefix is most of what is sent",
+                "Neither: the provider's prefix cache makes both of them worth nothing",
             ),
-            0,
-            "P = 1,000, A = 100: halving the prefix saves 10,000 tokens, capping O saves 76,000.",
+            1,
+            "Dropping an exemplar saves about 300 on each of 2 requests, 600; capping saves 100 "
+            "on the one request that re-sends an observation. The prefix dominates short runs, "
+            "observations long ones (and a 135M model needs its exemplar).",
         ),
     ),
     "06": (
         Question(
-            "The INV-2291 assistant was not given schedule_payment. What happens if it writes "
-            "that call?",
+            "You click Deny on `schedule_payment[INV-2291, 48200]`. What does the model read next?",
             (
-                "The approval gate holds it until a human clicks Approve or Deny",
-                "Nothing runs: its observation says the tool is unknown and lists the two it has",
-                "The stop sequence cuts the line before the loop can read the call",
+                "An observation saying a human denied the call and nothing was done",
+                "Nothing: a denied call ends the run at once, and no answer is returned",
+                "The tool's usual result, as if it had run, so the exchange stays in step",
             ),
-            1,
-            "What it is not given it cannot call: the tool list is the only permission.",
+            0,
+            "The decision comes back as the call's observation, written by your loop like any "
+            "other; the run goes on, and a second payment call pauses again.",
         ),
         Question(
-            "Your guarded loop saw the same call a second time. What did it do?",
+            "Your guarded loop ran `get_payments[INV-2291]`. The model then writes "
+            "`get_payments[ INV-2291]`, a space inside the brackets. What does guard 1 do?",
             (
-                "Ran it again and appended the same observation, since tools are read-only",
-                "Ended the run at once and returned the last observation as the answer",
-                "Did not run it, and wrote an observation saying that call already ran",
+                "Refuses it: the same tool and the same invoice make the same call",
+                "Ends the run, taking a near repeat as a sign that the model is stuck",
+                "Runs it: it compares `ACTION_RE`'s groups as text, and they differ",
             ),
             2,
-            "Guard 1: a repeat costs a model call, not a tool call; "
-            "the step limit still ends the run.",
+            "Rule 7 keeps the two groups as text, and `' INV-2291'` is not `'INV-2291'`. The "
+            "lab's near-repeat guard (bench 06) compares the arguments as read.",
         ),
     ),
     "07": (
@@ -188,43 +205,43 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             "embedded model a grammar enforces that shape; a provider's model is trained on it.",
         ),
         Question(
-            "Which line of your `run_native` is still a parser, and why?",
+            "A server returns `tool_calls` empty and the text `<tool_call>{...}</tool_call>`. "
+            "What does a `run_native` that answers whenever `tool_calls` is empty return?",
             (
-                "`first_messages(...)`: it reads the question out of the learner's prompt text",
-                "`tool_schemas(tools)`: it turns each tool's English line into a JSON Schema again",
-                "`reply_calls(reply, tools)`: a call can come back written in the reply's text",
+                "The markup itself as its answer, and the run ends there",
+                "None after its step limit, as it asks again at every step",
+                "The tool's result: the server runs a call it finds in text",
             ),
-            2,
-            "A server whose chat template misses the model's call format returns the call as "
-            "text; read as the answer, the markup would end the run.",
+            0,
+            "Without `reply_calls`, an empty `tool_calls` reads as the final answer: the leaked "
+            "call is returned as text and never runs. That is why `reply_calls` is still a parser.",
         ),
     ),
     "08": (
         Question(
-            "Why compare your agent before and after `pick_exemplar` question by question?",
+            "Before and after a change, your agent is right on 3 of the same 8 questions. Can "
+            "the change have made a difference on them?",
             (
-                "Only the questions on which the two runs disagree say which is better; a "
-                "paired test can tell apart what two overlapping intervals cannot",
-                "The Wilson interval is not defined for fewer than thirty questions, so a "
-                "paired count replaces it until the live set grows larger than that",
-                "Pairing counts every question twice, which halves the width of each "
-                "run's interval, so that the two rates can be compared at their ends",
-            ),
-            0,
-            "Questions both runs got right, or both wrong, carry no information about the "
-            "change; McNemar's test asks whether the rest lean one way.",
-        ),
-        Question(
-            'Your agent answers "Supplier invoice INV-2291 has not been paid." Against the '
-            'gold "no", how does `score` judge it?',
-            (
-                "Wrong: a yes-or-no answer must begin with the word yes or with the word no",
-                "Right only if it also quotes the invoice's total that it read in a tool result",
-                "Right: it reads the stance the sentence takes on the question's own predicate",
+                "No: the same score on the same questions means no answer changed",
+                "Only where the two runs' 95% intervals do not overlap each other",
+                "Yes: two questions fixed and two broken leave it at 3 of 8",
             ),
             2,
-            '"Has not been paid" negates the question\'s predicate, so it says no; an '
-            "answer that says both is wrong.",
+            "Paired, question by question: only the questions the two runs disagree on say "
+            "anything about the change. The scores, and their intervals, hide a change that "
+            "fixes as many as it breaks.",
+        ),
+        Question(
+            "Your agent is right on about half its questions. About how many questions give a "
+            "95% Wilson interval of about ±10 points?",
+            (
+                "About 100: the width shrinks with the square root of the count",
+                "About 20: past twenty questions it is already about that narrow",
+                "About 1,000: ten points of width need a thousand or more of them",
+            ),
+            0,
+            "At one half the interval is about ±1.96·√(0.25/n): n ≈ 96 gives ±10 points, while "
+            "4 of 8 gives 22%–78%, about half the range.",
         ),
     ),
 }

@@ -42,7 +42,7 @@ def source(cell) -> str:
 def plan() -> list[tuple[str, str, int]]:
     """The guide's plan: (number, notebook file or '', minutes) per row, the total row left out."""
     text = GUIDE.read_text(encoding="utf-8")
-    section = text.split("## The 150-minute plan", 1)[1].split("\n## ", 1)[0]
+    section = text.split("## The plan", 1)[1].split("\n## ", 1)[0]
     rows = []
     for line in section.splitlines():
         match = re.match(r"^\|\s*(\d\d)\s*\|(.*?)\|\s*(\d+)\s*\|", line)
@@ -155,6 +155,38 @@ def test_no_stored_table_in_the_core_is_over_20_rows():
                 assert html.count("<tr") <= 21, (
                     f"{path.name}: a stored table of {html.count('<tr') - 1} rows"
                 )
+
+
+def discussion() -> dict[str, int]:
+    """The guide's plan: the discussion budgeted per notebook file, by its column."""
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text.split("## The plan", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(
+        r"^\|\s*\d\d\s*\|[^|]*`(\d\d_\w+\.ipynb)`[^|]*\|\s*\d+\s*\|\s*(\d+)\s*\|", section, re.M
+    )
+    return {name: int(talk) for name, talk in rows}
+
+
+def test_the_guide_states_the_slot_as_work_plus_discussion_and_the_notebooks_say_the_same():
+    text = GUIDE.read_text(encoding="utf-8")
+    talk = discussion()
+    assert set(talk) == {name for _, name, _ in plan() if name}
+    work = sum(m for _, _, m in plan())
+    stated = re.search(r"\|\s*\|\s*\*\*total\*\*\s*\|\s*\*\*\d+\*\*\s*\|\s*\*\*(\d+)\*\*", text)
+    assert stated and int(stated.group(1)) == sum(talk.values())
+    slot = re.search(
+        r"The slot: (\d+) minutes of work, (\d+) of discussion and a ten-minute break make\s+(\d+)",
+        text,
+    )
+    assert slot and [int(x) for x in slot.groups()] == [
+        work,
+        sum(talk.values()),
+        work + sum(talk.values()) + 10,
+    ]
+    assert work + sum(talk.values()) + 10 <= 180, "the slot is three hours"
+    for path in core():  # the notebook's first cell prints the discussion its metadata holds
+        stated = read(path)["metadata"]["react_lab"].get("discussion")
+        assert stated in (None, talk[path.name]), (path.name, stated, talk[path.name])
 
 
 def test_the_guide_plans_150_minutes_from_the_notebooks_own():

@@ -415,19 +415,26 @@ def answer_of(texts) -> str | None:
 
 
 def _where_in(exemplars, value: str, tool: str, position: int) -> tuple[str, str]:
-    """Where ``value`` shows in the exemplars ("the exemplar's answer", ...), and a note on
-    the exemplar's own call to ``tool`` when it passed another value at ``position``."""
-    parts = [
-        (part, ex)
-        for ex in exemplars
-        for part in (
-            ("the exemplar's answer", ex.answer),
-            ("the exemplar's last thought", ex.final_thought),
-            *(("the exemplar's call", action) for _, action, _ in ex.steps),
-            *(("the exemplar's observation", observation) for _, _, observation in ex.steps),
+    """Every place ``value`` shows in the exemplars ("the exemplar's observation, last thought
+    and answer"), and a note on the exemplar's own call to ``tool`` when it passed another
+    value at ``position``."""
+    places = []
+    for ex in exemplars:
+        parts = (
+            ("question", ex.question),
+            *(("thought", thought) for thought, _, _ in ex.steps),
+            *(("call", action) for _, action, _ in ex.steps),
+            *(("observation", observation) for _, _, observation in ex.steps),
+            ("last thought", ex.final_thought),
+            ("answer", ex.answer),
         )
-    ]
-    where = next((name for (name, text), _ in parts if _has_word(text, value)), "the exemplar")
+        places += [name for name, text in parts if _has_word(text, value) and name not in places]
+    if not places:
+        where = "the exemplar"
+    elif len(places) == 1:
+        where = f"the exemplar's {places[0]}"
+    else:
+        where = f"the exemplar's {', '.join(places[:-1])} and {places[-1]}"
     own = ""
     for ex in exemplars:
         for _, action, _ in ex.steps:

@@ -65,7 +65,8 @@ def test_why_wrong_names_the_copied_date_the_missing_invoice_and_the_own_questio
             " y\nAnswer: no\n\nQuestion: When was it?",
         ],
     )
-    assert "copied 2026-07-14 from the exemplar's answer" in why  # not from its call:
+    # every place the exemplar shows the date, and not its call, which passed another
+    assert "copied 2026-07-14 from the exemplar's observation, last thought and answer" in why
     assert "(the exemplar's own call was list_invoices[cus_4417, 2026-07-01])" in why
     assert "INV-2041 never appeared in an observation" in why
     assert "about INV-2116" in why and "Question: line of its own" in why
@@ -146,8 +147,8 @@ def test_judge_run_reads_the_answer_and_the_calls_of_a_run_by_hand():
     assert not verdict.right and verdict.gold == "no"
     # the call is the first completion's action line; the cut-off one after Answer: is not
     assert (
-        "copied 2026-07-14 from the exemplar's answer into list_invoices[cus_8812, 2026-07-14]"
-        in verdict.why
+        "copied 2026-07-14 from the exemplar's observation, last thought and answer into "
+        "list_invoices[cus_8812, 2026-07-14]" in verdict.why
     )
     assert "It also wrote a Question: line of its own" in verdict.why
     assert str(verdict).splitlines()[0].startswith("model's answer: The latest invoice")
@@ -175,7 +176,9 @@ def test_judge_loop_shows_the_run_and_says_no_answer_line_was_written():
     assert shown.startswith(f"Question: {question}") and "model's answer: none" in shown
     assert "gold answer   : no - INV-2291 (supplier, 48200.00 dollars" in shown
     assert "it wrote no Answer: line" in verdict.why and "Question: line of its own" in verdict.why
-    assert "copied 2026-07-14 from the exemplar's answer" in verdict.why
+    assert "copied 2026-07-14 from the exemplar's observation, last thought and answer" in (
+        verdict.why
+    )
 
 
 def test_run_of_skips_an_exemplar_with_the_same_question():
@@ -186,3 +189,15 @@ def test_run_of_skips_an_exemplar_with_the_same_question():
     question = EXEMPLARS[1].question
     prompt = build_prompt(question, default_tools().values(), [EXEMPLARS[1]])
     assert run_of(question, prompt + " x") == f"Question: {question}\nThought: x"
+
+
+def test_why_wrong_names_every_place_the_exemplar_shows_a_copied_value():
+    why = why_wrong(
+        QUESTION,
+        None,
+        needed="INV-2041",
+        calls=[("list_invoices", ["cus_4417", "2026-07-01"])],
+        observations=["[]"],
+        written=[" x\nAction: list_invoices[cus_4417, 2026-07-01]"],
+    )
+    assert "copied cus_4417 from the exemplar's question, thought, call and answer" in why

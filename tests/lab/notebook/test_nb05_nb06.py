@@ -13,7 +13,7 @@ from react_lab.lab.sandbox import db_checksum, payment_tools, working_copy
 from react_lab.protocol import STOP
 from react_lab.tools import default_tools
 from react_lab.workshop.nb05 import Recording, plot_requests, split_requests
-from react_lab.workshop.nb06 import approval_gate, pay_exemplar, steps
+from react_lab.workshop.nb06 import WIDTH, approval_gate, pay_exemplar, steps
 
 PAY = "Pay supplier invoice INV-2291."
 
@@ -89,13 +89,13 @@ def test_a_second_payment_pauses_again():
 def test_steps_prints_the_run_after_its_question(capsys):
     transcript = (
         "Question: E?\nThought: x\nAction: a[b]\nObservation: {}\nQuestion: Q?\n"
-        "Thought: y\nAction: c[d]\nObservation: " + "x" * 200 + "\nThought: z\n"
+        "Thought: y\nAction: c[d]\nObservation: " + "x" * 400 + "\nThought: z\n"
         "Answer: No.\n\nQuestion: Q?\nThought: again"
     )
     assert steps(transcript, "Q?") is None
     assert capsys.readouterr().out.splitlines() == [
         "Action: c[d]",
-        "Observation: " + "x" * 95 + " …",
+        "Observation: " + "x" * (WIDTH - 15) + " …",
         "Answer: No.",
     ]
 
@@ -176,3 +176,71 @@ def test_observations_are_counted_from_the_runs_question_even_when_the_model_wri
         count_tokens(second),
     ]
     assert "Observation:" in prompt  # the exemplar's observation, which is not the run's
+
+
+def test_what_ran_counts_the_runs_calls_and_observations(capsys):
+    from react_lab.workshop.nb05 import what_ran
+
+    question = "What is the status of invoice INV-1634?"
+    again = " I look.\nAction: list_invoices[cus_1634, 2026-07-14]"
+    answer, transcript = solutions.run_loop_guards(
+        question, ScriptedModel([again] * 3 + [" no idea"]), default_tools(), max_steps=3
+    )
+    what_ran(transcript, question, answer)
+    assert capsys.readouterr().out.splitlines() == [
+        "calls: list_invoices[cus_1634, 2026-07-14] ×3",
+        "observations: [] ×1, Error: that call already ran; see above. ×2",
+        "returned: '[best effort] no idea'",
+    ]
+
+
+def test_the_seed_table_sets_the_exemplar_beside_the_seeds_estimate():
+    from react_lab.cost import count_tokens
+    from react_lab.protocol import EXEMPLARS
+    from react_lab.workshop.nb05 import seed_table
+
+    tokens = [497, 538, 579]
+    table = seed_table(497, 41.0, tokens, "Question: Q?\nThought:", "Q?", default_tools())
+    exemplar = count_tokens(EXEMPLARS[0].render())
+    assert len(table) == 3
+    assert "low hundreds" in table.rows[1].claim
+    assert (
+        table.rows[1].measured
+        == f"your exemplar: {exemplar} tokens, {exemplar / 497:.0%} of your prefix"
+    )
+
+
+def test_steps_says_what_the_loop_did_with_the_calls_and_what_it_returned(capsys):
+    question = "What is the status of invoice INV-1634?"
+    again = " I look.\nAction: list_invoices[cus_1634, 2026-07-14]"
+    answer, transcript = solutions.run_loop_stop(
+        question, ScriptedModel([again] * 2), default_tools(), max_steps=2
+    )
+    steps(transcript, question, answer)
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "2 observations: the tool ran 2 times, refused 0; returned None"
+    )
+
+
+def test_a_provider_that_ignores_stop_is_cut_by_the_learners_is_forged(capsys):
+    """06: no stop sent; is_forged cuts where stop would have; the formula beside the count."""
+    from react_lab.cost import count_tokens
+    from react_lab.workshop.nb06 import IgnoresStop
+
+    question = "What is the status of invoice INV-1634?"
+    forged = ' I look.\nAction: find_invoice[INV-1634]\nObservation: {"status": "paid"}\nAnswer: x'
+    script = [forged, " Done.\nAnswer: past due"]
+    provider = IgnoresStop(ScriptedModel(script), solutions.is_forged)
+    answer, transcript = solutions.run_loop_guards(question, provider, default_tools())
+    assert answer == "past due" and provider.cut == 1
+    assert provider.texts[0] == " I look.\nAction: find_invoice[INV-1634]"
+    with_stop = solutions.run_loop_guards(question, ScriptedModel(script), default_tools())
+    assert (answer, transcript) == with_stop  # the cut is the stop sequence's
+
+    counted, predicted, (prefix, obs, written) = provider.predicted(solutions.prompt_tokens_at_step)
+    assert counted == [count_tokens(p) for p in provider.prompts] and predicted[0] == prefix
+    assert written == count_tokens(provider.texts[0]) and predicted[1] == prefix + obs + written
+    provider.report(solutions.prompt_tokens_at_step)
+    out = capsys.readouterr().out
+    assert out.startswith("your is_forged cut 1 of 2 completions")
+    assert f"counted: {counted}" in out and f"k): {predicted}" in out

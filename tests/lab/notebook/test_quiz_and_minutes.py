@@ -1,6 +1,7 @@
 """The check-yourself quizzes and the minutes helper of the core notebooks."""
 
 import json
+import re
 
 import pytest
 
@@ -16,15 +17,27 @@ def test_every_quiz_has_two_or_three_questions_whose_right_answer_is_a_choice():
             assert len(q.choices) >= 2 and 0 <= q.right < len(q.choices) and q.why, (number, q.text)
 
 
-@pytest.mark.parametrize("number", ["07", "08"])
-def test_the_right_answer_is_given_away_neither_by_length_nor_by_position(number):
+#: Words that hedge a choice ("only", "may"): the one hedged choice reads as the careful one.
+HEDGES = re.compile(r"\b(only|may|might|can|could|often|usually|sometimes)\b", re.I)
+
+
+@pytest.mark.parametrize("number", sorted(QUIZZES))
+def test_the_right_answer_is_given_away_neither_by_length_nor_by_position_nor_by_hedging(number):
     questions = QUIZZES[number]
     for q in questions:
         longest = max(len(c) for c in q.choices)
         assert (
             len(q.choices[q.right]) < longest or [len(c) for c in q.choices].count(longest) > 1
         ), q.text
+        hedged = [bool(HEDGES.search(c)) for c in q.choices]
+        assert not hedged[q.right] or sum(hedged) > 1, f"the only hedged choice is right: {q.text}"
     assert len({q.right for q in questions}) == len(questions)
+
+
+def test_the_right_answers_are_spread_over_the_positions():
+    rights = [q.right for questions in QUIZZES.values() for q in questions]
+    counts = [rights.count(i) for i in range(3)]
+    assert max(counts) - min(counts) <= 2, counts
 
 
 def test_grade_marks_each_pick_and_refuses_a_wrong_count():
@@ -60,12 +73,12 @@ def test_quiz_in_solutions_mode_answers_and_asserts(monkeypatch, capsys):
     assert f"{n} of {n} right" in capsys.readouterr().out
 
 
-def notebook(path, minutes):
+def notebook(path, minutes, **more):
     path.write_text(
         json.dumps(
             {
                 "cells": [],
-                "metadata": {"react_lab": {"minutes": minutes}},
+                "metadata": {"react_lab": {"minutes": minutes, **more}},
                 "nbformat": 4,
                 "nbformat_minor": 5,
             }
@@ -80,7 +93,17 @@ def test_minutes_are_read_from_the_notebook_beside_the_kernel(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(nbminutes.SESSION_ENV, raising=False)
     assert nbminutes.show_minutes("01_x.ipynb") == 20
-    assert capsys.readouterr().out.startswith("About 20 minutes for a room")
+    out = capsys.readouterr().out
+    assert out.startswith("About 20 minutes of reading, code, exercises and quiz (estimated)")
+    assert "discussion not included" in out  # no discussion budgeted: the line says so
+
+
+def test_the_discussion_budgeted_is_printed_beside_the_estimate(tmp_path, monkeypatch, capsys):
+    notebook(tmp_path / "01_x.ipynb", 18, discussion=3)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(nbminutes.SESSION_ENV, raising=False)
+    assert nbminutes.show_minutes("01_x.ipynb") == 18
+    assert capsys.readouterr().out.endswith("(estimated), plus 3 of discussion.\n")
 
 
 def test_a_renamed_copy_finds_itself_through_the_session_variable(tmp_path, monkeypatch):
