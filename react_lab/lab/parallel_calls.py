@@ -94,22 +94,24 @@ def concurrent_tool(tools: dict[str, Tool], call: dict) -> Tool | None:
 def start_call(tool: Tool, call: dict) -> Future:
     """Start ``call`` on ``tool`` in a daemon thread; the future holds its :class:`Observation`.
 
-    The thread closes the tool's own connection when the call is done. A call that hangs
-    is cut off by the guards' timeout while they wait for its result.
+    The thread closes the tool's own connection when the call is done, before the future
+    holds the result (sqlite3 crashes on a connection closed while another thread uses it).
+    A call that hangs is cut off by the guards' timeout while they wait for its result.
     """
     future: Future = Future()
 
     def work() -> None:
         try:
-            future.set_result(execute_call({tool.name: tool}, call))
+            observation = execute_call({tool.name: tool}, call)
         except BaseException as exc:  # noqa: BLE001 -- a result at once, not a wait for the timeout
-            future.set_result(
-                Observation.failure(f"{tool.name} failed with {type(exc).__name__}: {exc}")
+            observation = Observation.failure(
+                f"{tool.name} failed with {type(exc).__name__}: {exc}"
             )
-        finally:
+        finally:  # closed before the result is given: no other thread meets it half closed
             own = connection(tool)
             if own is not None:
                 own.close()
+        future.set_result(observation)
 
     threading.Thread(target=work, daemon=True, name=f"call-{tool.name}").start()
     return future
