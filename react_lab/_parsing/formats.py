@@ -149,7 +149,7 @@ def _json_frame(
 ) -> list[Call]:
     """Every JSON call in ``text[pos:end]`` (a list of calls or one object), or one nameless Call.
 
-    ``keyed``: Apertus' shape, where an object's only key is the tool and its value the arguments.
+    ``keyed``: an object's only key is the tool, and its value the arguments.
     """
     calls, at = [], pos
     body = text[:end]
