@@ -88,10 +88,10 @@ def _token(words: str) -> str:
 
 _WS = re.compile(r"\s*")
 _FENCE = re.compile(r"\s*(?:" + FENCE + r"\n)?\s*")
+_CLOSING_FENCE = re.compile(r"\s*```")
 _NAME = re.compile(r"[ \t]*(" + NAME + ")")
 #: What may stand before an element's tag name: ``｜DSML｜`` or a namespace (``minimax:``).
-_PREFIXES = r"[|｜]DSML[|｜]|[A-Za-z]\w*:"
-_PREFIX = "(?:" + _PREFIXES + ")"
+_PREFIX = r"(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)"
 
 
 def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the position after what matches
@@ -130,15 +130,8 @@ def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start:
     if not isinstance(value, dict):
         problem = "has arguments that are not a JSON object"
         return Call(start, close, fmt, name, text[j:close], problem)
-    return Call(start, _after_fence(text, close), fmt, name, unwrap(value))
-
-
-_CLOSING_FENCE = re.compile(r"\s*```")
-
-
-def _after_fence(text: str, pos: int) -> int:
-    m = _CLOSING_FENCE.match(text, pos)
-    return m.end() if m else pos
+    fence = _CLOSING_FENCE.match(text, close)
+    return Call(start, fence.end() if fence else close, fmt, name, unwrap(value))
 
 
 # --------------------------------------------------------------------------- JSON in a frame
@@ -415,7 +408,7 @@ _NAME_ATTR = (
     r"(?:invoke|function)[ \t]+name=(?:\"(?P<dq>[^\"'>\n]{1,100})\"|'(?P<sq>[^\"'>\n]{1,100})'"
     r"|(?P<attr>[^\"'>\n]{1,100}))[^>\n]{0,100}>"
 )
-_INVOKE = re.compile(r"<(?P<ns>" + _PREFIXES + f")?(?:{_FUNCTION_EQ}|{_NAME_ATTR})")
+_INVOKE = re.compile(r"<(?P<ns>" + _PREFIX + f")?(?:{_FUNCTION_EQ}|{_NAME_ATTR})")
 
 
 def _anonymous(pattern: str) -> str:
@@ -824,10 +817,12 @@ def _spelled_with(characters: str) -> str:
     return f"(?=<[^<>]{{0,40}}[{characters}])"
 
 
-_ELEMENTS_AHEAD = r"\s*<" + _PREFIX + r"?invoke\b"
+_BEGIN, _END, _SEP = (_token(words) for words in ("tool call begin", "tool call end", "tool sep"))
+_ELEMENTS_AHEAD = r"(?=\s*<" + _PREFIX + r"?invoke\b)"
 _SECTION = f"(?:{_token('tool calls begin')}|{_token('tool calls section begin')})"
 _GLUED_HEAD = r"\s*call:(?P<name>" + NAME + ")"
 _ANY_PREFIX = "<" + _PREFIX + "?"
+_ATTR = _anonymous(_NAME_ATTR)
 
 #: Every vendor's call markup the readers know, a row each; the first row that opens at a
 #: place reads there. Sources: the chat templates, llama.cpp's ``common/chat*`` parsers and
@@ -844,25 +839,25 @@ FORMATS = (
     # fenced JSON (V3, R1), or NAME<｜tool▁sep｜>{...} (V3.1); Kimi K2's header is functions.NAME:0
     Format(
         "Step-3",
-        _token("tool call begin") + rf"(?=\s*function\s*{_token('tool sep')}{_ELEMENTS_AHEAD})",
-        _token("tool call end"),
+        _BEGIN + rf"(?=\s*function\s*{_SEP}{_ELEMENTS_AHEAD})",
+        _END,
         "section",
         head="function",
-        sep=_token("tool sep") + f"(?={_ELEMENTS_AHEAD})",
+        sep=_SEP + _ELEMENTS_AHEAD,
         names_calls=True,
     ),
     Format(
         "DeepSeek",
-        _spelled_with("▁｜") + _token("tool call begin"),
-        _token("tool call end"),
+        _spelled_with("▁｜") + _BEGIN,
+        _END,
         "section",
         head="function|(?P<name>.*)",
-        sep=_token("tool sep"),
+        sep=_SEP,
     ),
     Format(
         "Kimi K2",
-        _token("tool call begin"),
-        _token("tool call end"),
+        _BEGIN,
+        _END,
         "section",
         head=r"(?:functions\.)?(?P<name>[^:]*)(?::.*)?",
         sep=_token("tool call argument begin"),
@@ -900,18 +895,14 @@ FORMATS = (
     ),
     Format(
         "DeepSeek DSML",
-        r"<[|｜]DSML[|｜]" + _anonymous(_NAME_ATTR),
+        r"<[|｜]DSML[|｜]" + _ATTR,
         r"</[|｜]DSML[|｜]invoke>",
         "elements",
         "schema",
     ),
-    Format(
-        "Step-3", "<steptml:" + _anonymous(_NAME_ATTR), "</steptml:invoke>", "elements", "schema"
-    ),
-    Format(
-        "MiniMax", "<minimax:" + _anonymous(_NAME_ATTR), "</minimax:invoke>", "elements", "schema"
-    ),
-    Format("XML invoke", _ANY_PREFIX + _anonymous(_NAME_ATTR), "</invoke>", "elements", "schema"),
+    Format("Step-3", "<steptml:" + _ATTR, "</steptml:invoke>", "elements", "schema"),
+    Format("MiniMax", "<minimax:" + _ATTR, "</minimax:invoke>", "elements", "schema"),
+    Format("XML invoke", _ANY_PREFIX + _ATTR, "</invoke>", "elements", "schema"),
     Format("GLM", r"<tool_call>(?=" + _pairs_ahead("") + ")", "</tool_call>", "pairs", "schema"),
     Format("Hermes", r"<tool_call>", "</tool_call>"),
     Format("Granite", r"<\|tool_call\|>", r"<\|end_of_text\|>"),
