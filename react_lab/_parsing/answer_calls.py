@@ -428,9 +428,8 @@ def _declared_patterns(names: tuple[str, ...]) -> tuple[re.Pattern, re.Pattern, 
         + r")[ \t*`\"'.]*$",
         re.IGNORECASE | re.MULTILINE,
     )
-    as_written = "(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + ")"
     word = re.compile(  # in a code block: get_charge(...), get_charge ch_1 (as written)
-        r"(?<![\w.])" + as_written + r"(?=[ \t]*[\[({]|[ \t]+[^\s]*[\d_\"'=-])"
+        r"(?<![\w.])" + tool + r"(?=[ \t]*[\[({]|[ \t]+[^\s]*[\d_\"'=-])"
     )
     return spelled, labelled, word
 

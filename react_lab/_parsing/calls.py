@@ -92,33 +92,33 @@ def _json(blob: str) -> Any:
     return json.loads(blob, object_pairs_hook=unique_keys)
 
 
-def load_object(blob: str) -> Any:
-    """JSON first, then a Python literal (:func:`literal`, never ``eval``); None if neither.
+def _loaded(blob: str) -> tuple[Any, str | None]:
+    """The value of ``blob``, JSON first, then a Python literal (:func:`literal`, never
+    ``eval``), or None if neither; and the key the first reading to find one gives twice.
 
-    An object that gives a key twice is neither (which value was meant is a guess). Blobs
-    longer than ``_LITERAL_MAX`` characters are tried as JSON only.
+    Blobs longer than ``_LITERAL_MAX`` characters are tried as JSON only.
     """
     loaders = (_json, _python_literal) if len(blob) <= _LITERAL_MAX else (_json,)
+    twice = None
     for loader in loaders:
         try:
-            return loader(blob)
+            return loader(blob), twice
+        except DuplicateKey as exc:
+            twice = twice or exc.key
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             continue
-    return None
+    return None, twice
+
+
+def load_object(blob: str) -> Any:
+    """The JSON or Python literal ``blob`` (:func:`_loaded`), or None: an object that gives a
+    key twice is neither (which value was meant is a guess)."""
+    return _loaded(blob)[0]
 
 
 def repeated_key(blob: str) -> str | None:
     """The key an object written as JSON or a Python literal gives twice, or None."""
-    loaders = (_json, _python_literal) if len(blob) <= _LITERAL_MAX else (_json,)
-    for loader in loaders:
-        try:
-            loader(blob)
-        except DuplicateKey as exc:
-            return exc.key
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            continue
-        return None
-    return None
+    return _loaded(blob)[1]
 
 
 def clean_input(value: str) -> Any:

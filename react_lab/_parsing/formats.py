@@ -2,39 +2,31 @@
 
 A model trained on its chat template writes a tool call in that template's markup. When
 the server does not turn the markup into ``tool_calls`` (or the text protocol is in use),
-it reaches us as text. The formats fall into a few kinds, one reader each:
+it reaches us as text. Each vendor's markup is a row of one table, :data:`FORMATS`: where a
+call opens and closes, how the tool's name and its arguments are written (the row's shape,
+which names its reader), how values written as text are typed, whether they are
+entity-escaped. The shapes, one reader each:
 
-* JSON in a frame: ``<tool_call>{...}</tool_call>`` (Hermes, Qwen), ``<|tool_call|>[...]``
-  (Granite), ``<TOOLCALL>[...]`` (Nemotron), ``<tool_calls>`` (Jamba), ``functools[...]``
-  (Phi-4), ``<|START_ACTION|>[...]`` (Command R), ``[TOOL_CALLS][...]`` (Mistral before v11),
-  ``<|python_tag|>{...}`` (Llama 3), ``<|python_start|>{...}<|python_end|>`` (Llama 4),
-  ``[TOOL_REQUEST]`` (LM Studio), and Apertus'
-  ``<|tools_prefix|>[{"NAME": {...}}]`` whose key is the tool;
-* a frame that names the tool outside the JSON: Harmony's ``<|channel|>commentary
-  to=functions.NAME <|constrain|>json<|message|>{...}`` (gpt-oss); DeepSeek's
-  ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME`` + a fenced JSON object (V3, R1) and
-  ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}`` (V3.1); Kimi K2's
-  ``<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{...}``;
-  ``<function=NAME>{...}</function>`` (Llama 3.1, Functionary); ``[TOOL_CALLS]NAME[ARGS]{...}``
-  (Mistral, with an optional ``[CALL_ID]``); ``>>>NAME`` + a JSON line (Functionary v3.2);
-  and Harmony's ``to=functions.NAME json{...}`` once its special tokens were stripped;
-* a name glued to its arguments: ``[TOOL_CALLS]NAME{...}`` (Mistral v11+),
-  ``<|tool_call>call:NAME{key:<|"|>value<|"|>}<tool_call|>`` (Gemma 4; FunctionGemma's
-  ``<start_function_call>`` with ``<escape>``): an object whose keys are bare words;
-* arguments as elements: ``<function=NAME><parameter=k>v</parameter></function>``
-  (Qwen3-Coder, Seed-OSS), ``<invoke name="NAME"><parameter name="k">v</parameter></invoke>``
-  (MiniMax M2, Claude-style ``<function_calls>``, DeepSeek V3.2's ``｜DSML｜``, Step-3's
-  ``steptml:``), ``<tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`` (GLM);
-* Python-style calls: ``<|python_tag|>NAME.call(k="v")`` (Llama 3 built-ins), ``[NAME(k=v)]``
-  in LFM2's ``<|tool_call_start|>``, Gemma 3's ````tool_code`` fence, Olmo 3's
-  ``<function_calls>`` (one call a line).
+* JSON in a frame (``<tool_call>{...}</tool_call>``, ``<|tool_call|>[...]``), where an
+  object's only key may be the tool (``keyed``), or Python-style calls (``[NAME(k=v)]``);
+* a header that names the tool, then a JSON object (``named``: ``>>>NAME``,
+  ``[TOOL_CALLS]NAME[ARGS]{...}``, a recipient ``to=functions.NAME json{...}``); a call
+  between a section's tokens, whose separator token says whose it is (``section``:
+  ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{...}``); messages on a vendor's channels
+  (``channels``);
+* a name glued to an object whose keys are bare words and whose strings stand between the
+  row's quote token (``glued``: ``<|tool_call>call:NAME{key:<|"|>value<|"|>}``);
+* arguments as elements: ``<function=NAME><parameter=k>v</parameter></function>`` and
+  ``<invoke name="NAME"><parameter name="k">v</parameter></invoke>`` under any prefix
+  (``elements``), key/value ``pairs`` (``NAME<arg_key>k</arg_key><arg_value>v</arg_value>``),
+  an XML element named after a declared tool (``element``).
 
 A call whose markup lost a tag is read when the next tag ends what the missing one would
 have closed (parameters and calls do not nest: a ``<parameter>`` value ends at the next
-``<parameter`` or at ``</function>``; a GLM value at the next ``<arg_key>``), and when the
-first call's begin token of a DeepSeek or Kimi section is missing; what no tag accounts for,
-and a name run into its first key that no declared tool splits (:func:`split_glued`), is a
-``problem`` naming the format and what is missing, never a dropped argument.
+``<parameter`` or at ``</function>``; a pair's value at the next ``<arg_key>``), and when the
+first call's begin token of a section is missing; what no tag accounts for, and a name run
+into its first key that no declared tool splits (:func:`split_glued`), is a ``problem``
+naming the format and what is missing, never a dropped argument.
 
 Special tokens are matched in every spelling they reach text in: ``|`` or the full-width
 ``｜`` (U+FF5C), words joined by ``_``, ``▁`` (U+2581) or a space. Element values are read
@@ -69,10 +61,10 @@ class Call:
     """One call read from markup: its span, format, tool and arguments, or what is wrong with it.
 
     ``arguments`` is a dict, or the text written where they belong (a problem says why it
-    cannot be used). ``answer`` is set instead of ``name`` for Harmony's final channel;
-    ``thought`` holds reasoning the markup carries (Harmony's analysis channel). ``texts``
-    holds the values as written, for formats whose values are text (Qwen3-Coder's
-    ``<parameter>``, GLM's ``<arg_value>``): :func:`typed` reads each by its declared type.
+    cannot be used). ``answer`` is set instead of ``name`` for a final channel; ``thought``
+    holds reasoning the markup carries (an analysis channel). ``texts`` holds the values as
+    written, for rows whose values are text (``<parameter>``, ``<arg_value>``: a row's
+    ``values`` is ``schema``): :func:`typed` reads each by its declared type.
     """
 
     start: int
@@ -96,11 +88,10 @@ def _token(words: str) -> str:
 
 _WS = re.compile(r"\s*")
 _FENCE = re.compile(r"\s*(?:" + FENCE + r"\n)?\s*")
+_CLOSING_FENCE = re.compile(r"\s*```")
 _NAME = re.compile(r"[ \t]*(" + NAME + ")")
-#: What may stand before an element's tag name: DeepSeek V3.2's ``｜DSML｜`` or a namespace
-#: (``steptml:``, ``minimax:``).
-_PREFIXES = r"[|｜]DSML[|｜]|[A-Za-z]\w*:"
-_PREFIX = "(?:" + _PREFIXES + ")"
+#: What may stand before an element's tag name: ``｜DSML｜`` or a namespace (``minimax:``).
+_PREFIX = r"(?:[|｜]DSML[|｜]|[A-Za-z]\w*:)"
 
 
 def _skip(text: str, pos: int, pattern: re.Pattern = _WS) -> int:  # the position after what matches
@@ -139,15 +130,8 @@ def _json_args(text: str, pos: int, end: int, fmt: str, name: str | None, start:
     if not isinstance(value, dict):
         problem = "has arguments that are not a JSON object"
         return Call(start, close, fmt, name, text[j:close], problem)
-    return Call(start, _after_fence(text, close), fmt, name, unwrap(value))
-
-
-_CLOSING_FENCE = re.compile(r"\s*```")
-
-
-def _after_fence(text: str, pos: int) -> int:
-    m = _CLOSING_FENCE.match(text, pos)
-    return m.end() if m else pos
+    fence = _CLOSING_FENCE.match(text, close)
+    return Call(start, fence.end() if fence else close, fmt, name, unwrap(value))
 
 
 # --------------------------------------------------------------------------- JSON in a frame
@@ -158,7 +142,7 @@ def _json_frame(
 ) -> list[Call]:
     """Every JSON call in ``text[pos:end]`` (a list of calls or one object), or one nameless Call.
 
-    ``keyed``: Apertus' shape, where an object's only key is the tool and its value the arguments.
+    ``keyed``: an object's only key is the tool, and its value the arguments.
     """
     calls, at = [], pos
     body = text[:end]
@@ -191,27 +175,27 @@ def _nameless(text: str, start: int, pos: int, end: int, fmt: str) -> Call:
 
 # --------------------------------------------------------------------------- frames naming the tool
 
-_H_MESSAGE = re.compile(r"<\|message\|>")
-_H_BODY_END = re.compile(r"<\|(?:end|call|return|start|channel)\|>")
-_H_TO = re.compile(r"\bto=([^\s<]+)")
-_H_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
+_MESSAGE = re.compile(r"<\|message\|>")
+_BODY_END = re.compile(r"<\|(?:end|call|return|start|channel)\|>")
+_TO = re.compile(r"\bto=([^\s<]+)")
+_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
 
 
-def _harmony(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """Harmony messages from ``m``: the first call (a recipient ``to=``) or final answer.
+def _channels(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """Messages from ``m``: the first call (a recipient ``to=``) or final answer.
 
     The analysis messages before it are the call's thought.
     """
     head, pos, thoughts, channels = m.start(), m.start(), [], []
     for _ in range(MAX_FRAMES):
-        msg = _H_MESSAGE.search(text, pos)
+        msg = _MESSAGE.search(text, pos)
         if msg is None:
             break
         header = text[head : msg.start()]
-        stop = _H_BODY_END.search(text, msg.end())
+        stop = _BODY_END.search(text, msg.end())
         body_end = stop.start() if stop else len(text)
         body = text[msg.end() : body_end].strip()
-        to, channel = _H_TO.search(header), _H_CHANNEL.search(header)
+        to, channel = _TO.search(header), _CHANNEL.search(header)
         thought = "\n".join(thoughts) or None
         if to and to.group(1) != "assistant":
             name = to.group(1).removeprefix("functions.")
@@ -243,7 +227,7 @@ def _harmony(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
         if stop is None:
             break
     thought = "\n".join(thoughts) or None
-    to = _H_TO.search(text, head, min(len(text), head + 400))
+    to = _TO.search(text, head, min(len(text), head + 400))
     if to and to.group(1) != "assistant":  # a recipient, then the text ends before <|message|>
         name = to.group(1).removeprefix("functions.")
         problem = "ends before its arguments"
@@ -254,108 +238,91 @@ def _harmony(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     return [Call(m.start(), end, row.name, None, None, problem, thought=thought)]
 
 
-_DS_SEP = re.compile(f"{_token('tool sep')}|(?P<kimi>{_token('tool call argument begin')})")
-_DS_STOP = re.compile(
-    f"(?P<end>{_token('tool call end')})|{_token('tool call begin')}|"
-    f"{_token('tool calls end')}|{_token('tool calls section end')}"
-)
-_INVOKE_AHEAD = re.compile(r"\s*<" + _PREFIX + r"?invoke\b")
+def _section(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """One call of a section: a header, a separator token, then the arguments.
 
-
-def _deepseek(text: str, m: re.Match, row: Format | None = None, tools=None) -> list[Call]:
-    """One ``tool call begin`` frame: DeepSeek V3/R1/V3.1, Kimi K2 or Step-3, by what follows."""
-    stop = _DS_STOP.search(text, m.end())
+    The first row whose separator (:attr:`Format.sep`) is the one written and whose ``head``
+    fits the header reads it (with no separator, the opening's row says what is missing). The
+    header names the tool, or leaves the name to what follows the separator: the name on its
+    own line and a (fenced) JSON object, or elements read by their own rows (a row that
+    ``names_calls`` names them).
+    """
+    stop = _section_stops().search(text, m.end())
     seg_end = stop.start() if stop else len(text)
     end = stop.end() if stop and stop.group("end") else seg_end
-    sep = _DS_SEP.search(text, m.end(), seg_end)
+    sep = _union("sep").search(text, m.end(), seg_end)
     if sep is None:
-        fmt = "DeepSeek" if "▁" in m.group() or "｜" in m.group() else "Kimi K2"
         header = text[m.end() : seg_end].strip()
-        return [Call(m.start(), end, fmt, header or None, None, "ends before its arguments")]
+        return [Call(m.start(), end, row.name, header or None, None, "ends before its arguments")]
     header = text[m.end() : sep.start()].strip()
-    if sep.group("kimi"):  # functions.get_weather:0
-        name = header.split(":")[0].removeprefix("functions.")
-        call = _json_args(text, sep.end(), seg_end, "Kimi K2", name, m.start())
-        return [replace(call, end=end)]
-    if header != "function":  # V3.1: the name, then the JSON object
-        call = _json_args(text, sep.end(), seg_end, "DeepSeek", header, m.start())
-        return [replace(call, end=end)]
-    if _INVOKE_AHEAD.match(text, sep.end()):  # Step-3: <steptml:invoke name=...> inside the frame
-        inner = _INVOKE.search(text, sep.end(), seg_end)
-        calls = _elements(text, inner, "Step-3") if inner else []
+    row, head = next(
+        (r, h)
+        for r in FORMATS
+        if r.sep
+        and re.compile(r.sep).match(text, sep.start())
+        and (h := re.fullmatch(r.head, header, re.DOTALL))
+    )
+    name = head.groupdict().get("name")
+    if row.names_calls:
+        inner = _union(shape="elements").search(text, sep.end(), seg_end)
+        calls = _elements(text, inner, _row(inner), fmt=row.name) if inner else []
         calls = [replace(c, start=m.start(), end=max(end, c.end)) for c in calls]
-        return calls or [Call(m.start(), end, "Step-3", None, None, "that names no tool")]
-    name = _NAME.match(text, sep.end())  # V3 and R1: the name on its own line, then fenced JSON
-    if name is None:
-        return [Call(m.start(), end, "DeepSeek", None, None, "that names no tool")]
-    call = _json_args(text, name.end(), seg_end, "DeepSeek", name.group(1), m.start())
-    return [replace(call, end=end)]
+        return calls or [Call(m.start(), end, row.name, None, None, "that names no tool")]
+    pos = sep.end()
+    if name is None:  # the name on its own line after the separator, then fenced JSON
+        line = _NAME.match(text, pos)
+        if line is None:
+            return [Call(m.start(), end, row.name, None, None, "that names no tool")]
+        name, pos = line.group(1), line.end()
+    return [replace(_json_args(text, pos, seg_end, row.name, name, m.start()), end=end)]
 
 
-_MISTRAL_ARGS = re.compile(r"(?:\[CALL_ID\][\w-]*)?(?:\[ARGS\])?")
-
-
-def _mistral(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """``[TOOL_CALLS]``: a JSON list (before v11), ``NAME{...}`` (v11+).
-
-    Or ``NAME[CALL_ID]id[ARGS]{...}``.
-    """
-    pos = _skip(text, m.end())
-    if text.startswith(("[", "{"), pos):
-        nxt = text.find("[TOOL_CALLS]", pos)
-        return _json_frame(text, m.start(), pos, len(text) if nxt < 0 else nxt, row.name)
-    name = _NAME.match(text, pos)
-    if name is None:
-        return [Call(m.start(), pos, row.name, None, None, "that names no tool")]
-    after = _MISTRAL_ARGS.match(text, name.end()).end()
-    return [_json_args(text, after, len(text), row.name, name.group(1), m.start())]
+def _sections(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """A section token around the calls: the calls come next (their first begin token may be
+    left out: ``NAME<sep>{...}`` follows), or none come and the section is all there is."""
+    nxt = _union().search(text, m.end())
+    stop = _section_stops().search(text, m.end())
+    no_call_next = nxt is None or _row(nxt).shape != "section"
+    if no_call_next and _union("sep").search(text, m.end(), stop.start() if stop else len(text)):
+        return _section(text, m, row)
+    if not no_call_next:
+        return []
+    return [Call(m.start(), len(text), row.name, None, None, "that ends before its first call")]
 
 
 def _named(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """A name after the opening, then the JSON object of its arguments (``>>>NAME`` + a JSON
-    line; a declared tool's name alone on the first line). A row of a declared tool's name
-    reads only a reply that is that call and nothing else."""
-    name = _NAME.match(text, m.end())
-    call = _json_args(text, name.end(), len(text), row.name, name.group(1), m.start())
-    whole = call.problem is None and not text[call.end :].strip()
-    return [call] if whole or not row.declared else []
-
-
-_H_STRIPPED = re.compile(
-    r"to=([^\s<{]+)[ \t]*(?:<\|constrain\|>)?[ \t]*(?:json|code)?[ \t]*(?:<\|message\|>)?"
-)
-
-
-def _harmony_stripped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """``to=functions.NAME json{...}``: a Harmony call whose special tokens were stripped.
-
-    Its recipient names the tool.
-    """
-    head = _H_STRIPPED.match(text, m.start())
-    name = head.group(1).removeprefix("functions.")
-    return [_json_args(text, head.end(), len(text), row.name, name, m.start())]
+    """The row's ``head`` naming the tool after the opening, then the JSON object of its
+    arguments; a JSON list or object right after the opening holds JSON calls instead (up to
+    the row's next opening). A row of a declared tool's name reads only a reply that is that
+    call and nothing else."""
+    pos = _skip(text, m.end())
+    if text.startswith(("[", "{"), pos):
+        nxt = re.compile(row.opens).search(text, pos)
+        return _json_frame(text, m.start(), pos, nxt.start() if nxt else len(text), row.name)
+    head = re.compile(row.head).match(text, m.end())
+    call = head and _json_args(text, head.end(), len(text), row.name, head["name"], m.start())
+    if row.declared:
+        return [call] if call and call.problem is None and not text[call.end :].strip() else []
+    return [call or Call(m.start(), pos, row.name, None, None, "that names no tool")]
 
 
 # --------------------------------------------------------------------------- a name glued to it
 
-_GEMMA_HEAD = re.compile(r"\s*call:(" + NAME + ")")
 
-
-def _gemma(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """``<|tool_call>call:NAME{key:<|"|>v<|"|>,...}<tool_call|>``: the row's ``quote`` around a
-    string (Gemma 4's ``<|"|>``, FunctionGemma's ``<escape>``)."""
-    fmt, delim = row.name, row.quote
-    head = _GEMMA_HEAD.match(text, m.end())
+def _glued(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
+    """The row's ``head`` naming the tool, glued to an object whose keys may be bare words and
+    whose strings stand between the row's ``quote`` (``call:NAME{key:<|"|>v<|"|>,...}``)."""
+    head = re.compile(row.head).match(text, m.end())
     if head is None:
-        return [Call(m.start(), m.end(), fmt, None, None, "that names no tool")]
-    value = relaxed_object(text, head.end(), delim)
+        return [Call(m.start(), m.end(), row.name, None, None, "that names no tool")]
+    value = relaxed_object(text, head.end(), row.quote)
     if value is None:
         written = text[head.end() : head.end() + 200]
         problem = "has arguments that cannot be read, or that are never closed"
-        return [Call(m.start(), len(text), fmt, head.group(1), written, problem)]
-    after = re.compile(r"\s*" + re.escape(row.closes)).match(text, value[1])
+        return [Call(m.start(), len(text), row.name, head["name"], written, problem)]
+    after = re.compile(r"\s*(?:" + row.closes + ")").match(text, value[1])
     end = after.end() if after else value[1]
-    return [Call(m.start(), end, fmt, head.group(1), unwrap(value[0]))]
+    return [Call(m.start(), end, row.name, head["name"], unwrap(value[0]))]
 
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -369,8 +336,8 @@ def relaxed_object(text: str, pos: int, delim: str | None = None) -> tuple[dict,
     """The object at ``pos`` whose keys may be bare words (``{city: "Berlin", n: 3}``), and its end.
 
     Values are JSON values, bare ``true``/``false``/``null``, or strings between two ``delim``
-    tokens (Gemma's ``<|"|>``: its strings may hold plain quotes). None if it is not one, or
-    is nested deeper than 32. Reads forward once from ``pos``.
+    tokens (a row's ``quote``, ``<|"|>``: its strings may hold plain quotes). None if it is
+    not one, or is nested deeper than 32. Reads forward once from ``pos``.
     """
     try:
         value = _relaxed(text, _skip(text, pos), delim, 0)
@@ -434,11 +401,21 @@ def _relaxed_container(text: str, pos: int, delim: str | None, depth: int):
 
 # --------------------------------------------------------------------------- arguments as elements
 
-_NS = "(?P<ns>" + _PREFIXES + ")?"
-_INVOKE = re.compile(
-    r"<" + _NS + r"(?:function=(?P<eq>[^>{\n]{1,100})(?:>|(?=\{))|(?:invoke|function)[ \t]+"
-    r"name=(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)[^>\n]{0,100}>)"
+#: A call's opening tag: ``<function=NAME>`` (its ``>`` may be left out before a ``{``) or
+#: ``<invoke name="NAME">``, under any prefix; the element rows are its kinds.
+_FUNCTION_EQ = r"function=(?P<eq>[^>{\n]{1,100})(?:>|(?=\{))"
+_NAME_ATTR = (
+    r"(?:invoke|function)[ \t]+name=(?:\"(?P<dq>[^\"'>\n]{1,100})\"|'(?P<sq>[^\"'>\n]{1,100})'"
+    r"|(?P<attr>[^\"'>\n]{1,100}))[^>\n]{0,100}>"
 )
+_INVOKE = re.compile(r"<(?P<ns>" + _PREFIX + f")?(?:{_FUNCTION_EQ}|{_NAME_ATTR})")
+
+
+def _anonymous(pattern: str) -> str:
+    """``pattern`` with its named groups unnamed: a row's opening, one group of a union."""
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
 _PARAM = re.compile(
     "<" + _PREFIX + r"?parameter(?:=(?P<eq>[^>\n]{1,100})|[ \t]+name="
     r"(?P<q>[\"']?)(?P<attr>[^\"'>\n]{1,100})(?P=q)(?P<rest>[^>\n]{0,100}))>"
@@ -454,16 +431,20 @@ _OUTER_CLOSE = re.compile("</" + _PREFIX + r"?(?:tool_call|function_calls)>")
 _CLOSING_TAGS = re.compile(
     "</" + _PREFIX + r"?(?:parameter|function|invoke|tool_call)[\w/]{0,20}>?"
 )
-_INVOKE_FORMATS = {"steptml:": "Step-3", "minimax:": "MiniMax"}
 _LETTER = re.compile(r"[^\W_]")
 
 
 def _elements(
-    text: str, m: re.Match, fmt: str | None = None, limit: int | None = None
+    text: str,
+    m: re.Match,
+    row: Format,
+    tools=None,
+    fmt: str | None = None,
+    limit: int | None = None,
 ) -> list[Call]:
-    """``<function=NAME>`` / ``<invoke name="NAME">``: its ``<parameter>`` elements.
-
-    Or the JSON object inside it (Llama 3.1, Functionary).
+    """``<function=NAME>`` / ``<invoke name="NAME">`` (``m``, opened by ``row``): its
+    ``<parameter>`` elements, or the JSON object inside it. ``fmt``: the format of a frame
+    that names its calls.
 
     A tag the model left out is not needed where the next tag ends what it would have closed
     (parameters and calls do not nest): a value ends at its closing tag, at the next
@@ -474,12 +455,15 @@ def _elements(
     ends there.
     """
     limit = len(text) if limit is None else limit
-    ns = m.group("ns") or ""
-    name = (m.group("eq") or m.group("attr") or "").strip()
-    close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(text, m.end(), limit)
+    tag = _INVOKE.match(text, m.start())
+    ns = tag.group("ns") or ""
+    name = next((v for v in tag.group("eq", "dq", "sq", "attr") if v is not None), "").strip()
+    close = re.compile("</" + re.escape(ns) + r"(?:function|invoke)>").search(
+        text, tag.end(), limit
+    )
     # the next call, if it comes before this one's closing tag
-    after = _INVOKE.search(text, m.end(), close.start() if close else limit)
-    outer = _OUTER_CLOSE.search(text, m.end(), limit) if close is None and after is None else None
+    after = _INVOKE.search(text, tag.end(), close.start() if close else limit)
+    outer = _OUTER_CLOSE.search(text, tag.end(), limit) if close is None and after is None else None
     if after is not None:
         body_end = end = after.start()
     elif close is not None:
@@ -489,18 +473,15 @@ def _elements(
     else:
         body_end = end = limit
     complete = after is not None or close is not None or outer is not None or limit < len(text)
-    if fmt is None and not m.group("attr"):
-        fmt = "Qwen3-Coder"  # <function=NAME>
-    elif fmt is None:
-        fmt = "DeepSeek DSML" if "DSML" in ns else _INVOKE_FORMATS.get(ns, "XML invoke")
-    at = _skip(text, m.end())
-    if text.startswith("{", at):  # <function=NAME>{...}</function>: Llama 3.1 and Functionary
-        call = _json_args(text, at, body_end, "Llama 3.1", name, m.start())  # '>' may be left out
+    fmt = fmt or row.name
+    at = _skip(text, tag.end())
+    if text.startswith("{", at):  # <function=NAME>{...}</function>: the row of a JSON object
+        call = _json_args(text, at, body_end, row.name, name, m.start())  # '>' may be left out
         stray = text[call.end : body_end].strip() if call.problem is None else ""
         if _LETTER.search(stray):  # a run of punctuation after the object is no argument
             call = replace(call, problem=f"has text after its arguments ({shown(stray, 40)})")
         return [replace(call, end=end)]
-    args, texts, pos = {}, {}, m.end()
+    args, texts, pos = {}, {}, tag.end()
     for _ in range(64):
         p = _PARAM.search(text, pos, body_end)
         stray = _CLOSING_TAGS.sub("", text[pos : p.start() if p else body_end]).strip()
@@ -519,7 +500,7 @@ def _elements(
         raw = re.sub(r"</" + re.escape(key) + r">\s*$", "", raw) if key else raw  # closed by </KEY>
         if key in args:  # the same parameter twice: which value is meant is a guess
             return [Call(m.start(), end, fmt, name, args, f"gives its parameter {key!r} twice")]
-        written = p.group("rest") or ""  # DSML says each value's type: string="true" / "false"
+        written = p.group("rest") or ""  # a value's type said in its tag: string="true" / "false"
         args[key] = raw.strip() if 'string="true"' in written else _value(raw)
         if "string=" not in written:
             texts[key] = raw.strip()  # no type written: the tool's schema decides (typed)
@@ -533,10 +514,11 @@ def _elements(
     return [Call(m.start(), end, fmt, name, args, problem, texts=texts)]
 
 
-#: What a GLM call's head may be before a ``</arg_key>`` whose opener was left out: its name and
-#: first key run together (``send_command_to_shellcommand``), or apart (``browser_action task``).
-_GLM_HEAD = re.compile("(" + NAME + r")(?:[ \t]+(" + NAME + "))?")
-#: The problem of a GLM call whose name runs into its first key: :func:`split_glued` splits it.
+#: What a pairs call's head may be before a ``</arg_key>`` whose opener was left out: its name
+#: and first key run together (``send_command_to_shellcommand``), or apart (``browser_action
+#: task``).
+_PAIRS_HEAD = re.compile("(" + NAME + r")(?:[ \t]+(" + NAME + "))?")
+#: The problem of a pairs call whose name runs into its first key: :func:`split_glued` splits it.
 GLUED_NAME = "runs its name into its first argument key (<arg_key> missing)"
 
 
@@ -552,8 +534,8 @@ def _pairs_ahead(prefix: str) -> str:
 def _pairs(
     text: str, start: int, pos: int, body_end: int, end: int, closed: bool, row: Format
 ) -> list[Call]:
-    """``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...`` (GLM; LongCat's tags are
-    ``<longcat_arg_key>``: the row's ``prefix``). Read tag by tag.
+    """``NAME<arg_key>k</arg_key><arg_value>v</arg_value>...``, the row's ``prefix`` before each
+    tag name (``<longcat_arg_key>``). Read tag by tag.
 
     A tag the model left out is not needed where the next tag ends what it would have closed:
     a key ends at ``</arg_key>`` or ``<arg_value>``; a value at ``</arg_value>``, the next
@@ -588,7 +570,7 @@ def _pairs(
         blank = not seg.strip()
         at = tag.end()
         if state == "name":
-            head = _GLM_HEAD.fullmatch(seg.strip())
+            head = _PAIRS_HEAD.fullmatch(seg.strip())
             if head is None and blank:
                 return call(None, "that names no tool")
             if head is None:
@@ -639,7 +621,7 @@ def _pairs(
                 return call(name, f"has text outside its arguments ({stray})")
     rest = text[at:body_end].strip()
     if state == "name":
-        head = _GLM_HEAD.fullmatch(rest)
+        head = _PAIRS_HEAD.fullmatch(rest)
         if head is None or head.group(2):
             return call(None, "that names no tool")
         return call(head.group(1), None if closed else f"has no closing {row.closes}")
@@ -658,7 +640,7 @@ def _pairs(
 
 
 def split_glued(call: Call, tools) -> Call:
-    """A GLM call whose name ran into its first key (:data:`GLUED_NAME`), split.
+    """A pairs call whose name ran into its first key (:data:`GLUED_NAME`), split.
 
     It is split where a declared tool's name ends.
 
@@ -733,17 +715,18 @@ def _wrapped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     Each call read spans the frame around it.
     """
     pos = _skip(text, m.end())
-    close = text.find(row.closes, pos)
-    end, closed = (close + len(row.closes), True) if close >= 0 else (len(text), False)
-    body_end = close if close >= 0 else len(text)
-    inner = _INVOKE.match(text, pos)
+    close = re.compile(row.closes).search(text, pos)
+    end, closed = (close.end(), True) if close else (len(text), False)
+    body_end = close.start() if close else len(text)
+    tags = _union(shape="elements")
+    inner = tags.match(text, pos)
     if inner is not None:
         fmt = row.name if row.names_calls else None
-        calls = _elements(text, inner, fmt, body_end)
-        more = _INVOKE.search(text, calls[-1].end, body_end)  # parallel calls inside one frame
+        calls = _elements(text, inner, _row(inner), fmt=fmt, limit=body_end)
+        more = tags.search(text, calls[-1].end, body_end)  # parallel calls inside one frame
         while more is not None and len(calls) < MAX_FRAMES:
-            calls += _elements(text, more, fmt, body_end)
-            more = _INVOKE.search(text, calls[-1].end, body_end)
+            calls += _elements(text, more, _row(more), fmt=fmt, limit=body_end)
+            more = tags.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
     if row.shape == "pairs":
         return _pairs(text, m.start(), pos, body_end, end, closed, row)
@@ -795,20 +778,23 @@ class Format:
     """One vendor's call markup: a row of :data:`FORMATS`.
 
     ``opens``: where a call begins, a regex (a row that reads only a declared tool's call
-    matches the name itself); ``closes``: the token that ends a frame; ``shape``: how the tool's
-    name and its arguments are written, which names the reader (:data:`_SHAPES`): a frame
-    holding JSON (``json``, ``keyed`` when the tool is the object's key, ``mixed`` when it may
-    also hold elements or Python-style calls, ``code`` when it may hold code), key/value
-    ``pairs``, a header and a JSON object (``named``), ``elements``, ``channels``, ...;
-    ``values``: how a value written as text is typed (``schema``: by the declared type, and
-    without one JSON when it is JSON; ``json``: as JSON); ``entities``: its values are
-    XML-escaped (``&amp;``, ``&lt;``, ``&#39;``), so each is decoded once -- in any other format
-    an entity reaches the argument check, which refuses it; ``channels``: the vendor's channel
-    names, never a tool's; ``names_calls``: the frame's name is the calls' format (the elements
-    inside are written the vendor's way); ``prefix``: what the pairs' tag names start with;
-    ``quote``: what a string stands between, in a ``glued`` object; ``declared``: the markup
-    is the name of a declared tool itself (``opens`` holds ``{names}``), read only with the
-    tools and only as the whole reply.
+    matches the name itself); ``closes``: the token that ends a frame, a regex; ``shape``: how
+    the tool's name and its arguments are written, which names the reader (:data:`_SHAPES`): a
+    frame holding JSON (``json``, ``keyed`` when the tool is the object's key, ``mixed`` when it
+    may also hold elements or Python-style calls, ``code`` when it may hold code), key/value
+    ``pairs``, a header and a JSON object (``named``, ``section``), a call's tag and its
+    ``elements``, ``channels``, ...; ``values``: how a value written as text is typed
+    (``schema``: by the declared type, and without one JSON when it is JSON; ``json``: as
+    JSON); ``entities``: its values are XML-escaped (``&amp;``, ``&lt;``, ``&#39;``), so each is
+    decoded once -- in any other format an entity reaches the argument check, which refuses
+    it; ``channels``: the vendor's channel names, never a tool's; ``head``: how the header names
+    the tool, a regex whose group ``name`` is the name (a ``section`` header that leaves it
+    out gives the name after the separator); ``sep``: the token between a section call's
+    header and its arguments, which tells whose the call is; ``names_calls``: the frame's name
+    is the calls' format (the elements inside are written the vendor's way); ``prefix``: what
+    the pairs' tag names start with; ``quote``: what a string stands between, in a ``glued``
+    object; ``declared``: the markup is the name of a declared tool itself (``opens`` holds
+    ``{names}``), read only with the tools and only as the whole reply.
     """
 
     name: str
@@ -818,11 +804,25 @@ class Format:
     values: str = "json"
     entities: bool = False
     channels: tuple[str, ...] = ()
+    head: str = r"\s*(?P<name>" + NAME + ")"
+    sep: str = ""
     names_calls: bool = False
     prefix: str = ""
     quote: str = ""
     declared: bool = False
 
+
+def _spelled_with(characters: str) -> str:
+    """A regex that a special token ahead holds one of ``characters`` (how a vendor spells it)."""
+    return f"(?=<[^<>]{{0,40}}[{characters}])"
+
+
+_BEGIN, _END, _SEP = (_token(words) for words in ("tool call begin", "tool call end", "tool sep"))
+_ELEMENTS_AHEAD = r"(?=\s*<" + _PREFIX + r"?invoke\b)"
+_SECTION = f"(?:{_token('tool calls begin')}|{_token('tool calls section begin')})"
+_GLUED_HEAD = r"\s*call:(?P<name>" + NAME + ")"
+_ANY_PREFIX = "<" + _PREFIX + "?"
+_ATTR = _anonymous(_NAME_ATTR)
 
 #: Every vendor's call markup the readers know, a row each; the first row that opens at a
 #: place reads there. Sources: the chat templates, llama.cpp's ``common/chat*`` parsers and
@@ -831,35 +831,89 @@ FORMATS = (
     Format(
         "Harmony",
         r"<\|channel\|>|<\|start\|>assistant",
-        "<|call|>",
+        r"<\|call\|>",
         "channels",
         channels=("analysis", "commentary", "final"),
     ),
-    Format("DeepSeek", _token("tool call begin"), _token("tool call end"), "section"),
+    # one call of a section: DeepSeek's function<｜tool▁sep｜> then Step-3's elements, NAME and
+    # fenced JSON (V3, R1), or NAME<｜tool▁sep｜>{...} (V3.1); Kimi K2's header is functions.NAME:0
+    Format(
+        "Step-3",
+        _BEGIN + rf"(?=\s*function\s*{_SEP}{_ELEMENTS_AHEAD})",
+        _END,
+        "section",
+        head="function",
+        sep=_SEP + _ELEMENTS_AHEAD,
+        names_calls=True,
+    ),
     Format(
         "DeepSeek",
-        f"{_token('tool calls begin')}|{_token('tool calls section begin')}",
-        shape="sections",
+        _spelled_with("▁｜") + _BEGIN,
+        _END,
+        "section",
+        head="function|(?P<name>.*)",
+        sep=_SEP,
     ),
     Format(
-        "Gemma", r"<\|tool_call>", "<tool_call|>", "glued", channels=("thought",), quote='<|"|>'
+        "Kimi K2",
+        _BEGIN,
+        _END,
+        "section",
+        head=r"(?:functions\.)?(?P<name>[^:]*)(?::.*)?",
+        sep=_token("tool call argument begin"),
+    ),
+    Format("DeepSeek", _spelled_with("▁") + _SECTION, _token("tool calls end"), "sections"),
+    Format("Kimi K2", _SECTION, _token("tool calls section end"), "sections"),
+    Format(
+        "Gemma",
+        r"<\|tool_call>",
+        r"<tool_call\|>",
+        "glued",
+        channels=("thought",),
+        head=_GLUED_HEAD,
+        quote='<|"|>',
     ),
     Format(
-        "FunctionGemma", r"<start_function_call>", "<end_function_call>", "glued", quote="<escape>"
+        "FunctionGemma",
+        r"<start_function_call>",
+        r"<end_function_call>",
+        "glued",
+        head=_GLUED_HEAD,
+        quote="<escape>",
     ),
-    Format("Mistral", r"\[TOOL_CALLS\]", shape="mistral"),
-    Format("Qwen3-Coder", _INVOKE.pattern, "</function>", "elements", "schema"),
+    # [TOOL_CALLS]NAME{...} (v11+), NAME[CALL_ID]id[ARGS]{...}, or a JSON list (before v11)
+    Format(
+        "Mistral",
+        r"\[TOOL_CALLS\]",
+        shape="named",
+        head=r"\s*(?P<name>" + NAME + r")(?:\[CALL_ID\][\w-]*)?(?:\[ARGS\])?",
+    ),
+    # a call's tag holding a JSON object, or its arguments as <parameter> elements
+    Format("Llama 3.1", _anonymous(_INVOKE.pattern) + r"(?=\s*\{)", "</function>", "elements"),
+    Format(
+        "Qwen3-Coder", _ANY_PREFIX + _anonymous(_FUNCTION_EQ), "</function>", "elements", "schema"
+    ),
+    Format(
+        "DeepSeek DSML",
+        r"<[|｜]DSML[|｜]" + _ATTR,
+        r"</[|｜]DSML[|｜]invoke>",
+        "elements",
+        "schema",
+    ),
+    Format("Step-3", "<steptml:" + _ATTR, "</steptml:invoke>", "elements", "schema"),
+    Format("MiniMax", "<minimax:" + _ATTR, "</minimax:invoke>", "elements", "schema"),
+    Format("XML invoke", _ANY_PREFIX + _ATTR, "</invoke>", "elements", "schema"),
     Format("GLM", r"<tool_call>(?=" + _pairs_ahead("") + ")", "</tool_call>", "pairs", "schema"),
     Format("Hermes", r"<tool_call>", "</tool_call>"),
-    Format("Granite", r"<\|tool_call\|>", "<|end_of_text|>"),
+    Format("Granite", r"<\|tool_call\|>", r"<\|end_of_text\|>"),
     Format("Nemotron", r"<TOOLCALL>", "</TOOLCALL>"),
     Format("Jamba", r"<tool_calls>", "</tool_calls>"),
     Format("Phi-4", r"functools(?=\s*\[)", "\n\n", "json"),
-    Format("Command R", r"<\|START_ACTION\|>", "<|END_ACTION|>"),
-    Format("Apertus", r"<\|tools_prefix\|>", "<|tools_suffix|>", "keyed"),
-    Format("LM Studio", r"\[TOOL_REQUEST\]", "[END_TOOL_REQUEST]"),
-    Format("Llama 3", r"<\|python_tag\|>", "<|eom_id|>", "code"),
-    Format("LFM2", r"<\|tool_call_start\|>", "<|tool_call_end|>"),
+    Format("Command R", r"<\|START_ACTION\|>", r"<\|END_ACTION\|>"),
+    Format("Apertus", r"<\|tools_prefix\|>", r"<\|tools_suffix\|>", "keyed"),
+    Format("LM Studio", r"\[TOOL_REQUEST\]", r"\[END_TOOL_REQUEST\]"),
+    Format("Llama 3", r"<\|python_tag\|>", r"<\|eom_id\|>", "code"),
+    Format("LFM2", r"<\|tool_call_start\|>", r"<\|tool_call_end\|>"),
     Format("Olmo 3", r"<function_calls>", "</function_calls>"),
     Format("Seed-OSS", r"<seed:tool_call>", "</seed:tool_call>", names_calls=True),
     Format("MiniMax", r"<minimax:tool_call>", "</minimax:tool_call>", names_calls=True),
@@ -872,10 +926,17 @@ FORMATS = (
         prefix="longcat_",
     ),
     Format("DeepSeek DSML", r"<｜DSML｜function_calls>", "</｜DSML｜function_calls>"),
-    Format("Llama 4", r"<\|python_start\|>", "<|python_end|>"),
+    Format("Llama 4", r"<\|python_start\|>", r"<\|python_end\|>"),
     Format("Gemma 3", r"```(?:tool_code|tool_call|python_tool_code)[ \t]*\n", "```"),
     Format("Functionary", r"(?m:^)>>>(?=[ \t]*" + NAME + r"[ \t]*\n[ \t]*\{)", shape="named"),
-    Format("Harmony", r"to=functions\.(?=[^\W\d])", shape="stripped"),
+    # a recipient whose special tokens were stripped: to=functions.NAME json{...}
+    Format(
+        "Harmony",
+        r"to=functions\.(?=[^\W\d])",
+        shape="named",
+        head=r"(?P<name>[^\s<{]+)[ \t]*(?:<\|constrain\|>)?[ \t]*(?:json|code)?[ \t]*"
+        r"(?:<\|message\|>)?",
+    ),
     # a declared tool's name alone on the first line, then its JSON object (GLM-4-0414's
     # template has no call markers: ml-explore/mlx-swift-lm#491)
     Format("GLM-4-0414", r"\A\s*(?=(?:{names})[ \t]*\n[ \t]*\{)", shape="named", declared=True),
@@ -892,54 +953,45 @@ FORMATS = (
 #: Each vendor's channel names: a call to one names no tool (its recipient was lost).
 CHANNELS = {c: row.name for row in FORMATS for c in row.channels}
 
-
-def _section(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    """A section token around the calls: the calls come next (their first begin token may be
-    left out: ``NAME<sep>{...}`` follows), or none come and the section is all there is."""
-    nxt = _openers(None).search(text, m.end())
-    stop = _DS_STOP.search(text, m.end())
-    no_call_next = nxt is None or _row(nxt).shape != "section"
-    section_end = stop.start() if stop else len(text)
-    if no_call_next and _DS_SEP.search(text, m.end(), section_end):
-        return _deepseek(text, m, row)
-    if not no_call_next:
-        return []
-    fmt = "DeepSeek" if "▁" in m.group() else "Kimi K2"
-    return [Call(m.start(), len(text), fmt, None, None, "that ends before its first call")]
-
-
-def _element_call(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
-    return _elements(text, m)
-
-
 #: The reader of each shape: ``(text, the opening match, its row, tools) -> calls``.
 _SHAPES: dict[str, Callable[..., list[Call]]] = {
-    "channels": _harmony,
-    "section": _deepseek,
-    "sections": _section,
-    "glued": _gemma,
-    "mistral": _mistral,
-    "elements": _element_call,
+    "channels": _channels,
+    "section": _section,
+    "sections": _sections,
+    "glued": _glued,
     "named": _named,
-    "stripped": _harmony_stripped,
+    "elements": _elements,
     "element": _element,
     **dict.fromkeys(("mixed", "json", "keyed", "code", "pairs"), _wrapped),
 }
 
 
 @lru_cache(maxsize=64)
-def _openers(names: tuple[str, ...] | None) -> re.Pattern:
-    """Every row's opening, one named group a row; ``names``: the declared tools (None: none)."""
+def _union(column: str = "opens", names: tuple[str, ...] | None = None, shape: str | None = None):
+    """One regex of the rows' ``column``, a named group a row (:func:`_row`): every row that has
+    one, or those of one ``shape``; ``names``: the declared tools (None: none, and the rows of a
+    declared tool's name are left out)."""
+    declared = "|".join(map(re.escape, names or ()))
     rows = [
-        f"(?P<f{i}>{row.opens.replace('{names}', '|'.join(map(re.escape, names or ())))})"
+        f"(?P<f{i}>{getattr(row, column).replace('{names}', declared)})"
         for i, row in enumerate(FORMATS)
-        if names or not row.declared
+        if getattr(row, column) and (names or not row.declared) and shape in (None, row.shape)
     ]
     return re.compile("|".join(rows))
 
 
 def _row(m: re.Match) -> Format:
     return FORMATS[int(m.lastgroup[1:])]
+
+
+@lru_cache(maxsize=1)
+def _section_stops() -> re.Pattern:
+    """What ends a section's call: its closing token (group ``end``), the next call's opening,
+    or the section's closing token."""
+    calls = [row for row in FORMATS if row.shape == "section"]
+    ends = [row.closes for row in FORMATS if row.shape == "sections"]
+    stops = "|".join([row.opens for row in calls] + ends)
+    return re.compile("(?P<end>" + "|".join(row.closes for row in calls) + ")|" + stops)
 
 
 def find_calls(text: str, limit: int = MAX_FRAMES, tools=None) -> list[Call]:
@@ -952,7 +1004,7 @@ def find_calls(text: str, limit: int = MAX_FRAMES, tools=None) -> list[Call]:
     ``len(text)``; never raises.
     """
     names = tuple(t for t in tools or () if isinstance(t, str) and t) or None
-    openers, calls, pos = _openers(names), [], 0
+    openers, calls, pos = _union(names=names), [], 0
     for _ in range(MAX_FRAMES):
         m = openers.search(text, pos)
         if m is None or len(calls) >= limit:

@@ -141,12 +141,12 @@ def call_name_problem(name: str, tools: Mapping) -> str | None:
     """The native check of a call's tool name: None for a declared tool; else a channel's name,
     a name the one rule refuses (:data:`react_lab._parsing.calls.TOOL_NAME`: OpenAI and MCP
     refuse it too), or an unknown tool, in words the model can act on."""
-    if name in tools:
-        return None
-    if not TOOL_NAME.fullmatch(name) and name.strip().lower() not in CHANNELS:
+    if name in tools or name.strip().lower() in CHANNELS:
+        return name_problem(name, tools)
+    if not TOOL_NAME.fullmatch(name):
         listed = ", ".join(tools) or "none"
         return f"{shown(name, 60)} is not a tool name ({TOOL_NAME_RULE}); available: {listed}"
-    return name_problem(name, tools) if name.strip().lower() in CHANNELS else None
+    return None
 
 
 def input_problem(value: Any) -> str | None:

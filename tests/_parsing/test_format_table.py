@@ -8,13 +8,17 @@ by a differently spelled tag, a vendor's channel name where a tool's belongs, an
 value, a lone surrogate. Every refusal says what happened, never a guess at a token limit.
 """
 
+import ast
+import html
 import json
+import pathlib
 
 import pytest
 from helpers.parsing_checks import GENERIC, one_line_reason
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from react_lab._parsing import formats
 from react_lab._parsing.calls import TOOL_NAME
 from react_lab._parsing.formats import CHANNELS, FORMATS, find_calls
 from react_lab._parsing.leaks import find_leaks
@@ -329,3 +333,155 @@ def test_the_native_check_refuses_a_name_no_api_accepts_saying_the_rule():
 def test_find_calls_reads_a_declared_rows_markup_only_with_the_tools():
     text = "<search><query>refunds</query></search>"
     assert find_calls(text) == [] and find_calls(text, tools=["search"])[0].name == "search"
+
+
+# ---- one property per kind ------------------------------------------------------------------
+
+PROPERTY = settings(max_examples=150, deadline=None)
+#: Call shapes a tool's name stands in: the paper's brackets, call syntax, a name glued to its
+#: object, a JSON call, a JSON frame.
+NAMED_CALLS = [
+    "Action: {name}[{arg}]",
+    'Action: {name}({{"query": "{arg}"}})',
+    '{name}{{"query": "{arg}"}}',
+    'Action: {{"action": "{name}", "action_input": {{"query": "{arg}"}}}}',
+    '<tool_call>{{"name": "{name}", "arguments": {{"query": "{arg}"}}}}</tool_call>',
+]
+WORDS = st.text(alphabet="abcxyz 0123", min_size=1, max_size=16).map(str.strip).filter(bool)
+
+
+@PROPERTY
+@given(
+    st.sampled_from(sorted(CHANNELS)),
+    st.sampled_from(NAMED_CALLS),
+    st.sampled_from([str.lower, str.title, str.upper]),
+    WORDS,
+    st.sampled_from([W, None]),
+)
+def test_property_a_channel_name_in_any_call_shape_is_the_vendors_channel_never_a_tool(
+    channel, shape, case, arg, tools
+):
+    text = shape.format(name=case(channel), arg=arg)
+    reason = one_line_reason(parse(text, tools=tools))
+    assert f"is {CHANNELS[channel]}'s channel name" in reason, reason
+    assert parse(text, tools=[*W, case(channel)]).kind == "action"  # a declared tool of that name
+    call = {"function": {"name": case(channel), "arguments": json.dumps({"query": arg})}}
+    (problem,) = leak_problems(TOOLS, [call])
+    assert f"{CHANNELS[channel]}'s channel name" in problem
+
+
+IDENTIFIER = st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True)
+PLAIN = st.text(
+    alphabet=st.characters(
+        blacklist_characters="<>&\u0120\u010a\u2581", blacklist_categories=("Cs", "Cc")
+    ),
+    min_size=1,
+    max_size=24,
+).map(str.strip)
+
+
+@PROPERTY
+@given(
+    st.from_regex(r"[a-z]{1,6}_[a-z][a-z_]{0,6}", fullmatch=True),  # a tool's name, not a word
+    st.dictionaries(IDENTIFIER, PLAIN.filter(bool), min_size=1, max_size=4),
+)
+def test_property_an_element_named_after_a_declared_tool_is_its_call_and_only_then(tool, args):
+    assume(tool not in args)
+    text = f"<{tool}>" + "".join(f"<{k}>{v}</{k}>" for k, v in args.items()) + f"</{tool}>"
+    assume(find_calls(text) == [])  # another row's markup (<tool_call>) is that row's
+    schema = {tool: {k: {"type": "string"} for k in args}}
+    r = parse(text, tools=schema)
+    assert (r.kind, r.tool, r.input) == ("action", tool, args), r
+    assert leaked(text, schema) == [(tool, args)]
+    assert parse(text, tools=["other"]).kind == "error"  # no declared tool: no call
+
+
+@PROPERTY
+@given(
+    st.sampled_from(["<think>", "<thinking>", "<seed:think>", "[THINK]"]),
+    st.sampled_from(["think", "thinking", "thought", "seed:think"]),
+    st.sampled_from([str.lower, str.title, str.upper]),
+    st.sampled_from(["", " ", "\t"]),
+    st.text(alphabet="abc xyz.,!?\n", min_size=1, max_size=40).filter(str.strip),
+    WORDS,
+)
+def test_property_a_reasoning_block_closed_by_any_spelling_of_the_family_is_set_aside(
+    opener, word, case, space, draft, answer
+):
+    text = f"{opener}{draft}</{case(word)}{space}>\nAnswer: {answer}"
+    kept, reasoning, aside = set_aside_reasoning(text)
+    assert kept.strip() == f"Answer: {answer}" and reasoning == draft.strip(), (kept, aside)
+    r = parse(text, tools=W)
+    assert (r.kind, r.answer) == ("final", answer) and r.reasoning == draft.strip(), r
+    assert read_reply(text, W).answer == answer
+
+
+ESCAPABLE = st.text(alphabet="ab &<>\"'", min_size=1, max_size=12).map(str.strip)
+
+
+@PROPERTY
+@given(ESCAPABLE.filter(lambda v: any(c in v for c in "&<>\"'")))
+def test_property_an_escaped_value_is_decoded_once_where_its_row_escapes_and_refused_elsewhere(
+    value,
+):
+    escaped = html.escape(value)  # &amp; &lt; &gt; &quot; &#x27;
+    schema = {"search": {"query": {"type": "string"}}}
+    for tools in (schema, W):
+        r = parse(f"<search><query>{escaped}</query></search>", tools=tools)
+        assert (r.kind, r.tool, r.input) == ("action", "search", {"query": value}), r
+    assert [r.name for r in FORMATS if r.entities] == ["XML element"]
+    for text in (
+        f"<tool_call>\n<function=search>\n<parameter=query>\n{escaped}\n</parameter>\n"
+        "</function>\n</tool_call>",
+        f"<tool_call>search<arg_key>query</arg_key><arg_value>{escaped}</arg_value></tool_call>",
+        '<|tool_call>call:search{query:<|"|>' + escaped + '<|"|>}<tool_call|>',
+        f"Action: search[{escaped}]",
+    ):
+        reason = one_line_reason(parse(text, tools=W))
+        assert "HTML entity" in reason and "nothing was run" in reason, reason
+
+
+#: Where a JSON object of arguments stands: call markup, call syntax, a JSON call.
+ARGUMENTS_IN = [
+    '<tool_call>{{"name": "search", "arguments": {args}}}</tool_call>',
+    "Action: search({args})",
+    "[TOOL_CALLS]search{args}",
+    'Action: {{"action": "search", "action_input": {args}}}',
+    "<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>{args}<|tool_call_end|>",
+]
+
+
+@PROPERTY
+@given(
+    st.integers(0xD800, 0xDFFF),
+    st.text(alphabet="abc ", max_size=8),
+    st.text(alphabet="abc ", max_size=8),
+    st.sampled_from(["query", "city_name", "zz_key"]),
+    st.sampled_from(ARGUMENTS_IN),
+)
+def test_property_a_lone_surrogate_escape_is_refused_naming_its_argument(
+    code, before, after, key, shape
+):
+    value = f"{before}\\u{code:04x}{after}"  # a JSON escape, decoded to a lone surrogate
+    r = parse(shape.format(args=f'{{"{key}": "{value}"}}'), tools=W)
+    assert f"{key}: holds the lone surrogate" in one_line_reason(r), r.reason
+    json.dumps(r.__dict__, ensure_ascii=False).encode("utf-8")  # nothing left to break
+    errors = check_arguments(TOOLS["search"], f'{{"query": "{value}"}}')[1]
+    assert errors and errors[0].startswith("query: holds the lone surrogate")
+
+
+def test_no_vendors_name_is_written_in_the_reading_code_outside_the_table():
+    tree = ast.parse(pathlib.Path(formats.__file__).read_text(encoding="utf-8"))
+    table = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "FORMATS"
+    )
+    vendors = {row.name for row in FORMATS} - {"XML element", "XML invoke"}  # no vendor's
+    written = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if not table.lineno <= node.lineno <= table.end_lineno
+    ]
+    assert [(v, s) for s in written for v in vendors if v in s] == []
