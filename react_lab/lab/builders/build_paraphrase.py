@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ...tools import ID_RE, open_db
 from ..notebook.gold import PAID_SQL
+from .build_injection import without_rows
 from .build_tasks import LATEST_SQL, _one
 
 HERE = Path(__file__).resolve().parents[2] / "data"
@@ -224,7 +225,9 @@ def write(
     out: str | Path = OUT, seeds_out: str | Path = SEEDS_OUT, db: str | Path | None = None
 ) -> tuple[Path, Path]:
     """Build both files from the shipped database (or ``db``) and write them; return their paths."""
-    conn = open_db(db)
+    shipped = open_db(db)
+    conn = without_rows(shipped)  # the database before the injection suite's rows
+    shipped.close()
     try:
         sets = [
             (Path(out), build(conn, PARAPHRASES, "paraphrase", "para")),

@@ -38,6 +38,7 @@ from pathlib import Path
 from ... import protocol  # the prompt's own text is the source for two questions
 from ...tools import ID_RE, open_db
 from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
+from .build_injection import without_rows
 
 OUT = Path(__file__).resolve().parents[2] / "data" / "tasks.json"
 
@@ -858,7 +859,9 @@ def _stratum(task: dict) -> str:
 
 def write_tasks(out: str | Path = OUT, db: str | Path | None = None) -> Path:
     """Build the tasks from the shipped database (or ``db``) and write them as JSON."""
-    conn = open_db(db)
+    shipped = open_db(db)
+    conn = without_rows(shipped)  # the database before the injection suite's rows
+    shipped.close()
     try:
         tasks = build_tasks(conn)
     finally:
