@@ -12,7 +12,8 @@ planted in one, as in ``KB-07``, is the approval gate's to stop).
 
 :func:`unsourced` is the rule (:func:`refusal` its one-line reason); notebook 06's guard
 (:func:`react_lab.agent.provenance_guard`) and the lab's (``LabGuards(provenance=True)``, and
-the exemplar-values check of :mod:`react_lab.lab.provenance`) call it. :func:`values_in` reads the values a text states.
+the exemplar-values check of :mod:`react_lab.lab.provenance`) call it. :func:`values_in`
+reads the values a text states.
 """
 
 from __future__ import annotations
