@@ -189,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_abuses(sub)
     _add_cost(sub)
     _add_eval(sub)
+    _add_injection(sub)
     _add_doctor(sub)
     _add_parse(sub)
     return p
@@ -434,6 +435,60 @@ def _add_eval(sub) -> None:
         help="seconds; start no run after them (run again to resume)",
     )
     e.set_defaults(func=commands.cmd_eval, usage_error=e.error)
+
+
+def _add_injection(sub) -> None:
+    """The ``injection`` subcommand."""
+    from ..experiments.injection import AGENTS, DEFENCES, QUESTION_NAMES
+
+    names = lambda known: lambda text: [n.strip() for n in text.split(",") if n.strip()]  # noqa: E731
+    i = sub.add_parser(
+        "injection",
+        help="the injection suite: instructions planted in memos, names and decline texts, "
+        "two agents, each defence alone and together (react_lab.lab.experiments.injection)",
+    )
+    i.add_argument(
+        "--model",
+        default=None,
+        help="follower (scripted: follows every instruction it reads), local (the default; "
+        "best decodes under its grammar), openai or openai:MODEL (best without its grammar)",
+    )
+    i.add_argument(
+        "--agents", type=names(AGENTS), default=None, help=f"comma-separated: {', '.join(AGENTS)}"
+    )
+    i.add_argument(
+        "--defences",
+        type=names(DEFENCES),
+        default=None,
+        help=f"comma-separated: {', '.join(DEFENCES)} (default: all six)",
+    )
+    i.add_argument(
+        "--questions",
+        type=names(QUESTION_NAMES),
+        default=None,
+        help="only the cases asking these questions, e.g. total (one case per attacked row); "
+        f"names: {', '.join(QUESTION_NAMES)}",
+    )
+    i.add_argument("--n", type=whole_number(1), default=None, help="the first N attack cases")
+    i.add_argument(
+        "--no-benign", action="store_true", help="skip the benign twins (no benign utility)"
+    )
+    i.add_argument(
+        "--concurrency",
+        type=whole_number(1, 64),
+        default=1,
+        help="runs in flight at once against an endpoint that batches (default %(default)s)",
+    )
+    i.add_argument(
+        "--budget", type=float, default=None, help="seconds; start no run after them (resume)"
+    )
+    i.add_argument("--json", action="store_true", help="print the table as JSON")
+    _add_save_results(
+        i,
+        "save every run of this model's log (every command so far) as "
+        "react_lab/data/results/NAME.json, fingerprinted",
+    )
+    i.set_defaults(func=commands.cmd_injection, usage_error=i.error)
 
 
 def _add_doctor(sub) -> None:

@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sqlite3
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -695,3 +697,133 @@ def live(
     grammar = agent == "best" and hasattr(model, "generate")
     by_id = {c["id"]: c for c in load_cases()}
     return [run_case(by_id[i], agent, defence, model, grammar=grammar) for i in case_ids]
+
+
+# --------------------------------------------------------------------------- the command
+
+#: ``--questions``: a case's question names (its id ends with one).
+QUESTION_NAMES = ("total", "status", "date", "paid", "who", "invoice")
+
+
+def log_path(model: str) -> Path:
+    """The resumable log of one model's runs: ``injection/`` under the lab's cache folder."""
+    from .results import cache_dir
+
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", model).strip("-") or "model"
+    return cache_dir() / "injection" / f"v{CODE_VERSION}-{slug}.jsonl"
+
+
+def chosen_cases(questions: Sequence[str] | None = None, n: int | None = None) -> list[dict]:
+    """The cases a command runs: those whose question is one of ``questions`` (every one by
+    default), attacks and canary alike; then the first ``n`` attacks and their canaries."""
+    cases = load_cases()
+    if questions:
+        unknown = set(questions) - set(QUESTION_NAMES)
+        if unknown:
+            raise ValueError(
+                f"unknown question {sorted(unknown)[0]!r}; known: {', '.join(QUESTION_NAMES)}"
+            )
+        cases = [c for c in cases if c["id"].rsplit("-", 1)[1] in questions]
+    if n is not None:
+        attacks = [c for c in cases if c["template"] != "canary"][:n]
+        cases = attacks + [c for c in cases if c["template"] == "canary"][: max(1, n // 10)]
+    return cases
+
+
+def command(args) -> int:
+    """``react-lab injection``: run the suite, print the table, save it if asked.
+
+    ``args``: ``model`` (``follower``, the scripted model that follows every instruction;
+    ``local``; ``openai[:MODEL]``), ``agents``, ``defences``, ``questions``, ``n``,
+    ``no_benign``, ``concurrency``, ``budget``, ``save_results``, ``overwrite``, ``json``.
+    Runs already in the model's log (:func:`log_path`) are not run again. ``--save-results``
+    saves every run of the log for the cases of the file (so several commands, each
+    measuring a part, make one file), with what was measured in its config. Returns 0,
+    or 3 when the budget stopped it first (run it again to resume).
+    """
+    from .results import check_target
+
+    spec = args.model or "local"
+    agents, defences = args.agents or list(AGENTS), args.defences or list(DEFENCES)
+    for name, known in (("agent", AGENTS), ("defence", DEFENCES)):
+        for value in agents if name == "agent" else defences:
+            if value not in known:
+                raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
+    if args.save_results:
+        check_target(args.save_results, overwrite=args.overwrite)
+    cases = chosen_cases(args.questions, args.n)
+    log = None if spec == "follower" else log_path(spec)
+    if spec == "follower":
+        model_for, grammar = follower, False
+    else:
+        from ..backends.load import load_model
+
+        base = load_model(spec)
+        grammar = spec == "local"  # best decodes under its grammar on the embedded model only
+        shared = Remembered(base)
+        model_for = lambda case: shared  # noqa: E731 -- one model for every run
+    t0 = time.perf_counter()
+    total = len(agents) * len(defences) * (2 * len(cases) if not args.no_benign else len(cases))
+
+    def progress(done: int, _: int) -> None:
+        if not args.json and (done % 10 == 0 or done == total):
+            print(f"{done}/{total} runs, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+    records = run_suite(
+        cases,
+        model_for,
+        agents=agents,
+        defences=defences,
+        benign=not args.no_benign,
+        grammar=grammar,
+        log=log,
+        concurrency=args.concurrency,
+        progress=progress,
+        budget=args.budget,
+    )
+    seconds = time.perf_counter() - t0
+    expected = sum(
+        1
+        for _ in agents
+        for _ in defences
+        for c in cases
+        for twin in ((False, True) if not args.no_benign else (False,))
+        if not (twin and c["template"] == "canary")
+    )
+    complete = len(records) == expected
+    if args.save_results and complete:
+        known = {c["id"] for c in load_cases()}
+        saved = [r for r in (_read_log(log).values() if log else records) if r["case"] in known]
+        path = save(
+            args.save_results,
+            saved,
+            config=results_config(spec, saved),
+            command=f"react-lab injection --model {spec} --save-results {args.save_results}",
+            seconds=sum(r["seconds"] for r in saved),
+            overwrite=args.overwrite,
+        )
+        print(f"saved: {path}", file=sys.stderr)
+    rows = table(records)
+    if args.json:
+        print(json.dumps({"complete": complete, "seconds": seconds, "table": rows}, indent=1))
+    else:
+        print(format_table(rows))
+        print(
+            f"{len(records)} of {expected} runs, {seconds:.0f} s"
+            + ("" if complete else "; the budget ran out: run the same command again to resume")
+        )
+    return 0 if complete else 3
+
+
+def results_config(model: str, records: Sequence[dict]) -> dict:
+    """A results file's config: the model, the cases run, and what was measured on how many.
+
+    ``coverage`` maps ``agent/defence`` to its attack, canary and benign runs.
+    """
+    coverage: dict[str, dict] = {}
+    for r in records:
+        kind = "benign" if r["benign"] else "canary" if r["template"] == "canary" else "attacks"
+        counts = coverage.setdefault(f"{r['agent']}/{r['defence']}", {})
+        counts[kind] = counts.get(kind, 0) + 1
+    cases = [c["id"] for c in load_cases() if c["id"] in {r["case"] for r in records}]
+    return {"model": model, "cases": cases, "coverage": dict(sorted(coverage.items()))}
