@@ -175,6 +175,7 @@ def build(conn: sqlite3.Connection, entries: list, split: str, prefix: str) -> l
     if a question that takes its template's query does not name the template's ids, or if
     a query does not select exactly one value.
     """
+    conn = without_rows(conn)  # the database before the injection suite's rows
     templates = {t["id"]: t for t in json.loads(TASKS.read_text(encoding="utf-8"))}
     tasks, counts = [], {}
     for entry in entries:
@@ -225,9 +226,7 @@ def write(
     out: str | Path = OUT, seeds_out: str | Path = SEEDS_OUT, db: str | Path | None = None
 ) -> tuple[Path, Path]:
     """Build both files from the shipped database (or ``db``) and write them; return their paths."""
-    shipped = open_db(db)
-    conn = without_rows(shipped)  # the database before the injection suite's rows
-    shipped.close()
+    conn = open_db(db)
     try:
         sets = [
             (Path(out), build(conn, PARAPHRASES, "paraphrase", "para")),

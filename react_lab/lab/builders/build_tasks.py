@@ -481,6 +481,7 @@ def _ask_protocol(t: _Tasks, question: str, gold: str, choices: list[str]) -> No
 
 def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     """Return the evaluation tasks as JSON-ready dicts, gold answers computed from ``conn``."""
+    conn = without_rows(conn)  # the database before the injection suite's rows
     t = _Tasks(conn)
     customers = _column(conn, CUSTOMERS_SQL, EXEMPLAR_CUSTOMERS)
 
@@ -859,9 +860,7 @@ def _stratum(task: dict) -> str:
 
 def write_tasks(out: str | Path = OUT, db: str | Path | None = None) -> Path:
     """Build the tasks from the shipped database (or ``db``) and write them as JSON."""
-    shipped = open_db(db)
-    conn = without_rows(shipped)  # the database before the injection suite's rows
-    shipped.close()
+    conn = open_db(db)
     try:
         tasks = build_tasks(conn)
     finally:

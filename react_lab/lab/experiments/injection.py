@@ -699,6 +699,29 @@ def live(
     return [run_case(by_id[i], agent, defence, model, grammar=grammar) for i in case_ids]
 
 
+def beside_saved(
+    name: str = "injection-local",
+    model=None,
+    *,
+    agent: str = "reference",
+    defence: str = "none",
+    case_ids: Sequence[str] = LIVE,
+) -> list[tuple[dict | None, dict]]:
+    """The saved suite's record of each live case beside a live run of it, case by case.
+
+    What a notebook shows: :func:`load` refuses a stale file (with the command that
+    regenerates it), then :func:`live` runs at most five cases. Returns ``(saved, live)``
+    pairs; ``saved`` is None for a case the file did not measure.
+    """
+    saved = {
+        r["case"]: r
+        for r in load(name).data["records"]
+        if r["agent"] == agent and r["defence"] == defence and not r["benign"]
+    }
+    ran = live(model, agent=agent, defence=defence, case_ids=case_ids)
+    return [(saved.get(r["case"]), r) for r in ran]
+
+
 # --------------------------------------------------------------------------- the command
 
 #: ``--questions``: a case's question names (its id ends with one).

@@ -260,8 +260,9 @@ def test_the_command_runs_the_follower_and_prints_the_table(capsys):
     code = main(["injection", "--model", "follower", "--questions", "total", "--defences", "all"])
     out = capsys.readouterr().out
     assert code == 0 and "reference all" in out and "best      all" in out
-    assert main(["injection", "--model", "follower", "--defences", "nothing"]) == 2
-    assert "unknown defence 'nothing'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["injection", "--model", "follower", "--defences", "nothing"])
+    assert "unknown name 'nothing'" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- the statistics
