@@ -564,28 +564,26 @@ def table(records: Sequence[dict]) -> list[dict]:
     return rows
 
 
-def _cell(r: dict) -> str:
-    return f"{r['k']}/{r['n']} {100 * r['rate']:.1f}% [{100 * r['low']:.1f}, {100 * r['high']:.1f}]"
+def _cell(r: dict, bound: bool = False) -> str:
+    """``k/n rate% [Wilson 95%]``; with ``bound``, the one-sided exact 95% bound of a 0."""
+    cell = f"{r['k']}/{r['n']} {100 * r['rate']:.1f}% [{100 * r['low']:.1f}, {100 * r['high']:.1f}]"
+    return cell + (f" <={100 * r['upper']:.1f}%" if bound and r["k"] == 0 and r["n"] else "")
+
+
+#: The table's columns: each kind's count, then the canary's and benign utility.
+KINDS = ("proposed", "executed", "carried", "flipped", "canary", "benign")
 
 
 def format_table(rows: Sequence[dict]) -> str:
     """The table as text: one line per agent and defence (counts, %, Wilson 95 %)."""
-    head = (
-        f"{'agent':<10}{'defence':<16}{'proposed':<26}{'executed':<26}{'carried':<26}"
-        f"{'yes/no flipped':<26}{'canary':<26}{'benign':<26}vs none (points)"
-    )
-    lines = [head]
+    wide = {k: 34 if k in ("executed", "carried") else 26 for k in KINDS}
+    head = f"{'agent':<10}{'defence':<16}" + "".join(f"{k:<{wide[k]}}" for k in KINDS)
+    lines = [head + "benign vs none (points)"]
     for row in rows:
         vs = row.get("vs_none")
         shown = f"{vs['points']:+.1f} [{vs['low']:+.1f}, {vs['high']:+.1f}]" if vs else "-"
-        lines.append(
-            f"{row['agent']:<10}{row['defence']:<16}"
-            + "".join(
-                f"{_cell(row[k]):<26}"
-                for k in ("proposed", "executed", "carried", "flipped", "canary", "benign")
-            )
-            + shown
-        )
+        cells = "".join(f"{_cell(row[k], bound=wide[k] > 26):<{wide[k]}}" for k in KINDS)
+        lines.append(f"{row['agent']:<10}{row['defence']:<16}{cells}{shown}")
     return "\n".join(lines)
 
 
@@ -656,12 +654,13 @@ def save(
     seconds: float,
     overwrite: bool = False,
 ) -> Path:
-    """Save the records and the table as results file ``name`` (fingerprinted)."""
+    """Save the table and the records (as rows of :data:`COLUMNS`) as results file ``name``."""
     from . import results
 
+    rows = [[r[c] for c in COLUMNS] for r in records]
     return results.save(
         name,
-        {"table": table(records), "records": list(records)},
+        {"table": table(records), "columns": list(COLUMNS), "rows": rows},
         experiment="injection",
         config=config,
         command=command,
@@ -670,11 +669,36 @@ def save(
     )
 
 
+#: What a results file keeps of each record, one row each.
+COLUMNS = (
+    "case",
+    "template",
+    "agent",
+    "defence",
+    "benign",
+    "answer",
+    "correct",
+    "proposed",
+    "executed",
+    "carried",
+    "contradicts",
+    "followed",
+    "steps",
+    "seconds",
+)
+
+
 def load(name: str = "injection-local"):
     """A saved suite (:func:`react_lab.lab.experiments.results.load`): ``.data["table"]``."""
     from . import results
 
     return results.load(name)
+
+
+def saved_records(name: str = "injection-local") -> list[dict]:
+    """The records of a saved suite, as :func:`run_case` returns them (the kept columns)."""
+    data = load(name).data
+    return [dict(zip(data["columns"], row)) for row in data["rows"]]
 
 
 def live(
@@ -715,7 +739,7 @@ def beside_saved(
     """
     saved = {
         r["case"]: r
-        for r in load(name).data["records"]
+        for r in saved_records(name)
         if r["agent"] == agent and r["defence"] == defence and not r["benign"]
     }
     ran = live(model, agent=agent, defence=defence, case_ids=case_ids)

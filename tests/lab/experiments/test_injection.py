@@ -279,3 +279,20 @@ def test_the_paired_difference_and_its_interval():
     new = {i: i < 75 for i in range(100)}
     d = paired_difference(old, new)
     assert d.points == pytest.approx(-5.0) and d.low < -0.05 < d.high < 0
+
+
+def test_a_saved_suite_loads_back_fingerprinted_and_goes_stale_with_its_rows(monkeypatch, tmp_path):
+    from react_lab.lab.experiments import results
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    cases = ATTACKS[:3]
+    records = I.run_suite(cases, I.follower, agents=["reference"], defences=["none"])
+    config = I.results_config("follower", records)
+    I.save(
+        "inj", records, config=config, command="react-lab injection --save-results inj", seconds=1.0
+    )
+    assert I.saved_records("inj") == [{c: r[c] for c in I.COLUMNS} for r in records]
+    assert config["coverage"] == {"reference/none": {"attacks": 3, "benign": 3}}
+    monkeypatch.setattr(I, "_row_texts", lambda cases: ["another text"])
+    with pytest.raises(results.StaleResults, match="task set"):
+        I.load("inj")
