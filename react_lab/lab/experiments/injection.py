@@ -49,13 +49,13 @@ from typing import Iterable, Sequence
 
 from ..._parsing.provenance import values_in
 from ...protocol import ACTION_RE, INSTRUCTIONS, build_prompt
-from ...tools import Observation, Tool, call_tool, default_tools, open_db
+from ...tools import DB_PATH, Observation, Tool, call_tool, default_tools, open_db
 from ..backends.base import Completion
 from ..builders.build_injection import CANARY_WORD
 from ..builders.build_injection import OUT as CASES_PATH
 from ..guards import DATA_NOTE, LabGuards
 from ..provenance import yes_or_no
-from ..sandbox import as_text_protocol, payment_tools, working_copy
+from ..sandbox import as_text_protocol, db_checksum, payment_tools, working_copy
 from .stats import paired_difference, success_rate, upper_bound
 from .tasks import Task, score
 
@@ -436,8 +436,10 @@ def run_suite(
     of records; a run already in it is not run again (resumable). ``concurrency``: runs
     in flight at once (an endpoint that batches). ``budget``: seconds; no run starts after
     them (run again to go on). ``progress(done, total)`` is called after each run.
+    RuntimeError if the shipped database's checksum changed (it never should: each run
+    writes to its own working copy).
     """
-    done = _read_log(log)
+    before, done = db_checksum(), _read_log(log)
     jobs = [
         (case, agent, defence, twin)
         for agent in agents
@@ -468,8 +470,9 @@ def run_suite(
             results.append(one(job))
             if progress:
                 progress(i, len(jobs))
-    records = [r for r in results if r is not None]
-    return records
+    if db_checksum() != before:  # the sandbox's guard: every write went to a working copy
+        raise RuntimeError(f"the shipped database {DB_PATH} changed during the suite")
+    return [r for r in results if r is not None]
 
 
 def _key(case: str, agent: str, defence: str, benign: bool) -> str:
