@@ -448,7 +448,7 @@ def run_suite(
         for case in cases
         if not (twin and case["template"] == "canary")
     ]
-    t0, records = time.perf_counter(), []
+    t0 = time.perf_counter()
 
     def one(job):
         case, agent, defence, twin = job
