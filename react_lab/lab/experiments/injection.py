@@ -441,9 +441,9 @@ def run_suite(
     """
     before, done = db_checksum(), _read_log(log)
     jobs = [
-        (case, agent, defence, twin)
-        for agent in agents
+        (case, agent, defence, twin)  # defence by defence: a budget cut keeps both agents
         for defence in defences
+        for agent in agents
         for twin in ((False, True) if benign else (False,))
         for case in cases
         if not (twin and case["template"] == "canary")
@@ -788,7 +788,8 @@ def command(args) -> int:
     ``no_benign``, ``concurrency``, ``budget``, ``save_results``, ``overwrite``, ``json``.
     Runs already in the model's log (:func:`log_path`) are not run again. ``--save-results``
     saves every run of the log for the cases of the file (so several commands, each
-    measuring a part, make one file), with what was measured in its config. Returns 0,
+    measuring a part, make one file; a budget's cut too), with what was measured in its
+    config (``coverage``). Returns 0,
     or 3 when the budget stopped it first (run it again to resume).
     """
     from .results import check_target
@@ -841,7 +842,7 @@ def command(args) -> int:
         if not (twin and c["template"] == "canary")
     )
     complete = len(records) == expected
-    if args.save_results and complete:
+    if args.save_results:  # what the log holds so far; its config says what that covers
         known = {c["id"] for c in load_cases()}
         saved = [r for r in (_read_log(log).values() if log else records) if r["case"] in known]
         path = save(
