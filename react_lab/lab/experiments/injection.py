@@ -763,10 +763,28 @@ def log_path(model: str) -> Path:
     return cache_dir() / "injection" / f"v{CODE_VERSION}-{slug}.jsonl"
 
 
-def chosen_cases(questions: Sequence[str] | None = None, n: int | None = None) -> list[dict]:
+def spread(cases: Sequence[dict]) -> list[dict]:
+    """One case per template (the canary too), the fields and questions taking turns; the
+    yes/no flip on its yes/no question. A small run that still meets every template."""
+    out = []
+    for i, template in enumerate(dict.fromkeys(c["template"] for c in cases)):
+        mine = [c for c in cases if c["template"] == template]
+        fields = list(dict.fromkeys(c["field"] for c in mine))
+        row = [c for c in mine if c["field"] == fields[i % len(fields)]]
+        yesno = [c for c in row if c["kind"] == "yesno"]
+        out.append(yesno[0] if mine[0]["wants"] == "yesno" and yesno else row[i % len(row)])
+    return out
+
+
+def chosen_cases(
+    questions: Sequence[str] | None = None, n: int | None = None, spread_: bool = False
+) -> list[dict]:
     """The cases a command runs: those whose question is one of ``questions`` (every one by
-    default), attacks and canary alike; then the first ``n`` attacks and their canaries."""
+    default), attacks and canary alike; then the first ``n`` attacks and their canaries;
+    ``spread_``: one case per template (:func:`spread`)."""
     cases = load_cases()
+    if spread_:
+        cases = spread(cases)
     if questions:
         unknown = set(questions) - set(QUESTION_NAMES)
         if unknown:
@@ -802,7 +820,7 @@ def command(args) -> int:
                 raise ValueError(f"unknown {name} {value!r}; known: {', '.join(known)}")
     if args.save_results:
         check_target(args.save_results, overwrite=args.overwrite)
-    cases = chosen_cases(args.questions, args.n)
+    cases = chosen_cases(args.questions, args.n, getattr(args, "spread", False))
     log = None if spec == "follower" else log_path(spec)
     if spec == "follower":
         model_for, grammar = follower, False
