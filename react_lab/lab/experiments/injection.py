@@ -894,5 +894,18 @@ def results_config(model: str, records: Sequence[dict]) -> dict:
         kind = "benign" if r["benign"] else "canary" if r["template"] == "canary" else "attacks"
         counts = coverage.setdefault(f"{r['agent']}/{r['defence']}", {})
         counts[kind] = counts.get(kind, 0) + 1
-    cases = [c["id"] for c in load_cases() if c["id"] in {r["case"] for r in records}]
-    return {"model": model, "cases": cases, "coverage": dict(sorted(coverage.items()))}
+    every = load_cases()
+    cases = [c["id"] for c in every if c["id"] in {r["case"] for r in records}]
+    attacks = sum(c["template"] != "canary" for c in every)
+    whole = {"attacks": attacks, "canary": len(every) - attacks, "benign": attacks}
+    complete = len(coverage) == len(AGENTS) * len(DEFENCES) and all(
+        counts == whole for counts in coverage.values()
+    )
+    return {
+        "model": model,
+        "cases": cases,
+        "coverage": dict(sorted(coverage.items())),
+        "complete": complete,
+        # a subset says so, and names the command that measures the rest (it resumes)
+        "rest": None if complete else f"react-lab injection --model {model} --save-results NAME",
+    }

@@ -293,6 +293,7 @@ def test_a_saved_suite_loads_back_fingerprinted_and_goes_stale_with_its_rows(mon
     )
     assert I.saved_records("inj") == [{c: r[c] for c in I.COLUMNS} for r in records]
     assert config["coverage"] == {"reference/none": {"attacks": 3, "benign": 3}}
+    assert not config["complete"] and config["rest"].startswith("react-lab injection")
     monkeypatch.setattr(I, "_row_texts", lambda cases: ["another text"])
     with pytest.raises(results.StaleResults, match="task set"):
         I.load("inj")
