@@ -23,7 +23,10 @@ The modules:
 * :mod:`.reasons` -- the parser's messages for the rarer shapes;
 * :mod:`.messages` and :mod:`.json_errors` -- the argument check's reading and messages
   (:mod:`react_lab.schema`): arguments decoded as strict JSON, jsonschema's errors made
-  plainer, and JSON that is not an object.
+  plainer, and JSON that is not an object;
+* :mod:`.provenance` -- the provenance rule: where an id or an amount may come from (the
+  question, a structured field of an observation), which notebook 06's guard and the lab's
+  share.
 """
 
 from .other import read_other

@@ -26,6 +26,11 @@ results recorded. What it adds:
 * :func:`naive_summary`: a ``summarize`` for compaction that keeps an observation's first
   characters and loses its ids (bench notebook 07 sets it beside the bench agent's
   :func:`react_lab.lab.agent.context.keep_ids_summary`).
+* ``provenance``: an id or amount in a call to a side-effecting tool, or in the answer, must
+  appear in the question or in a structured field of an observation of this run, never only
+  in free text a tool returned (a memo, a name) or in the exemplar: the provenance rule,
+  :mod:`react_lab._parsing.provenance`, the one notebook 06's ``provenance_guard`` uses. A
+  call it refuses never reaches the approval gate; a best effort it refuses is no answer.
 * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean
   (:data:`DATA_NOTE`). Off by default, so the transcript stays the protocol notebooks 01-05
   teach; switch it on where tool output carries text written outside (help articles, web
@@ -43,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Iterable
 
+from .._parsing.provenance import refusal, values_in
 from ..protocol import ParseResult, shown
 from ..tools import Observation, Tool, call_tool, declared
 from .agent.context import MARKERS
@@ -73,6 +79,7 @@ GUARD_NAMES = (
     "uncited_answer",
     "own_question",
     "exemplar_value",
+    "provenance",
 )
 
 #: The pseudo-tool that reads the next page of a truncated observation: ``more[p1]``.
@@ -125,6 +132,7 @@ class LabGuards(Guards):
     require_citation: bool = False
     pin_question: bool = False
     mark_data: bool = False
+    provenance: bool = False
 
     def start(self, question: str = "", exemplars=()) -> LabWatch:
         """Start a run of ``question``: a new :class:`LabWatch` (``exemplars``: the prompt's)."""
@@ -195,6 +203,8 @@ class LabWatch(Watch):
                 guard="placeholder_answer",
             )
         rejected = super().check_answer(answer)
+        if rejected is None and (reason := self.unsourced(answer, "the answer")):
+            rejected = Observation.failure(reason, guard="provenance")
         if rejected is not None or not self.guards.require_citation:
             return rejected
         quotes = [q.strip() for q in re.findall(r'["“]([^"“”]{4,})["”]', answer or "")]
@@ -208,11 +218,27 @@ class LabWatch(Watch):
             guard="uncited_answer",
         )
 
+    def unsourced(self, text: str, what: str) -> str | None:
+        """The provenance rule's reason to refuse ``text`` (``provenance`` on), else None."""
+        if not self.guards.provenance:
+            return None
+        return refusal(values_in(str(text)), self.question, self.seen, what)
+
+    def refuse_unapproved(self, tools: dict[str, Tool], name: str, args) -> Observation | None:
+        """The provenance rule on a side-effecting call, then the approval gate."""
+        if getattr(tools.get(name), "side_effect", False):
+            reason = self.unsourced(shown_call(name, args), f"the call of {name}")
+            if reason:
+                return Observation.failure(reason, guard="provenance")
+        return super().refuse_unapproved(tools, name, args)
+
     def best_effort_answer(self, text: str, loop_said: Iterable[str] = ()) -> str | None:
         """The lesson's best effort; the loop's words read without data markers, no placeholder."""
         said = [MARKERS.sub("", s) for s in loop_said]
         answer = super().best_effort_answer(text, loop_said=said)
-        return None if answer is not None and is_placeholder(answer) else answer
+        if answer is not None and (is_placeholder(answer) or self.unsourced(answer, "")):
+            return None  # a placeholder, or a value from nowhere: no answer
+        return answer
 
     def run_tool(self, tools: dict[str, Tool], name: str, args, *, call=call_tool) -> Observation:
         """The lesson's :meth:`react_lab.lab.agent.guards.Watch.run_tool`, with ``more`` and the

@@ -23,60 +23,14 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
+from .._parsing.provenance import sourced, values_in
 from ..protocol import EXEMPLARS
-from ..tools import ID_RE
+
+__all__ = ["values_in", "copied_values", "copied_reason", "yes_or_no", "is_guess", "UNSURE"]
 
 #: What a run that found nothing to settle a yes/no question answers
 #: (``LadderGuards.unsure_best_effort``).
 UNSURE = "I don't know: no tool result in this run settles it."
-
-_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")
-_TIME = re.compile(r"T?\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?")
-_AMOUNT = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.])\d+(?:\.\d+)?")
-
-
-def _id(text: str) -> str:
-    """One spelling per id: letter prefixes as the tools write them.
-
-    ``INV-``, ``KB-``, ``cus_``.
-    """
-    head, sep, tail = re.match(r"([A-Za-z]+)([_-])(.*)", text).groups()
-    return (head.upper() if sep == "-" else head.lower()) + sep + tail
-
-
-def values_in(text: str) -> list[str]:
-    """Return the values ``text`` states, in order.
-
-    Such as ``"date:2026-07-14"``, ``"id:INV-2041"``, ``"amount:129.00"``. Dates and ids are
-    taken out before amounts, so their digits are not read as numbers; so are times of day.
-    Amounts are numbers with a decimal part or at least two digits.
-    """
-    found: list[tuple[int, str]] = []
-    for m in _DATE.finditer(text):
-        found.append((m.start(), f"date:{m.group()}"))
-
-    def blank(m: re.Match) -> str:  # same length, so positions keep the text's order
-        return " " * len(m.group())
-
-    rest = _DATE.sub(blank, text)
-    for m in ID_RE.finditer(rest):
-        found.append((m.start(), f"id:{_id(m.group())}"))
-    rest = _TIME.sub(blank, ID_RE.sub(blank, rest))
-    for m in _AMOUNT.finditer(rest):
-        number = m.group().replace(",", "")
-        if "." in number or len(number) >= 2:
-            found.append((m.start(), f"amount:{float(number):.2f}"))
-    return [value for _, value in sorted(found)]
-
-
-def _amounts(values: set[str]) -> set[str]:
-    """Each amount also in cents and in dollars (a charge's 12900 cents is 129.00 dollars)."""
-    more = set(values)
-    for v in values:
-        if v.startswith("amount:"):
-            x = float(v[7:])
-            more |= {f"amount:{x * 100:.2f}", f"amount:{x / 100:.2f}"}
-    return more
 
 
 def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[str]:
@@ -86,8 +40,9 @@ def copied_values(answer: str, exemplar: str, sources: Iterable[str]) -> list[st
     observation). A value comes out as written for a reader: ``"58.00"``, ``"2026-07-14"``,
     ``"INV-2088"``.
     """
+    sources = list(sources)
     shown = set(values_in(exemplar))
-    own = _amounts({v for text in sources for v in values_in(text)})
+    own = sourced(sources[0] if sources else "", sources[1:])  # the provenance rule's sources
     copied = [v for v in values_in(answer) if v in shown and v not in own]
     return [v.split(":", 1)[1] for v in dict.fromkeys(copied)]
 

@@ -71,3 +71,24 @@ def payment_tools(db_path: str | Path) -> dict[str, Tool]:
     conn.row_factory = sqlite3.Row
     tool = payment_tool(conn)
     return {tool.name: tool}
+
+
+#: A dollar amount as the text protocol writes it: plain decimal text, at most 2 decimals.
+AMOUNT_TEXT = r"^[0-9]+(\.[0-9]{1,2})?$"
+
+
+def as_text_protocol(schema: dict) -> dict:
+    """``schema`` with each number property also taking its decimal text (``"48200"``).
+
+    A text-protocol action writes every argument as text, so a learner's schema check
+    (notebook 04's ``observe``) would refuse ``schedule_payment[INV-2291, 48200]`` before an
+    approval gate ever saw it; the tool itself reads the text as dollars and refuses a near
+    miss. Notebook 06's gate and the injection suite give the learner's agent the tool so.
+    """
+    properties = {
+        name: {**prop, "type": ["number", "string"], "pattern": AMOUNT_TEXT}
+        if prop.get("type") == "number"
+        else prop
+        for name, prop in schema.get("properties", {}).items()
+    }
+    return {**schema, "properties": properties}

@@ -24,7 +24,7 @@ import html
 from dataclasses import replace
 
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
-from ..lab.sandbox import db_checksum, payment_tools, working_copy  # noqa: F401
+from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, payment_tools, working_copy  # noqa: F401 -- the gate's schema  # noqa: F401
 from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
 from ..tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
 from .agent_file import download_link  # noqa: F401
@@ -146,26 +146,6 @@ class _Replayed:
 
 def _call_text(name: str, args) -> str:
     return f"{name}[{', '.join(map(str, args))}]"
-
-
-#: A dollar amount as the text protocol writes it: plain decimal text, at most 2 decimals.
-AMOUNT_TEXT = r"^[0-9]+(\.[0-9]{1,2})?$"
-
-
-def as_text_protocol(schema: dict) -> dict:
-    """``schema`` with each number property also taking its decimal text (``"48200"``).
-
-    A text-protocol action writes every argument as text, so a learner's schema check
-    (notebook 04's ``observe``) would refuse ``schedule_payment[INV-2291, 48200]`` before the
-    gate ever saw it; the tool itself reads the text as dollars and refuses a near miss.
-    """
-    properties = {
-        name: {**prop, "type": ["number", "string"], "pattern": AMOUNT_TEXT}
-        if prop.get("type") == "number"
-        else prop
-        for name, prop in schema.get("properties", {}).items()
-    }
-    return {**schema, "properties": properties}
 
 
 def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):

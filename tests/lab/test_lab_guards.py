@@ -67,6 +67,7 @@ SHIPPED_DEFAULTS = {
     "pin_question": False,
     "approve": "deny",
     "mark_data": False,
+    "provenance": False,  # added with the injection suite; off, as the shipped runs had none
     "best_effort": True,
     "unsure_best_effort": False,
     "exemplar_values": False,

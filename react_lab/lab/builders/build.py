@@ -18,6 +18,8 @@ Planted scenarios that the lab's questions rely on:
 * ``INV-2291``: a supplier invoice for $48200.00, approved, due 2026-09-30, no payments.
 * ``cus_5170``: a real duplicate, two succeeded charges for its June invoice.
 * Help article ``KB-07`` carries a planted prompt injection.
+* The injection suite's rows (:mod:`react_lab.lab.builders.build_injection`): invoices,
+  suppliers, customers and charges whose memo, name or decline text carries an instruction.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import string
 import sys
 from datetime import date, timedelta
 from pathlib import Path
+
+from . import build_injection
 
 SEED = 20260731
 AS_OF = date(2026, 7, 31)
@@ -727,6 +731,11 @@ def build(out: Path = OUT) -> Path:
         ],
     )
     conn.executemany("INSERT INTO help_articles VALUES (?, ?, ?)", ARTICLES)
+    # The injection suite's rows, after every other row: ids of their own shapes, so no
+    # earlier query's answer changes (build_injection.without_rows takes them out again).
+    for table, values in build_injection.rows().items():
+        marks = ", ".join("?" * len(values[0]))
+        conn.executemany(f"INSERT INTO {table} VALUES ({marks})", values)
     conn.execute("INSERT INTO help_articles (help_articles) VALUES ('optimize')")
     conn.commit()
     conn.execute("VACUUM")

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ...tools import ID_RE, open_db
 from ..notebook.gold import PAID_SQL
+from .build_injection import without_rows
 from .build_tasks import LATEST_SQL, _one
 
 HERE = Path(__file__).resolve().parents[2] / "data"
@@ -174,6 +175,7 @@ def build(conn: sqlite3.Connection, entries: list, split: str, prefix: str) -> l
     if a question that takes its template's query does not name the template's ids, or if
     a query does not select exactly one value.
     """
+    conn = without_rows(conn)  # the database before the injection suite's rows
     templates = {t["id"]: t for t in json.loads(TASKS.read_text(encoding="utf-8"))}
     tasks, counts = [], {}
     for entry in entries:

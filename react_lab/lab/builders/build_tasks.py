@@ -38,6 +38,7 @@ from pathlib import Path
 from ... import protocol  # the prompt's own text is the source for two questions
 from ...tools import ID_RE, open_db
 from ..notebook.gold import DUPLICATE_SQL, PAID_SQL
+from .build_injection import without_rows
 
 OUT = Path(__file__).resolve().parents[2] / "data" / "tasks.json"
 
@@ -480,6 +481,7 @@ def _ask_protocol(t: _Tasks, question: str, gold: str, choices: list[str]) -> No
 
 def build_tasks(conn: sqlite3.Connection) -> list[dict]:
     """Return the evaluation tasks as JSON-ready dicts, gold answers computed from ``conn``."""
+    conn = without_rows(conn)  # the database before the injection suite's rows
     t = _Tasks(conn)
     customers = _column(conn, CUSTOMERS_SQL, EXEMPLAR_CUSTOMERS)
 

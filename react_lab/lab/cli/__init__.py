@@ -191,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_abuses(sub)
     _add_cost(sub)
     _add_eval(sub)
+    _add_injection(sub)
     _add_doctor(sub)
     _add_parse(sub)
     return p
@@ -436,6 +437,58 @@ def _add_eval(sub) -> None:
         help="seconds; start no run after them (run again to resume)",
     )
     e.set_defaults(func=commands.cmd_eval, usage_error=e.error)
+
+
+def names_of(known) -> callable:
+    """An argparse ``type=``: a comma-separated list of names, each one of ``known``."""
+
+    def parse(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        wrong = [name for name in names if name not in known] or ([] if names else [text])
+        if wrong:
+            raise argparse.ArgumentTypeError(
+                f"unknown name {wrong[0]!r}; give some of {', '.join(known)}, with commas"
+            )
+        return names
+
+    return parse
+
+
+#: ``react-lab injection --help``: what it runs, and its ``--model``.
+INJECTION_HELP = (
+    "the injection suite: instructions planted in memos, names and decline texts, two "
+    "agents, each defence alone and together (react_lab.lab.experiments.injection)",
+    "follower (scripted: follows every instruction it reads), local (the default; best "
+    "decodes under its grammar), openai or openai:MODEL (best without its grammar)",
+)
+
+
+def _add_injection(sub) -> None:
+    """The ``injection`` subcommand."""
+    from ..experiments.injection import AGENTS, DEFENCES, QUESTION_NAMES
+
+    i = sub.add_parser("injection", help=INJECTION_HELP[0])
+    i.add_argument("--model", help=INJECTION_HELP[1])
+    i.add_argument("--agents", type=names_of(AGENTS), help=f"some of {', '.join(AGENTS)}")
+    i.add_argument("--defences", type=names_of(DEFENCES), help=f"some of {', '.join(DEFENCES)}")
+    i.add_argument(
+        "--questions",
+        type=names_of(QUESTION_NAMES),
+        help="only the cases asking these, e.g. total: one case per attacked row",
+    )
+    i.add_argument("--n", type=whole_number(1), help="only the first N attack cases")
+    i.add_argument("--spread", action="store_true", help="one case per template (12 cases)")
+    i.add_argument("--no-benign", action="store_true", help="no benign twins (no utility)")
+    runs = {"type": whole_number(1, 64), "default": 1}
+    i.add_argument("--concurrency", **runs, help="runs in flight at once (an endpoint)")
+    i.add_argument("--budget", type=float, help="seconds; start no run after them (resume)")
+    i.add_argument("--json", action="store_true", help="print the table as JSON")
+    _add_save_results(
+        i,
+        "save every run of this model's log (every command so far) as "
+        "react_lab/data/results/NAME.json, fingerprinted",
+    )
+    i.set_defaults(func=commands.cmd_injection, usage_error=i.error)
 
 
 def _add_doctor(sub) -> None:

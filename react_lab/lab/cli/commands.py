@@ -316,6 +316,13 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_injection(args) -> int:
+    """``react-lab injection``: :func:`react_lab.lab.experiments.injection.command`."""
+    from ..experiments.injection import command
+
+    return command(args)
+
+
 def cmd_cost(args) -> int:
     """Handle ``react-lab cost``.
 

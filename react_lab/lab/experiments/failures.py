@@ -436,6 +436,11 @@ def pass_config(tasks: Sequence, model: str = "local") -> dict:
     }
 
 
+#: Guards added to the lab after this pass was measured: left out of its fingerprint while off,
+#: as they were then (the injection suite's provenance rule).
+LATER_GUARDS = ("provenance",)
+
+
 def fingerprint_inputs(config: dict):
     """The fingerprint inputs of a pass's results file.
 
@@ -453,7 +458,11 @@ def fingerprint_inputs(config: dict):
     tasks = [by_id[i] for i in config["task_ids"]]
     tools = default_tools()
     off = LabGuards.off()
-    guards = {f.name: repr(getattr(off, f.name)) for f in dataclasses.fields(off) if f.init}
+    guards = {
+        f.name: repr(getattr(off, f.name))
+        for f in dataclasses.fields(off)
+        if f.init and not (f.name in LATER_GUARDS and getattr(off, f.name) is False)
+    }
     return Inputs(
         model=config.get("model", "local"),
         prompt={

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from contextlib import closing, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
 from ...tools import open_db
+from ..builders.build_injection import without_rows
 from .tasks import MONTHS
 
 
@@ -99,6 +100,14 @@ def _spread(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+@contextmanager
+def _before_the_suite():
+    """The shipped database without the injection suite's rows: the questions the shipped
+    forgery runs asked (:func:`react_lab.lab.builders.build_injection.without_rows`)."""
+    with closing(open_db()) as shipped, closing(without_rows(shipped)) as db:
+        yield db
+
+
 def question_set(n: int, conn: sqlite3.Connection | None = None) -> list[Question]:
     """Draw ``n`` questions from the billing database, the same ``n`` every time.
 
@@ -109,7 +118,7 @@ def question_set(n: int, conn: sqlite3.Connection | None = None) -> list[Questio
     below 1 or more than the database has questions for.
     """
     pools: list[list[Question]] = []
-    with closing(open_db()) if conn is None else nullcontext(conn) as db:
+    with _before_the_suite() if conn is None else nullcontext(conn) as db:
         for kind, (sql, make) in _KINDS.items():
             rows = sorted(db.execute(sql), key=lambda r: _spread(f"{kind}:{r['id']}"))
             pools.append([Question(text, kind, answer) for text, answer in map(make, rows)])

@@ -75,6 +75,7 @@ EXPERIMENTS = {
     "ladder": "react_lab.lab.experiments.ladder:fingerprint_inputs",
     "failures": "react_lab.lab.experiments.failures:fingerprint_inputs",
     "migration": "react_lab.lab.experiments.migration_runs:fingerprint_inputs",
+    "injection": "react_lab.lab.experiments.injection:fingerprint_inputs",
 }
 
 

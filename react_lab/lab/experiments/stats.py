@@ -46,6 +46,8 @@ __all__ = [
     "Paired",
     "paired_comparison",
     "sign_test",
+    "upper_bound",
+    "paired_difference",
 ]
 
 
@@ -210,3 +212,74 @@ def sign_test(up: int, down: int) -> float:
         tail += term
         term = term * (n - i) // (i + 1)
     return min(1.0, 2 * tail / 2**n)
+
+
+def upper_bound(successes: int, n: int, confidence: float = 0.95) -> float:
+    """The one-sided exact (Clopper-Pearson) upper bound of a rate: ``successes`` of ``n``.
+
+    The largest p with P(X <= successes | n, p) >= 1 - confidence; for 0 of n it is
+    ``1 - (1 - confidence) ** (1 / n)`` (0 of 200: 1.49 %). Found by bisection on the
+    exact binomial tail (1.0 when n is 0 or every trial succeeded).
+    """
+    successes, n = _count("successes", successes), _count("n", n)
+    if n == 0 or successes >= n:
+        return 1.0
+    alpha = 1 - confidence
+
+    def tail(p: float) -> float:  # P(X <= successes)
+        return sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(successes + 1))
+
+    low, high = successes / n, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if tail(mid) > alpha else (low, mid)
+    return high
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``new`` minus ``old`` on the same tasks, in points of rate, with its interval."""
+
+    old: float
+    new: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def points(self) -> float:
+        return 100 * (self.new - self.old)
+
+    def __str__(self) -> str:
+        return f"{self.points:+.1f} points (95% CI {100 * self.low:+.1f} to {100 * self.high:+.1f})"
+
+
+def paired_difference(old: dict[str, bool], new: dict[str, bool]) -> Difference:
+    """The difference of two success rates on the same tasks, with Newcombe's interval.
+
+    ``{task_id: solved}`` for each run, on the same ids. The interval is Newcombe's (1998,
+    Statistics in Medicine 17:2635-2650, method 10): the two Wilson intervals combined
+    with the correlation of the paired outcomes. Raises ``ValueError`` when the ids differ.
+    """
+    if set(old) != set(new):
+        raise ValueError(f"the runs cover different tasks: {len(set(old) ^ set(new))} differ")
+    n = len(old)
+    a = sum(bool(old[t]) and bool(new[t]) for t in old)
+    b = sum(bool(old[t]) and not new[t] for t in old)
+    c = sum(bool(new[t]) and not old[t] for t in old)
+    d = n - a - b - c
+    r1, r2 = success_rate(a + b, n), success_rate(a + c, n)
+    p1, p2 = r1.rate, r2.rate
+    denominator = (a + b) * (c + d) * (a + c) * (b + d)
+    phi = (a * d - b * c) / sqrt(denominator) if denominator else 0.0
+    low = (p2 - p1) - sqrt(
+        max(
+            0.0, (p2 - r2.low) ** 2 - 2 * phi * (p2 - r2.low) * (r1.high - p1) + (r1.high - p1) ** 2
+        )
+    )
+    high = (p2 - p1) + sqrt(
+        max(
+            0.0, (r2.high - p2) ** 2 - 2 * phi * (r2.high - p2) * (p1 - r1.low) + (p1 - r1.low) ** 2
+        )
+    )
+    return Difference(p1, p2, low, high, n)

@@ -74,6 +74,10 @@ NOT_REPLAYABLE = {
         "the steps keep the reading (tool, args, error, guard, answer, thought), never the "
         "completion"
     ),
+    "injection-*": (
+        "a record keeps its answer and what was counted (proposed, executed, carried), not "
+        "the completions: the suite measures outcomes on a working copy of the database"
+    ),
 }
 
 
