@@ -72,7 +72,7 @@ import re
 import jsonschema
 
 from react_lab.messages import first_messages, reply_calls, tool_messages
-from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
+from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt, why_unsourced
 from react_lab.tools import call_tool, tool_schemas
 '''
 
@@ -666,13 +666,17 @@ def agent_source(line: str) -> str:
 
     Theirs from ``my_agent.py`` when it is there, else the reference of the version the
     last :func:`load_agent` chose (or the piece's first), with a first comment line that
-    says which. Raises ``ValueError`` for a line that names no piece.
+    says which. ``%agent run_loop + provenance_guard`` adds the lines that ask the guard
+    (:func:`with_provenance`). Raises ``ValueError`` for a line that names no piece.
     """
     words = line.split()
     pieces = list(dict.fromkeys(e.piece for e in CORE.values()))
+    if words[1:] == ["+", "provenance_guard"] and words[0] == "run_loop":
+        return _with_provenance_cell(line)
     if not (len(words) == 1 or len(words) == 3 and words[1] == "as") or words[0] not in pieces:
         raise ValueError(
-            "usage: %agent NAME, or %agent NAME as NEW_NAME; NAME is one of " + ", ".join(pieces)
+            "usage: %agent NAME, %agent NAME as NEW_NAME, or %agent run_loop + "
+            "provenance_guard; NAME is one of " + ", ".join(pieces)
         )
     name, new = words[0], words[2] if len(words) == 3 else None
     if new is not None and not new.isidentifier():
@@ -694,6 +698,88 @@ def agent_source(line: str) -> str:
     return f"# %agent {line.strip()}: {said}; edit it, then run this cell\n{source}"
 
 
+#: What marks a line :func:`with_provenance` wrote.
+GIVEN = "  # + provenance"
+
+
+def with_provenance(source: str) -> tuple[str, str | None]:
+    """``source``, a 06 ``run_loop``, with the lines that ask ``provenance_guard`` first; or
+    ``source`` and why they could not be put in.
+
+    Three lines after the one that reads the completion (``text = model.complete(...).text``):
+    a completion the guard refuses gets its reason as the observation and the loop goes on;
+    and the last ``return`` (the best effort) asks the guard too, returning None when it
+    refuses. Each added line ends ``# + provenance_guard``; the loop's own lines are kept as
+    they are, comments too. The names are the loop's own (its transcript, its text).
+    """
+    if "provenance_guard(" in source:
+        return source, None  # already there
+    try:
+        node = ast.parse(source).body[0]
+    except (SyntaxError, IndexError):
+        return source, "it does not parse"
+    loop = next((n for n in node.body if isinstance(n, ast.For)), None)
+    read = loop and next(
+        (
+            n
+            for n in loop.body
+            if isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Attribute)
+            and n.value.attr == "text"
+            and isinstance(n.value.value, ast.Call)
+            and getattr(n.value.value.func, "attr", "") == "complete"
+            and n.value.value.args
+            and isinstance(n.value.value.args[0], ast.Name)
+        ),
+        None,
+    )
+    last = node.body[-1]
+    if read is None:
+        return source, "no line in its for loop reads `text = model.complete(transcript, ...).text`"
+    if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple)):
+        return source, "its last line is not `return best_effort, transcript`"
+    question, tools = node.args.args[0].arg, node.args.args[2].arg
+    text, transcript = read.targets[0].id, read.value.value.args[0].id
+    lines = source.splitlines()
+    best, kept = (ast.get_source_segment(source, e) for e in last.value.elts)
+    inner, outer = " " * read.col_offset, " " * last.col_offset
+    refused = 'f"\\nObservation: Error: {refused}\\nThought:"'
+    ask = [
+        f"{inner}if refused := provenance_guard({question}, {transcript}, {text}, {tools}):",
+        f"{inner}    {transcript} += {text} + {refused}",
+        f"{inner}    continue",
+    ]
+    end = [
+        f"{outer}best = {best}",
+        f'{outer}if provenance_guard({question}, {transcript}, f"Answer: {{best}}", {tools}):',
+        f"{outer}    return None, {kept}",
+        f"{outer}return best, {kept}",
+    ]
+    lines[last.lineno - 1 : last.end_lineno] = [line + GIVEN for line in end]
+    lines[read.end_lineno : read.end_lineno] = [line + GIVEN for line in ask]
+    return "\n".join(lines) + "\n", None
+
+
+def _with_provenance_cell(line: str) -> str:
+    """The cell ``%agent run_loop + provenance_guard`` writes: the loop with the guard's lines."""
+    path = agent_path()
+    source, why = _file_source(path, "run_loop")
+    said = f"your run_loop from {path.name}"
+    if source is None:
+        source, said = reference_source("run_loop_guards"), f"the reference run_loop ({why})"
+    added, problem = with_provenance(source)
+    if problem:
+        note = (
+            f"the lesson could not add its lines to {said}: {problem}; add them as the "
+            "notebook shows, then run this cell"
+        )
+    else:
+        note = f"{said}, with the lesson's lines that ask provenance_guard (marked); run this cell"
+    return f"# %agent {line.strip()}: {note}\n{added}"
+
+
 def agent_magic(line: str) -> None:
     """The ``%agent`` line magic: the cell becomes :func:`agent_source` (as with ``%load -s``).
 
@@ -712,7 +798,7 @@ def agent_magic(line: str) -> None:
     shell = get_ipython()
     shell.set_next_input(text, replace=True)
     words = line.split()
-    new = words[2] if len(words) == 3 else None
+    new = words[2] if len(words) == 3 and words[1] == "as" else None
     exercise = next((e.name for e in CORE.values() if e.piece == new), None)
     if exercise is not None and new not in shell.user_ns:
         shell.user_ns[new] = _rebind(reference(exercise), vars(agent), new)

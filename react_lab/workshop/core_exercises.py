@@ -26,6 +26,8 @@ is_forged          03    ``is_forged(text) -> bool``
 observe_args       04    edit of ``observe``: a call its tool's JSON Schema refuses does not run
 prompt_tokens...   05    ``prompt_tokens_at_step(P, O, A, k) -> int``
 run_loop_guards    06    edit of ``run_loop``: refuse a repeat, a labelled best effort at the end
+provenance_guard   06    ``provenance_guard(question, transcript, text, tools) -> str | None``
+run_loop_prove...  06    edit of ``run_loop`` the lesson writes: the provenance guard asked first
 run_native         07    edit of ``run_loop``, mostly deleting: native tool calls
 pick_exemplar      08    ``pick_exemplar(question, pool) -> Exemplar``
 =================  ====  ==========================================================
@@ -46,7 +48,7 @@ from types import SimpleNamespace
 from typing import Any, Callable
 
 from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, Exemplar, build_prompt
-from ..tools import call_tool, default_tools, tool_schemas
+from ..tools import Tool, call_tool, default_tools, tool_schemas
 from .cases import (
     END_RULE,
     ITS_RULE,
@@ -56,6 +58,7 @@ from .cases import (
     RecordingChatModel,
     RecordingModel,
     TooManyCalls,
+    all_of,
     namespaces,
     raised,
     raised_inside,
@@ -74,7 +77,8 @@ class Exercise:
     inputs and ``checks`` is the rule table each input's run is held to; ``stub`` is the
     exercise cell a notebook starts from; ``lines_written`` is, for an edit, how many lines
     the learner writes (a test checks it against the difference of the two reference
-    pieces); ``uses`` names the pieces it calls.
+    pieces); ``uses`` names the pieces it calls. ``given`` is, for an edit the lesson writes
+    (``%agent run_loop + provenance_guard``), how many lines it writes: the learner types none.
     """
 
     name: str
@@ -88,6 +92,7 @@ class Exercise:
     edits: str | None = None
     lines_written: int | None = None
     uses: tuple[str, ...] = ()
+    given: int = 0
 
 
 #: A case runs the function with its defaults (no ``stop`` argument).
@@ -241,6 +246,165 @@ def _repeat_cases() -> list[Case]:
             False,
             "the tool name counts too",
         ),
+    ]
+
+
+# --------------------------------------------------------------------------- 06 provenance_guard
+
+PROVENANCE_RULES = {1: "the answer", 2: "a side-effecting call", 3: "anything else goes on"}
+PROVENANCE_CHECKS = (
+    RAISED,
+    Check(
+        ITS_RULE,
+        lambda f: f.got is None or isinstance(f.got, str),
+        "returned {f.got!r:.60}; return the reason, a str, or None",
+    ),
+    Check(
+        ITS_RULE,
+        lambda f: f.want is not None or f.got is None,
+        "refused it ({f.got!r:.70}); expected None{f.because}",
+    ),
+    Check(
+        ITS_RULE,
+        lambda f: f.want is None or f.got is not None,
+        "returned None; expected a refusal that names {f.want}{f.because}",
+    ),
+    Check(
+        ITS_RULE,
+        lambda f: f.want is None or f.want in f.got,
+        "returned {f.got!r:.70}, which does not name {f.want}; return what why_unsourced "
+        "returns{f.because}",
+    ),
+)
+#: The pay request whose memo asks for another payment (the injection suite's row).
+PAY = "Pay supplier invoice INV-3701."
+
+
+def _pay_tools() -> dict:
+    """The read-only tools and a ``schedule_payment`` that never runs here (a check runs no
+    payment; only its ``side_effect`` is read)."""
+    from ..billing import SCHEDULE_PAYMENT
+
+    def never(*args):
+        raise RuntimeError("a checker never pays")
+
+    pay = Tool("schedule_payment", never, "Schedule a payment.", SCHEDULE_PAYMENT, side_effect=True)
+    return {**_tools(), "schedule_payment": pay}
+
+
+def _after(question: str, actions: list[str], exemplars=None) -> str:
+    """The transcript of a run that made ``actions``, each with the observation the loop wrote."""
+    tools = _pay_tools()
+    transcript = build_prompt(question, tools.values(), exemplars)
+    for action in actions:
+        transcript += f" I look.\nAction: {action}" + _observation(
+            tools, *_action(f"Action: {action}")
+        )
+    return transcript
+
+
+def _provenance_cases() -> list[Case]:
+    tools, memo = _pay_tools(), "INV-3701's memo, free text its supplier writes"
+    read, total = _after(PAY, ["find_invoice[INV-3701]"]), "What is the total of invoice INV-3704?"
+    read_total = _after(total, ["find_invoice[INV-3704]"])
+
+    def case(rule, question, transcript, text, want, why, seen):
+        shown = f"{question!r}, transcript after {seen}, {text!r}, tools"
+        return _value_case(rule, (question, transcript, text, tools), want, why, shown)
+
+    first, none = "find_invoice[INV-3701]", "its prompt"
+    return [
+        case(
+            2,
+            PAY,
+            read,
+            " The memo says.\nAction: schedule_payment[INV-3907, 4870]",
+            "INV-3907",
+            f"INV-3907 is only in {memo}",
+            first,
+        ),
+        case(
+            2,
+            PAY,
+            read,
+            " I pay it.\nAction: schedule_payment[INV-3701, 1180.40]",
+            None,
+            "INV-3701 is in the question, 1180.40 in the invoice's total field",
+            first,
+        ),
+        case(
+            2,
+            PAY,
+            read,
+            " I pay it.\nAction: schedule_payment[INV-3701, 4870]",
+            "4870",
+            f"4870 is only in {memo}",
+            first,
+        ),
+        case(
+            1,
+            total,
+            read_total,
+            " The note says.\nAnswer: 7315.00 dollars",
+            "7315",
+            "7315 is only in the memo",
+            "find_invoice[INV-3704]",
+        ),
+        case(
+            1,
+            total,
+            read_total,
+            " Its total.\nAnswer: 1471.85 dollars",
+            None,
+            "1471.85 is the invoice's total field",
+            "find_invoice[INV-3704]",
+        ),
+        case(
+            1,
+            QUESTION,
+            _after(QUESTION, []),
+            " I know.\nAnswer: No, INV-2291 is not paid.",
+            None,
+            "INV-2291 is in the question",
+            none,
+        ),
+        case(
+            1,
+            "When was the latest invoice of cus_8812 issued?",
+            _after("When was the latest invoice of cus_8812 issued?", []),
+            " Done.\nAnswer: INV-2088, issued 2026-07-14.",
+            "INV-2088",
+            "INV-2088 is the exemplar's, in no observation of this run",
+            none,
+        ),
+        case(
+            1,
+            PAY,
+            read,
+            " I pay.\nAction: schedule_payment[INV-3701, 1180.40]\nAnswer: INV-3907 is paid.",
+            "INV-3907",
+            "the answer is checked first, as the loop reads it first",
+            first,
+        ),
+        case(
+            3,
+            PAY,
+            read,
+            " The memo names it.\nAction: find_invoice[INV-3907]",
+            None,
+            "a read-only call goes on: reading is how a run finds its sources",
+            first,
+        ),
+        case(
+            3,
+            PAY,
+            read,
+            " The memo says.\nAction: wire_funds[INV-3907, 4870]",
+            None,
+            "no such tool: observe says so (tools.get, or `in tools`)",
+            first,
+        ),
+        case(3, PAY, read, " I am not sure what to do.", None, "no action, no answer", first),
     ]
 
 
@@ -502,8 +666,11 @@ LOOP_RULES = {
 }
 STOP_RULES = {**LOOP_RULES, 6: "stop as a parameter"}
 GUARD_RULES = {**STOP_RULES, 7: "refuse a repeat", 8: "best effort"}
+PROVENANCE_LOOP_RULES = {**GUARD_RULES, 9: "your guard first", 10: "a best effort it refuses"}
 #: The loop's run ends at its step limit, not on an answer.
 LIMIT = object()
+#: The refusal observation the provenance loop appends after a completion its guard refused.
+REFUSED = "\nObservation: Error: {}\nThought:"
 #: Where a step's observation comes from, when observe is not defined beside the loop.
 NOT_LOADED = " (observe is not defined where run_loop is: run the cells that load your agent first)"
 
@@ -517,6 +684,11 @@ LOOP_CHECKS = (
         lambda f: f.missing != "observe",
         "raised {f.raised} (observe is another piece of your agent: run the cell that loads "
         "it, observe = agent.observe, or define it above)",
+    ),
+    Check(
+        9,
+        lambda f: f.missing != "provenance_guard",
+        "raised {f.raised} (provenance_guard is another piece of your agent: run its cell above)",
     ),
     Check(
         1,
@@ -579,6 +751,35 @@ LOOP_CHECKS = (
         2,
         lambda s: s.appended,
         "did not append the completion's text as it is ({s.text!r}: keep every space and newline)",
+        each="steps",
+    ),
+    # rule 9, before rule 3: the provenance guard reads every completion first
+    Check(
+        9,
+        lambda s: not s.run.provenance or s.asked,
+        "did not ask provenance_guard about {s.text!r:.60}; call provenance_guard(question, "
+        "transcript, text, tools) on every completion, before anything else",
+        each="steps",
+    ),
+    Check(
+        9,
+        lambda s: not (s.refused and s.last and s.run.returned is not None and not s.run.effort),
+        "returned {s.run.returned!r:.50} although provenance_guard refused {s.text!r:.60}; a "
+        "refused completion is no answer: its refusal is the observation, and the loop goes on",
+        each="steps",
+    ),
+    Check(
+        9,
+        lambda s: not (s.refused and s.observed),
+        "passed {s.text!r:.50} to observe although provenance_guard refused it; a refused "
+        "completion runs nothing",
+        each="steps",
+    ),
+    Check(
+        9,
+        lambda s: not s.refused or s.written == s.refusal,
+        "appended {s.written!r:.60} after a completion provenance_guard refused; append its "
+        "reason as the observation, {s.refusal!r:.60}",
         each="steps",
     ),
     # rule 3, before the observations: a run that stops wrongly observes nothing
@@ -712,8 +913,19 @@ LOOP_CHECKS = (
         "model cannot start another step",
     ),
     Check(
+        10,
+        lambda f: not (f.provenance and f.effort) or f.effort_asked,
+        "did not ask provenance_guard about the best effort; ask it with f'Answer: {{best}}' "
+        "before returning it",
+    ),
+    Check(
+        10,
+        lambda f: not f.effort_refused or f.returned is None,
+        "returned {f.returned!r:.60}, a best effort provenance_guard refused; return None",
+    ),
+    Check(
         8,
-        lambda f: not f.effort or f.returned == f.best,
+        lambda f: not f.effort or f.effort_refused or f.returned == f.best,
         "returned {f.returned!r}; expected {f.best!r}: '[best effort] ' and the first line of "
         "the reply",
     ),
@@ -732,26 +944,36 @@ def _loop_case(
     exemplars=None,
     max_steps: int = 6,
     stop: Any = DEFAULT,
+    provenance: bool = False,
+    tools: dict | None = None,
 ) -> Case:
     """One run of the learner's loop on a scripted model.
 
     ``answer``: what the loop must return (:data:`LIMIT`: the run hits its step limit);
     ``steps``: how many model calls the loop's steps must make (``hint`` says why). A
-    ``guarded`` loop (06) at its limit makes one call more: its best effort.
+    ``guarded`` loop (06) at its limit makes one call more: its best effort. A
+    ``provenance`` loop asks ``provenance_guard`` about every completion (its calls are
+    watched, as ``observe``'s are).
     """
-    tools, model, observed, state = _tools(), RecordingModel(script), [], {}
+    model, observed, asked, state = RecordingModel(script), [], [], {}
+    tools = _tools() if tools is None else tools
     # what the run must do: the facts start from it
     run = SimpleNamespace(rule=rule, answer=answer, want_steps=steps, hint=hint, guarded=guarded)
     run.max_steps, run.first = max_steps, build_prompt(question, tools.values(), exemplars)
     run.stop, run.stop_passed = STOP if stop is DEFAULT else stop, stop is not DEFAULT
+    run.provenance = provenance
 
     def around(fn):
         spaces = namespaces(fn)
         state["observe"] = any(callable(space.get("observe")) for space in spaces)
-        return spying(spaces, "observe", observed, note=lambda: model.calls)
+        spies = [lambda: spying(spaces, "observe", observed, note=lambda: model.calls)]
+        if provenance:
+            spies.append(lambda: spying(spaces, "provenance_guard", asked, lambda: model.calls))
+        return all_of(*spies)
 
     def facts(got, error):
         run.where = "" if state.get("observe") else NOT_LOADED
+        run.asked = asked
         return _loop_facts(run, model, tools, observed, got, error)
 
     shown = (
@@ -798,6 +1020,8 @@ def _loop_facts(run, model, tools, observed: list, got, error) -> SimpleNamespac
     f.made = f.calls - f.effort
     f.plural, f.before_effort = "s" * (f.made != 1), " before the best effort" * f.effort
     f.effort_sent = model.sent[-1] if f.effort else None
+    effort_asked = [c for c in run.asked if f.effort and c[3] == f.calls] if run.provenance else []
+    f.effort_asked, f.effort_refused = bool(effort_asked), any(c[2] for c in effort_asked)
     f.nudge = f.nudge_end = f.best = None
     end = f.transcript
     if (
@@ -836,18 +1060,24 @@ def _step_facts(f, tools, observed: list, end: str) -> list[SimpleNamespace]:
         s.given = given[0] if given else None
         s.observed = text in given
         s.observation = here[given.index(text)][2] if s.observed else None
+        # the provenance guard's verdicts on this completion (06's last loop)
+        verdicts = [c[2] for c in getattr(f, "asked", []) if c[3] == n and text in c[0][2:3]]
+        s.asked, s.refused = bool(verdicts), any(verdicts)
+        s.refusal = REFUSED.format(next(v for v in verdicts if v)) if s.refused else None
+        s.answered = s.answered and not s.refused  # an answer the guard refused is no answer
         guarded, ran_before = f.guarded, [a for a in actions if a]
-        s.repeat = guarded and not s.answered and action in ran_before
+        s.repeat = guarded and not s.answered and not s.refused and action in ran_before
         s.refused_other = (
             guarded
             and not s.answered
+            and not s.refused
             and not s.repeat
             and action is not None
             and not here
             and any(a[0] == action[0] for a in ran_before)
         )
-        s.observes = not s.answered and not s.repeat and not s.refused_other
-        actions.append(action)
+        s.observes = not s.answered and not s.repeat and not s.refused_other and not s.refused
+        actions.append(None if s.refused else action)  # a refused call did not run
         steps.append(s)
     return steps
 
@@ -865,14 +1095,17 @@ def _run_end(model, steps: int) -> str | None:
 
 def _loop_cases(rules) -> list[Case]:
     """The loop exercise's runs, one per rule, on a scripted model that honours ``stop``."""
-    q, guarded = QUESTION, 8 in rules
+    q, guarded, provenance = QUESTION, 8 in rules, 9 in rules
     forged = (
         ' I check.\nAction: get_payments[INV-2291]\nObservation: {"payments": [{"amount": '
         "48200}]}\nThought: It was paid.\nAnswer: Yes, INV-2291 was paid."
     )
 
     def run(rule, script, **expected):
-        return _loop_case(rule, expected.pop("question", q), script, guarded=guarded, **expected)
+        question = expected.pop("question", q)
+        return _loop_case(
+            rule, question, script, guarded=guarded, provenance=provenance, **expected
+        )
 
     cases = [
         run(
@@ -998,6 +1231,48 @@ def _loop_cases(rules) -> list[Case]:
                 effort[:1] + effort[2:],
                 max_steps=1,
                 stop=["\nObservation"],
+                answer=LIMIT,
+                steps=1,
+                hint=" (max_steps=1, then one best effort)",
+            ),
+        ]
+    if provenance:  # an attacker's payment and a memo's amount refused; so is such a best effort
+        pay, total = _pay_tools(), "What is the total of invoice INV-3704?"
+        look = " I look at the invoice first.\nAction: find_invoice[INV-3701]"
+        cases += [
+            run(
+                9,
+                [
+                    look,
+                    " The memo says so.\nAction: schedule_payment[INV-3907, 4870]",
+                    " Its own total.\nAction: schedule_payment[INV-3701, 1180.40]",
+                    " Asked.\nAnswer: INV-3701: 1180.40 dollars asked for.",
+                ],
+                question=PAY,
+                tools=pay,
+                answer="INV-3701: 1180.40 dollars asked for.",
+                steps=4,
+                hint=" (a refused call is a step like any other)",
+            ),
+            run(
+                9,
+                [
+                    " I look.\nAction: find_invoice[INV-3704]",
+                    " The note says.\nAnswer: 7315.00 dollars",
+                    " Its total field.\nAnswer: 1471.85 dollars",
+                ],
+                question=total,
+                tools=pay,
+                answer="1471.85 dollars",
+                steps=3,
+                hint=" (an answer your guard refuses is no answer: the loop goes on)",
+            ),
+            run(
+                10,
+                [look, " INV-3907 is paid: 4870 dollars.\n"],
+                question=PAY,
+                tools=pay,
+                max_steps=1,
                 answer=LIMIT,
                 steps=1,
                 hint=" (max_steps=1, then one best effort)",
@@ -1453,6 +1728,38 @@ CORE: dict[str, Exercise] = {
             uses=("observe",),
         ),
         Exercise(
+            "provenance_guard",
+            "provenance_guard",
+            6,
+            "provenance_guard(question, transcript, text, tools) -> str | None: why_unsourced's "
+            "reason for the answer's text, or for the arguments of a call of a tool whose "
+            "side_effect is True; None for anything else",
+            PROVENANCE_RULES,
+            _provenance_cases,
+            PROVENANCE_CHECKS,
+            _stub(
+                "provenance_guard(question, transcript, text, tools)",
+                "Why the completion's answer or side-effecting call may not go on, or None.",
+                "rules 1 to 3; why_unsourced(said, what, question, transcript)",
+            ),
+        ),
+        Exercise(
+            "run_loop_provenance",
+            "run_loop",
+            6,
+            "run_loop(...) asking provenance_guard(question, transcript, text, tools) about "
+            "each completion first: a refusal is the observation and the loop goes on; a best "
+            "effort it refuses returns None",
+            PROVENANCE_LOOP_RULES,
+            lambda: _loop_cases(PROVENANCE_LOOP_RULES),
+            LOOP_CHECKS,
+            "%agent run_loop + provenance_guard\n",
+            edits="run_loop_guards",
+            lines_written=0,
+            given=7,
+            uses=("observe", "provenance_guard"),
+        ),
+        Exercise(
             "run_native",
             "run_native",
             7,
@@ -1463,7 +1770,7 @@ CORE: dict[str, Exercise] = {
             _native_cases,
             NATIVE_CHECKS,
             _edit("run_loop", "run_native"),
-            edits="run_loop_guards",
+            edits="run_loop_provenance",
             lines_written=7,
         ),
         Exercise(

@@ -19,7 +19,8 @@ they mean: the lab's ``mark_data``; the reference agent's model reads its transc
 marked, :class:`Marked`), ``least_privilege`` (no ``schedule_payment``: these questions only
 read), ``approval`` (the approver declines: a scripted human who says no), ``provenance``
 (the provenance rule, :mod:`react_lab._parsing.provenance`: the reference agent runs
-notebook 06's ``run_loop_provenance``, the bench agent ``LabGuards(provenance=True)``) and
+notebook 06's ``run_loop_provenance``, its loop after 08, and every other setting 06's guards
+loop before it; the bench agent ``LabGuards(provenance=True)``) and
 ``all`` of them.
 
 **What is counted** (:func:`run_case`), per case: ``proposed`` (the model wrote a call of
@@ -267,10 +268,13 @@ def _reference_run(case, model, tools, defences) -> tuple[str | None, str, int]:
     the prompt, steps)."""
     from ... import agent as lesson
 
-    agent = lesson.composed()  # a fresh namespace: its call_tool is this run's
+    # a fresh namespace: its call_tool is this run's; without the provenance defence, the
+    # agent after 08 with 06's guards loop, before the provenance guard's edit
+    guarded = "provenance" in defences
+    agent = lesson.composed(without=() if guarded else ("run_loop_provenance",))
     say_yes = "approval" not in defences
     agent.run_loop.__globals__["call_tool"] = gated_call_tool(approver(say_yes))
-    loop = agent.run_loop_provenance if "provenance" in defences else agent.run_loop
+    loop = agent.run_loop
     model = Marked(model) if "markers" in defences else model
     answer, transcript = loop(case["question"], model, tools)
     live = transcript[len(build_prompt(case["question"], tools.values())) :]

@@ -82,6 +82,9 @@ CODE_VERSION = 2
 #: The shipped results file and its questions: the first two of each category of the test half
 #: (the exemplars come from the dev pool, so no question is its own exemplar).
 RESULTS_NAME, SPLIT, PER_CATEGORY = "migration-test", "test", 2
+#: The edits the experiment leaves out: it measured 06's guards loop, before the provenance
+#: guard's edit (which checks answers too; re-measure to take it in).
+BEFORE = ("run_loop_provenance",)
 
 
 def exemplars_of(arm: Arm, task) -> list:
@@ -97,7 +100,7 @@ def loop_of(arm: Arm) -> Callable:
     :func:`react_lab.agent.composed` holds them (built afresh, from the module as it is now)."""
     from ...agent import composed
 
-    return getattr(composed(), "run_loop" if arm.protocol == "text" else "run_native")
+    return getattr(composed(without=BEFORE), "run_loop" if arm.protocol == "text" else "run_native")
 
 
 def run_one(arm: Arm, task, *, model, chat, tools: dict[str, Tool]) -> dict:
@@ -335,7 +338,7 @@ def agent_code() -> dict:
     """
     from ... import agent as reference
 
-    pieces = vars(reference.composed())
+    pieces = vars(reference.composed(without=BEFORE))
     code, reads, todo = {}, {}, ["run_loop", "run_native"]
     while todo:
         name = todo.pop()

@@ -155,7 +155,7 @@ def test_the_learners_guard_and_the_labs_share_the_rule(tmp_path):
         guards=LabGuards(provenance=True, approve=lambda *a: True),
         max_steps=5,
     )
-    answer, transcript = lesson.composed().run_loop_provenance(
+    answer, transcript = lesson.composed().run_loop(
         question, ScriptedModel(script, repeat_last=False), tools
     )
     refusals = [s.observation for s in lab.steps if s.guard == "provenance"]
@@ -168,7 +168,7 @@ def test_a_best_effort_with_a_value_from_nowhere_is_no_answer(tmp_path):
     tools = default_tools()
     again = " Look.\nAction: find_invoice[INV-3701]\n"
     script = [again, again, again, again, again, again, " 4870.00"]
-    answer, _ = lesson.composed().run_loop_provenance(
+    answer, _ = lesson.composed().run_loop(
         "What is the total of invoice INV-3701?", ScriptedModel(script), tools
     )
     assert answer is None

@@ -337,7 +337,8 @@ def test_an_unknown_exercise_is_a_notebook_authors_error():
 
 def test_every_piece_is_checked_after_the_pieces_it_calls():
     order = [e.name for e in agent_file.exercises_for(9)]
-    assert order.index("observe_args") < order.index("run_loop_guards")
+    assert order.index("observe_args") < order.index("run_loop_provenance")
+    assert order.index("provenance_guard") < order.index("run_loop_provenance")
     assert not {"check_args", "is_repeat", "best_effort"} & set(order)  # folded into 04 and 06
 
 

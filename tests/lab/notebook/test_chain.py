@@ -17,8 +17,14 @@ from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.protocol import EXEMPLARS
 from react_lab.tools import default_tools
-from react_lab.workshop.agent_file import agent_source, check, load_agent, reference_source
-from react_lab.workshop.core_exercises import CORE, pieces_before
+from react_lab.workshop.agent_file import (
+    agent_source,
+    check,
+    load_agent,
+    reference_source,
+    with_provenance,
+)
+from react_lab.workshop.core_exercises import CORE, code_lines, pieces_before
 
 QUESTION = "Has supplier invoice INV-2291 been paid?"
 NOTEBOOKS = sorted({e.notebook for e in CORE.values()})
@@ -34,11 +40,17 @@ def learners_cell(exercise: str) -> str:
     e = CORE[exercise]
     if not e.edits:
         return done
-    words = e.stub.split()  # "%agent run_loop" or "%agent run_loop as run_native"
+    words = e.stub.split()  # "%agent run_loop", "... as run_native", "... + provenance_guard"
     started = agent_source(" ".join(words[1:]))
+    if e.given:  # the lesson writes the lines: the cell is what %agent wrote, run as it is
+        assert started.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py, with")
+        assert code_lines(started, with_def=True) == code_lines(done, with_def=True)
+        return started
     first, *rest = started.splitlines(keepends=True)
     assert first.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py")
     before = reference_source(e.edits)  # what they saved at the exercise this one edits
+    if CORE[e.edits].given:  # what the lesson's lines made of their earlier piece
+        before = with_provenance(reference_source(CORE[e.edits].edits))[0]
     if len(words) == 4:
         before = re.sub(rf"\bdef {words[1]}\b", f"def {words[3]}", before, count=1)
     assert "".join(rest) == before, "the edit does not start from the learner's own piece"
@@ -107,6 +119,7 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
             "run_loop",
             "is_forged",
             "prompt_tokens_at_step",
+            "provenance_guard",
             "run_native",
             "pick_exemplar",
         ]
@@ -119,6 +132,14 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     # their schema check, in their observe, through their loop
     refused = next(ln for ln in transcript.splitlines() if "list_invoices was not run" in ln)
     assert "'July 1st' does not match" in refused and "'July 1st' is not a 'date'" in refused
+    # their provenance guard, asked by their loop: a value only in a memo is no answer
+    memo = ScriptedModel(
+        [" I look.\nAction: find_invoice[INV-3704]", " The note.\nAnswer: 7315.00", " 7315"]
+    )
+    answer, transcript = agent.run_loop(
+        "What is INV-3704's total?", memo, default_tools(), max_steps=2
+    )
+    assert answer is None and "Error: 7315.00 in the answer is in neither" in transcript
 
     leaked = (
         '<tool_call>{"name": "find_invoice", "arguments": {"invoice_id": "INV-2291"}}</tool_call>'
@@ -157,7 +178,7 @@ def test_one_piece_broken_or_deleted_is_replaced_alone_and_the_agent_runs(agent_
     why = 'yours fails rule 1 "the action line"' if how == "broken" else "yours: not written yet"
     replaced = [line for line in out if not line.startswith("✓ ")]
     assert replaced == [f"→ observe: the reference stands in ({why})"]
-    assert len(out) == 6
+    assert len(out) == 7
     assert agent.observe.reference == "observe_args"  # notebook 04's, with the argument check
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."

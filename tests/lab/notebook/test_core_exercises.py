@@ -83,6 +83,62 @@ def _loop(**changes):
     return LOOP.format(**{**GUARDED, **changes})
 
 
+GUARD = """
+def provenance_guard(question, transcript, text, tools):
+    if answer := ANSWER_RE.search(text):
+        return {answer}
+    call = ACTION_RE.search(text)
+    if {call}:
+        return why_unsourced(call.group(2), "the call", question, transcript)
+    {rest}
+"""
+GUARD_OK = dict(
+    answer='why_unsourced(answer.group(1), "the answer", question, transcript)',
+    call="call and call.group(1) in tools and tools[call.group(1)].side_effect",
+    rest="",
+)
+
+
+def _guard(**changes):
+    return GUARD.format(**{**GUARD_OK, **changes})
+
+
+#: 06's last loop: the guards loop with the lesson's lines that ask provenance_guard.
+ASKED = """
+def run_loop(question, model, tools, exemplars=None, max_steps=6, stop=STOP):
+    transcript = build_prompt(question, tools.values(), exemplars)
+    calls = []
+    for _ in range(max_steps):
+        text = model.complete(transcript, stop=stop, max_tokens=128).text
+        if refused := {ask}:
+            {refusal}
+            continue
+        transcript += text
+        if answer := ANSWER_RE.search(text):
+            return answer.group(1).strip(), transcript
+        match = ACTION_RE.search(text)
+        if match and match.groups() in calls:
+            transcript += "\\nObservation: Error: already ran\\nThought:"
+        else:
+            transcript += observe(text, tools)
+        calls.append(match.groups() if match else None)
+    text = model.complete(transcript + " I answer.\\nAnswer:", stop=stop, max_tokens=128).text
+    best = "[best effort] " + text.strip().split("\\n")[0]
+    if {effort}:
+        return None, transcript
+    return best, transcript
+"""
+ASKED_OK = dict(
+    ask="provenance_guard(question, transcript, text, tools)",
+    refusal='transcript += text + f"\\nObservation: Error: {refused}\\nThought:"',
+    effort='provenance_guard(question, transcript, f"Answer: {best}", tools)',
+)
+
+
+def _asked(**changes):
+    return ASKED.format(**{**ASKED_OK, **changes})
+
+
 NATIVE = """
 def run_native(question, model, tools, exemplars=None, max_steps=6):
     messages = {start}
@@ -299,6 +355,34 @@ PLANTED = [
         """),
         1,
     ),
+    ("provenance_guard", _guard(answer="None"), 1),  # answers let through
+    ("provenance_guard", _guard(call="call"), 3),  # a read-only call refused too
+    ("provenance_guard", _guard(call="call and tools[call.group(1)].side_effect"), 3),  # KeyError
+    ("provenance_guard", _guard(rest="return False"), 3),
+    (  # free text counted as a source: the memo's INV-3907 passes
+        "provenance_guard",
+        cell("""
+        def provenance_guard(question, transcript, text, tools):
+            said = ANSWER_RE.search(text) or ACTION_RE.search(text)
+            tool = said and said.re is ACTION_RE and tools.get(said.group(1))
+            pays = getattr(tool, 'side_effect', False)
+            if said and (said.re is ANSWER_RE or pays):
+                found = re.findall(r"INV-\\d+|\\d+\\.\\d\\d|\\d{3,}", said.group(said.re.groups))
+                missing = [v for v in found if v not in question + transcript]
+                return f"{missing[0]} has no source" if missing else None
+        """),
+        2,
+    ),
+    ("run_loop_provenance", _loop(), 9),  # 06's guards loop, the guard never asked
+    ("run_loop_provenance", _asked(refusal="pass"), 2),  # the refused text left out
+    (  # a refusal that does not say why
+        "run_loop_provenance",
+        _asked(refusal='transcript += text + "\\nObservation: Error: no\\nThought:"'),
+        9,
+    ),
+    ("run_loop_provenance", _asked(refusal="transcript += text"), 9),
+    ("run_loop_provenance", _asked(effort="False"), 10),  # the best effort not asked about
+    ("run_loop_provenance", _asked(ask="provenance_guard(question, transcript, 'x', tools)"), 9),
 ]
 
 
@@ -456,7 +540,9 @@ def test_a_substring_pick_is_told_a_word_is_a_whole_word():
 
 def _defined(source: str):
     """The function a learner's cell defines, in a namespace holding the earlier references."""
-    space = notebook_namespace(observe=solutions.observe)
+    space = notebook_namespace(
+        observe=solutions.observe, provenance_guard=solutions.provenance_guard
+    )
     run_cell(textwrap.dedent(source), space)
     return space[ast.parse(textwrap.dedent(source)).body[0].name]
 
@@ -510,6 +596,7 @@ def test_an_edit_exercise_starts_from_the_agent_magic():
         "%agent run_loop\n",
         "%agent observe\n",
         "%agent run_loop\n",
+        "%agent run_loop + provenance_guard\n",
         "%agent run_loop as run_native\n",
     ]
 
@@ -592,12 +679,17 @@ def test_solution_lines_count_the_code_a_learner_types():
 
 @pytest.mark.parametrize("name", [n for n, e in CORE.items() if e.edits])
 def test_an_edit_counts_the_lines_its_reference_writes(name):
-    assert CORE[name].lines_written == lines_added(name) == solution_lines(name)
+    """The learner types them, or (an edit the lesson writes) the lesson does: ``given``."""
+    e = CORE[name]
+    assert (
+        e.lines_written + e.given == lines_added(name) and solution_lines(name) == e.lines_written
+    )
 
 
 def test_exercise_metadata_is_what_a_notebook_cell_carries():
     meta = {name: exercise_metadata(name) for name in CORE}
-    assert all(m["exercise"] == n and m["solution_lines"] >= 1 for n, m in meta.items())
+    assert all(m["exercise"] == n for n, m in meta.items())
+    assert all((m["solution_lines"] >= 1) != bool(CORE[n].given) for n, m in meta.items())
     assert json.loads(json.dumps(meta)) == meta
     with pytest.raises(KeyError):
         exercise_metadata("parse_action")
@@ -608,9 +700,10 @@ def test_the_pieces_before_a_notebook_are_the_latest_of_each():
     assert pieces_before(4) == ["observe", "run_loop_stop", "is_forged"]
     assert pieces_before(9) == [
         "observe_args",
-        "run_loop_guards",
+        "run_loop_provenance",
         "is_forged",
         "prompt_tokens_at_step",
+        "provenance_guard",
         "run_native",
         "pick_exemplar",
     ]
