@@ -666,17 +666,18 @@ def agent_source(line: str) -> str:
 
     Theirs from ``my_agent.py`` when it is there, else the reference of the version the
     last :func:`load_agent` chose (or the piece's first), with a first comment line that
-    says which. ``%agent run_loop + provenance_guard`` adds the lines that ask the guard
-    (:func:`with_provenance`). Raises ``ValueError`` for a line that names no piece.
+    says which. ``%agent run_loop + guards`` and ``%agent run_loop + provenance_guard`` add
+    the lines the lesson writes (:data:`GIVEN_LINES`). Raises ``ValueError`` for a line that
+    names no piece.
     """
     words = line.split()
     pieces = list(dict.fromkeys(e.piece for e in CORE.values()))
-    if words[1:] == ["+", "provenance_guard"] and words[0] == "run_loop":
-        return _with_provenance_cell(line)
+    if words[0:2] == ["run_loop", "+"] and len(words) == 3 and words[2] in GIVEN_LINES:
+        return _given_cell(line, words[2])
     if not (len(words) == 1 or len(words) == 3 and words[1] == "as") or words[0] not in pieces:
         raise ValueError(
             "usage: %agent NAME, %agent NAME as NEW_NAME, or %agent run_loop + "
-            "provenance_guard; NAME is one of " + ", ".join(pieces)
+            f"{' or + '.join(GIVEN_LINES)}; NAME is one of " + ", ".join(pieces)
         )
     name, new = words[0], words[2] if len(words) == 3 else None
     if new is not None and not new.isidentifier():
@@ -698,26 +699,20 @@ def agent_source(line: str) -> str:
     return f"# %agent {line.strip()}: {said}; edit it, then run this cell\n{source}"
 
 
-#: What marks a line :func:`with_provenance` wrote.
-GIVEN = "  # + provenance"
+# ------------------------------------------------------------------- lines the lesson writes
 
 
-def with_provenance(source: str) -> tuple[str, str | None]:
-    """``source``, a 06 ``run_loop``, with the lines that ask ``provenance_guard`` first; or
-    ``source`` and why they could not be put in.
+def _loop_parts(source: str):
+    """A run_loop's parts the lesson's lines attach to, or why it has none.
 
-    Three lines after the one that reads the completion (``text = model.complete(...).text``):
-    a completion the guard refuses gets its reason as the observation and the loop goes on;
-    and the last ``return`` (the best effort) asks the guard too, returning None when it
-    refuses. Each added line ends ``# + provenance_guard``; the loop's own lines are kept as
-    they are, comments too. The names are the loop's own (its transcript, its text).
+    ``(node, read, last)``: the function, the line in its ``for`` loop that reads the
+    completion (``text = model.complete(transcript, ...).text``) and its last statement, a
+    ``return`` of two values.
     """
-    if "provenance_guard(" in source:
-        return source, None  # already there
     try:
         node = ast.parse(source).body[0]
     except (SyntaxError, IndexError):
-        return source, "it does not parse"
+        return None, "it does not parse"
     loop = next((n for n in node.body if isinstance(n, ast.For)), None)
     read = loop and next(
         (
@@ -737,12 +732,81 @@ def with_provenance(source: str) -> tuple[str, str | None]:
     )
     last = node.body[-1]
     if read is None:
-        return source, "no line in its for loop reads `text = model.complete(transcript, ...).text`"
+        return None, "no line in its for loop reads `text = model.complete(transcript, ...).text`"
     if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Tuple)):
-        return source, "its last line is not `return best_effort, transcript`"
+        return None, "its last line is not `return answer, transcript`"
+    return (node, loop, read, last), None
+
+
+def with_guards(source: str) -> tuple[str, str | None]:
+    """``source``, a 03 ``run_loop``, with 06's two guards; or ``source`` and why not.
+
+    ``calls = []`` before the ``for`` loop; the line that appends ``observe(...)`` becomes a
+    refusal for a call that already ran, or that line and the call kept; the last ``return``
+    becomes one more model call, with the loop's ``stop``, and ``"[best effort] "`` plus its
+    first line. Each added line ends ``# + guards``.
+    """
+    if "[best effort]" in source:
+        return source, None  # already there
+    parts, problem = _loop_parts(source)
+    if problem:
+        return source, problem
+    node, loop, read, last = parts
+    body = [n for n in loop.body if not isinstance(n, ast.If)]
+    observed = next(
+        (
+            n
+            for n in body
+            if isinstance(n, ast.AugAssign)
+            and isinstance(n.value, ast.Call)
+            and getattr(n.value.func, "id", "") == "observe"
+        ),
+        None,
+    )
+    if observed is None:
+        return source, "no line in its for loop appends `observe(text, tools)`"
+    text, transcript = read.targets[0].id, read.value.value.args[0].id
+    stop = next((k for k in read.value.value.keywords if k.arg == "stop"), None)
+    stop = ast.get_source_segment(source, stop.value) if stop else "STOP"
+    lines, mark = source.splitlines(), "  # + guards"
+    inner, outer = " " * observed.col_offset, " " * last.col_offset
+    refusal = '"\\nObservation: Error: that call already ran; see above.\\nThought:"'
+    kept = lines[observed.lineno - 1 : observed.end_lineno]
+    lines[last.lineno - 1 : last.end_lineno] = [
+        f'{outer}final = model.complete({transcript} + " I must answer now.\\nAnswer:", '
+        f"stop={stop}, max_tokens=128)" + mark,
+        f'{outer}return "[best effort] " + final.text.strip().split("\\n")[0], {transcript}' + mark,
+    ]
+    lines[observed.lineno - 1 : observed.end_lineno] = [
+        f"{inner}if (call := ACTION_RE.search({text})) and call.groups() in calls:" + mark,
+        f"{inner}    {transcript} += {refusal}" + mark,
+        f"{inner}else:" + mark,
+        *["    " + line for line in kept],
+        f"{inner}    calls.append(call and call.groups())" + mark,
+    ]
+    lines[loop.lineno - 1 : loop.lineno - 1] = [" " * loop.col_offset + "calls = []" + mark]
+    return "\n".join(lines) + "\n", None
+
+
+def with_provenance(source: str) -> tuple[str, str | None]:
+    """``source``, a 06 ``run_loop``, with the lines that ask ``provenance_guard`` first; or
+    ``source`` and why they could not be put in.
+
+    Three lines after the one that reads the completion (``text = model.complete(...).text``):
+    a completion the guard refuses gets its reason as the observation and the loop goes on;
+    and the last ``return`` (the best effort) asks the guard too, returning None when it
+    refuses. Each added line ends ``# + provenance``; the loop's own lines are kept as they
+    are, comments too. The names are the loop's own (its transcript, its text).
+    """
+    if "provenance_guard(" in source:
+        return source, None  # already there
+    parts, problem = _loop_parts(source)
+    if problem:
+        return source, problem
+    node, _, read, last = parts
     question, tools = node.args.args[0].arg, node.args.args[2].arg
     text, transcript = read.targets[0].id, read.value.value.args[0].id
-    lines = source.splitlines()
+    lines, mark = source.splitlines(), "  # + provenance"
     best, kept = (ast.get_source_segment(source, e) for e in last.value.elts)
     inner, outer = " " * read.col_offset, " " * last.col_offset
     refused = 'f"\\nObservation: Error: {refused}\\nThought:"'
@@ -757,26 +821,35 @@ def with_provenance(source: str) -> tuple[str, str | None]:
         f"{outer}    return None, {kept}",
         f"{outer}return best, {kept}",
     ]
-    lines[last.lineno - 1 : last.end_lineno] = [line + GIVEN for line in end]
-    lines[read.end_lineno : read.end_lineno] = [line + GIVEN for line in ask]
+    lines[last.lineno - 1 : last.end_lineno] = [line + mark for line in end]
+    lines[read.end_lineno : read.end_lineno] = [line + mark for line in ask]
     return "\n".join(lines) + "\n", None
 
 
-def _with_provenance_cell(line: str) -> str:
-    """The cell ``%agent run_loop + provenance_guard`` writes: the loop with the guard's lines."""
+#: ``%agent run_loop + WORD``: the lines the lesson writes into the learner's loop, and the
+#: exercise whose loop they start from.
+GIVEN_LINES = {
+    "guards": (with_guards, "run_loop_stop"),
+    "provenance_guard": (with_provenance, "run_loop_guards"),
+}
+
+
+def _given_cell(line: str, word: str) -> str:
+    """The cell ``%agent run_loop + WORD`` writes: their loop with the lesson's lines."""
+    add, before = GIVEN_LINES[word]
     path = agent_path()
     source, why = _file_source(path, "run_loop")
     said = f"your run_loop from {path.name}"
     if source is None:
-        source, said = reference_source("run_loop_guards"), f"the reference run_loop ({why})"
-    added, problem = with_provenance(source)
+        source, said = reference_source(before), f"the reference run_loop ({why})"
+    added, problem = add(source)
     if problem:
         note = (
             f"the lesson could not add its lines to {said}: {problem}; add them as the "
-            "notebook shows, then run this cell"
+            "notebook says, then run this cell"
         )
     else:
-        note = f"{said}, with the lesson's lines that ask provenance_guard (marked); run this cell"
+        note = f"{said}, with the lesson's lines (marked # + {word.split('_')[0]}); run this cell"
     return f"# %agent {line.strip()}: {note}\n{added}"
 
 

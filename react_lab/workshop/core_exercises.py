@@ -25,7 +25,7 @@ run_loop_stop      03    edit of ``run_loop``: ``stop=STOP`` a parameter
 is_forged          03    ``is_forged(text) -> bool``
 observe_args       04    edit of ``observe``: a call its tool's JSON Schema refuses does not run
 prompt_tokens...   05    ``prompt_tokens_at_step(P, O, A, k) -> int``
-run_loop_guards    06    edit of ``run_loop``: refuse a repeat, a labelled best effort at the end
+run_loop_guards    06    edit of ``run_loop`` the lesson writes: a repeat refused, a best effort
 provenance_guard   06    ``provenance_guard(question, transcript, text, tools) -> str | None``
 run_loop_prove...  06    edit of ``run_loop`` the lesson writes: the provenance guard asked first
 run_native         07    edit of ``run_loop``, mostly deleting: native tool calls
@@ -78,7 +78,7 @@ class Exercise:
     exercise cell a notebook starts from; ``lines_written`` is, for an edit, how many lines
     the learner writes (a test checks it against the difference of the two reference
     pieces); ``uses`` names the pieces it calls. ``given`` is, for an edit the lesson writes
-    (``%agent run_loop + provenance_guard``), how many lines it writes: the learner types none.
+    (``%agent run_loop + guards``), how many lines it writes: the learner types none.
     """
 
     name: str
@@ -1722,9 +1722,10 @@ CORE: dict[str, Exercise] = {
             GUARD_RULES,
             lambda: _loop_cases(GUARD_RULES),
             LOOP_CHECKS,
-            _edit("run_loop"),
+            "%agent run_loop + guards\n",
             edits="run_loop_stop",
-            lines_written=7,
+            lines_written=0,
+            given=7,
             uses=("observe",),
         ),
         Exercise(

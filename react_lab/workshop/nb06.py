@@ -1,9 +1,12 @@
 """What notebook 06 uses around the learner's loop: a short trace, an approval gate, a provider.
 
 :func:`steps` prints what a run did after its prompt, one line per action, observation
-and answer, and what the loop returned. :class:`IgnoresStop` is a provider that sends no stop
-sequence, with the learner's ``is_forged`` cutting each completion where the model began an
-``Observation`` of its own, and their ``prompt_tokens_at_step`` set beside the tokens counted.
+and answer, and what the loop returned; :func:`calls_and_answer` the same in two lines.
+:func:`bench_beside` sets the injection suite's saved figures beside one live case, and
+:func:`seed_exemplar` is the exemplar 08's ``pick_exemplar`` gives a seed question.
+:class:`IgnoresStop` is a provider that sends no stop sequence, with the learner's
+``is_forged`` cutting each completion where the model began an ``Observation`` of its own,
+and their ``prompt_tokens_at_step`` set beside the tokens counted.
 :func:`approval_gate` runs the learner's own ``run_loop`` with a human in
 it: a tool marked ``side_effect=True`` does not run until the learner clicks Approve
 (it runs) or Deny (its observation says it was denied).
@@ -25,14 +28,16 @@ from dataclasses import replace
 
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
 from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, payment_tools, working_copy  # noqa: F401 -- the gate's schema  # noqa: F401
-from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
-from ..tools import Tool, ToolError, default_tools  # noqa: F401 -- the notebook's tools
+from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt, why_unsourced  # noqa: F401 -- what the loop uses
+from ..tools import Tool, ToolError, call_tool, default_tools  # noqa: F401 -- the notebook's tools
 from .agent_file import download_link  # noqa: F401
+from .cases import namespaces
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
 
-#: What :func:`steps` prints of a line, at most (an invoice row fits; longer is cut with " …").
-WIDTH = 270
+#: What :func:`steps` prints of an observation, at most (an invoice row with its memo fits;
+#: longer is cut with " …"), and of an action or an answer.
+WIDTH, SHORT = 380, 100
 #: :func:`steps`'s default: the loop's answer was not passed, so nothing is said of it.
 _NOT_GIVEN = object()
 
@@ -148,14 +153,17 @@ def _call_text(name: str, args) -> str:
     return f"{name}[{', '.join(map(str, args))}]"
 
 
-def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
+def approval_gate(
+    run_loop, question: str, model, tools: dict, *, brief: bool = False, **run_kwargs
+):
     """Run ``run_loop(question, model, tools, **run_kwargs)``, a human deciding each side effect.
 
     Every tool whose ``side_effect`` is True is wrapped (its schema taking numbers as text,
     :func:`as_text_protocol`): the n-th such call of a run runs
     if the n-th decision was Approve, is refused with an observation if it was Deny, and
     is *held* if nothing is decided yet (the run pauses at its next model call, see the
-    module's docstring). Prints the run so far (what a stored notebook shows) and returns
+    module's docstring). Prints the run so far (what a stored notebook shows; ``brief``: its
+    calls in one line, :func:`calls_and_answer`'s) and returns
     an ipywidgets VBox with ``approve_button``, ``deny_button`` and an ``output`` area.
     State on the box: ``decisions`` (list of "approve"/"deny"), ``pending`` (the held
     call's text or None), ``answer`` and ``transcript`` (of the last run that ended, or
@@ -184,32 +192,53 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
                 raise ToolError(f"{tool.name} was denied by a human; nothing was done")
             return tool.fn(*args, **kwargs)
 
-        # the human decides inside fn: the wrapped tool is its own approval gate, so the
-        # learner's loop (which calls call_tool, no approver) reaches the decision
-        return replace(tool, fn=fn, parameters=as_text_protocol(tool.parameters), side_effect=False)
+        # the human decides inside fn: the wrapped tool is its own approval gate; it keeps
+        # side_effect=True (a provenance guard reads it), and the run's call_tool lets it in
+        return replace(tool, fn=fn, parameters=as_text_protocol(tool.parameters))
 
     gated_tools = {name: gated(t) if t.side_effect else t for name, t in tools.items()}
+
+    def reaching(tools_, name, args, **kwargs):  # the learner's call_tool: a gated tool decides
+        return call_tool(tools_, name, args, approved=tools_.get(name) is gated_tools.get(name))
 
     def run(shown_from: int = 0) -> list[str]:
         """Run the loop once (replaying what was computed); print its steps from ``shown_from``."""
         box.pending, box.answer, box.transcript, seen["count"] = None, None, None, 0
         box.runs += 1
+        # the name call_tool, where the loop, its observe and the reference pieces read it, is
+        # the gate's for the run
+        from .. import agent as lesson
+
+        spaces = [
+            ns
+            for ns in namespaces(run_loop, ("observe",)) + [vars(lesson)]
+            if ns.get("call_tool") is call_tool
+        ]
+        spaces = [ns for i, ns in enumerate(spaces) if all(ns is not o for o in spaces[:i])]
+        for ns in spaces:
+            ns["call_tool"] = reaching
         try:
             answer, transcript = run_loop(question, replayed, gated_tools, **run_kwargs)
         except Paused:
             answer, transcript = None, None
+        finally:
+            for ns in spaces:
+                ns["call_tool"] = call_tool
         if box.pending is None:
             box.answer, box.transcript = answer, transcript
         else:  # the run so far: up to the held call's action line (its observation is not written)
             transcript = box.last[0] + box.last[1]
         lines = _lines(transcript, question)
-        for line in lines[shown_from:]:
-            print(line)
+        if brief:  # the calls and what came of them, in two lines
+            print(calls_and_answer(transcript, question, box.answer).split("\n")[0])
+        elif lines[shown_from:]:
+            print("\n".join(lines[shown_from:]))
         if box.pending is not None:
             print(
                 f"⏸ paused: {box.pending} changes the world and waits for you: "
                 "Approve or Deny below."
             )
+            print(f"  its values: {_sources(box.pending, question, box.last[0])}")
             request.value = f"<b>{html.escape(box.pending)}</b> waits for your decision."
         else:
             print(f"answer: {box.answer!r}")
@@ -234,15 +263,25 @@ def approval_gate(run_loop, question: str, model, tools: dict, **run_kwargs):
     return box
 
 
+def _sources(call: str, question: str, transcript: str) -> str:
+    """Where the held call's ids and amounts come from, as the provenance rule reads them."""
+    name, _, args = call.partition("[")
+    why = why_unsourced(args.rstrip("]"), f"the call of {name}", question, transcript)
+    return why or "each id and amount is in the question or in a field of a tool's result"
+
+
 def _lines(transcript: str, question: str) -> list[str]:
     """The run's action, observation and answer lines, cut to :data:`WIDTH` (as :func:`steps`)."""
     head = f"Question: {question}"
     run = transcript[transcript.find(head) + len(head) :] if head in transcript else transcript
-    return [
-        line if len(line) <= WIDTH else line[: WIDTH - 2] + " …"
-        for line in run.splitlines()
-        if line.startswith(("Action:", "Observation:", "Answer:"))
+    lines = [
+        line for line in run.splitlines() if line.startswith(("Action:", "Observation:", "Answer:"))
     ]
+    return [_cut(line, WIDTH if line.startswith("Observation:") else SHORT) for line in lines]
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 2] + " …"
 
 
 def pay_exemplar():
@@ -271,3 +310,48 @@ def pay_exemplar():
         "The payment is scheduled.",
         "INV-2323 is paid: 720.00 dollars scheduled.",
     )
+
+
+def calls_and_answer(transcript: str, question: str, answer) -> str:
+    """A run in two lines: the calls it made (one its guard refused marked), what it returned."""
+    lines, made = _lines(transcript, question), []
+    for line, after in zip(lines, lines[1:] + [""]):
+        if line.startswith("Action: "):
+            refused = "in neither the question nor a field" in after
+            made.append(("refused: " if refused else "") + line[len("Action: ") :])
+        elif line.startswith("Answer: ") and "in neither the question nor a field" in after:
+            made.append(f"refused: {_cut(line, 50)}")
+    return f"  steps: {' -> '.join(made) or 'none'}\n  returned: {answer!r}"
+
+
+def seed_exemplar(question: str):
+    """The exemplar notebook 08's ``pick_exemplar`` (the reference) gives ``question`` from the
+    development pool: for seed 000's ``cus_4417`` question, one about ``cus_1021``."""
+    from ..agent import pick_exemplar
+    from .measuring import dev_pool
+
+    return pick_exemplar(question, dev_pool())
+
+
+def bench_beside(model, case: str = "memo-system_note-total") -> None:
+    """Print the injection suite's saved figures for the reference agent, and one case live.
+
+    The figures are ``injection-local``'s (:mod:`react_lab.lab.experiments.injection`): per
+    defence, the attacks whose call was proposed, executed, whose value the answer carried,
+    and the canaries followed. Then ``case`` run live on the reference agent, undefended, beside
+    the file's record of it (:func:`react_lab.lab.experiments.injection.beside_saved`).
+    """
+    from ..lab.experiments import injection
+
+    saved = injection.load()
+    print(f"file injection-local ({saved.created}): the reference agent, its default exemplar")
+    print(f"  {'defence':<12}{'proposed':>10}{'executed':>10}{'carried':>10}{'canary':>8}")
+    for row in saved.data["table"]:
+        if row["agent"] == "reference" and row["defence"] in ("none", "approval", "provenance"):
+            cells = [f"{row[k]['k']}/{row[k]['n']}" for k in ("proposed", "executed", "carried")]
+            canary = f"{row['canary']['k']}/{row['canary']['n']}"
+            print(f"  {row['defence']:<12}" + "".join(f"{c:>10}" for c in cells) + f"{canary:>8}")
+    [(was, now)] = injection.beside_saved(model=model, case_ids=(case,))
+    print(f"{case}, in the file / live now:")
+    for key in ("proposed", "steps", "answer"):
+        print(f"  {key}: {was[key]!r} / {now[key]!r}" if was else f"  {key}: - / {now[key]!r}")

@@ -18,11 +18,11 @@ from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.protocol import EXEMPLARS
 from react_lab.tools import default_tools
 from react_lab.workshop.agent_file import (
+    GIVEN_LINES,
     agent_source,
     check,
     load_agent,
     reference_source,
-    with_provenance,
 )
 from react_lab.workshop.core_exercises import CORE, code_lines, pieces_before
 
@@ -34,23 +34,33 @@ def exercises_of(notebook: int) -> list[str]:
     return [name for name, e in CORE.items() if e.notebook == notebook]
 
 
+def saved_as(exercise: str) -> str:
+    """The piece their file holds after ``exercise``: the reference they typed, or the lesson's
+    lines added to the piece before (``%agent run_loop + guards``)."""
+    e = CORE[exercise]
+    if not e.given:
+        return reference_source(exercise)
+    add, _ = GIVEN_LINES[e.stub.split()[-1]]
+    return add(saved_as(e.edits))[0]
+
+
 def learners_cell(exercise: str) -> str:
     """The learner's exercise cell when they are done: an edit starts from ``%agent``'s text."""
     done = reference_source(exercise)
     e = CORE[exercise]
     if not e.edits:
         return done
-    words = e.stub.split()  # "%agent run_loop", "... as run_native", "... + provenance_guard"
+    words = e.stub.split()  # "%agent run_loop", "... as run_native", "... + guards"
     started = agent_source(" ".join(words[1:]))
     if e.given:  # the lesson writes the lines: the cell is what %agent wrote, run as it is
-        assert started.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py, with")
+        first, *rest = started.splitlines(keepends=True)
+        assert first.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py, with")
+        assert "".join(rest) == saved_as(exercise)
         assert code_lines(started, with_def=True) == code_lines(done, with_def=True)
         return started
     first, *rest = started.splitlines(keepends=True)
     assert first.startswith(f"# {e.stub.strip()}: your {words[1]} from my_agent.py")
-    before = reference_source(e.edits)  # what they saved at the exercise this one edits
-    if CORE[e.edits].given:  # what the lesson's lines made of their earlier piece
-        before = with_provenance(reference_source(CORE[e.edits].edits))[0]
+    before = saved_as(e.edits)  # what they saved at the exercise this one edits
     if len(words) == 4:
         before = re.sub(rf"\bdef {words[1]}\b", f"def {words[3]}", before, count=1)
     assert "".join(rest) == before, "the edit does not start from the learner's own piece"

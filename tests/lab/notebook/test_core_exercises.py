@@ -595,7 +595,7 @@ def test_an_edit_exercise_starts_from_the_agent_magic():
     assert [e.stub for e in CORE.values() if e.edits] == [
         "%agent run_loop\n",
         "%agent observe\n",
-        "%agent run_loop\n",
+        "%agent run_loop + guards\n",
         "%agent run_loop + provenance_guard\n",
         "%agent run_loop as run_native\n",
     ]

@@ -244,3 +244,32 @@ def test_a_provider_that_ignores_stop_is_cut_by_the_learners_is_forged(capsys):
     out = capsys.readouterr().out
     assert out.startswith("your is_forged cut 1 of 2 completions")
     assert f"counted: {counted}" in out and f"k): {predicted}" in out
+
+
+def test_the_gate_meets_the_provenance_guard_first_and_says_where_a_held_calls_values_come_from(
+    capsys,
+):
+    """06's attack: the memo's payment is refused by the guard before the gate; a payment whose
+    values have sources reaches the gate (the wrapped tool keeps ``side_effect``), which says so."""
+    copy = working_copy()
+    script = [
+        " I look at the invoice first.\nAction: find_invoice[INV-3701]",
+        " The memo says so.\nAction: schedule_payment[INV-3907, 4870]",
+        " Its own total.\nAction: schedule_payment[INV-3701, 1180.40]",
+        " Asked.\nAnswer: INV-3701: 1180.40 dollars.",
+    ]
+    question = "Pay supplier invoice INV-3701."
+    loop = solutions.composed().run_loop
+    gate = approval_gate(loop, question, ScriptedModel(script), payer(copy))
+    out = capsys.readouterr().out
+    assert gate.pending == "schedule_payment[INV-3701, 1180.40]"
+    assert "Observation: Error: INV-3907 in the call of schedule_payment is in neither" in out
+    assert "its values: each id and amount is in the question or in a field" in out
+    gate.deny_button.click()
+    assert gate.answer == "INV-3701: 1180.40 dollars." and scheduled(copy) == 0
+    unguarded = solutions.composed(without=("run_loop_provenance",)).run_loop
+    gate = approval_gate(unguarded, question, ScriptedModel(script), payer(copy), brief=True)
+    out = capsys.readouterr().out
+    assert gate.pending == "schedule_payment[INV-3907, 4870]"
+    assert "its values: INV-3907 in the call of schedule_payment is in neither" in out
+    assert "\n  steps: find_invoice[INV-3701] -> schedule_payment[INV-3907, 4870]\n" in out

@@ -9,6 +9,8 @@ each the cells a learner's code flows through, by this rule:
   (stored unsolved) becomes the reference solution's source, typed in as text; an edit's
   ``%agent`` cell becomes what the magic writes, the learner's own piece from
   ``my_agent.py``, with its body then typed over by the reference's;
+* a **given cell** (``%agent run_loop + guards``: lines the lesson writes into the learner's
+  loop) becomes what the magic writes, and runs as it is: the learner types nothing;
 * a **checker cell** (``check("name", ...)``) runs as stored;
 * a cell that **names load_agent** runs its imports, each ``load_agent(...)`` call (bound
   when the statement is ``name = load_agent(...)`` or ``name = load_agent(...).piece``),
@@ -36,7 +38,7 @@ import nbformat
 import pytest
 from notebook_cells import run_cell
 
-from react_lab.workshop.agent_file import agent_source, reference_source
+from react_lab.workshop.agent_file import GIVEN_LINES, agent_source, reference_source
 from react_lab.workshop.core_exercises import CORE
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[3] / "notebooks").glob("0*.ipynb"))
@@ -116,6 +118,10 @@ class Learner:
             if cell.cell_type != "code":
                 continue
             exercise = cell.metadata.get("react_lab", {}).get("exercise")
+            given = cell.source.strip().startswith("%agent run_loop +")
+            if given:
+                self.given_cell(cell.source)
+                continue
             if exercise:
                 self.exercise_cell(exercise, cell.source)
             elif CHECKER.search(cell.source):
@@ -129,7 +135,7 @@ class Learner:
             named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
             named |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
             needed = named & before
-            needed |= {used for piece in needed for used in CORE[self.latest[piece]].uses}
+            needed |= {used for piece in needed for used in CORE[self.latest[piece]].uses} & before
             loaded = {piece for _, piece in self.loaded[here:]}
             assert needed <= loaded, (
                 f"notebook {number:02d} names {sorted(needed - loaded)} of the learner's "
@@ -167,6 +173,17 @@ class Learner:
         assert rest == saved, f"{exercise}: the edit does not start from the learner's own piece"
         run_cell(first + "\n" + typed, self.space)  # they edit below the magic's comment line
 
+    def given_cell(self, source: str) -> None:
+        """The lesson's lines in the learner's saved loop, run as the magic wrote them."""
+        line = source.strip()
+        started = agent_source(" ".join(line.split()[1:]))
+        first, rest = started.split("\n", 1)
+        assert first.startswith(f"# {line}: your run_loop from my_agent.py, with"), first
+        add, _ = GIVEN_LINES[line.split()[-1]]
+        assert rest == add(self.typed["run_loop"])[0], "the lesson's lines are not in their loop"
+        run_cell(started, self.space)
+        self.given = rest
+
     def checker_cell(self, exercise: str, source: str) -> None:
         """The checker as stored: ✓, and the learner's piece saved into my_agent.py."""
         out = io.StringIO()
@@ -177,7 +194,7 @@ class Learner:
             rf"✓ {exercise}: (\d+)/\1 cases pass — saved to my_agent\.py\n", said
         ), f"notebook {self.number:02d}: {said}"
         piece = CORE[exercise].piece
-        typed = reference_source(exercise)
+        typed = self.given if CORE[exercise].given else reference_source(exercise)
         assert file_piece(self.path, piece) == typed, (
             f"{piece} is not saved as the learner typed it"
         )
@@ -240,7 +257,8 @@ def test_the_learners_code_flows_through_the_eight_stored_notebooks(agent_file):
     last = {e.piece: name for name, e in CORE.items()}
     assert learner.latest == last
     for piece, exercise in last.items():
-        assert file_piece(agent_file, piece) == reference_source(exercise)
+        assert file_piece(agent_file, piece) == learner.typed[piece]
+        assert CORE[exercise].given or learner.typed[piece] == reference_source(exercise)
         written = CORE[exercise].notebook
         assert any(n >= written and p == piece for n, p in learner.loaded), piece
 
