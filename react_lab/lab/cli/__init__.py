@@ -28,6 +28,7 @@ from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
+from ..extras import MissingExtra
 from ..guards import LabGuards
 from . import commands
 
@@ -481,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         NotADirectoryError,
         PermissionError,
         EndpointError,
+        MissingExtra,
     ) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2

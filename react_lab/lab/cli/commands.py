@@ -45,6 +45,7 @@ from ..experiments.ladder import (
 from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
+from ..extras import require
 from ..guards import LabGuards
 from ..notebook.plots import plot_cost
 from ..notebook.tables import transcript_text
@@ -91,12 +92,13 @@ def cmd_ask(args) -> int:
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
+        model = load_chat_model(args.model)  # a model that cannot load stops before the note
         exemplars = [] if args.no_exemplar else native_exemplars(args.question, tools)
         if not args.json:
             print(_exemplar_note(exemplars, args.no_exemplar))
         result = ask_native(
             args.question,
-            load_chat_model(args.model),
+            model,
             tools,
             max_steps=args.max_steps,
             max_tokens=args.max_tokens,
@@ -148,7 +150,8 @@ def _mcp_tools(args):
 
     A bad one is a usage error.
     """
-    from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
+    require("mcp", "mcp", "--mcp")  # the MCP SDK loads only when --mcp asks for it
+    from ..mcp import (
         MCPServerError,
         mcp_tools,
     )
@@ -325,6 +328,8 @@ def cmd_cost(args) -> int:
     :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
     """
     P, O, A, N = args.prefix, args.observation, args.assistant, args.steps
+    if args.plot:
+        require("matplotlib", "notebooks", "--plot")  # before the table, not after it
     cost = run_cost(P, O, A, N)
     if args.plot:
         plot_cost(P, O, A, N).savefig(args.plot, dpi=120)
