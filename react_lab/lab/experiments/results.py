@@ -70,6 +70,7 @@ EXPERIMENTS = {
     "ladder": "react_lab.lab.experiments.ladder:fingerprint_inputs",
     "failures": "react_lab.lab.experiments.failures:fingerprint_inputs",
     "migration": "react_lab.lab.experiments.migration_runs:fingerprint_inputs",
+    "agent": "react_lab.lab.experiments.agent_runs:fingerprint_inputs",
 }
 
 
