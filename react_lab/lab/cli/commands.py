@@ -456,14 +456,7 @@ def cmd_agent_eval(args) -> int:
     }
     if args.save_results:
         config = agent_runs.results_config(
-            args.agent,
-            protocol=args.protocol,
-            model=spec,
-            split=split,
-            subset=subset,
-            tasks=tasks,
-            picks=picks,
-            tasks_file=file,
+            args.agent, args.protocol, spec, split, subset, tasks, picks, tasks_file=file
         )
         command = " ".join(
             [

@@ -273,11 +273,11 @@ def run_question(
     model,
     tools: dict,
     *,
-    protocol: str = "text",
-    max_steps: int = EVAL_MAX_STEPS,
     pick: bool = True,
     pool: Sequence | None = None,
     timeout: float | None = TIMEOUT,
+    protocol: str = "text",
+    max_steps: int = EVAL_MAX_STEPS,
 ) -> dict:
     """Run the agent's loop on ``question`` once; return what happened.
 
@@ -309,15 +309,13 @@ def run_question(
         end, error = "error", _where(exc, agent)
     if answer is not None and not isinstance(answer, str):
         answer = str(answer)
+    run = dict(answer=answer, stopped_by=end, error=error, exemplars=exemplars, output=output)
+    seconds = time.perf_counter() - t0
     return {
-        "answer": answer,
-        "stopped_by": end,
-        "error": error,
-        "exemplars": exemplars,
+        **run,
         "first_prompt": recorder.first_prompt,
-        "output": output,
         "steps": recorder.steps,
-        "seconds": time.perf_counter() - t0,
+        "seconds": seconds,
     }
 
 
@@ -364,18 +362,8 @@ def _where(exc: Exception, agent: Agent) -> str:
     return f"{type(exc).__name__}{at}: {exc}"[:300]
 
 
-def run_task(
-    agent: Agent,
-    task: Task,
-    model,
-    tools: dict,
-    *,
-    protocol: str = "text",
-    max_steps: int = EVAL_MAX_STEPS,
-    pool: Sequence | None = None,
-    timeout: float | None = TIMEOUT,
-) -> dict:
-    """Run ``task`` once; return its record, in the ladder's shape.
+def run_task(agent: Agent, task: Task, model, tools: dict, **options) -> dict:
+    """Run ``task`` once (``options``: :func:`run_question`'s); return its record, as the ladder's.
 
     ``agent``, ``task_id``, ``category``, ``trial`` (0), ``seed`` (0), ``temperature`` (0),
     ``correct`` (:func:`react_lab.lab.experiments.tasks.score`), ``answer``, ``gold``,
@@ -384,16 +372,7 @@ def run_task(
     ``completion_tokens`` (the model's own, summed over the calls), ``seconds`` and
     ``steps`` (each call's completion and tokens).
     """
-    run = run_question(
-        agent,
-        task.question,
-        model,
-        tools,
-        protocol=protocol,
-        max_steps=max_steps,
-        pool=pool,
-        timeout=timeout,
-    )
+    run = run_question(agent, task.question, model, tools, **options)
     first = run["first_prompt"]
     shown = run["exemplars"] or []
     return {
@@ -439,18 +418,9 @@ def run_agent(
     """
     tools, pool = default_tools(), dev_pool()
     per_task = not (hasattr(model, "complete") or hasattr(model, "chat"))
-    records = []
+    records, options = [], dict(protocol=protocol, max_steps=max_steps, pool=pool, timeout=timeout)
     for task in tasks:
-        rec = run_task(
-            agent,
-            task,
-            model(task) if per_task else model,
-            tools,
-            protocol=protocol,
-            max_steps=max_steps,
-            pool=pool,
-            timeout=timeout,
-        )
+        rec = run_task(agent, task, model(task) if per_task else model, tools, **options)
         records.append(rec)
         if progress:
             progress(
@@ -466,22 +436,16 @@ def run_agent(
 
 
 def results_config(
-    spec: str,
-    *,
-    protocol: str,
-    model: str,
-    split: str,
-    subset: str,
-    tasks: Sequence[Task],
-    picks: bool,
-    max_steps: int = EVAL_MAX_STEPS,
-    tasks_file: str | None = None,
+    spec: str, protocol: str, model: str, split: str, subset: str, tasks, picks: bool, **more
 ) -> dict:
     """The ``config`` an agent results file is saved (and fingerprinted) with.
 
     ``agent`` is ``reference`` or the file's absolute path (read again when the file is
-    loaded, for its fingerprint); ``exemplars`` says how each question's was chosen.
+    loaded, for its fingerprint); ``exemplars`` says how each question's was chosen
+    (``picks``: by the file's ``pick_exemplar``). ``more``: ``max_steps`` (default the
+    evaluation's), ``tasks_file`` (the task file run, when it is not a shipped split).
     """
+    max_steps, tasks_file = more.get("max_steps", EVAL_MAX_STEPS), more.get("tasks_file")
     config = {
         "agent": spec if spec == REFERENCE else str(Path(spec).expanduser().resolve()),
         "protocol": protocol,

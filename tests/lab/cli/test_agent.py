@@ -17,16 +17,10 @@ from react_lab.lab.experiments import agent_runs, results
 from react_lab.lab.experiments.ladder import choose_tasks
 from react_lab.lab.experiments.results import CACHE_ENV, StaleResults
 from react_lab.workshop.agent_file import HEADER, reference_source
+from react_lab.workshop.core_exercises import pieces_before
 
 #: The pieces a learner's file holds after notebook 08: the latest version of each piece.
-PIECES = (
-    "observe_args",
-    "run_loop_guards",
-    "is_forged",
-    "prompt_tokens_at_step",
-    "run_native",
-    "pick_exemplar",
-)
+PIECES = pieces_before(9)
 QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
 ANSWER = " I know this.\nAnswer: 42"
 
