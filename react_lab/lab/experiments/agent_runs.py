@@ -26,7 +26,9 @@ completion; the learner's code cannot tell.
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
+import dis
 import inspect
 import json
 import time
@@ -46,7 +48,14 @@ REFERENCE = "reference"
 #: The function each protocol runs.
 ENTRY = {"text": "run_loop", "native": "run_native"}
 #: The notebook each function is written in, for the message when a file lacks it.
-WRITTEN_IN = {"run_loop": "02", "run_native": "07", "pick_exemplar": "08"}
+WRITTEN_IN = {
+    "observe": "01",
+    "run_loop": "02",
+    "is_forged": "03",
+    "prompt_tokens_at_step": "05",
+    "run_native": "07",
+    "pick_exemplar": "08",
+}
 #: Bump when a change here changes what a run does; saved results then read as stale.
 CODE_VERSION = 1
 #: Seconds a task may run; checked before each model call (a call in progress finishes).
@@ -88,11 +97,35 @@ class Agent:
         return fn
 
     def entry(self, protocol: str) -> Callable:
-        """The function ``protocol`` runs, checked to take the notebooks' call."""
+        """The function ``protocol`` runs, checked to take the notebooks' call and to find
+        every name it uses (and the functions it calls use) in the file."""
         name = ENTRY[protocol]
         fn = self.function(name, f"--protocol {protocol}")
         _takes(fn, name, ("question", None, {}), {"exemplars": None, "max_steps": 1}, self.label)
+        for caller, missing in self.undefined(fn):
+            piece = f" (notebook {WRITTEN_IN[missing]})" if missing in WRITTEN_IN else ""
+            raise AgentError(
+                f"{self.label}: {caller} uses {missing}, which the file does not define; "
+                f"add it{piece} (or import it), or use --agent reference"
+            )
         return fn
+
+    def undefined(self, fn: Callable) -> list[tuple[str, str]]:
+        """``(function, name)`` for each global name ``fn`` or a function of the file it calls
+        reads and neither the file nor the builtins define (a piece never written)."""
+        found, seen, todo = [], set(), [fn]
+        while todo:
+            f = todo.pop()
+            code = getattr(f, "__code__", None)
+            if code is None or f in seen or getattr(f, "__globals__", None) is not self.names:
+                continue
+            seen.add(f)
+            for used in _global_names(code):
+                if used in self.names:
+                    todo.append(self.names[used])
+                elif not hasattr(builtins, used):
+                    found.append((f.__name__, used))
+        return found
 
     @property
     def pick(self) -> Callable | None:
@@ -102,6 +135,15 @@ class Agent:
             return None
         _takes(fn, "pick_exemplar", ("question", []), {}, self.label)
         return fn
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    """The global names ``code`` and the code nested in it read, in order of first use."""
+    names = [i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _global_names(const)
+    return list(dict.fromkeys(names))
 
 
 def _takes(fn: Callable, name: str, args: tuple, kwargs: dict, label: str) -> None:

@@ -236,6 +236,13 @@ def test_a_file_without_the_protocols_function_names_it(capsys, tmp_path, pieces
         assert f"{path} {says}" in err
 
 
+def test_a_loop_calling_a_piece_the_file_lacks_names_it(capsys, tmp_path):
+    path = learner_file(tmp_path, pieces=("run_loop",))  # observe never written
+    err = error_line(capsys, ["ask", QUESTION, "--agent", str(path), "--model", "oracle"])
+    assert f"{path}: run_loop uses observe, which the file does not define; add it " in err
+    assert "(notebook 01)" in err
+
+
 def test_a_loop_that_cannot_take_the_notebooks_call_says_so(capsys, tmp_path):
     path = tmp_path / "my_agent.py"
     path.write_text("def run_loop(question, model, tools):\n    return None, ''\n")
