@@ -334,3 +334,11 @@ def test_a_record_has_the_ladders_shape():
         "prompt_tokens",
         "completion_tokens",
     }
+
+
+@pytest.mark.model
+def test_ask_runs_the_reference_agent_on_the_embedded_model(capsys):
+    """One step of the reference's run_loop on the embedded model, then its labelled best effort."""
+    assert main(["ask", QUESTION, "--agent", "reference", "--max-steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "pick_exemplar" in out and "stopped_by: " in out
