@@ -11,13 +11,12 @@ native run starts a reply's read-only calls side by side
 
 from __future__ import annotations
 
-from tqdm.auto import tqdm
-
 from ..tools import Tool
 from .agent.loop import run
 from .agent.native import run_native
 from .agent.tool_calls import conversation
 from .agent.trace import RunResult, Transcript
+from .extras import tqdm
 from .guards import LabGuards
 from .parallel_calls import run_parallel_calls
 

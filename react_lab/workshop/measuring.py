@@ -16,7 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..lab.backends.load import load_model  # noqa: F401  (re-exported: the notebook's one import)
+from ..lab.backends.load import (  # noqa: F401  (re-exported: the notebook's imports)
+    load_chat_model,
+    load_model,
+)
 from ..lab.experiments import ladder, stats
 from ..lab.experiments.exemplars import get_pool
 from ..lab.experiments.tasks import Task, load_tasks, score
@@ -45,6 +48,7 @@ class Run:
     transcript: str
     exemplars: list | None
     seconds: float
+    whose: str = "your"  # "reference" when the reference stood in for the learner's loop
 
     def calls(self) -> list[tuple[str, str, str]]:
         """``(tool, arguments, observation)`` of each call the model made.
@@ -106,7 +110,13 @@ def run_tasks(
         t0 = time.perf_counter()
         answer, transcript = loop(task.question, model, tools, exemplars=shown, max_steps=max_steps)
         runs[task.id] = Run(
-            task, answer, score(answer, task), transcript, shown, time.perf_counter() - t0
+            task,
+            answer,
+            score(answer, task),
+            transcript,
+            shown,
+            time.perf_counter() - t0,
+            "reference" if getattr(loop, "reference", None) else "your",
         )
     return runs
 
@@ -137,6 +147,35 @@ def ladder_change(old: str = "baseline", new: str = "pool_k1", split: str = "tes
         f"  {old:<9}{rows[old]['rate']}\n  {new:<9}{rows[new]['rate']}\n"
         f"  paired   {stats.paired_comparison(solved[old], solved[new])}"
     )
+
+
+def side_by_side(text: dict[str, Run], native: dict[str, Run], best: str = "best") -> str:
+    """The learner's two loops and a configuration of the bench on the same questions: one table.
+
+    ``text`` and ``native`` are :func:`run_tasks` runs of ``run_loop`` and ``run_native`` on
+    the same tasks (live); ``best`` is read from the ladder's stored answers to those tasks
+    (``ladder-test-<best>``: the bench's working agent, greedy, so its answers are the ones
+    it gives today). A row per question (✓ right, ✗ wrong, · not in the file), then each
+    agent's rate with its 95% interval, and the file's rate on all its questions.
+    """
+    [row] = ladder.load_results([f"ladder-test-{best}"])
+    stored = {task_id: outcomes[0] for task_id, outcomes in row["outcomes"].items()}
+    whose = [next((r.whose for r in runs.values()), "your") for runs in (text, native)]
+    names = [f"{whose[0]} run_loop", f"{whose[1]} run_native", best]
+    mark, wide = {True: "✓", False: "✗", None: "·"}, max(map(len, names)) + 2
+    lines = [f"{'question':<20}" + "".join(f"{name:^{wide}}" for name in names).rstrip()]
+    for task_id in text:
+        said = [text[task_id].right, native[task_id].right, stored.get(task_id)]
+        lines.append(f"{task_id:<20}" + "".join(f"{mark[s]:^{wide}}" for s in said).rstrip())
+    known = [stored[t] for t in text if t in stored]
+    rates = [rate(text), rate(native), stats.success_rate(sum(known), len(known))]
+    lines += [""] + [f"{name:<22}{r}" for name, r in zip(names, rates)]
+    when = row["describe"].split(" computed ")[1].split(" in ")[0]
+    lines.append(
+        f"{best} is the file ladder-test-{best} (computed {when}): {row['rate']} on its "
+        f"{row['rate'].n} test questions"
+    )
+    return "\n".join(lines)
 
 
 def gold_reason(task: Task) -> str:

@@ -17,6 +17,13 @@ def model_spec(spec: str | None = None) -> str:
     return (spec or os.environ.get(MODEL_ENV) or "local").strip()
 
 
+def _require_openai() -> None:
+    """The OpenAI client is the ``openai`` extra's: a missing one is named with its extra."""
+    from ..extras import require
+
+    require("openai", "openai", "the openai backend (--model openai, REACT_LAB_MODEL=openai)")
+
+
 def load_model(spec: str | None = None):
     """Build a backend from a short spec string.
 
@@ -45,6 +52,7 @@ def load_model(spec: str | None = None):
 
         return ScriptedModel.from_json(path)
     if spec == "openai" or spec.startswith("openai:"):
+        _require_openai()
         from .endpoints import OpenAIModel
 
         return OpenAIModel(spec.split(":", 1)[1] if ":" in spec else None)
@@ -68,6 +76,7 @@ def load_chat_model(spec: str | None = None):
     if spec.startswith("scripted:"):
         return ScriptedChatModel.from_json(spec.split(":", 1)[1])
     if spec == "openai" or spec.startswith("openai:"):
+        _require_openai()
         return OpenAIChatModel(spec.split(":", 1)[1] if ":" in spec else None)
     raise ValueError(
         f"unknown chat model {spec!r}; use local, scripted:FILE.json, openai or openai:MODEL"

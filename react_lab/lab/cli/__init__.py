@@ -3,10 +3,13 @@
 ``react-lab ask "QUESTION" [--model local|scripted:FILE.json|openai] [--no-stop] [--json]
 [--mcp COMMAND]``
 ``react-lab ask "QUESTION" --config NAME`` (a named configuration; ``best``: the working agent)
+``react-lab ask "QUESTION" --agent my_agent.py|reference [--protocol native]`` (your agent)
 ``react-lab eval [--model local|oracle|dont_know|...] [--n N] [--exemplars N] [--json]
 [--save-results NAME [--overwrite]]``
 ``react-lab eval --config NAME [--split dev|test|paraphrase|seeds | --tasks FILE.json]
 [--trials K] [--temperature T] [--seed S] [--save-results NAME [--overwrite]]``
+``react-lab eval --agent my_agent.py|reference [--protocol native] [--split ...]
+[--save-results NAME]`` (your agent on the bench's tasks)
 ``react-lab parse [--tools a,b]`` (model text on stdin)
 Run ``react-lab --help`` for every subcommand, ``react-lab ask --help`` for one.
 
@@ -29,6 +32,7 @@ from ..backends import doctor
 from ..backends.endpoints import EndpointError
 from ..backends.local import N_CTX
 from ..experiments.forge import BATCH
+from ..extras import MissingExtra
 from ..guards import LabGuards
 from . import commands
 
@@ -167,6 +171,28 @@ def _add_guard_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+#: ``--agent``'s help: whose loop runs, and what it is given.
+AGENT_HELP = (
+    "run YOUR agent instead of the bench's: the path of the my_agent.py the notebooks saved "
+    "(any path; read, never changed), or reference (react_lab.agent.composed(), the file "
+    "after notebook 08). Text runs its run_loop, --protocol native its run_native (the chat "
+    "backend the bench uses); each question gets the exemplar its pick_exemplar picks from "
+    "the dev pool (without one, its loop's default)"
+)
+
+
+def _add_agent_option(parser: argparse.ArgumentParser, command: str) -> None:
+    """``--agent FILE|reference`` (react_lab.lab.experiments.agent_runs)."""
+    more = {
+        "ask": "; --no-exemplar: its loop's default instead; --max-steps is passed on, the "
+        "guard and token options are the bench's (your code has its own)",
+        "eval": "; the tasks, splits, scorer and results files are the bench's (--split, "
+        "--tasks, --per-category, --n, --save-results; default split dev), with the "
+        "evaluation's 4 steps",
+    }[command]
+    parser.add_argument("--agent", metavar="FILE", default=None, help=AGENT_HELP + more)
+
+
 def _add_save_results(parser: argparse.ArgumentParser, saves: str) -> None:
     """``--save-results NAME [--overwrite]``: save a run as a fingerprinted results file.
 
@@ -263,6 +289,7 @@ def _add_ask(sub) -> None:
         "limits; --list-configs names them",
     )
     a.add_argument("--list-configs", action="store_true", help="list the configurations")
+    _add_agent_option(a, "ask")
     _add_guard_options(a)
     a.set_defaults(func=commands.cmd_ask, usage_error=a.error)
 
@@ -388,6 +415,7 @@ def _add_eval(sub) -> None:
         "fingerprinted, as react_lab/data/results/NAME.json (react_lab.lab.experiments.results); "
         "with --config: save the finished ladder run; checked before the run starts",
     )
+    _add_agent_option(e, "eval")
     ladder_group = e.add_argument_group(
         "the ladder (react_lab.lab.experiments.ladder)",
         "--config NAME runs a named configuration of the "
@@ -536,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         NotADirectoryError,
         PermissionError,
         EndpointError,
+        MissingExtra,
     ) as exc:
         print(f"react-lab: error: {exc}", file=sys.stderr)
         return 2

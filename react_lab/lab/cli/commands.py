@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from pathlib import Path
 
 from ...cost import run_cost
@@ -20,7 +21,7 @@ from ..agent.parser import parse
 from ..backends.chat import LocalChatModel
 from ..backends.endpoints import EndpointError
 from ..backends.load import load_chat_model, load_model, model_spec
-from ..experiments import evals
+from ..experiments import agent_runs, evals
 from ..experiments.abuses import run_abuses
 from ..experiments.costs import describe_cost
 from ..experiments.evals import save_eval
@@ -45,6 +46,7 @@ from ..experiments.ladder import (
 from ..experiments.results import check_target
 from ..experiments.results import save as save_results
 from ..experiments.tasks import load_tasks
+from ..extras import require
 from ..guards import LabGuards
 from ..notebook.plots import plot_cost
 from ..notebook.tables import transcript_text
@@ -73,15 +75,12 @@ def cmd_ask(args) -> int:
     ``--config NAME``: the text loop as a named configuration (its tools, exemplars,
     grammar and answer checks; :func:`react_lab.lab.experiments.ladder.ask_config`).
     """
+    if getattr(args, "agent", None):  # the learner's my_agent.py, or the reference
+        return _ask_agent(args)
     # a named configuration (react_lab.lab.experiments.configs)
     if args.list_configs or args.config:
         return _ask_config(args)
-    if args.question is None:
-        args.usage_error("the following arguments are required: question")
-    if not visible(args.question):
-        args.usage_error(
-            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
-        )
+    _check_question(args)
     if getattr(args, "protocol", "text") == "native" and args.no_stop:
         args.usage_error(
             "argument --no-stop: the native protocol sends no stop sequence; "
@@ -91,12 +90,13 @@ def cmd_ask(args) -> int:
     if model_spec(args.model) == "local":
         warm_up(model=True, protocols=[getattr(args, "protocol", "text")])  # one-off costs first
     if getattr(args, "protocol", "text") == "native":
+        model = load_chat_model(args.model)  # a model that cannot load stops before the note
         exemplars = [] if args.no_exemplar else native_exemplars(args.question, tools)
         if not args.json:
             print(_exemplar_note(exemplars, args.no_exemplar))
         result = ask_native(
             args.question,
-            load_chat_model(args.model),
+            model,
             tools,
             max_steps=args.max_steps,
             max_tokens=args.max_tokens,
@@ -117,6 +117,83 @@ def cmd_ask(args) -> int:
         )
     getattr(tools, "close", lambda: None)()  # an MCP session ends with the run (else at exit)
     return _print_run(args, result)
+
+
+def _check_question(args) -> None:
+    """A usage error for no question, or one with no visible character in it."""
+    if args.question is None:
+        args.usage_error("the following arguments are required: question")
+    if not visible(args.question):
+        args.usage_error(
+            f"argument question: is blank ({args.question!r:.40}); ask a question with words in it"
+        )
+
+
+def _ask_agent(args) -> int:
+    """``react-lab ask QUESTION --agent FILE|reference``: one run of the learner's loop.
+
+    Text: their ``run_loop`` on the completion backend; ``--protocol native``: their
+    ``run_native`` on the chat backend. Prints the exemplar, the run after its first prompt
+    and the answer (or ``--json``); exit code 1 when their code raised.
+    """
+    if args.config or args.list_configs:
+        args.usage_error("--agent and --config each name the agent to run; give one")
+    if args.no_stop:
+        args.usage_error(
+            "argument --no-stop: with --agent your run_loop sends its own stop sequence "
+            "(notebook 03: call it with stop=None)"
+        )
+    _check_question(args)
+    agent = agent_runs.load_agent(args.agent)  # a file that cannot run stops here
+    agent.entry(args.protocol)  # and one without the function the protocol runs
+    tools = _mcp_tools(args) if getattr(args, "mcp", None) else default_tools()
+    spec = model_spec(args.model)
+    model = load_chat_model(spec) if args.protocol == "native" else load_model(spec)
+    if spec == "local":
+        warm_up(model=True, protocols=[args.protocol])
+    run = agent_runs.run_question(
+        agent,
+        args.question,
+        model,
+        tools,
+        protocol=args.protocol,
+        max_steps=args.max_steps,
+        pick=not args.no_exemplar,
+        timeout=None,
+    )
+    getattr(tools, "close", lambda: None)()
+    shown = run["exemplars"]
+    if args.json:
+        _print_json(
+            {
+                "agent": agent.label,
+                "protocol": args.protocol,
+                "question": args.question,
+                "exemplar": shown[0].question if shown else None,
+                **{k: run[k] for k in ("answer", "stopped_by", "error", "steps", "output")},
+                "seconds": round(run["seconds"], 2),
+            }
+        )
+        return 1 if run["stopped_by"] == "error" else 0
+    how = (
+        "--no-exemplar"
+        if args.no_exemplar
+        else f"{agent.label} has no pick_exemplar"
+        if agent.names.get("pick_exemplar") is None
+        else ""
+    )
+    print(
+        f"exemplar (picked by {agent.label}'s pick_exemplar): {shown[0].question!r}"
+        if shown
+        else f"exemplar: your loop's default ({how})"
+    )
+    print(agent_runs.run_text(run))
+    answer = run["answer"] if run["answer"] is not None else "none (the run stopped before one)"
+    print(f"\nanswer: {answer}\nstopped_by: {run['stopped_by']}")
+    if run["error"]:
+        print(f"error: {run['error']}")
+        return 1
+    return 0
 
 
 def native_exemplars(question: str, tools) -> list:
@@ -148,7 +225,8 @@ def _mcp_tools(args):
 
     A bad one is a usage error.
     """
-    from ..mcp import (  # the MCP SDK loads only when --mcp asks for it
+    require("mcp", "mcp", "--mcp")  # the MCP SDK loads only when --mcp asks for it
+    from ..mcp import (
         MCPServerError,
         mcp_tools,
     )
@@ -249,6 +327,8 @@ def cmd_eval(args) -> int:
     cached under :func:`react_lab.lab.experiments.evals.default_cache_dir`. Raises
     ``ValueError`` for ``exemplars`` with the native protocol. Returns the exit code.
     """
+    if getattr(args, "agent", None):  # the learner's my_agent.py, or the reference
+        return cmd_agent_eval(args)
     if args.config or args.list_configs:  # the ladder's named configurations
         return cmd_ladder(args)
     n_exemplars = getattr(args, "exemplars", None)
@@ -323,6 +403,101 @@ def cmd_injection(args) -> int:
     return command(args)
 
 
+#: ``eval`` options that --agent does not take: ``(attribute, its default, why)``.
+NOT_WITH_AGENT = (
+    ("config", None, "--config names another agent"),
+    ("list_configs", False, "--list-configs lists the bench's configurations"),
+    ("exemplars", None, "--exemplars sets the bench's prompt; your pick_exemplar picks yours"),
+    ("concurrency", 1, "--concurrency: your loop runs one question at a time"),
+    ("trials", 1, "--trials: your loop runs each question once, greedy"),
+    ("temperature", 0.0, "--temperature: your loop runs greedy"),
+    ("seed", 0, "--seed: your loop runs greedy"),
+    ("budget", None, "--budget: a run with --agent does not resume"),
+)
+
+
+def cmd_agent_eval(args) -> int:
+    """``react-lab eval --agent FILE|reference``: the learner's loop over a split of the tasks.
+
+    The bench's tasks (``--split``, default dev, or ``--tasks FILE``; ``--per-category``,
+    ``--n``), scorer and results files (``--save-results NAME``: fingerprinted, the
+    agent's code included; :mod:`react_lab.lab.experiments.agent_runs`), the evaluation's
+    step limit. Prints a line per task and the summary (or ``--json``); returns the exit
+    code.
+    """
+    for name, default, why in NOT_WITH_AGENT:
+        if getattr(args, name, default) != default:
+            args.usage_error(f"--agent runs your agent's functions as they are; {why}")
+    file = getattr(args, "tasks", None)
+    if file and args.split:
+        raise ValueError("--tasks FILE and --split name the tasks twice; give one")
+    _check_save_target(args)
+    agent = agent_runs.load_agent(args.agent)
+    agent.entry(args.protocol)  # a file without the protocol's function stops here
+    picks = agent.pick is not None
+    split = f"tasks-{Path(file).stem}" if file else args.split or "dev"
+    tasks = choose_tasks(split, per_category=args.per_category, n=args.n, path=file)
+    spec = model_spec(args.model)
+    model = _eval_model(spec, args.protocol)
+    if spec == "local":
+        warm_up(model=True, protocols=[args.protocol])  # one-off costs out of the first task
+    t0 = time.perf_counter()
+    records = agent_runs.run_agent(
+        agent, tasks, model, protocol=args.protocol, progress=None if args.json else print
+    )
+    seconds = time.perf_counter() - t0
+    summary = summarize(records)
+    subset = (f"first {args.per_category} per category" if args.per_category else "all") + (
+        f", first {args.n}" if args.n else ""
+    )
+    out = {
+        "agent": agent.label,
+        "protocol": args.protocol,
+        "model": spec,
+        "split": split,
+        "subset": subset,
+        "exemplars": "pick_exemplar" if picks else "default",
+        "wall_seconds": round(seconds, 1),
+        "errors": sum(r["stopped_by"] == "error" for r in records),
+        **summary,
+    }
+    if args.save_results:
+        config = agent_runs.results_config(
+            args.agent, args.protocol, spec, split, subset, tasks, picks, tasks_file=file
+        )
+        command = " ".join(
+            [
+                f"react-lab eval --agent {args.agent} --protocol {args.protocol} --model {spec}",
+                f"--tasks {file}" if file else f"--split {split}",
+                *([f"--per-category {args.per_category}"] if args.per_category else []),
+                *([f"--n {args.n}"] if args.n else []),
+                f"--save-results {args.save_results}",
+            ]
+        )
+        out["saved"] = str(
+            agent_runs.save(
+                args.save_results,
+                records,
+                config,
+                command=command,
+                seconds=seconds,
+                overwrite=getattr(args, "overwrite", False),
+            )
+        )
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    print(format_summary(agent.label, summary))
+    print(
+        f"{args.protocol} protocol, split {split} ({subset}), exemplars: "
+        f"{out['exemplars']}, {len(records)} runs in {seconds:.1f} s"
+        + (f"; {out['errors']} ended in an error of the agent's code" if out["errors"] else "")
+    )
+    if out.get("saved"):
+        print(f"saved: {out['saved']}")
+    return 0
+
+
 def cmd_cost(args) -> int:
     """Handle ``react-lab cost``.
 
@@ -332,6 +507,8 @@ def cmd_cost(args) -> int:
     :func:`plot_cost` as a PNG. Returns the exit code; ``ValueError`` for bad sizes.
     """
     P, O, A, N = args.prefix, args.observation, args.assistant, args.steps
+    if args.plot:
+        require("matplotlib", "notebooks", "--plot")  # before the table, not after it
     cost = run_cost(P, O, A, N)
     if args.plot:
         plot_cost(P, O, A, N).savefig(args.plot, dpi=120)

@@ -30,8 +30,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from tqdm.auto import tqdm
-
 from ...billing import CALC, FIND_INVOICE, GET_CHARGE, GET_PAYMENTS, LIST_INVOICES, SEARCH
 from ...messages import SYSTEM
 from ...protocol import build_prompt
@@ -44,6 +42,7 @@ from ..agent.trace import RunResult, Transcript
 from ..backends.chat import ScriptedChatModel
 from ..backends.llama_state import ContextWindowExceeded
 from ..backends.scripted import ScriptedModel
+from ..extras import tqdm
 from ..guards import LabGuards
 from ..parallel_calls import run_parallel_calls
 from . import results

@@ -32,8 +32,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from ...protocol import ParseResult, build_prompt
 from ...tools import default_tools
 from ..agent.context import MARKERS
@@ -41,6 +39,7 @@ from ..agent.guards import EMPTY_RESULTS, Guards, call_key, call_words
 from ..agent.loop import run
 from ..agent.parser import find_forged, parse
 from ..agent.trace import RunResult, Step, Transcript
+from ..extras import tqdm
 from ..guards import MORE, LabGuards, invented_question, one_word_apart
 from .abuses import strict_parse
 

@@ -30,13 +30,12 @@ import time
 from collections import Counter
 from typing import Sequence
 
-from tqdm.auto import tqdm
-
 from ... import protocol
 from ...tools import default_tools
 from ..agent.checks import check_count
 from ..agent.parser import find_forged, truncate_forged
 from ..backends.local import LocalModel, local_model
+from ..extras import tqdm
 from .abuses import strict_parse
 from .arms import TwoArmReader
 from .questions import questions

@@ -23,12 +23,8 @@ runs in it are not run twice.
 from __future__ import annotations
 
 import argparse
-import ast
 import dataclasses
-import inspect
 import json
-import re
-import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -38,6 +34,7 @@ from typing import Callable, Sequence
 from ...messages import first_messages
 from ...protocol import build_prompt
 from ...tools import Tool, default_tools, tool_schemas
+from .agent_runs import reference_code
 from .migration import MAX_STEPS, MAX_TOKENS, PROBLEMS, Watched, counted
 
 # --------------------------------------------------------------------------- the experiment
@@ -298,19 +295,6 @@ def summarize(records: Sequence[dict]) -> dict[str, dict]:
 # --------------------------------------------------------------------------- the results file
 
 
-def _code(fn: Callable) -> list[str]:
-    """What the fingerprint holds of ``fn``: its code as :func:`ast.unparse` writes it back.
-
-    The docstring is left out. Parsed and written back, code has no comments and one layout,
-    so a reworded comment, a rewrapped docstring or a reformatted line is not a change; a
-    changed name, value or statement is.
-    """
-    node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
-    if ast.get_docstring(node) is not None:
-        node.body = node.body[1:]
-    return ast.unparse(node).splitlines()
-
-
 def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
     """What the model reads first in ``arm`` for ``task``, given ``tools``.
 
@@ -328,38 +312,10 @@ def first_prompt(arm: Arm, task, tools: dict[str, Tool]) -> str:
 
 
 def agent_code() -> dict:
-    """The reference agent's code the experiment runs, as the fingerprint holds it.
-
-    ``{"pieces": {name: code}, "reads": {name: value}}``: each piece of
-    :func:`react_lab.agent.composed` that the two loops run, found from ``run_loop`` and
-    ``run_native`` by the names their code uses (:func:`_code`: no docstring, comments or
-    layout), and the patterns and values they read from the module (``ACTION_RE``,
-    ``ANSWER_RE``, ``STOP``).
-    """
-    from ... import agent as reference
-
-    pieces = vars(reference.composed(without=BEFORE))
-    code, reads, todo = {}, {}, ["run_loop", "run_native"]
-    while todo:
-        name = todo.pop()
-        if name in code:
-            continue
-        code[name] = _code(pieces[name])
-        for used in _names(pieces[name]):
-            value = getattr(reference, used, None)
-            if used in pieces:
-                todo.append(used)
-            elif isinstance(value, re.Pattern):
-                reads[used] = value.pattern
-            elif isinstance(value, (str, int, float, list, tuple)):
-                reads[used] = value
-    return {"pieces": dict(sorted(code.items())), "reads": dict(sorted(reads.items()))}
-
-
-def _names(fn: Callable) -> set[str]:
-    """The names ``fn``'s code reads, its default arguments' included (``stop=STOP``)."""
-    node = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    """The reference agent's code the experiment runs: what ``run_loop`` and ``run_native`` reach
+    in 06's guards loop, before the provenance guard (:data:`BEFORE`;
+    :func:`react_lab.lab.experiments.agent_runs.reference_code`)."""
+    return reference_code(("run_loop", "run_native"), without=BEFORE)
 
 
 def fingerprint_inputs(config: dict):

@@ -76,6 +76,7 @@ EXPERIMENTS = {
     "failures": "react_lab.lab.experiments.failures:fingerprint_inputs",
     "migration": "react_lab.lab.experiments.migration_runs:fingerprint_inputs",
     "injection": "react_lab.lab.experiments.injection:fingerprint_inputs",
+    "agent": "react_lab.lab.experiments.agent_runs:fingerprint_inputs",
 }
 
 

@@ -26,6 +26,10 @@ Replayed:
   loop wrote after it (the observation, refusal or best-effort request appended to the
   transcript; the tool messages after a reply), so that must come out as saved, with each
   step's three problem counts, the run's answer, ``stopped_by`` and score.
+* ``eval-agent-reference-test``: every run of the reference agent (``react-lab eval --agent
+  reference``), through :func:`~react_lab.lab.experiments.agent_runs.run_task` with the
+  agent as it is today: the answer, the end, the number of steps, the verdict and the
+  exemplar picked must come out as saved.
 * ``forge-100`` and ``forge-100-batch8``: no loop ran; each trial is one first-step
   completion, read by :func:`react_lab.lab.experiments.forge.describe`. Every trial is read
   again (``forged``, ``forged_at``, ``strict``), and each arm's counts recomputed by
@@ -49,7 +53,8 @@ from helpers.replay import Diverged, ReplayChatModel, ReplayModel, run_differenc
 
 from react_lab import agent as reference
 from react_lab.lab.agent import loop
-from react_lab.lab.experiments import failures, forge, migration_runs, results
+from react_lab.lab.experiments import agent_runs, failures, forge, migration_runs, results
+from react_lab.lab.experiments.tasks import load_tasks
 from react_lab.protocol import STOP
 from react_lab.tools import default_tools
 
@@ -192,8 +197,31 @@ def replay_forge(data: dict) -> dict[str, list[str]]:
     return found
 
 
+def replay_agent(data: dict) -> dict[str, list[str]]:
+    """Replay every run of a text-protocol agent file (``react-lab eval --agent``) through the
+    agent it names, today's (:func:`react_lab.lab.experiments.agent_runs.run_task`: the same
+    exemplar picked, the same tools); ``{task_id: differences}`` in the answer, the end, the
+    steps taken, the verdict or the exemplar."""
+    tools, pool = default_tools(), agent_runs.dev_pool()
+    tasks = {t.id: t for t in load_tasks(split="all")}
+    found = {}
+    for record in data["records"]:
+        agent = agent_runs.load_agent(record["agent"])
+        model = ReplayModel(record["steps"])
+        again = agent_runs.run_task(
+            agent, tasks[record["task_id"]], model, tools, pool=pool, timeout=None
+        )
+        keys = ("answer", "stopped_by", "error", "n_steps", "correct", "exemplar_ids")
+        differences = [f"{k}: saved {record[k]!r}, replayed {again[k]!r}" for k in keys]
+        differences = [d for k, d in zip(keys, differences) if record[k] != again[k]]
+        if differences:
+            found[record["task_id"]] = differences
+    return found
+
+
 #: Each replayed file and how it is replayed.
 REPLAYS = {
+    "eval-agent-reference-test": replay_agent,
     "failures-unguarded": replay_failures,
     "migration-test": replay_migration,
     "forge-100": replay_forge,

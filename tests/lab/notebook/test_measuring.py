@@ -17,6 +17,7 @@ from react_lab.workshop.measuring import (
     run_tasks,
     seed_report,
     seed_tasks,
+    side_by_side,
 )
 
 TOOLS = default_tools()
@@ -78,3 +79,57 @@ def test_the_ladder_change_is_labelled_with_its_files():
     text = ladder_change("baseline", "pool_k1")
     assert text.startswith("files ladder-test-baseline and ladder-test-pool_k1 (52 test questions")
     assert "paired   +" in text
+
+
+def test_side_by_side_puts_both_loops_beside_bests_stored_answers():
+    from react_lab.lab.backends.chat import ScriptedChatModel
+    from react_lab.lab.experiments.ladder import load_results
+
+    tasks = live_tasks()[:3]
+    text = run_tasks(LOOP, tasks, ScriptedModel([f" I know.\nAnswer: {tasks[0].gold}"]), TOOLS)
+    native_loop = _rebind(solutions.run_native, vars(solutions), "run_native")
+    chat = ScriptedChatModel([{"thought": "I cannot tell.", "answer": "I don't know."}])
+    native = run_tasks(
+        native_loop, tasks, chat, TOOLS, pick=lambda q, pool: pool[0], pool=dev_pool()
+    )
+    table = side_by_side(text, native).splitlines()
+    [best] = load_results(["ladder-test-best"])
+    stored = {t.id: best["outcomes"][t.id][0] for t in tasks}
+    assert table[0].split() == [
+        "question",
+        "reference",
+        "run_loop",
+        "reference",
+        "run_native",
+        "best",
+    ]
+    for line, task in zip(table[1:4], tasks):
+        marks = line.split()
+        assert marks[0] == task.id
+        assert marks[1:] == [
+            "✓" if text[task.id].right else "✗",
+            "✗",  # "I don't know." is never right
+            "✓" if stored[task.id] else "✗",
+        ]
+    assert text[tasks[0].id].right  # the scripted answer is the first task's gold
+    rates = "\n".join(table[5:])
+    assert "reference run_native  0/3 = 0%" in rates
+    assert f"best                  {sum(stored.values())}/3 = " in rates
+    assert (
+        "best is the file ladder-test-best (computed " in rates
+        and "on its 52 test questions" in rates
+    )
+
+
+def test_side_by_side_says_whose_loop_ran():
+    def run_loop(question, model, tools, exemplars=None, max_steps=4):  # a learner's own
+        return "4", ""
+
+    tasks = live_tasks()[:1]
+    mine = run_tasks(run_loop, tasks, None, TOOLS)
+    assert side_by_side(mine, mine).splitlines()[0].split()[1:5] == [
+        "your",
+        "run_loop",
+        "your",
+        "run_native",
+    ]

@@ -9,7 +9,7 @@ from react_lab import agent as reference
 from react_lab.lab.backends.chat import ScriptedChatModel
 from react_lab.lab.backends.llama_state import ContextWindowExceeded
 from react_lab.lab.backends.scripted import ScriptedModel
-from react_lab.lab.experiments import migration_runs
+from react_lab.lab.experiments import agent_runs, migration_runs
 from react_lab.lab.experiments.migration import call_problem, measured, named_args
 from react_lab.tools import default_tools
 
@@ -217,7 +217,7 @@ def test_the_fingerprint_holds_an_agents_code_not_its_layout_comments_or_docstri
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        codes.append(migration_runs._code(module.agent))
+        codes.append(agent_runs._code(module.agent))
     assert (
         codes[0] == codes[1] == ["def agent(x):", "    y = x + 1", "    return (y, '# a string')"]
     )
