@@ -105,7 +105,7 @@ def plain(argv: list[str], tmp_path, timeout: float = 120) -> subprocess.Complet
 @pytest.fixture
 def script(tmp_path):
     path = tmp_path / "answer.json"
-    path.write_text(json.dumps([" I know this.\nAnswer: 42"]))
+    path.write_text(json.dumps([" I know this.\nAnswer: yes"]))
     return f"scripted:{path}"
 
 
@@ -129,7 +129,7 @@ def test_help_runs_without_the_extras(tmp_path, argv):
 def test_ask_runs_without_the_extras(tmp_path, script, more):
     out = plain(["ask", "Was INV-2041 charged twice?", "--model", script, *more], tmp_path)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.rstrip().endswith("answer: 42\nstopped_by: answer")
+    assert out.stdout.rstrip().endswith("answer: yes\nstopped_by: answer")
 
 
 def test_ask_native_runs_without_the_extras(tmp_path):

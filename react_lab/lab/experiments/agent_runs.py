@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 from ...cost import count_tokens
 from ...tools import default_tools
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, config_of
-from .tasks import Task, score
+from .tasks import SCORER_VERSION, Task, score
 
 #: ``--agent reference``: the reference agent, :func:`react_lab.agent.composed`.
 REFERENCE = "reference"
@@ -582,6 +582,7 @@ def fingerprint_inputs(config: dict):
         },
         tasks=[dataclasses.asdict(t) for t in chosen],
         code=CODE_VERSION,
+        scorer=SCORER_VERSION,
     )
 
 

@@ -1,7 +1,7 @@
 """Re-score the stored answers of results files with the scorer as it is now: no model run.
 
 A maintainer's command. A results file of an experiment that scores answers (:data:`SCORED`:
-``eval``, ``ladder``, ``migration``) keeps every answer beside its verdict, and its
+``eval``, ``ladder``, ``migration``, ``agent``) keeps every answer beside its verdict, and its
 fingerprint holds the scorer's version (:data:`react_lab.lab.experiments.tasks.SCORER_VERSION`).
 After a change to :func:`react_lab.lab.experiments.tasks.score`, bump that version (the files
 then read as stale) and run::
@@ -67,6 +67,7 @@ SCORED = {
     "eval": Scored("react_lab.lab.experiments.evals", "metrics", "metrics"),
     "ladder": Scored("react_lab.lab.experiments.ladder", "summary", "summarize"),
     "migration": Scored("react_lab.lab.experiments.migration_runs", "summary", "summarize"),
+    "agent": Scored("react_lab.lab.experiments.ladder", "summary", "summarize"),
 }
 
 

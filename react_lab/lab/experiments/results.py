@@ -13,7 +13,7 @@ match with the code, so every file carries a **fingerprint** of what produced it
 * ``tasks_sha256``: a hash of the task set or questions run;
 * ``package_version``, the experiment's ``config`` (``n``, limits, protocol, ...) and
   ``code``: a version an experiment bumps by hand when its logic changes;
-* ``scorer``, in a file that keeps scored answers (``eval``, ``ladder``, ``migration``):
+* ``scorer``, in a file that keeps scored answers (``eval``, ``ladder``, ``migration``, ``agent``):
   :data:`react_lab.lab.experiments.tasks.SCORER_VERSION`, bumped by hand when
   :func:`~react_lab.lab.experiments.tasks.score` changes. Such a file needs no model run
   then: ``python -m react_lab.lab.experiments.rescore`` re-scores its stored answers.

@@ -22,7 +22,7 @@ from react_lab.workshop.core_exercises import pieces_before
 #: The pieces a learner's file holds after notebook 08: the latest version of each piece.
 PIECES = pieces_before(9)
 QUESTION = "Was cus_8812 charged twice for INV-2041 in July?"
-ANSWER = " I know this.\nAnswer: 42"
+ANSWER = " I know this.\nAnswer: yes"
 
 
 def learner_file(folder, pieces=PIECES, extra: str = "") -> "os.PathLike":
@@ -84,10 +84,17 @@ def test_the_oracle_scores_every_task_through_the_learners_file(capsys, mine, pr
         ["eval", "--agent", str(mine), "--model", "oracle", "--protocol", protocol]
         + ["--split", "test", "--per-category", "1"],
     )
-    assert (out["successes"], out["n"], out["success_rate"]) == (13, 13, 1.0)
+    if protocol == "native":
+        assert (out["successes"], out["n"], out["errors"]) == (13, 13, 0)
+        assert out["ci95"][0] < 1.0 == out["ci95"][1]  # the Wilson interval, as the ladder's
+    else:
+        # 06's provenance guard refuses an amount the run worked out without a tool: no_tool-02's
+        # "46350" (48200 - 1850) is in neither the question nor a tool's result, so the loop
+        # asks again, and the oracle, which has said its one answer, has no more completions
+        assert (out["successes"], out["n"], out["errors"]) == (12, 13, 1)
+        assert out["by_category"]["no_tool"] == [0, 1]
     assert out["agent"] == str(mine) and out["exemplars"] == "pick_exemplar"
-    assert out["split"] == "test" and out["protocol"] == protocol and out["errors"] == 0
-    assert out["ci95"][0] < 1.0 == out["ci95"][1]  # the Wilson interval, as the ladder's
+    assert out["split"] == "test" and out["protocol"] == protocol
     # read, never written: the same bytes, the same time, no __pycache__ beside it
     assert (mine.read_bytes(), os.stat(mine).st_mtime_ns, sorted(mine.parent.iterdir())) == before
 
@@ -110,8 +117,8 @@ def test_ask_runs_the_learners_loop_and_shows_the_exemplar_it_picked(capsys, tmp
     )
     out = capsys.readouterr().out
     assert out.startswith("exemplar (picked by ") and "pick_exemplar" in out
-    assert f"Question: {QUESTION}\nThought: I know this.\nAnswer: 42" in out
-    assert out.rstrip().endswith("answer: 42\nstopped_by: answer")
+    assert f"Question: {QUESTION}\nThought: I know this.\nAnswer: yes" in out
+    assert out.rstrip().endswith("answer: yes\nstopped_by: answer")
 
 
 def test_ask_native_runs_the_learners_run_native_on_the_chat_backend(capsys, tmp_path, mine):

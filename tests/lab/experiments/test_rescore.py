@@ -186,7 +186,7 @@ def test_an_experiment_the_command_does_not_know_is_refused(tmp_path, monkeypatc
 
 def test_every_experiment_that_keeps_verdicts_fingerprints_the_scorer():
     kept = {_raw(n, SHIPPED)["experiment"] for n in results.saved() if _verdicts(n)}
-    assert kept == set(rescore.SCORED) == {"eval", "ladder", "migration"}
+    assert kept == set(rescore.SCORED) == {"eval", "ladder", "migration", "agent"}
     for name in results.saved():  # current: test_results.py loads every one
         fingerprint = _raw(name, SHIPPED)["fingerprint"]
         assert ("scorer" in fingerprint) == bool(_verdicts(name)), name
