@@ -24,8 +24,9 @@ from ..lab.experiments import ladder, stats
 from ..lab.experiments.exemplars import get_pool
 from ..lab.experiments.tasks import Task, load_tasks, score
 from ..lab.notebook.gold import check_charges, invoice_paid, why_wrong
+from ..lab.provenance import copied_values
 from ..protocol import ACTION_RE, Exemplar, build_prompt
-from ..tools import default_tools, open_db
+from ..tools import ID_RE, default_tools, open_db
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
 
@@ -226,7 +227,28 @@ def seed_report(run: Run) -> str:
         )
         if why:
             lines.append(f"   {why}")
+        lines += [f"   {line}" for line in copied_calls(run, calls, said=why)]
     return "\n".join(lines)
+
+
+def copied_calls(run: Run, calls, said: str = "") -> list[str]:
+    """A line for each call whose argument is the exemplar's id, not the question's nor a
+    value an earlier call's result showed (``list_invoices[cus_1021, ...]`` asked about cus_4417):
+    the provenance fault of notebook 06, in a read-only call, which the guard lets run. An id
+    ``said`` already names is left out."""
+    shown = "\n".join(e.render() for e in run.exemplars or [])
+    lines, seen = [], [run.task.question]
+    for tool, args, observation in calls:
+        copied = [
+            v for v in copied_values(args, shown, seen) if ID_RE.fullmatch(v) and v not in said
+        ]
+        if copied:
+            lines.append(
+                f"{tool}[{args}] has {copied[0]}, its exemplar's, in neither the question nor "
+                "a result before it"
+            )
+        seen.append(observation)
+    return lines
 
 
 def seed_tasks() -> list[Task]:

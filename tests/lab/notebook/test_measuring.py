@@ -133,3 +133,23 @@ def test_side_by_side_says_whose_loop_ran():
         "your",
         "run_native",
     ]
+
+
+def test_a_seed_report_names_an_id_a_call_copied_from_the_picked_exemplar():
+    """Seed 000's cus_4417 question, its picked exemplar about cus_1021: a read-only call of
+    that id runs (the provenance guard lets it), and the report says where the id came from."""
+    task = {t.id: t for t in seed_tasks()}["seed-latest_date-01"]
+    pick = solutions.pick_exemplar(task.question, dev_pool())
+    assert "cus_1021" in pick.render() and "cus_1021" not in task.question
+    script = [
+        " I list them.\nAction: list_invoices[cus_4417, 2026-01-01]",
+        " And the example's.\nAction: list_invoices[cus_1021, 2026-01-01]",
+        " I know.\nAnswer: 2026-07-05",
+    ]
+    pick_run = run_tasks(
+        LOOP, [task], ScriptedModel(script), TOOLS, pick=lambda q, pool: pick, pool=dev_pool()
+    )
+    report = seed_report(pick_run[task.id])
+    assert "WRONG" in report
+    assert "list_invoices[cus_1021, 2026-01-01] has cus_1021, its exemplar's" in report
+    assert "cus_4417, 2026-01-01] has" not in report  # the question's id, and a date, are no copy
