@@ -43,7 +43,7 @@ from typing import Callable, Sequence
 from ...cost import count_tokens
 from ...tools import default_tools
 from .evals import EVAL_MAX_STEPS, EVAL_MAX_TOKENS, config_of
-from .tasks import SCORER_VERSION, Task, score
+from .tasks import Task, score
 
 #: ``--agent reference``: the reference agent, :func:`react_lab.agent.composed`.
 REFERENCE = "reference"
@@ -564,6 +564,7 @@ def fingerprint_inputs(config: dict):
     """
     from .ladder import tasks_of
     from .results import Inputs
+    from .tasks import SCORER_VERSION  # read at call time, as the ladder's
 
     tools = default_tools()
     tasks = tasks_of(config)

@@ -5,16 +5,15 @@ re-scores results files' stored answers, rewrites the verdicts and the summary, 
 fingerprint the scorer's version of now; a file stale for any other reason is refused.
 """
 
+import importlib
 import json
 import shutil
 
 import pytest
 
 from react_lab.lab.experiments import (
-    evals,
     exemplars,
     ladder,
-    migration_runs,
     rescore,
     results,
     tasks,
@@ -210,7 +209,7 @@ def test_every_shipped_verdict_and_summary_is_the_scorer_s_now(name):
     )
     loaded = results.load(name)
     how = rescore.SCORED[loaded.experiment]
-    module = {"eval": evals, "ladder": ladder, "migration": migration_runs}[loaded.experiment]
+    module = importlib.import_module(how.module)
     # the summary is the records': to the last digits a machine's libm may change (ci95)
     recomputed = getattr(module, how.summarize)(loaded.data["records"])
     assert _rounded(recomputed) == _rounded(loaded.data[how.key])
