@@ -597,10 +597,12 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
     ``pieces`` is a notebook number (the pieces written before it: ``load_agent(4)``) or
     exercise names (``["observe", "run_loop"]``; an edit exercise's name asks for that
     version of its piece, ``"run_loop_stop"``). The file is read afresh; each piece is
-    checked by its exercise's checker on the scripted model. Prints one line per piece::
+    checked by its exercise's checker on the scripted model. Prints a line per piece, pieces
+    that are so for the same reason on one line::
 
         ✓ run_loop: yours (my_agent.py)
         → observe: the reference stands in (yours fails rule 3 "run the tool")
+        → is_forged, prompt_tokens_at_step: the reference stands in (yours: not written yet)
 
     Returns a module whose attributes are the pieces; they call each other through it.
     In solutions mode (CI) every piece is the reference, checked (``AssertionError`` if one
@@ -619,7 +621,7 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
         if mine is not None:
             passed, why = _verdict(exercise, mine)
             if passed:
-                said[piece] = f"✓ {piece}: yours ({path.name}{why})"
+                said[piece] = ("✓", f"yours ({path.name}{why})")
                 _LAST[piece], _LAST_REASON[piece] = exercise.name, ""
                 continue
         else:
@@ -629,11 +631,14 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
             failure = run_cases(exercise.name, module.__dict__[piece])[2]
             if failure is not None:
                 raise AssertionError(f"reference solution for {exercise.name} fails: {failure}")
-        said[piece] = f"→ {piece}: the reference stands in ({why})"
+        said[piece] = ("→", f"the reference stands in ({why})")
         _LAST[piece], _LAST_REASON[piece] = exercise.name, why
     first_seen = list(dict.fromkeys(e.piece for e in CORE.values()))
+    lines: dict[tuple, list[str]] = {}  # pieces that are so for the same reason share a line
     for piece in sorted(said, key=first_seen.index):  # in the order the notebooks teach them
-        print(said[piece])
+        lines.setdefault(said[piece], []).append(piece)
+    for (mark, what), named in lines.items():
+        print(f"{mark} {', '.join(named)}: {what}")
     return module
 
 

@@ -24,6 +24,7 @@ the run goes on live from there. The learner's code is never changed or copied.
 from __future__ import annotations
 
 import html
+import itertools
 from dataclasses import replace
 
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
@@ -53,9 +54,12 @@ def steps(transcript: str, question: str, answer=_NOT_GIVEN) -> None:
     counts the observations the loop wrote: the tool ran, or the loop refused (``Error:``)::
 
         4 observations: the tool ran 4 times, refused 0; returned None
+
+    An action and its observation the run wrote again right after are printed once, with
+    how many times (:func:`_collapsed`).
     """
     lines = _lines(transcript, question)
-    print("\n".join(lines))
+    print("\n".join(_collapsed(lines)))
     if answer is not _NOT_GIVEN:
         observations = [line for line in lines if line.startswith("Observation:")]
         refused = sum(line.startswith("Observation: Error:") for line in observations)
@@ -312,8 +316,27 @@ def pay_exemplar():
     )
 
 
+def _collapsed(lines: list[str]) -> list[str]:
+    """``lines`` with an action and its observation repeated right after printed once, and a
+    line ``  (the same two lines N times)``."""
+    out, i = [], 0
+    while i < len(lines):
+        pair, times = lines[i : i + 2], 1
+        while len(pair) == 2 and lines[i + 2 * times : i + 2 * times + 2] == pair:
+            times += 1
+        if times > 1 and pair[0].startswith("Action:"):
+            out += [*pair, f"  (the same two lines {times} times)"]
+            i += 2 * times
+        else:
+            out.append(lines[i])
+            i += 1
+    return out
+
+
 def calls_and_answer(transcript: str, question: str, answer) -> str:
-    """A run in two lines: the calls it made (one its guard refused marked), what it returned."""
+    """A run in two lines: the calls it made (one its guard refused marked), what it returned.
+
+    A step the run took again right after is written once, with ``×N``."""
     lines, made = _lines(transcript, question), []
     for line, after in zip(lines, lines[1:] + [""]):
         if line.startswith("Action: "):
@@ -321,7 +344,9 @@ def calls_and_answer(transcript: str, question: str, answer) -> str:
             made.append(("refused: " if refused else "") + line[len("Action: ") :])
         elif line.startswith("Answer: ") and "in neither the question nor a field" in after:
             made.append(f"refused: {_cut(line, 50)}")
-    return f"  steps: {' -> '.join(made) or 'none'}\n  returned: {answer!r}"
+    counted = [(step, len(list(group))) for step, group in itertools.groupby(made)]
+    said = [step + (f" ×{n}" if n > 1 else "") for step, n in counted]
+    return f"  steps: {' -> '.join(said) or 'none'}\n  returned: {answer!r}"
 
 
 def seed_exemplar(question: str):

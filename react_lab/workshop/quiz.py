@@ -168,7 +168,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     ),
     "06": (
         Question(
-            "You click Deny on `schedule_payment[INV-2291, 48200]`. What does the model read next?",
+            "You click Deny on `schedule_payment[INV-3907, 4870]`. What does the model read next?",
             (
                 "An observation saying a human denied the call and nothing was done",
                 "Nothing: a denied call ends the run at once, and no answer is returned",

@@ -199,8 +199,7 @@ def test_the_header_imports_every_name_the_references_use():
 def test_without_a_file_every_piece_is_the_reference(agent_file, capsys):
     agent = load_agent(3)
     assert lines(capsys) == [
-        "→ observe: the reference stands in (my_agent.py not found)",
-        "→ run_loop: the reference stands in (my_agent.py not found)",
+        "→ observe, run_loop: the reference stands in (my_agent.py not found)",
     ]
     assert agent.run_loop.reference == "run_loop" and agent.observe.reference == "observe"
     answer, _ = agent.run_loop(
@@ -227,7 +226,7 @@ def test_passing_pieces_are_the_learners_own(agent_file, capsys):
     save(cell(LOOP.format(strip=".strip()")))
     capsys.readouterr()
     agent = load_agent(3)
-    assert lines(capsys) == ["✓ observe: yours (my_agent.py)", "✓ run_loop: yours (my_agent.py)"]
+    assert lines(capsys) == ["✓ observe, run_loop: yours (my_agent.py)"]
     assert agent.run_loop.__code__.co_filename == str(agent_file)
     assert not hasattr(agent.run_loop, "reference")
 

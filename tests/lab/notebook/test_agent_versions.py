@@ -65,7 +65,7 @@ def test_an_earlier_checker_keeps_the_newer_piece_and_says_how_to_take_its_own(a
     )
     assert the_run_loop(agent_file) == guarded
     load_agent(["run_loop_guards"])  # the guarded loop runs, the learner's own
-    assert "✓ run_loop: yours (my_agent.py)" in said(capsys)
+    assert said(capsys) == "✓ observe, run_loop: yours (my_agent.py)"
     assert "max_steps + 1" not in guarded and "[best effort]" in guarded
 
 

@@ -72,8 +72,8 @@ def run_notebook(notebook: int, capsys) -> object:
     capsys.readouterr()
     agent = load_agent(notebook)
     out = capsys.readouterr().out.splitlines()
-    assert len(out) == len(pieces_before(notebook))
-    assert all(line.startswith("✓ ") and ": yours (my_agent.py)" in line for line in out), out
+    before = list(dict.fromkeys(CORE[e].piece for e in pieces_before(notebook)))  # one line
+    assert out == ([f"✓ {', '.join(before)}: yours (my_agent.py)"] if before else [])
     pieces = {n: getattr(agent, n) for n in dir(agent) if not n.startswith("_")}
     space = notebook_namespace(**pieces)  # the first cell's `observe = agent.observe`, ...
     for exercise in exercises_of(notebook):
@@ -122,18 +122,8 @@ def test_the_reference_pieces_flow_through_the_eight_notebooks(agent_file, capsy
     capsys.readouterr()
     agent = load_agent(9)
     out = capsys.readouterr().out.splitlines()
-    assert out == [
-        f"✓ {p}: yours (my_agent.py)"
-        for p in [
-            "observe",
-            "run_loop",
-            "is_forged",
-            "prompt_tokens_at_step",
-            "provenance_guard",
-            "run_native",
-            "pick_exemplar",
-        ]
-    ]
+    pieces = ["observe", "run_loop", "is_forged", "prompt_tokens_at_step", "provenance_guard"]
+    assert out == [f"✓ {', '.join(pieces + ['run_native', 'pick_exemplar'])}: yours (my_agent.py)"]
     assert all(not hasattr(getattr(agent, e.piece), "reference") for e in CORE.values())
 
     answer, transcript = run_text_agent(agent, max_steps=4)
@@ -188,7 +178,10 @@ def test_one_piece_broken_or_deleted_is_replaced_alone_and_the_agent_runs(agent_
     why = 'yours fails rule 1 "the action line"' if how == "broken" else "yours: not written yet"
     replaced = [line for line in out if not line.startswith("✓ ")]
     assert replaced == [f"→ observe: the reference stands in ({why})"]
-    assert len(out) == 7
+    assert out[1] == (
+        "✓ run_loop, is_forged, prompt_tokens_at_step, provenance_guard, run_native, "
+        "pick_exemplar: yours (my_agent.py)"
+    )
     assert agent.observe.reference == "observe_args"  # notebook 04's, with the argument check
     answer, transcript = run_text_agent(agent, max_steps=4)
     assert answer == "[best effort] It has no payments, so it is not paid."

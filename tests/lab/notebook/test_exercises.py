@@ -62,6 +62,14 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
     assert check("observe", stand_in) is False
     assert "is the reference standing in for yours" in capsys.readouterr().out
     assert not (tmp_path / "my_agent.py").exists()
+    # an edit the lesson writes: the learner types nothing, so the message says what to run
+    guarded = load_agent(["run_loop_guards"]).run_loop
+    capsys.readouterr()
+    assert check("run_loop_guards", guarded) is False
+    assert capsys.readouterr().out.startswith(
+        "✎ run_loop_guards: the lesson's lines are not in your run_loop yet — run the cell above "
+        "(%agent run_loop + guards: it writes them into your loop)"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(WRONG))

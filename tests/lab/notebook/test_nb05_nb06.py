@@ -273,3 +273,28 @@ def test_the_gate_meets_the_provenance_guard_first_and_says_where_a_held_calls_v
     assert gate.pending == "schedule_payment[INV-3907, 4870]"
     assert "its values: INV-3907 in the call of schedule_payment is in neither" in out
     assert "\n  steps: find_invoice[INV-3701] -> schedule_payment[INV-3907, 4870]\n" in out
+
+
+def test_a_step_taken_again_right_after_is_printed_once_with_how_many_times(capsys):
+    from react_lab.workshop.nb06 import calls_and_answer
+
+    question = "What is the status of invoice INV-1634?"
+    again = (
+        "\nAction: get_payments[INV-1634]\nObservation: Error: that call already ran; see above."
+    )
+    transcript = (
+        f"Question: {question}\nThought: x\nAction: get_payments[INV-1634]\nObservation: []"
+    )
+    transcript += again * 3 + "\nAction: find_invoice[INV-1634]\nObservation: {}"
+    steps(transcript, question, None)
+    out = capsys.readouterr().out.splitlines()
+    assert out[:5] == [
+        "Action: get_payments[INV-1634]",
+        "Observation: []",
+        "Action: get_payments[INV-1634]",
+        "Observation: Error: that call already ran; see above.",
+        "  (the same two lines 3 times)",
+    ]
+    assert out[-1] == "5 observations: the tool ran 2 times, refused 3; returned None"
+    said = calls_and_answer(transcript, question, None)
+    assert said.startswith("  steps: get_payments[INV-1634] ×4 -> find_invoice[INV-1634]\n")

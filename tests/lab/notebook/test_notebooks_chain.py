@@ -241,9 +241,9 @@ class Learner:
         lines = out.getvalue().splitlines()
         assert lines, f"notebook {self.number:02d}: {ast.unparse(node)} printed nothing"
         for line in lines:
-            match = re.fullmatch(r"✓ (\w+): yours \(my_agent\.py\)", line)
+            match = re.fullmatch(r"✓ ([\w, ]+): yours \(my_agent\.py\)", line)
             assert match, f"notebook {self.number:02d}: {ast.unparse(node)} said {line!r}"
-            self.loaded.append((self.number, match.group(1)))
+            self.loaded += [(self.number, piece) for piece in match.group(1).split(", ")]
 
 
 def test_the_learners_code_flows_through_the_eight_stored_notebooks(agent_file):
