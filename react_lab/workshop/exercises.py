@@ -279,9 +279,9 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
         fn = reference(name)
     elif is_reference(fn) and name in CORE and CORE[name].given:
         print(
-            f"✎ {name}: the lesson's lines are not in your run_loop yet — run the cell above "
-            f"({CORE[name].stub.strip()}: it writes them into your loop), run it once more "
-            "(it defines the loop), then run this cell again."
+            f"✎ {name}: not written yet — the lesson's lines are not in your run_loop: run the "
+            f"cell above ({CORE[name].stub.strip()}: it writes them into your loop), run it once "
+            "more (it defines the loop), then run this cell again."
         )
         return False
     elif is_reference(fn):

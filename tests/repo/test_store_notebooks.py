@@ -16,9 +16,7 @@ _spec.loader.exec_module(store)
 
 # Notebooks stored before scripts/store-notebooks.py existed. Re-store each with the script
 # and delete it here: the strict xfail turns into a failure the moment one passes.
-NOT_YET_STORED: set[str] = {
-    "08_measuring.ipynb",  # its side-by-side cell (the two loops and best) is not run yet
-}
+NOT_YET_STORED: set[str] = set()
 
 
 @pytest.mark.parametrize(
