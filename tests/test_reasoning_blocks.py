@@ -149,3 +149,13 @@ def test_the_native_loop_keeps_the_draft_in_the_step():
     result = ask_native(QUESTION, model, TOOLS)
     (step,) = result.steps
     assert step.answer == "No, it was paid once." and step.reasoning == "Maybe twice?"
+
+
+def test_an_opener_never_closed_mid_line_is_text_and_at_a_line_start_a_block():
+    from react_lab._parsing.reasoning import set_aside_reasoning
+
+    value = "<a_a><a>[THINK]</a></a_a>"  # an argument's value, in a call written as elements
+    assert set_aside_reasoning(value) == (value, None, None)
+    kept, draft, what = set_aside_reasoning("Action: x[1]\n[THINK] still going")
+    assert (kept, draft) == ("Action: x[1]\n", "still going")
+    assert what == "a reasoning block opened with [THINK] and never closed"

@@ -50,7 +50,9 @@ def set_aside_reasoning(text: str) -> tuple[str, str | None, str | None]:
     (``<think>...</thinking>``, ``</think >``). A closing tag whose opener is not in
     the text (a chat template that writes ``<think>`` into the prompt) closes a block that
     began where the text did, or after the block before it; an opener never closed opens one
-    that runs to the end. What is in a block is a draft: never an action, never an answer.
+    that runs to the end when it starts a line (mid-line, never closed, it is text: an
+    argument's value ``<a_a><a>[THINK]</a></a_a>``). What is in a block is a draft: never an
+    action, never an answer.
     Returns ``(text, None, None)`` when there is none, the text unchanged. The words say what
     was set aside (``"a reasoning block (<think>...</think>)"``, ``"a reasoning block opened
     with <think> and never closed"``, ``"Harmony's analysis channel"``). Linear; never raises.
@@ -74,6 +76,9 @@ def set_aside_reasoning(text: str) -> tuple[str, str | None, str | None]:
             end, after = (at, at + len(closing)) if at >= 0 else (None, None)
             if close is not None:
                 end, after = close.span()
+            elif at < 0 and text[: m.start()].rpartition("\n")[2].strip():
+                kept.pop()  # never closed, and mid-line (a value, `<a>[THINK]</a>`): text
+                break
             drafts.append(text[m.end() : end])
             if at >= 0:
                 kinds.append(f"{name} ({m.group()}...{closing})")
