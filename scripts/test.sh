@@ -30,7 +30,7 @@ echo "==> building the Binder environment in the background (log: $binder_log)"
 setsid bash scripts/binder-check.sh build >"$binder_log" 2>&1 &   # its own process group
 binder_build=$!
 trap 'kill -- "-$binder_build" 2>/dev/null || true' EXIT   # a failing test stops the build too
-export PYTHONHASHSEED=0 MPLBACKEND=Agg REACT_LAB_SOLUTIONS=1
+export PYTHONHASHSEED=0 MPLBACKEND=Agg REACT_LAB_SOLUTIONS=1 REACT_LAB_DERANDOMIZE=1
 echo "==> unit tests without the model, on both cores (${SECONDS} s so far)"
 # The tests that need no model run on both cores (pytest-xdist). The ones that load the model,
 # start its server or drive the browser run after them (below).
