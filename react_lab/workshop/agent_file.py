@@ -591,6 +591,32 @@ def _verdict(exercise: Exercise, fn: types.FunctionType) -> tuple[bool, str]:
     return False, f'yours fails rule {rule[0]} "{rule[1]}"' if rule else "yours fails its checker"
 
 
+def _kept_as_of(exercise: Exercise, mine: types.FunctionType, path: Path):
+    """``(fn, "my_agent.versions/NAME")``: the learner's piece as ``exercise``'s checker saved
+    it, when the file holds one a later exercise saved (a notebook re-run after a later one);
+    else None. The kept version must still pass ``exercise``'s checker."""
+    current = _file_source(path, exercise.piece)[0]
+    versions = agent_versions(exercise.piece)
+    saver = next(
+        (
+            v.exercise
+            for v in reversed(versions)
+            if _file_source(v.path, exercise.piece)[0] == current
+        ),
+        None,
+    )
+    if saver not in CORE or not _after(CORE[saver], exercise):
+        return None
+    for version in reversed(versions):
+        if version.exercise != exercise.name:
+            continue
+        module, problem = _fresh_module(version.path)
+        fn = None if problem else module.__dict__.get(exercise.piece)
+        if isinstance(fn, types.FunctionType) and _passes(exercise, fn):
+            return fn, f"{version.path.parent.name}/{version.path.name}"
+    return None
+
+
 def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
     """Load the agent from ``my_agent.py``: each piece theirs if it passes, or the reference.
 
@@ -604,12 +630,25 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
         → observe: the reference stands in (yours fails rule 3 "run the tool")
         → is_forged, prompt_tokens_at_step: the reference stands in (yours: not written yet)
 
+    A notebook run again after a later one gets the learner's piece as that notebook had it:
+    when the file's piece was saved by a later exercise, the version the asked-for exercise's
+    checker kept (``my_agent.versions/``) is loaded instead, and the line says so::
+
+        ✓ run_loop: yours as of notebook 03 (my_agent.versions/004-run_loop-run_loop_stop.py)
+
     Returns a module whose attributes are the pieces; they call each other through it.
     In solutions mode (CI) every piece is the reference, checked (``AssertionError`` if one
     fails) and so marked. Raises ``ValueError`` for an unknown exercise name; never for
     anything in the learner's file.
     """
     chosen = exercises_for(pieces)
+    asked = set(  # the versions asked for; a piece they call is the file's newest
+        pieces_before(pieces)
+        if isinstance(pieces, int)
+        else [pieces]
+        if isinstance(pieces, str)
+        else pieces
+    )
     path = agent_path()
     module, problem = _fresh_module(path)
     if solutions_mode():
@@ -618,6 +657,14 @@ def load_agent(pieces: int | str | Iterable[str]) -> types.ModuleType:
     for exercise in chosen:  # a piece after the pieces it calls
         piece = exercise.piece
         mine = None if problem else _own(module, piece, path)
+        asked_for = exercise.name in asked
+        kept = None if mine is None or not asked_for else _kept_as_of(exercise, mine, path)
+        if kept is not None:  # the file holds a later version: theirs as of this exercise
+            fn, version = kept
+            module.__dict__[piece] = _rebind(fn, module.__dict__, piece)
+            said[piece] = ("✓", f"yours as of notebook {exercise.notebook:02d} ({version})")
+            _LAST[piece], _LAST_REASON[piece] = exercise.name, ""
+            continue
         if mine is not None:
             passed, why = _verdict(exercise, mine)
             if passed:

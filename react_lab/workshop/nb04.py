@@ -10,11 +10,22 @@ from __future__ import annotations
 import re
 
 from ..lab.experiments import abuses, results  # noqa: F401 -- the abuses, 03's results file
+from ..protocol import ACTION_RE
+from ..schema import schema_validator
 
 #: How ``call_tool`` refuses a call with the wrong number of arguments.
 BY_COUNT = re.compile(r"^Error: \w+ takes \d+ arguments?\b")
-#: How notebook 04's ``observe`` refuses a call its schema check fails.
-BY_SCHEMA = re.compile(r"^Error: \w+ was not run: ")
+
+
+def schema_refuses(call: str, tools: dict) -> bool:
+    """True when the tool's JSON Schema refuses ``call``'s arguments named as rule 6 names them
+    (in the schema's order): what the learner's refusal, however worded, is a refusal of."""
+    match = ACTION_RE.search("Action: " + call)
+    if match is None or match.group(1) not in tools:
+        return False
+    schema = tools[match.group(1)].parameters
+    named = dict(zip(schema.get("properties", ()), [a.strip() for a in match.group(2).split(",")]))
+    return any(True for _ in schema_validator(schema).iter_errors(named))
 
 
 def meet(observe, calls, tools, width: int = 62) -> None:
@@ -22,7 +33,8 @@ def meet(observe, calls, tools, width: int = 62) -> None:
 
     Each line: the call, then the observation's text (cut to ``width``). The last line
     counts from the observations: the tool ran (and what those runs returned), refused by
-    count, refused by the schema, or another error.
+    count, refused by the schema (an error for a call the schema refuses, however the learner's
+    ``observe`` words it: :func:`schema_refuses`), or another error.
     """
     ran, by_count, by_schema, other = [], 0, 0, 0
     for call in calls:
@@ -34,7 +46,7 @@ def meet(observe, calls, tools, width: int = 62) -> None:
         print(f"{call:<52} {text[:width]}")
         if BY_COUNT.match(text):
             by_count += 1
-        elif BY_SCHEMA.match(text):
+        elif text.startswith("Error:") and schema_refuses(call, tools):
             by_schema += 1
         elif text.startswith("Error:"):
             other += 1

@@ -142,3 +142,24 @@ def test_restoring_a_version_that_is_not_there_says_which_are(agent_file, capsys
     capsys.readouterr()
     assert restore_version(7) is None
     assert said(capsys) == "no version 7; the versions kept: 1 (agent_versions() lists them)"
+
+
+def test_a_notebook_run_again_after_a_later_one_gets_the_piece_as_that_notebook_had_it(
+    agent_file, capsys
+):
+    """02 re-run after 06: the loop of 02 (its kept version), not the guarded one in the file;
+    and 06's own load still gets the guarded loop from the file."""
+    check("observe", mine("observe"))
+    check("run_loop", mine("run_loop"))
+    check("run_loop_guards", mine("run_loop_guards"))
+    capsys.readouterr()
+    early = load_agent(["run_loop"]).run_loop
+    lines = said(capsys).splitlines()
+    assert lines == [
+        "✓ observe: yours (my_agent.py)",
+        "✓ run_loop: yours as of notebook 02 (my_agent.versions/002-run_loop-run_loop.py)",
+    ]
+    assert "[best effort]" not in inspect.getsource(early)
+    late = load_agent(["run_loop_guards"]).run_loop
+    assert said(capsys) == "✓ observe, run_loop: yours (my_agent.py)"
+    assert "[best effort]" in inspect.getsource(late)

@@ -45,3 +45,17 @@ def test_meet_counts_what_ran_from_the_observations(capsys):
         "your observe ran 1 of 4 (it came back []); refused 3: 1 by counting the arguments, "
         "2 by the schema"
     )
+
+
+def test_a_schema_refusal_is_counted_as_one_however_the_learner_words_it(capsys):
+    """A learner's rule 8 as "Error: " + the messages, without "was not run": still the schema's."""
+
+    def worded_otherwise(text, tools):
+        said = solutions.observe_args(text, tools)
+        return said.replace(" was not run:", "")  # "Error: list_invoices 'since' is ..."
+
+    meet(worded_otherwise, CALLS, default_tools())
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "your observe ran 1 of 4 (it came back []); refused 3: 1 by counting the arguments, "
+        "2 by the schema"
+    )

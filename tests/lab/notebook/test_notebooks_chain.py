@@ -241,7 +241,11 @@ class Learner:
         lines = out.getvalue().splitlines()
         assert lines, f"notebook {self.number:02d}: {ast.unparse(node)} printed nothing"
         for line in lines:
-            match = re.fullmatch(r"✓ ([\w, ]+): yours \(my_agent\.py\)", line)
+            match = re.fullmatch(
+                r"✓ ([\w, ]+): yours (?:\(my_agent\.py\)|as of notebook \d\d \(my_agent\.versions/"
+                r"[\w.-]+\))",
+                line,
+            )
             assert match, f"notebook {self.number:02d}: {ast.unparse(node)} said {line!r}"
             self.loaded += [(self.number, piece) for piece in match.group(1).split(", ")]
 
