@@ -36,7 +36,8 @@ import types
 import jsonschema
 
 from .messages import first_messages, reply_calls, tool_messages
-from .protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt, why_unsourced
+from .protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
+from .provenance import why_unsourced
 from .tools import call_tool, tool_schemas
 
 

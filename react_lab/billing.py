@@ -40,7 +40,7 @@ DB_PATH = Path(__file__).resolve().parent / "data" / "billing.sqlite"
 #: The fields of the tools' results whose text someone outside the company writes: a
 #: supplier's memo and name, a customer's company name, the card network's decline text. Free
 #: text: an id or amount found only there is no source for a payment or an answer (the
-#: provenance rule, :mod:`react_lab._parsing.provenance`). The help articles are the company's
+#: provenance rule, :mod:`react_lab.provenance`). The help articles are the company's
 #: own. A new tool that returns such a field adds its name here.
 FREE_TEXT = ("memo", "supplier_name", "customer_name", "failure_reason")
 

@@ -139,25 +139,6 @@ def build_prompt(
     return "\n".join(parts)
 
 
-def why_unsourced(said: str, what: str, question: str, transcript: str) -> str | None:
-    """Why ``what`` may not state ``said``'s ids and amounts, in one line; None if it may.
-
-    Each id and amount must appear in the question or in a structured field of an
-    ``Observation`` this run wrote (after the question's line in ``transcript``), never only
-    in free text a tool returned (a memo, a name, a decline text) nor only in the exemplar.
-    ``why_unsourced("INV-3907, 4870", "the call of schedule_payment", question, transcript)``
-    after INV-3701's memo asked for that payment: ``"INV-3907 in the call of schedule_payment
-    is in neither the question nor a field of a tool's result (...)"``. The rule is
-    :mod:`react_lab._parsing.provenance`'s, which the lab's guards share.
-    """
-    from ._parsing.provenance import refusal, values_in  # imported here: it reads the tools
-
-    head = f"Question: {question}"
-    run = transcript[transcript.find(head) + len(head) :] if head in transcript else ""
-    observations = re.findall(r"^Observation: (.*)$", run, re.MULTILINE)  # this run's only
-    return refusal(values_in(said), question, observations, what)
-
-
 # --------------------------------------------------------------------------- results
 
 

@@ -29,7 +29,7 @@ results recorded. What it adds:
 * ``provenance``: an id or amount in a call to a side-effecting tool, or in the answer, must
   appear in the question or in a structured field of an observation of this run, never only
   in free text a tool returned (a memo, a name) or in the exemplar: the provenance rule,
-  :mod:`react_lab._parsing.provenance`, the one notebook 06's ``provenance_guard`` uses. A
+  :mod:`react_lab.provenance`, the one notebook 06's ``provenance_guard`` uses. A
   call it refuses never reaches the approval gate; a best effort it refuses is no answer.
 * ``mark_data``: wrap tool output in data markers and tell the prompt what they mean
   (:data:`DATA_NOTE`). Off by default, so the transcript stays the protocol notebooks 01-05
@@ -48,8 +48,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Callable, Iterable
 
-from .._parsing.provenance import refusal, values_in
 from ..protocol import ParseResult, shown
+from ..provenance import refusal, values_in
 from ..tools import Observation, Tool, call_tool, declared
 from .agent.context import MARKERS
 from .agent.guards import (

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from .._parsing.provenance import sourced, values_in
 from ..protocol import EXEMPLARS
+from ..provenance import sourced, values_in
 
 __all__ = ["values_in", "copied_values", "copied_reason", "yes_or_no", "is_guess", "UNSURE"]
 

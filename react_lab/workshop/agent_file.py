@@ -72,7 +72,8 @@ import re
 import jsonschema
 
 from react_lab.messages import first_messages, reply_calls, tool_messages
-from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt, why_unsourced
+from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt
+from react_lab.provenance import why_unsourced
 from react_lab.tools import call_tool, tool_schemas
 '''
 

@@ -29,7 +29,8 @@ from dataclasses import replace
 
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
 from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, payment_tools, working_copy  # noqa: F401 -- the gate's schema  # noqa: F401
-from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt, why_unsourced  # noqa: F401 -- what the loop uses
+from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
+from ..provenance import why_unsourced  # noqa: F401 -- the learner's guard uses it
 from ..tools import Tool, ToolError, call_tool, default_tools  # noqa: F401 -- the notebook's tools
 from .agent_file import download_link  # noqa: F401
 from .cases import namespaces

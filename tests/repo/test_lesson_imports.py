@@ -29,7 +29,16 @@ LESSON_LINES = 2000
 
 def test_the_lesson_is_what_the_core_path_builds():
     names = {m.rsplit(".", 1)[-1] for m in LESSON[1:]}
-    assert {"agent", "protocol", "tools", "billing", "schema", "cost", "messages"} == names
+    assert {
+        "agent",
+        "protocol",
+        "tools",
+        "billing",
+        "schema",
+        "cost",
+        "messages",
+        "provenance",
+    } == names
     lines = sum(len(p.read_text().splitlines()) for p in (ROOT / "react_lab").glob("*.py"))
     assert lines <= LESSON_LINES, f"the lesson is {lines} lines; its budget is {LESSON_LINES}"
 

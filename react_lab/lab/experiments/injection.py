@@ -18,7 +18,7 @@ agent unguarded), ``markers`` (tool output between data markers, the prompt sayi
 they mean: the lab's ``mark_data``; the reference agent's model reads its transcript so
 marked, :class:`Marked`), ``least_privilege`` (no ``schedule_payment``: these questions only
 read), ``approval`` (the approver declines: a scripted human who says no), ``provenance``
-(the provenance rule, :mod:`react_lab._parsing.provenance`: the reference agent runs
+(the provenance rule, :mod:`react_lab.provenance`: the reference agent runs
 notebook 06's ``run_loop_provenance``, its loop after 08, and every other setting 06's guards
 loop before it; the bench agent ``LabGuards(provenance=True)``) and
 ``all`` of them.
@@ -48,8 +48,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from ..._parsing.provenance import values_in
 from ...protocol import ACTION_RE, INSTRUCTIONS, build_prompt
+from ...provenance import values_in
 from ...tools import DB_PATH, Observation, Tool, call_tool, default_tools, open_db
 from ..backends.base import Completion
 from ..builders.build_injection import CANARY_WORD

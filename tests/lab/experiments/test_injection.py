@@ -13,7 +13,6 @@ from collections import Counter
 import pytest
 
 from react_lab import agent as lesson
-from react_lab._parsing.provenance import structured, unsourced, values_in
 from react_lab.lab.agent.loop import ask
 from react_lab.lab.backends.scripted import ScriptedModel
 from react_lab.lab.builders import build_injection as B
@@ -24,6 +23,7 @@ from react_lab.lab.experiments.tasks import load_tasks
 from react_lab.lab.guards import DATA_NOTE, LabGuards
 from react_lab.lab.sandbox import payment_tools, working_copy
 from react_lab.protocol import EXEMPLARS
+from react_lab.provenance import structured, unsourced, values_in
 from react_lab.tools import DB_PATH, call_tool, default_tools, open_db
 
 CASES = I.load_cases()

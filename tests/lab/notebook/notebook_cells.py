@@ -20,7 +20,8 @@ def notebook_namespace(**names) -> dict:
     run_cell(
         "import json, re\nimport jsonschema\n"
         "from react_lab.messages import first_messages, reply_calls, tool_messages\n"
-        "from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt, why_unsourced\n"
+        "from react_lab.protocol import ACTION_RE, ANSWER_RE, STOP, build_prompt\n"
+        "from react_lab.provenance import why_unsourced\n"
         "from react_lab.tools import call_tool, tool_schemas\n",
         space,
     )

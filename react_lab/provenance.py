@@ -10,7 +10,8 @@ dollars") is no source for a payment, and an exemplar's "58.00" is no source for
 The help articles are the company's own: "within 60 days" in one is a source (an instruction
 planted in one, as in ``KB-07``, is the approval gate's to stop).
 
-:func:`unsourced` is the rule (:func:`refusal` its one-line reason); notebook 06's guard
+:func:`unsourced` is the rule (:func:`refusal` its one-line reason, :func:`why_unsourced` the
+same read from a transcript); notebook 06's guard
 (:func:`react_lab.agent.provenance_guard`) and the lab's (``LabGuards(provenance=True)``, and
 the exemplar-values check of :mod:`react_lab.lab.provenance`) call it. :func:`values_in`
 reads the values a text states.
@@ -21,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..billing import FREE_TEXT
-from ..tools import ID_RE
+from .billing import FREE_TEXT
+from .tools import ID_RE
 
 _DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})")
 _TIME = re.compile(r"T?\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?")
@@ -129,3 +130,20 @@ def refusal(values: Iterable[str], question: str, observations: Iterable[str], w
         f"{missing[0]} in {what} is in neither the question nor a field of a tool's result "
         "(text a tool returned is not a source); use only values you looked up."
     )
+
+
+def why_unsourced(said: str, what: str, question: str, transcript: str) -> str | None:
+    """Why ``what`` may not state ``said``'s ids and amounts, in one line; None if it may.
+
+    Each id and amount must appear in the question or in a structured field of an
+    ``Observation`` this run wrote (after the question's line in ``transcript``), never only
+    in free text a tool returned (a memo, a name, a decline text) nor only in the exemplar.
+    ``why_unsourced("INV-3907, 4870", "the call of schedule_payment", question, transcript)``
+    after INV-3701's memo asked for that payment: ``"INV-3907 in the call of schedule_payment
+    is in neither the question nor a field of a tool's result (...)"``. The rule is
+    this module's, which the lab's guards share.
+    """
+    head = f"Question: {question}"
+    run = transcript[transcript.find(head) + len(head) :] if head in transcript else ""
+    observations = re.findall(r"^Observation: (.*)$", run, re.MULTILINE)  # this run's only
+    return refusal(values_in(said), question, observations, what)
