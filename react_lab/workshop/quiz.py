@@ -127,16 +127,17 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             "no name to check.",
         ),
         Question(
-            "Your `observe` with the schema check reads `find_invoice[INV-9999]`, an invoice "
-            "that does not exist. What comes back?",
+            'The question is "Has INV-2291 been paid?" and the model writes '
+            "`get_payments[INV-2041]`. What does your `observe` with the schema check return?",
             (
-                "The tool's error, no such invoice: the id fits the pattern",
-                "The schema's error: no invoice in the database has the id INV-9999",
-                "The regex's error: the id is looked up before the action is matched",
+                "INV-2041's payments: nothing checks the id is the question's",
+                "The schema's error: INV-2041 is not the invoice the question names",
+                "The regex's error: a call must repeat an id the question wrote",
             ),
             0,
-            "The schema checks a value's shape, not that it exists: INV-9999 fits `^INV-[0-9]{4}$`,"
-            " the tool runs and says there is no such invoice, as `cus_2291` ran in section 3.",
+            "A schema checks each value's shape (a string, `^INV-[0-9]{4}$`), not what it "
+            "refers to: the wrong invoice passes and its payments come back. Checking where a "
+            "value came from is a different guard (notebook 06).",
         ),
     ),
     "05": (
@@ -168,15 +169,18 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     ),
     "06": (
         Question(
-            "You click Deny on `schedule_payment[INV-3907, 4870]`. What does the model read next?",
+            "A supplier's memo on INV-3701 says the invoice is paid in full; `get_payments` "
+            "found none. The model writes `Answer: Yes, INV-3701 is paid.` What does your "
+            "provenance guard do?",
             (
-                "An observation saying a human denied the call and nothing was done",
-                "Nothing: a denied call ends the run at once, and no answer is returned",
-                "The tool's usual result, as if it had run, so the exchange stays in step",
+                "Lets it through: its one value, INV-3701, is in the question",
+                "Refuses it: the word paid came from the memo, free text a tool returned",
+                "Refuses it: an answer must quote a structured field word for word",
             ),
             0,
-            "The decision comes back as the call's observation, written by your loop like any "
-            "other; the run goes on, and a second payment call pauses again.",
+            "The guard traces ids and amounts, and a yes carries neither: an attack that flips a "
+            "yes/no passes it (the suite counts those flips apart). Only the tool's rows settle "
+            "whether it is paid.",
         ),
         Question(
             "Asked to pay INV-3701 (total 1180.40), the model reads the invoice, whose memo says "

@@ -496,6 +496,30 @@ def _read_log(log) -> dict[str, dict]:
     return out
 
 
+def seed_log(log, name: str, model: str) -> int:
+    """Copy results file ``name``'s runs that ``log`` lacks into it; how many.
+
+    A machine's log is lost with its cache folder; the results file keeps every run it
+    saved, so a suite measured in slices on several machines resumes where the file ends.
+    Only a file of the same model whose fingerprint matches the code now is read (a stale
+    one is refused by :func:`load`); none at all: 0.
+    """
+    from . import results
+
+    try:
+        saved = load(name)
+    except (FileNotFoundError, results.StaleResults):
+        return 0
+    if saved.config.get("model") != model:
+        return 0
+    have, added = _read_log(log), 0
+    for record in saved_records(name):
+        if _key(record["case"], record["agent"], record["defence"], record["benign"]) not in have:
+            _write_log(log, record)
+            added += 1
+    return added
+
+
 def _write_log(log, record: dict) -> None:
     if log is not None:
         Path(log).parent.mkdir(parents=True, exist_ok=True)
@@ -826,6 +850,10 @@ def command(args) -> int:
         check_target(args.save_results, overwrite=args.overwrite)
     cases = chosen_cases(args.questions, args.n, getattr(args, "spread", False))
     log = None if spec == "follower" else log_path(spec)
+    if log is not None and args.save_results and args.overwrite:
+        seeded = seed_log(log, args.save_results, spec)
+        if seeded and not args.json:
+            print(f"{seeded} runs taken from {args.save_results}, not run again", file=sys.stderr)
     if spec == "follower":
         model_for, grammar = follower, False
     else:

@@ -297,3 +297,27 @@ def test_a_saved_suite_loads_back_fingerprinted_and_goes_stale_with_its_rows(mon
     monkeypatch.setattr(I, "_row_texts", lambda cases: ["another text"])
     with pytest.raises(results.StaleResults, match="task set"):
         I.load("inj")
+
+
+def test_a_suite_in_slices_resumes_from_its_results_file_on_a_new_machine(monkeypatch, tmp_path):
+    from react_lab.lab.experiments import results
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    records = I.run_suite(ATTACKS[:2], I.follower, agents=["reference"], defences=["none"])
+    config = I.results_config("local", records)  # as the embedded model's file says
+    I.save("inj", records, config=config, command="react-lab injection", seconds=1.0)
+    log = tmp_path / "cache" / "local.jsonl"  # a new machine: no log yet
+    assert I.seed_log(log, "inj", "local") == len(records) == 4
+    assert I.seed_log(log, "inj", "local") == 0  # what the log holds is not copied twice
+    assert I.seed_log(tmp_path / "other.jsonl", "inj", "openai") == 0  # another model's file
+    assert I.seed_log(log, "no-such-file", "local") == 0
+    calls = []
+    resumed = I.run_suite(
+        ATTACKS[:3],
+        lambda case: calls.append(case["id"]) or I.follower(case),
+        agents=["reference"],
+        defences=["none"],
+        log=log,
+    )
+    assert calls == [ATTACKS[2]["id"]] * 2  # only the new case ran (its attack and its twin)
+    assert [r["case"] for r in resumed[:2]] == [c["id"] for c in ATTACKS[:2]]
