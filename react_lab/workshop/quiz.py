@@ -32,56 +32,56 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     # the right choice is neither the longest nor the only hedged one (a test checks both).
     "01": (
         Question(
-            "A completion reads `Thought: I will call list_invoices[cus_8812, 2026-07-01] "
-            "next.` and has no other line. What does your `observe` return?",
+            "The model writes `Action: search[refunds, late fees]`; `search` takes one "
+            "argument, a query. What does your `observe` pass to `call_tool`?",
             (
-                "The rows of list_invoices for cus_8812: the call is there in the text",
-                "An observation saying there is no action line; no tool runs",
-                "The text unchanged, so that the model can finish its own call next",
+                "One query, `refunds, late fees`, as search declares a single parameter",
+                "Two arguments, `refunds` and `late fees`: it refuses the count",
+                "Nothing: your `observe` refuses a space inside the brackets",
             ),
             1,
-            "`ACTION_RE`'s `^` (multiline) matches only a line that starts with `Action:`; a "
-            "call mentioned inside a thought is not one (rule 5: run nothing, say so).",
+            "Rule 2 splits the bracket's text on every comma, whatever the tool declares: two "
+            "pieces reach `call_tool`, which counts them against `search`'s one parameter and "
+            "says so in the observation. The text protocol has no way to quote a comma.",
         ),
         Question(
-            "The model's call asked for cus_8812's invoices since 2026-07-14. What would have "
-            "let INV-2041 into the observation?",
+            "You edit the exemplar so that its lookup finds an invoice issued 2026-06-30 (its "
+            "Observation, Thought and Answer say so). Which call do you now expect for INV-2041?",
             (
-                "A `since` on or before 2026-07-03, the day INV-2041 was issued",
-                "The customer id written as INV-2041, the invoice the question names",
-                "The same call sent twice, as the tool lists its rows a page at a time",
+                "`list_invoices[cus_8812, 2026-06-30]`, which now lists INV-2041",
+                "`list_invoices[cus_8812, 2026-07-03]`, the day INV-2041 was issued",
+                "`list_invoices[cus_8812, 2026-07-01]`, the date the exemplar passed",
             ),
             0,
-            "list_invoices lists invoices issued on or after `since`. The date the exemplar's "
-            "lookup found, 2026-07-14, is after 2026-07-03: INV-2041 was filtered out before the "
-            "model could see it.",
+            "The model copies the date the exemplar's lookup found, which is written in its "
+            "Observation, Thought and Answer, not the one its call passed. Found early enough, the "
+            "copied date now lets INV-2041 in: the copying is the same, only the luck changed.",
         ),
     ),
     "02": (
         Question(
-            "A completion is only `Thought: INV-2291 has no payments, so the answer is no.` "
-            "What does your `run_loop` do with it?",
+            "Suppose your `run_loop` appended only `observe`'s text after each completion, "
+            "not the completion itself. What would the model read in its next request?",
             (
-                'Returns "no": the thought reaches the answer, so the run is over',
-                "Returns None at once: the text holds neither a call nor an answer line",
-                "Appends it and your `observe`'s no-action observation, then asks again",
-            ),
-            2,
-            "Rule 3 stops only on a line that starts with `Answer:`; otherwise rule 4 appends "
-            "what `observe` returns (no action line) and the loop sends again, up to its step "
-            "limit.",
-        ),
-        Question(
-            'With 01\'s exemplar, you ask "Has supplier invoice INV-2323 been paid?". Which '
-            "first call do you expect from this model?",
-            (
-                "`get_payments[INV-2323]`, because the question asks whether it is paid",
-                "`list_invoices[cus_2323, 2026-07-14]`: the exemplar's call, reshaped",
-                "`find_invoice[INV-2323]`, the tool whose description names invoice ids",
+                "Its own call as before: the model keeps its completions between requests",
+                "An Observation with no call before it: nothing says what it asked",
+                "The same transcript: the provider adds each completion to the prompt",
             ),
             1,
-            "A 135M model copies its one exemplar: its tool, the date its lookup found, and the "
-            "question's number made into a customer id, as it did for INV-2291.",
+            "A model keeps nothing between requests; the text of each request is all it knows. "
+            "Your transcript is the agent's memory, and the completion is part of it.",
+        ),
+        Question(
+            "A run of your loop takes three steps. How many times has the model been sent its "
+            "own first completion by the end of the run?",
+            (
+                "Once: a completion goes back to the model in the request after it only",
+                "Never: the model wrote it, so the loop sends only what the tools returned",
+                "Twice: in the second and the third request, inside the transcript",
+            ),
+            2,
+            "Each request sends the whole transcript, so every completion is sent again in every "
+            "later request: the first one in requests 2 and 3. Notebook 05 counts what that costs.",
         ),
     ),
     "03": (
@@ -114,57 +114,53 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     ),
     "04": (
         Question(
-            "The model writes `get_charge[ch_1KZq8f, refund]`. What does your `observe` with "
-            "the schema check return?",
+            "Your `observe` with the schema check reads `list_invoices[cus_8812, 2026-02-30]`. "
+            "What comes back?",
             (
-                "The schema's error: `refund` is not a property that `get_charge` declares",
-                "`call_tool`'s count error: `zip` names one argument; the schema passes",
-                "The charge ch_1KZq8f: the extra argument is dropped and the tool runs",
+                "`[]`: the date fits the pattern, and the tool compares it as text",
+                "The invoices since 2 March: the day after February's last rolls over",
+                "The schema's error: 2026-02-30 fits the pattern but is no date",
             ),
-            1,
-            "Rule 6 zips the schema's names with the arguments, so the extra one is never "
-            "checked; `call_tool` then counts two arguments for one. A positional argument has "
-            "no name to check.",
+            2,
+            "`since` declares a pattern and `format: date`; the `FormatChecker` reads the value as "
+            "a calendar date, and there is no 30 February. A pattern checks characters; a format "
+            "checks what they mean.",
         ),
         Question(
-            'The question is "Has INV-2291 been paid?" and the model writes '
-            "`get_payments[INV-2041]`. What does your `observe` with the schema check return?",
+            'The model writes `find_invoice["INV-2291"]`, the id in double quotes. What does '
+            "your `observe` with the schema check return?",
             (
-                "INV-2041's payments: nothing checks the id is the question's",
-                "The schema's error: INV-2041 is not the invoice the question names",
-                "The regex's error: a call must repeat an id the question wrote",
+                "The schema's error: the quotes are part of the value",
+                "The invoice INV-2291: quotes around a string are read as JSON",
+                "The tool's error, no such invoice: the schema checks types only",
             ),
             0,
-            "A schema checks each value's shape (a string, `^INV-[0-9]{4}$`), not what it "
-            "refers to: the wrong invoice passes and its payments come back. Checking where a "
-            "value came from is a different guard (notebook 06).",
+            "Your rule 2 splits and strips spaces; nothing reads quotes, so the value is "
+            '`"INV-2291"`, ten characters, and `^INV-[0-9]{4}$` refuses it. The model reads why '
+            "and can write it again without them.",
         ),
     ),
     "05": (
         Question(
-            "Your loop runs the same question for 12 steps instead of 6, each step adding as "
-            "many tokens as before. What happens to the prompt tokens of the whole run?",
-            (
-                "They double: the requests are as long as before and twice as many",
-                "They grow less than twice: the provider keeps the prefix after step one",
-                "They more than double: the prefix doubles, the re-sent part quadruples",
-            ),
-            2,
-            "N·P is a line; the re-sent text, 0 + 1 + … + (N − 1) steps of it, grows with N². "
-            "With P = 497 and 41 a step, 6 steps send 3,597 and 12 send 8,670.",
+            "P = 500, and every step adds 50 tokens (its completion and its observation). How "
+            "many prompt tokens does a run of 4 steps send in all?",
+            ("2,200 tokens", "2,300 tokens", "2,800 tokens"),
+            1,
+            "Request k sends P and the k − 1 steps before it: 500 + 550 + 600 + 650 = 2,300, "
+            "which is N·P + 50·(0 + 1 + 2 + 3). Your `prompt_tokens_at_step` gives each term.",
         ),
         Question(
-            "An agent answers most questions in 2 steps: P = 1,400 (three exemplars of about "
-            "300 tokens), observations of 150. Which cut saves more per question?",
+            "A run takes 10 steps. P = 600, of which its one exemplar is 250; each observation is "
+            "200 tokens. Which cut saves more prompt tokens per run?",
             (
-                "Capping observations at 50 tokens, the term that grows with N²",
-                "Dropping one exemplar: in 2 steps the prefix is most of what is sent",
-                "Neither: the provider's prefix cache makes both of them worth nothing",
+                "Dropping the exemplar, 250 fewer in every one of the 10 requests",
+                "Neither more: each saves about 2,500 tokens in a run this long",
+                "Capping each observation at 100, a cut in every later request",
             ),
-            1,
-            "Dropping an exemplar saves about 300 on each of 2 requests, 600; capping saves 100 "
-            "on the one request that re-sends an observation. The prefix dominates short runs, "
-            "observations long ones (and a 135M model needs its exemplar).",
+            2,
+            "The exemplar saves 250 × 10 = 2,500. An observation is re-sent in every later "
+            "request: 9 + 8 + … + 1 = 45 times in all, so capping saves 100 × 45 = 4,500. Short "
+            "runs are mostly prefix; long ones mostly re-sent observations.",
         ),
     ),
     "06": (
@@ -198,16 +194,17 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     ),
     "07": (
         Question(
-            "Your `run_native` sends no stop sequence. What keeps a reply from running on into a "
-            "tool result the model wrote itself?",
+            "A reply holds the text `I'll check the payments.` and one tool call. What does "
+            "your `run_native` do with it?",
             (
-                "The system turn, which tells the model that only the loop writes the tool results",
-                "The reply's structure: a tool call or an answer, with each result a tool message",
-                "The tool schemas, whose required fields make the model stop after its first call",
+                "Returns `I'll check the payments.`: a reply with text is the answer",
+                "Runs the call, keeping the text in the reply, as a thought is kept",
+                "Refuses the reply: it must hold a call or text, never both at once",
             ),
             1,
-            "A native reply ends as a call or an answer; the loop writes each tool message. On the "
-            "embedded model a grammar enforces that shape; a provider's model is trained on it.",
+            "Rule 5 returns an answer only when `reply_calls` finds no call and no problem. Here "
+            "it finds one: the reply goes into the messages with its text, the call runs, and the "
+            "loop asks again.",
         ),
         Question(
             "A server returns `tool_calls` empty and the text `<tool_call>{...}</tool_call>`. "
