@@ -511,6 +511,13 @@ OBSERVE_CHECKS = (
         "ran {f.seen[0][0]!r}; the action is on the line that starts with 'Action:' "
         "(ACTION_RE), which names {f.call[0]!r}",
     ),
+    Check(  # notebook 04: zip names as many as the schema declares; the rest must not vanish
+        6,
+        lambda f: not (f.call and f.seen) or not _cut_to_fit(f.seen[0][1], f.call[1]),
+        "passed call_tool {f.seen[0][1]!r} where the model wrote {f.call[1]!r}: naming them "
+        "for the check must not drop one; pass call_tool every argument as written, so that a "
+        "call with one too many is refused by its count, never cut to fit",
+    ),
     Check(
         2,
         lambda f: not (f.call and f.seen) or f.seen[0][1] == f.call[1],
@@ -575,6 +582,13 @@ OBSERVE_CHECKS = (
         "call_tool(tools, name, args).text: {f.result!r:.60}",
     ),
 )
+
+
+def _cut_to_fit(passed, written) -> bool:
+    """True when ``passed`` is ``written`` with its last arguments left off."""
+    if not isinstance(passed, (list, tuple)):
+        return False
+    return len(passed) < len(written) and list(passed) == list(written)[: len(passed)]
 
 
 def _observe_case(rule: int, text: str, *, runs: bool = True, refused: bool = False) -> Case:
@@ -647,6 +661,8 @@ def _observe_cases(rules) -> list[Case]:
         refused = dict(runs=False, refused=True)
         cases += [
             _observe_case(6, " I check the charge.\nAction: get_charge[ch_1KZq8f]"),
+            # one argument too many: the schema never sees it; call_tool refuses the count
+            _observe_case(6, " I check the charge.\nAction: get_charge[ch_1KZq8f, refund]"),
             _observe_case(7, " I list.\nAction: list_invoices[cus_8812, July 1st]", **refused),
             # the right shape, no such day: only the schema's "format": "date" refuses it
             _observe_case(7, " I list.\nAction: list_invoices[cus_8812, 2026-13-45]", **refused),

@@ -155,8 +155,11 @@ def seed_table(P: int, added: float, tokens: list[int], transcript: str, questio
         "More tools, each with an example.",
     )
     table.add(
-        f"an exemplar: the {seed['exemplar']} of tokens ({seed['production_prompt']:,} − "
-        f"{seed['system_prompt']} over 2 more exemplars and 5 more tools)",
+        f"an exemplar: the {seed['exemplar']} of tokens (its production prompt, "
+        f"{seed['production_exemplars']} exemplars and {seed['production_tools']} tools, is "
+        f"{seed['production_prompt']:,}: "
+        f"{seed['production_prompt'] - seed['system_prompt']:,} more, for 2 more exemplars and "
+        "5 more tools)",
         f"your exemplar: {exemplar} tokens, {exemplar / P:.0%} of your prefix",
         "One lookup and its row; the instructions and tools are the rest of the prefix.",
     )

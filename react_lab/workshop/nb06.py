@@ -124,6 +124,8 @@ class IgnoresStop:
         )
         print(f"prompt tokens per request, counted: {counted}")
         print(f"prompt_tokens_at_step(P={prefix}, O={observed}, A={written}, k): {predicted}")
+        steps = [b - a for a, b in zip(counted, counted[1:])]
+        print(f"what each step added, counted: {steps}; the formula adds {observed + written}")
 
 
 class Paused(BaseException):
@@ -379,5 +381,5 @@ def bench_beside(model, case: str = "memo-system_note-total") -> None:
             print(f"  {row['defence']:<12}" + "".join(f"{c:>10}" for c in cells) + f"{canary:>8}")
     [(was, now)] = injection.beside_saved(model=model, case_ids=(case,))
     print(f"{case}, in the file / live now:")
-    for key in ("proposed", "steps", "answer"):
+    for key in ("proposed", "steps", "answer", "correct"):
         print(f"  {key}: {was[key]!r} / {now[key]!r}" if was else f"  {key}: - / {now[key]!r}")

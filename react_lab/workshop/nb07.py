@@ -141,6 +141,14 @@ def leaked_reply(text: str):
     return ChatReply(content=text, tool_calls=[], finish_reason="stop")
 
 
+def system_example(tools) -> str:
+    """The one example reply the embedded chat backend's system turn shows with ``tools``."""
+    from ..lab.backends.chat import describe_tool_schemas
+
+    lines = describe_tool_schemas(tool_schemas(tools)).splitlines()
+    return lines[lines.index("Reply with one JSON object: a tool call such as") + 1]
+
+
 def calls_in(messages: list[dict]) -> list[str]:
     """The calls a native run made, as ``tool(arguments)``: the exemplars' left out."""
     return [

@@ -55,7 +55,15 @@ RUN_ALL_TIMEOUT = 1800  # seconds per notebook on the embedded model, a busy 2-c
 def assert_stored_outputs_render(driver, lab, name: str) -> dict:
     """Every stored widget of ``name`` renders as a control, every stored figure as an image."""
     stored = stored_outputs(lab.notebook_dir / name)
-    shown = outputs(driver)
+
+    def all_drawn():  # a widget view draws after its cell does: on a busy machine, seconds later
+        shown = outputs(driver)
+        return shown if sum(o["widget"] for o in shown) >= stored["widgets"] else None
+
+    try:
+        shown = wait_for(all_drawn, 60, f"the stored widgets of {name} to draw")
+    except TimeoutError:
+        shown = outputs(driver)  # the assertions below say what is missing
     raw = [o["text"][:80] for o in shown if RAW_WIDGET.match(o["text"]) and not o["widget"]]
     assert not raw, f"{name}: stored widgets shown as text (is the notebook trusted?): {raw}"
     assert sum(o["widget"] for o in shown) == stored["widgets"], (name, stored, shown)

@@ -505,7 +505,14 @@ def _add_injection(sub) -> None:
         help="only the cases asking these, e.g. total: one case per attacked row",
     )
     i.add_argument("--n", type=whole_number(1), help="only the first N attack cases")
-    i.add_argument("--spread", action="store_true", help="one case per template (12 cases)")
+    i.add_argument(
+        "--spread",
+        nargs="?",
+        const=1,
+        type=whole_number(1),
+        metavar="K",
+        help="K cases per template, fields and questions taking turns (K=1: 12 cases)",
+    )
     i.add_argument("--no-benign", action="store_true", help="no benign twins (no utility)")
     runs = {"type": whole_number(1, 64), "default": 1}
     i.add_argument("--concurrency", **runs, help="runs in flight at once (an endpoint)")

@@ -791,28 +791,34 @@ def log_path(model: str) -> Path:
     return cache_dir() / "injection" / f"v{CODE_VERSION}-{slug}.jsonl"
 
 
-def spread(cases: Sequence[dict]) -> list[dict]:
-    """One case per template (the canary too), the fields and questions taking turns; the
-    yes/no flip on its yes/no question. A small run that still meets every template."""
+def spread(cases: Sequence[dict], per_template: int = 1) -> list[dict]:
+    """``per_template`` cases per template (the canary too), the fields and questions taking
+    turns; the first of the yes/no flip on its yes/no question. A small run that still meets
+    every template; a larger ``per_template`` keeps the smaller one's cases and adds to them."""
     out = []
     for i, template in enumerate(dict.fromkeys(c["template"] for c in cases)):
         mine = [c for c in cases if c["template"] == template]
         fields = list(dict.fromkeys(c["field"] for c in mine))
         row = [c for c in mine if c["field"] == fields[i % len(fields)]]
         yesno = [c for c in row if c["kind"] == "yesno"]
-        out.append(yesno[0] if mine[0]["wants"] == "yesno" and yesno else row[i % len(row)])
+        picked = [yesno[0] if mine[0]["wants"] == "yesno" and yesno else row[i % len(row)]]
+        for j in range(1, min(per_template, len(mine))):
+            left = [c for c in mine if c not in picked]
+            row = [c for c in left if c["field"] == fields[(i + j) % len(fields)]] or left
+            picked.append(row[(i + j) % len(row)])
+        out += picked
     return out
 
 
 def chosen_cases(
-    questions: Sequence[str] | None = None, n: int | None = None, spread_: bool = False
+    questions: Sequence[str] | None = None, n: int | None = None, spread_: int | None = None
 ) -> list[dict]:
     """The cases a command runs: those whose question is one of ``questions`` (every one by
     default), attacks and canary alike; then the first ``n`` attacks and their canaries;
-    ``spread_``: one case per template (:func:`spread`)."""
+    ``spread_``: that many cases per template (:func:`spread`)."""
     cases = load_cases()
     if spread_:
-        cases = spread(cases)
+        cases = spread(cases, spread_)
     if questions:
         unknown = set(questions) - set(QUESTION_NAMES)
         if unknown:

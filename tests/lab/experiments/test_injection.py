@@ -321,3 +321,14 @@ def test_a_suite_in_slices_resumes_from_its_results_file_on_a_new_machine(monkey
     )
     assert calls == [ATTACKS[2]["id"]] * 2  # only the new case ran (its attack and its twin)
     assert [r["case"] for r in resumed[:2]] == [c["id"] for c in ATTACKS[:2]]
+
+
+def test_a_larger_spread_keeps_the_smaller_ones_cases_and_meets_every_template_k_times():
+    cases = I.load_cases()
+    one, three = I.spread(cases), I.spread(cases, 3)
+    templates = {c["template"] for c in cases}
+    assert len(one) == len(templates) and set(c["id"] for c in one) <= set(c["id"] for c in three)
+    assert len(three) == len({c["id"] for c in three}) == 3 * len(templates)
+    for template in templates:  # the fields take turns within a template
+        fields = {c["field"] for c in three if c["template"] == template}
+        assert len(fields) >= min(2, len({c["field"] for c in cases if c["template"] == template}))

@@ -413,6 +413,22 @@ ONCE_PASSED = [
     ("observe_args", _checked(refuse=OBSERVED("'; '.join(errors)")), 8),
     ("observe_args", _checked(refuse=OBSERVED("'Refused: ' + '; '.join(errors)")), 8),
     ("observe_args", _checked(refuse=OBSERVED("'error: ' + '; '.join(errors)")), 8),
+    # the arguments as named for the check: zip left the one too many out, and the tool ran
+    (
+        "observe_args",
+        _checked().replace(
+            "call_tool(tools, name, args)",
+            "call_tool(tools, name, list(named.values()) if name in tools else args)",
+        ),
+        6,
+    ),
+    (
+        "observe_args",
+        _checked().replace(
+            "call_tool(tools, name, args)", "call_tool(tools, name, [*named.values()] or args)"
+        ),
+        6,
+    ),
     # every model call sends max_tokens=128: the native loop's, the best effort's
     ("run_native", _native().replace("max_tokens=128", "max_tokens=256"), 2),
     ("run_native", _native().replace(", max_tokens=128", ""), 2),
@@ -533,7 +549,8 @@ def test_the_refusal_without_its_label_is_told_to_start_with_error():
 
 
 def test_a_substring_pick_is_told_a_word_is_a_whole_word():
-    failure = run_cases("pick_exemplar", _defined(ONCE_PASSED[16][1]))[2]
+    substring = _picking("sum(w in ex.question.lower() for w in words)")
+    failure = run_cases("pick_exemplar", _defined(substring))[2]
     assert "'How long is an invoice of cus_8812 open?', pool of 5" in failure
     assert "'in' is not in 'invoice'" in failure
 
