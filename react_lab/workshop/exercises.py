@@ -279,23 +279,21 @@ def check(name: str, fn: Callable, *, save: Callable | None = None) -> bool:
         fn = reference(name)
     elif is_reference(fn) and name in CORE and CORE[name].given:
         print(
-            f"✎ {name}: not written yet — the lesson's lines are not in your run_loop: run the "
-            f"cell above ({CORE[name].stub.strip()}: it writes them into your loop), run it once "
-            "more (it defines the loop), then run this cell again."
+            f"✎ {name}: not written yet — run the cell above ({CORE[name].stub.strip()}) twice: "
+            "once to write the lesson's lines into your run_loop, once to define it; then this one."
         )
         return False
     elif is_reference(fn):
         print(
             f"✎ {name}: not written yet — the {getattr(fn, '__name__', name)} here is the "
-            "reference standing in for yours. Write yours in the cell above (an edit starts "
-            "from %agent), then run this cell again."
+            "reference standing in for yours: edit yours in the cell above, then run this one."
         )
         return False
     passed, total, failure = run_cases(name, fn)
     if failure == NOT_WRITTEN and not solutions_mode():
         print(
-            f"✎ {name}: not written yet — write {EXERCISES[name].task}. Replace the "
-            "`raise NotImplementedError` line in the cell above, then run this cell again."
+            f"✎ {name}: not written yet — write {EXERCISES[name].task}, in place of the "
+            "`raise NotImplementedError` line above; then run this cell again."
         )
         return False
     source = " (reference solution)" if solutions_mode() else ""

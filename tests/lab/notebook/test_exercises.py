@@ -55,7 +55,7 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
     monkeypatch.delenv("REACT_LAB_SOLUTIONS", raising=False)
     assert check("observe", solutions.observe) is False
     assert capsys.readouterr().out.startswith(
-        "✎ observe: not written yet — the observe here is the reference standing in for yours."
+        "✎ observe: not written yet — the observe here is the reference standing in for yours:"
     )
     stand_in = load_agent(["observe"]).observe
     capsys.readouterr()
@@ -67,8 +67,8 @@ def test_the_reference_passed_as_ones_own_is_not_taken(monkeypatch, capsys, tmp_
     capsys.readouterr()
     assert check("run_loop_guards", guarded) is False
     assert capsys.readouterr().out.startswith(
-        "✎ run_loop_guards: not written yet — the lesson's lines are not in your run_loop: run "
-        "the cell above (%agent run_loop + guards: it writes them into your loop)"
+        "✎ run_loop_guards: not written yet — run the cell above (%agent run_loop + guards) "
+        "twice: once to write the lesson's lines into your run_loop"
     )
 
 
