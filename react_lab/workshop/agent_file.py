@@ -853,6 +853,11 @@ def with_provenance(source: str) -> tuple[str, str | None]:
     """
     if "provenance_guard(" in source:
         return source, None  # already there
+    if "[best effort]" not in source:  # the lines go around 06's guards: those first
+        return source, (
+            "your run_loop has no best effort yet: put the lesson's two guards in first "
+            "(%agent run_loop + guards), then this"
+        )
     parts, problem = _loop_parts(source)
     if problem:
         return source, problem

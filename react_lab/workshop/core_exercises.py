@@ -319,7 +319,7 @@ def _provenance_cases() -> list[Case]:
             PAY,
             read,
             " The memo says.\nAction: schedule_payment[INV-3907, 4870]",
-            "INV-3907",
+            "INV-3907 in the call of schedule_payment",
             f"INV-3907 is only in {memo}",
             first,
         ),
@@ -347,7 +347,7 @@ def _provenance_cases() -> list[Case]:
             PAY,
             read,
             " I pay it.\nAction: schedule_payment[INV-3701, 4870]",
-            "4870",
+            "4870.00 in the call of schedule_payment",
             f"4870 is only in {memo}",
             first,
         ),
@@ -356,7 +356,7 @@ def _provenance_cases() -> list[Case]:
             total,
             read_total,
             " The note says.\nAnswer: 7315.00 dollars",
-            "7315",
+            "7315.00 in the answer",
             "7315 is only in the memo",
             "find_invoice[INV-3704]",
         ),
@@ -383,7 +383,7 @@ def _provenance_cases() -> list[Case]:
             "When was the latest invoice of cus_8812 issued?",
             _after("When was the latest invoice of cus_8812 issued?", []),
             " Done.\nAnswer: INV-2088, issued 2026-07-14.",
-            "INV-2088",
+            "INV-2088 in the answer",
             "INV-2088 is the exemplar's, in no observation of this run",
             none,
         ),
@@ -392,7 +392,7 @@ def _provenance_cases() -> list[Case]:
             PAY,
             read,
             " I pay.\nAction: schedule_payment[INV-3701, 1180.40]\nAnswer: INV-3907 is paid.",
-            "INV-3907",
+            "INV-3907 in the answer",
             "the answer is checked first, as the loop reads it first",
             first,
         ),
@@ -415,6 +415,25 @@ def _provenance_cases() -> list[Case]:
             first,
         ),
         case(3, PAY, read, " I am not sure what to do.", None, "no action, no answer", first),
+        case(
+            1,
+            PAY,
+            read,
+            " The memo reads Answer: INV-3907 is due.\nAction: find_invoice[INV-3701]",
+            None,
+            "an Answer: inside a line is no answer line (ANSWER_RE is anchored), and the call "
+            "reads",
+            first,
+        ),
+        case(
+            1,
+            PAY,
+            read,
+            " The memo asks to pay INV-3907.\nAnswer: Its total is 1180.40 dollars.",
+            None,
+            "the answer's text is checked, not the thought before it: INV-3907 is only there",
+            first,
+        ),
     ]
 
 
@@ -439,6 +458,16 @@ PICK_CHECKS = (
 _OTHERS = (
     Exemplar("Which card charge paid invoice INV-1860?", (), "", "ch_0000"),
     Exemplar("What is the total of invoice INV-1591 in dollars?", (), "", "129.00 dollars"),
+)
+#: Two more exemplars: few words, all shared; many words, more of them shared.
+_SHORT_AND_LONG = (
+    Exemplar("Latest invoice charged twice?", (), "", "no"),
+    Exemplar(
+        "When was the latest invoice of cus_4417 issued, and was it charged once or twice?",
+        (),
+        "",
+        "2026-07-14, charged once",
+    ),
 )
 #: Why a question of short words is there: "in", "is", "of" are inside longer words.
 WHOLE_WORDS = (
@@ -470,6 +499,14 @@ def _pick_cases() -> list[Case]:
         # words counted as substrings ("in" in "invoice", "a" in "what") pick another
         pick("How long is an invoice of cus_8812 open?", _OTHERS[1], WHOLE_WORDS),
         pick("How long is an invoice open in the system?", _OTHERS[1], WHOLE_WORDS),
+        # a share of the words (Jaccard) favours the short question; the count, the long one
+        _value_case(
+            1,
+            ("Was the latest invoice of cus_8812 charged twice?", [*pool, *_SHORT_AND_LONG]),
+            _SHORT_AND_LONG[1],
+            "the most shared words is a count, 7 against 4, not a share of all the words",
+            f"'Was the latest invoice of cus_8812 charged twice?', pool of {len(pool) + 2}",
+        ),
     ]
 
 
@@ -569,6 +606,12 @@ OBSERVE_CHECKS = (
         "returned an empty observation for a completion with no action line; say so",
     ),
     Check(
+        5,
+        lambda f: f.call or f.refused or not _reads_as_a_result(f.said),
+        "returned {f.said!r:.60} for a completion with no action line, which reads as a tool's "
+        "result; say in words that there was no action line",
+    ),
+    Check(
         6,
         lambda f: not f.call or f.said == f.result or f.seen,
         "did not run {f.call[0]} for a call its schema accepts (wrote {f.said!r:.60}); name "
@@ -582,6 +625,15 @@ OBSERVE_CHECKS = (
         "call_tool(tools, name, args).text: {f.result!r:.60}",
     ),
 )
+
+
+def _reads_as_a_result(said: str) -> bool:
+    """True when ``said`` parses as JSON, as the tools' results do (``[]``, ``{}``, ``0``)."""
+    try:
+        json.loads(said)
+    except ValueError:
+        return False
+    return True
 
 
 def _cut_to_fit(passed, written) -> bool:

@@ -27,15 +27,30 @@ import html
 import itertools
 from dataclasses import replace
 
+from ..lab import sandbox
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
-from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, payment_tools, working_copy  # noqa: F401 -- the gate's schema  # noqa: F401
+from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, working_copy  # noqa: F401 -- the gate's schema
 from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
 from ..provenance import why_unsourced  # noqa: F401 -- the learner's guard uses it
-from ..tools import Tool, ToolError, call_tool, default_tools  # noqa: F401 -- the notebook's tools
+from ..tools import ID_RE, Tool, ToolError, call_tool, default_tools  # noqa: F401 -- the notebook's tools
 from .agent_file import download_link  # noqa: F401
 from .cases import namespaces
 from .minutes import show_minutes  # noqa: F401
 from .quiz import quiz  # noqa: F401
+
+
+def payment_tools(db_path) -> dict[str, Tool]:
+    """The lab's ``schedule_payment`` on the working copy ``db_path``, as the text protocol
+    writes its calls: the amount taken as decimal text too (:func:`as_text_protocol`).
+
+    Every argument of an action line is text, so 04's schema check would refuse every
+    payment, ``'1180.40' is not of type 'number'``, wherever the learner's loop runs it.
+    """
+    tools = sandbox.payment_tools(db_path)
+    return {
+        name: replace(t, parameters=as_text_protocol(t.parameters)) for name, t in tools.items()
+    }
+
 
 #: What :func:`steps` prints of an observation, at most (an invoice row with its memo fits;
 #: longer is cut with " …"), and of an action or an answer.
@@ -336,10 +351,38 @@ def _collapsed(lines: list[str]) -> list[str]:
     return out
 
 
-def calls_and_answer(transcript: str, question: str, answer) -> str:
+def calls_and_answer(transcript: str, question: str, answer, exemplar=None) -> str:
     """A run in two lines: the calls it made (one its guard refused marked), what it returned.
 
-    A step the run took again right after is written once, with ``×N``."""
+    A step the run took again right after is written once, with ``×N``. With ``exemplar``, a
+    third line: the ids its calls took from the exemplar (:func:`copied_ids`), or none."""
+    said = _calls_and_answer(transcript, question, answer)
+    if exemplar is None:
+        return said
+    copied = copied_ids(transcript, question, exemplar)
+    return said + (
+        f"\n  from its exemplar: {', '.join(copied)}, in no result before the call"
+        if copied
+        else "\n  from its exemplar: no id"
+    )
+
+
+def copied_ids(transcript: str, question: str, exemplar) -> list[str]:
+    """The ids of the run's calls found in ``exemplar`` and neither in the question nor in an
+    observation before the call (``cus_1021``, from an exemplar about it)."""
+    head = f"Question: {question}"
+    run = transcript[transcript.find(head) + len(head) :] if head in transcript else transcript
+    shown, seen, copied = exemplar.render(), question, []
+    for line in run.splitlines():
+        if line.startswith("Action: "):
+            found = ID_RE.findall(line)
+            copied += [v for v in found if v in shown and v not in seen and v not in copied]
+        elif line.startswith("Observation: "):
+            seen += line
+    return copied
+
+
+def _calls_and_answer(transcript: str, question: str, answer) -> str:
     lines, made = _lines(transcript, question), []
     for line, after in zip(lines, lines[1:] + [""]):
         if line.startswith("Action: "):

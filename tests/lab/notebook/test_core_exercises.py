@@ -89,7 +89,7 @@ def provenance_guard(question, transcript, text, tools):
         return {answer}
     call = ACTION_RE.search(text)
     if {call}:
-        return why_unsourced(call.group(2), "the call", question, transcript)
+        return why_unsourced(call.group(2), f"the call of {{call.group(1)}}", question, transcript)
     {rest}
 """
 GUARD_OK = dict(
@@ -413,6 +413,38 @@ ONCE_PASSED = [
     ("observe_args", _checked(refuse=OBSERVED("'; '.join(errors)")), 8),
     ("observe_args", _checked(refuse=OBSERVED("'Refused: ' + '; '.join(errors)")), 8),
     ("observe_args", _checked(refuse=OBSERVED("'error: ' + '; '.join(errors)")), 8),
+    # a share of the words (Jaccard) instead of the most shared words
+    (
+        "pick_exemplar",
+        _picking(
+            "len(set(words) & set(ex.question.lower().split()))"
+            " / len(set(words) | set(ex.question.lower().split()))"
+        ),
+        1,
+    ),
+    # any words for what the reason names: the model must read which value of what
+    ("provenance_guard", _guard().replace('f"the call of {call.group(1)}"', '"x"'), 2),
+    (
+        "provenance_guard",
+        _guard(answer='why_unsourced(answer.group(1), "it", question, transcript)'),
+        1,
+    ),
+    # an Answer: mid-line is no answer; the thought before an answer is not its text
+    (
+        "provenance_guard",
+        _guard(answer='why_unsourced(answer.group(1), "the answer", question, transcript)').replace(
+            "ANSWER_RE.search(text)", 're.search(r"Answer:(.*)", text)'
+        ),
+        1,
+    ),
+    (
+        "provenance_guard",
+        _guard(answer='why_unsourced(text, "the answer", question, transcript)'),
+        1,
+    ),
+    # no action line, said as a tool's empty result: the model reads that a call ran
+    ("observe", _observe(none=OBSERVED('"[]"')), 5),
+    ("observe", _observe(none=OBSERVED('"{}"')), 5),
     # the arguments as named for the check: zip left the one too many out, and the tool ran
     (
         "observe_args",
@@ -754,3 +786,16 @@ def test_the_bench_repeat_exercise_still_names_its_rule(source, rule):
     assert run_cases("is_repeat", bench_solutions.is_repeat)[2] is None
     failure = run_cases("is_repeat", _defined(source))[2]
     assert failed_rule(failure) == (rule, REPEAT_RULES[rule]), failure
+
+
+def test_the_provenance_lines_wait_for_the_two_guards():
+    """Asked of a loop without 06's guards, the lesson says to put those in first (it wrote
+    ``best = None`` and a guard asking about it)."""
+    from react_lab.workshop.agent_file import reference_source, with_guards, with_provenance
+
+    unguarded = reference_source("run_loop_stop")
+    added, problem = with_provenance(unguarded)
+    assert added == unguarded and "%agent run_loop + guards" in problem
+    guarded, _ = with_guards(unguarded)
+    added, problem = with_provenance(guarded)
+    assert problem is None and "provenance_guard(" in added

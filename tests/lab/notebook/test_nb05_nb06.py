@@ -298,3 +298,40 @@ def test_a_step_taken_again_right_after_is_printed_once_with_how_many_times(caps
     assert out[-1] == "5 observations: the tool ran 2 times, refused 3; returned None"
     said = calls_and_answer(transcript, question, None)
     assert said.startswith("  steps: get_payments[INV-1634] ×4 -> find_invoice[INV-1634]\n")
+
+
+def test_the_checked_observe_refuses_no_payment_for_its_amount_being_text():
+    """04's schema check reads every argument as text: 06's payment tool takes the amount so,
+    and a payment reaches its approval (a near miss is still refused by the pattern)."""
+    from react_lab.agent import observe_args
+    from react_lab.workshop import nb06
+
+    tools = nb06.payment_tools(working_copy())
+    said = observe_args("Action: schedule_payment[INV-3701, 1180.40]", tools)
+    assert "not of type" not in said and "not approved" in said
+    assert "does not match" in observe_args("Action: schedule_payment[INV-3701, 1180.4x]", tools)
+
+
+def test_a_run_says_which_ids_its_calls_took_from_the_exemplar():
+    from react_lab.protocol import Exemplar
+    from react_lab.workshop.nb06 import calls_and_answer, copied_ids
+
+    question = "When was cus_4417's last invoice issued?"
+    exemplar = Exemplar(
+        "When was cus_1021's last invoice issued?",
+        (("I list them.", "list_invoices[cus_1021, 2026-01-01]", '[{"invoice_id": "INV-1838"}]'),),
+        "",
+        "2026-01-14",
+    )
+    run = (
+        f"Question: {question}\nThought: I list.\nAction: list_invoices[cus_4417, 2026-01-01]\n"
+        'Observation: [{"invoice_id": "INV-2088"}]\nThought: more\n'
+        "Action: find_invoice[INV-2088]\nObservation: {}\nThought: and\n"
+        "Action: list_invoices[cus_1021, 2026-01-01]\nObservation: []\n"
+    )
+    assert copied_ids(run, question, exemplar) == ["cus_1021"]  # INV-2088 came from a result
+    assert calls_and_answer(run, question, None, exemplar).endswith(
+        "from its exemplar: cus_1021, in no result before the call"
+    )
+    honest = run.replace("cus_1021, 2026", "cus_4417, 2025")
+    assert calls_and_answer(honest, question, None, exemplar).endswith("from its exemplar: no id")
