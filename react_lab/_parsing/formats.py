@@ -464,15 +464,14 @@ def _elements(
     # the next call, if it comes before this one's closing tag
     after = _INVOKE.search(text, tag.end(), close.start() if close else limit)
     outer = _OUTER_CLOSE.search(text, tag.end(), limit) if close is None and after is None else None
+    closing = close or outer  # the call's own closing tag, else its wrapper's
     if after is not None:
         body_end = end = after.start()
-    elif close is not None:
-        body_end, end = close.start(), close.end()
-    elif outer is not None:
-        body_end, end = outer.start(), outer.end()
+    elif closing is not None:
+        body_end, end = closing.span()
     else:
         body_end = end = limit
-    complete = after is not None or close is not None or outer is not None or limit < len(text)
+    complete = after is not None or closing is not None or limit < len(text)
     fmt = fmt or row.name
     at = _skip(text, tag.end())
     if text.startswith("{", at):  # <function=NAME>{...}</function>: the row of a JSON object
@@ -722,9 +721,8 @@ def _wrapped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     inner = tags.match(text, pos)
     if inner is not None:
         fmt = row.name if row.names_calls else None
-        calls = _elements(text, inner, _row(inner), fmt=fmt, limit=body_end)
-        more = tags.search(text, calls[-1].end, body_end)  # parallel calls inside one frame
-        while more is not None and len(calls) < MAX_FRAMES:
+        calls, more = [], inner
+        while more is not None and len(calls) < MAX_FRAMES:  # parallel calls inside one frame
             calls += _elements(text, more, _row(more), fmt=fmt, limit=body_end)
             more = tags.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
