@@ -134,11 +134,9 @@ def clean_input(value: str) -> Any:
     if (bare := unquoted(value)) != value:
         return value if "," in bare and len(split_arguments(value)) == 1 else bare
     close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
-    return (
-        value[1:].strip()
-        if close and close not in value[1:] and value[0] not in value[1:]
-        else value
-    )
+    if close and close not in value[1:] and value[0] not in value[1:]:
+        return value[1:].strip()  # an opening quote never closed: the line was cut off
+    return value
 
 
 def is_tool_name(name: str) -> bool:
