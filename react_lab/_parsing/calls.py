@@ -395,10 +395,8 @@ def paren_call(text: str, start: int, line_end: int):
             ),
         )
     close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
-    close_at = None if close is None else close - 1
-    inner = text[open_at : line_end if close_at is None else close_at]
-    end = line_end if close_at is None else close_at + 1
-    value = _call_input(inner)
+    end = line_end if close is None else close  # never closed: the rest of the line
+    value = _call_input(text[open_at : line_end if close is None else close - 1])
     if value is None:
         short = clip(name, 40)
         return (
@@ -430,13 +428,12 @@ def _call_input(inner: str) -> Any:
     try:
         call = quiet_parse(f"f({inner})").body
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        call = None
+    ours = isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"
+    value = call_arguments(call) if ours else None
+    if value is None:  # not the arguments of one call, or not literals: the text itself
         return clean_input(inner)
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
-        return clean_input(inner)
-    value = call_arguments(call)
-    if value is None or value == "mixed":
-        return None if value == "mixed" else clean_input(inner)
-    return value
+    return None if value == "mixed" else value
 
 
 #: Keys a model wraps a call's real arguments in, copying the schema's shape (``properties``)
