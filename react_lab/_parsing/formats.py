@@ -251,10 +251,9 @@ def _section(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     seg_end = stop.start() if stop else len(text)
     end = stop.end() if stop and stop.group("end") else seg_end
     sep = _union("sep").search(text, m.end(), seg_end)
+    header = text[m.end() : sep.start() if sep else seg_end].strip()
     if sep is None:
-        header = text[m.end() : seg_end].strip()
         return [Call(m.start(), end, row.name, header or None, None, "ends before its arguments")]
-    header = text[m.end() : sep.start()].strip()
     row, head = next(
         (r, h)
         for r in FORMATS
@@ -822,9 +821,8 @@ _GLUED_HEAD = r"\s*call:(?P<name>" + NAME + ")"
 _ANY_PREFIX = "<" + _PREFIX + "?"
 _ATTR = _anonymous(_NAME_ATTR)
 
-#: Every vendor's call markup the readers know, a row each; the first row that opens at a
-#: place reads there. Sources: the chat templates, llama.cpp's ``common/chat*`` parsers and
-#: vLLM's ``tool_parsers``.
+#: Every vendor's call markup the readers know, a row each (sources: the module's); the first
+#: row that opens at a place reads there.
 FORMATS = (
     Format(
         "Harmony",
