@@ -569,16 +569,14 @@ def _pairs(
         at = tag.end()
         if state == "name":
             head = _PAIRS_HEAD.fullmatch(seg.strip())
-            if head is None and blank:
-                return call(None, "that names no tool")
-            if head is None:
-                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
+            # two words are a name and its first key only before a </arg_key> (its opener left out)
+            if head is None or head.group(2) and (opening, what) != (False, "key"):
+                problem = f"whose name {shown(seg.strip(), 40)} is not a name"
+                return call(None, "that names no tool" if blank else problem)
             name = head.group(1)
             if (opening, what) == (False, "key"):
                 # <arg_key> left out: NAME key</arg_key>, or NAMEkey</arg_key> (glued)
                 key, state, glued = head.group(2) or name, "after key", not head.group(2)
-            elif head.group(2):
-                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
             elif (opening, what) == (True, "key"):
                 state = "key"
             elif (opening, what) == (False, "value"):
