@@ -382,36 +382,23 @@ def paren_call(text: str, start: int, line_end: int):
         return None
     name, open_at = m.group(1), m.end()
     obj = object_at(text, open_at)
-    if obj is not None:
-        j, end = obj
-        if end is None:
-            return (start, len(text), cut_off(name, "the JSON object in the call"))
-        close = _CLOSE_PAREN.match(text, end)
-        return (
-            start,
-            close.end() if close else end,
-            ParseResult(
-                "action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"
-            ),
-        )
-    close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
-    end = line_end if close is None else close  # never closed: the rest of the line
-    value = _call_input(text[open_at : line_end if close is None else close - 1])
+    if obj is not None and obj[1] is None:
+        return (start, len(text), cut_off(name, "the JSON object in the call"))
+    if obj is not None:  # a JSON object inside: it may span lines
+        j, close = obj
+        after = _CLOSE_PAREN.match(text, close)
+        end, value = after.end() if after else close, unwrap(clean_input(text[j:close]))
+    else:
+        close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
+        end = line_end if close is None else close  # never closed: the rest of the line
+        value = _call_input(text[open_at : line_end if close is None else close - 1])
     if value is None:
         short = clip(name, 40)
-        return (
-            start,
-            end,
-            ParseResult(
-                "error",
-                tool=name,
-                dialect="call",
-                reason=(
-                    f"the call mixes positional and keyword arguments; write either "
-                    f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'"
-                ),
-            ),
+        reason = (
+            f"the call mixes positional and keyword arguments; write either "
+            f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'"
         )
+        return (start, end, ParseResult("error", tool=name, dialect="call", reason=reason))
     return (start, end, ParseResult("action", tool=name, input=value, dialect="call"))
 
 
