@@ -180,14 +180,10 @@ def _json_call(obj: dict) -> ParseResult | None:
             k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))
         ]
         if bad:
-            return ParseResult(
-                "error",
-                dialect="json",
-                reason=(
-                    f"the tool name under {shown(str(bad[0]), 30)} is "
-                    f"{shown(obj[bad[0]], 40)}, not a string; "
-                    'write {"action": "tool_name", "action_input": {...}}'
-                ),
+            return _json_error(
+                f"the tool name under {shown(str(bad[0]), 30)} is "
+                f"{shown(obj[bad[0]], 40)}, not a string; "
+                'write {"action": "tool_name", "action_input": {...}}'
             )
         unknown = [
             k
@@ -195,36 +191,25 @@ def _json_call(obj: dict) -> ParseResult | None:
             if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()
         ]
         if unknown:
-            return ParseResult(
-                "error",
-                dialect="json",
-                reason=(
-                    "the JSON object looks like a tool call, but the parser does not read its "
-                    f"keys {_keys_shown(unknown)}; put the tool name under one of "
-                    f"{', '.join(NAME_KEYS)}: "
-                    '{"action": "tool_name", "action_input": {...}}'
-                ),
+            return _json_error(
+                "the JSON object looks like a tool call, but the parser does not read its "
+                f"keys {_keys_shown(unknown)}; put the tool name under one of "
+                f"{', '.join(NAME_KEYS)}: "
+                '{"action": "tool_name", "action_input": {...}}'
             )
         return None
     name = obj[name_key]
     input_key = next((keys[n] for n in _INPUT_NORMS if n in keys), None)
-    if input_key is None:
-        others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
-        if others:
-            shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
-            return ParseResult(
-                "error",
-                tool=name,
-                dialect="json",
-                reason=(
-                    f"the JSON call names tool {shown(name, 60)} but puts its input under "
-                    f"{_keys_shown(others)}, which the parser does not read; put the input under "
-                    f'one key: {{"action": {shown_name}, "action_input": {{...}}}}'
-                ),
-            )
-        value: Any = ""
-    else:
-        value = obj[input_key]
+    others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
+    if input_key is None and others:
+        shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
+        return _json_error(
+            f"the JSON call names tool {shown(name, 60)} but puts its input under "
+            f"{_keys_shown(others)}, which the parser does not read; put the input under "
+            f'one key: {{"action": {shown_name}, "action_input": {{...}}}}',
+            tool=name,
+        )
+    value = None if input_key is None else obj[input_key]  # no input key: no input, as null
     if not isinstance(value, (str, dict)):  # a list, a number: its JSON text; null: no input
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
@@ -233,6 +218,11 @@ def _json_call(obj: dict) -> ParseResult | None:
     if name.strip().lower() in FINISH_NAMES:
         return ParseResult("final", answer=answer_text(value), dialect="json")
     return ParseResult("action", tool=name, input=value, dialect="json")
+
+
+def _json_error(reason: str, tool: str | None = None) -> ParseResult:
+    """The error for a JSON object read as a call that cannot be run: ``reason`` says why."""
+    return ParseResult("error", tool=tool, dialect="json", reason=reason)
 
 
 #: Keys a finish call puts its answer under (compared as :func:`norm_key` does):
