@@ -31,7 +31,7 @@ from .calls import (
     python_calls,
     unwrap,
 )
-from .formats import GLUED_NAME, find_calls, fitted, relaxed_object
+from .formats import GLUED_NAME, Call, find_calls, fitted, relaxed_object
 from .labels import ANY_LABEL, FENCE, INPUT_LINE, NAME, end_of_line
 
 #: ``(start, end, result, thought)``: the span of text read, what it is, and the reasoning the
@@ -183,38 +183,31 @@ def markup_call(text: str, tools=None) -> Found | None:
     dialect = re.sub(r"\W+", "_", call.format.lower()).strip("_")
     if call.answer is not None:
         result = ParseResult("final", answer=call.answer.strip(), dialect=dialect)
-    elif call.name is None:
-        problem = call.problem or "that names no tool"
-        result = ParseResult(
-            "error",
-            dialect=dialect,
-            reason=(
-                f"found {call.format} tool-call markup {problem}, which this protocol does "
-                "not run; write 'Action: tool_name[arguments]'"
-            ),
-        )
-    elif call.problem is not None:
-        # a header may hold any text; a name run into its first key names no tool
-        name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"
-        name = "tool_name" if call.problem.startswith(GLUED_NAME) else name
-        result = ParseResult(
-            "error",
-            tool=call.name,
-            dialect=dialect,
-            reason=(
-                f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the "
-                f"whole call again as 'Action: {name}[arguments]'"
-            ),
-        )
+    elif call.name is None or call.problem is not None:
+        result = ParseResult("error", tool=call.name, dialect=dialect, reason=_refusal(call))
     else:
+        reason = f"a {call.format} tool call"
         result = ParseResult(
-            "action",
-            tool=call.name,
-            input=call.arguments,
-            dialect=dialect,
-            reason=f"a {call.format} tool call",
+            "action", tool=call.name, input=call.arguments, dialect=dialect, reason=reason
         )
     return call.start, call.end, result, call.thought
+
+
+def _refusal(call: Call) -> str:
+    """Why a call read from markup is not run: it names no tool, or its problem."""
+    if call.name is None:
+        problem = call.problem or "that names no tool"
+        return (
+            f"found {call.format} tool-call markup {problem}, which this protocol does "
+            "not run; write 'Action: tool_name[arguments]'"
+        )
+    # a header may hold any text; a name run into its first key names no tool
+    name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"
+    name = "tool_name" if call.problem.startswith(GLUED_NAME) else name
+    return (
+        f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the "
+        f"whole call again as 'Action: {name}[arguments]'"
+    )
 
 
 def glued_call(text: str, m: re.Match) -> tuple[int, int, ParseResult]:
