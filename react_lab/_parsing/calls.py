@@ -116,11 +116,6 @@ def load_object(blob: str) -> Any:
     return _loaded(blob)[0]
 
 
-def repeated_key(blob: str) -> str | None:
-    """The key an object written as JSON or a Python literal gives twice, or None."""
-    return _loaded(blob)[1]
-
-
 def clean_input(value: str) -> Any:
     """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
     wrapping the whole input (:func:`react_lab.protocol.unquoted`), or an opening quote never
@@ -313,14 +308,13 @@ def object_without_call(text: str, brace: int) -> ParseResult:
     if end is None:
         named = _NAME_IN_JSON.search(text, brace, brace + 2000)
         return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
-    twice = repeated_key(text[brace:end])
+    obj, twice = _loaded(text[brace:end])
     if twice is not None:  # {"action": "a", "action": "b"}: nothing runs on a guess
         reason = (
             f"the object after the Action label gives the key {shown(twice, 40)} twice, so "
             "which value is meant is a guess; write the call again with each key once"
         )
         return ParseResult("error", reason=reason)
-    obj = load_object(text[brace:end])
     keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
     return ParseResult(
         "error",
