@@ -108,15 +108,9 @@ def _after_action(text: str, start: int) -> Found | None:
     call = paren_call(text, start, line_end)
     if call is not None:  # "Action: search(...)": call syntax, read as a call
         return (*call, None)
-    listed = python_calls(rest) if rest.startswith("[") else None  # [search(query="x")]
-    if listed:
-        name, value = listed[0]
-        return (
-            start,
-            line_end,
-            ParseResult("action", tool=name, input=value, dialect="call"),
-            None,
-        )
+    listed = _first_listed(rest) if rest.startswith("[") else None  # [search(query="x")]
+    if listed is not None:
+        return (start, line_end, listed, None)
     glued = GLUED.match(text, start, line_end)
     if glued is not None:  # "Action: search{"query": "x"}": a name glued to its object
         return (*glued_call(text, glued), None)
@@ -128,6 +122,16 @@ def _after_action(text: str, start: int) -> Found | None:
     if bracket_call(text, start, line_end) is not None:
         return None  # the paper's tool[input]: the parser reads it
     return _action_input(text, line_end, rest.strip("`*\"' "))
+
+
+def _first_listed(source: str) -> ParseResult | None:
+    """The first of a list of Python-style calls (:func:`python_calls`), as an action; None
+    when ``source`` is not only calls."""
+    calls = python_calls(source)
+    if not calls:
+        return None
+    name, value = calls[0]
+    return ParseResult("action", tool=name, input=value, dialect="call")
 
 
 def _action_input(text: str, line_end: int, name: str) -> Found | None:
@@ -241,14 +245,9 @@ def bare_call(text: str, tools=None) -> tuple[int, int, ParseResult] | None:
             break
         line_end = end_of_line(text, m.start())
         if m.group(1):  # [a(k=1), b()]
-            calls = python_calls(text[m.start(1) : line_end].strip(" \t>*"))
-            if calls:
-                name, value = calls[0]
-                return (
-                    m.start(),
-                    line_end,
-                    ParseResult("action", tool=name, input=value, dialect="call"),
-                )
+            listed = _first_listed(text[m.start(1) : line_end].strip(" \t>*"))
+            if listed is not None:
+                return (m.start(), line_end, listed)
             continue
         if m.group(3) == "(":
             spaced = m.start(3) > m.end(2)
