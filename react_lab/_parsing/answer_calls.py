@@ -487,9 +487,8 @@ def _closes(text: str, opener: int, ends_line: bool = False, depth: int = 0) -> 
     close = find_brackets(text, opener, limit=1, pair=pair, quotes=pair != "[]")[0][1]
     if close is None:
         return False
-    tail = _COMMENT.sub(
-        "", text[close : end_of_line(text, close)]
-    )  # "get_charge("ch_1")  # fetch it": a comment is no prose
+    tail = text[close : end_of_line(text, close)]
+    tail = _COMMENT.sub("", tail)  # "get_charge("ch_1")  # fetch it": a comment is no prose
     if not ends_line or not tail.strip(" \t`*\"'.;\u2026]"):
         return True
     after = _NEXT_CALL.match(text, close)  # get_charge("ch_1"), find_invoice("INV-2041")
