@@ -24,9 +24,7 @@ The modules:
 * :mod:`.messages` and :mod:`.json_errors` -- the argument check's reading and messages
   (:mod:`react_lab.schema`): arguments decoded as strict JSON, jsonschema's errors made
   plainer, and JSON that is not an object;
-* :mod:`.provenance` -- the provenance rule: where an id or an amount may come from (the
-  question, a structured field of an observation), which notebook 06's guard and the lab's
-  share.
+* :mod:`.arithmetic` -- the ``calc`` tool's arithmetic, read through ``ast``, never ``eval``.
 """
 
 from .other import read_other

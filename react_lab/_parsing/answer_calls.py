@@ -57,7 +57,7 @@ from typing import Any, Iterable
 from .brackets import find_brackets
 from .calls import INPUT_KEYS, load_object, norm_key
 from .formats import relaxed_object
-from .labels import COLON, FULL_WIDTH, NAME
+from .labels import COLON, FULL_WIDTH, NAME, end_of_line
 from .leaks import find_leaks
 from .other import bare_call
 
@@ -487,8 +487,7 @@ def _closes(text: str, opener: int, ends_line: bool = False, depth: int = 0) -> 
     close = find_brackets(text, opener, limit=1, pair=pair, quotes=pair != "[]")[0][1]
     if close is None:
         return False
-    line_end = text.find("\n", close)
-    tail = text[close : len(text) if line_end < 0 else line_end]
+    tail = text[close : end_of_line(text, close)]
     tail = _COMMENT.sub("", tail)  # "get_charge("ch_1")  # fetch it": a comment is no prose
     if not ends_line or not tail.strip(" \t`*\"'.;\u2026]"):
         return True
@@ -503,8 +502,7 @@ def _command(text: str, end: int, marked: bool) -> bool:
     on the line (``get_charge ch_1``)."""
     if marked:
         return True
-    line_end = text.find("\n", end)
-    rest = text[end : len(text) if line_end < 0 else line_end].strip(" \t`*")
+    rest = text[end : end_of_line(text, end)].strip(" \t`*")
     return (
         rest.startswith("--")
         or _ARGUMENT.fullmatch(rest) is not None

@@ -116,11 +116,6 @@ def load_object(blob: str) -> Any:
     return _loaded(blob)[0]
 
 
-def repeated_key(blob: str) -> str | None:
-    """The key an object written as JSON or a Python literal gives twice, or None."""
-    return _loaded(blob)[1]
-
-
 def clean_input(value: str) -> Any:
     """Trim, parse an object if it is one, strip one pair of quotes (straight or typographic)
     wrapping the whole input (:func:`react_lab.protocol.unquoted`), or an opening quote never
@@ -134,11 +129,9 @@ def clean_input(value: str) -> Any:
     if (bare := unquoted(value)) != value:
         return value if "," in bare and len(split_arguments(value)) == 1 else bare
     close = QUOTE_PAIRS.get(value[:1]) if len(value) >= 2 else None
-    return (
-        value[1:].strip()
-        if close and close not in value[1:] and value[0] not in value[1:]
-        else value
-    )
+    if close and close not in value[1:] and value[0] not in value[1:]:
+        return value[1:].strip()  # an opening quote never closed: the line was cut off
+    return value
 
 
 def is_tool_name(name: str) -> bool:
@@ -182,14 +175,10 @@ def _json_call(obj: dict) -> ParseResult | None:
             k for n, k in keys.items() if n in _NAME_NORMS and not isinstance(obj[k], (dict, list))
         ]
         if bad:
-            return ParseResult(
-                "error",
-                dialect="json",
-                reason=(
-                    f"the tool name under {shown(str(bad[0]), 30)} is "
-                    f"{shown(obj[bad[0]], 40)}, not a string; "
-                    'write {"action": "tool_name", "action_input": {...}}'
-                ),
+            return _json_error(
+                f"the tool name under {shown(str(bad[0]), 30)} is "
+                f"{shown(obj[bad[0]], 40)}, not a string; "
+                'write {"action": "tool_name", "action_input": {...}}'
             )
         unknown = [
             k
@@ -197,36 +186,25 @@ def _json_call(obj: dict) -> ParseResult | None:
             if _CALLISH.search(n) and isinstance(obj[k], str) and obj[k].strip()
         ]
         if unknown:
-            return ParseResult(
-                "error",
-                dialect="json",
-                reason=(
-                    "the JSON object looks like a tool call, but the parser does not read its "
-                    f"keys {_keys_shown(unknown)}; put the tool name under one of "
-                    f"{', '.join(NAME_KEYS)}: "
-                    '{"action": "tool_name", "action_input": {...}}'
-                ),
+            return _json_error(
+                "the JSON object looks like a tool call, but the parser does not read its "
+                f"keys {_keys_shown(unknown)}; put the tool name under one of "
+                f"{', '.join(NAME_KEYS)}: "
+                '{"action": "tool_name", "action_input": {...}}'
             )
         return None
     name = obj[name_key]
     input_key = next((keys[n] for n in _INPUT_NORMS if n in keys), None)
-    if input_key is None:
-        others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
-        if others:
-            shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
-            return ParseResult(
-                "error",
-                tool=name,
-                dialect="json",
-                reason=(
-                    f"the JSON call names tool {shown(name, 60)} but puts its input under "
-                    f"{_keys_shown(others)}, which the parser does not read; put the input under "
-                    f'one key: {{"action": {shown_name}, "action_input": {{...}}}}'
-                ),
-            )
-        value: Any = ""
-    else:
-        value = obj[input_key]
+    others = [k for n, k in keys.items() if n not in _NAME_NORMS and n not in _META_KEYS]
+    if input_key is None and others:
+        shown_name = json.dumps(name) if is_tool_name(name) else "tool_name"
+        return _json_error(
+            f"the JSON call names tool {shown(name, 60)} but puts its input under "
+            f"{_keys_shown(others)}, which the parser does not read; put the input under "
+            f'one key: {{"action": {shown_name}, "action_input": {{...}}}}',
+            tool=name,
+        )
+    value = None if input_key is None else obj[input_key]  # no input key: no input, as null
     if not isinstance(value, (str, dict)):  # a list, a number: its JSON text; null: no input
         value = "" if value is None else json.dumps(value, ensure_ascii=False)
     if isinstance(value, str) and value.strip().startswith("{"):
@@ -235,6 +213,11 @@ def _json_call(obj: dict) -> ParseResult | None:
     if name.strip().lower() in FINISH_NAMES:
         return ParseResult("final", answer=answer_text(value), dialect="json")
     return ParseResult("action", tool=name, input=value, dialect="json")
+
+
+def _json_error(reason: str, tool: str | None = None) -> ParseResult:
+    """The error for a JSON object read as a call that cannot be run: ``reason`` says why."""
+    return ParseResult("error", tool=tool, dialect="json", reason=reason)
 
 
 #: Keys a finish call puts its answer under (compared as :func:`norm_key` does):
@@ -325,14 +308,13 @@ def object_without_call(text: str, brace: int) -> ParseResult:
     if end is None:
         named = _NAME_IN_JSON.search(text, brace, brace + 2000)
         return cut_off(named.group(1) if named else None, "the JSON call after the Action label")
-    twice = repeated_key(text[brace:end])
+    obj, twice = _loaded(text[brace:end])
     if twice is not None:  # {"action": "a", "action": "b"}: nothing runs on a guess
         reason = (
             f"the object after the Action label gives the key {shown(twice, 40)} twice, so "
             "which value is meant is a guess; write the call again with each key once"
         )
         return ParseResult("error", reason=reason)
-    obj = load_object(text[brace:end])
     keys = f" (its keys: {_keys_shown(list(obj))})" if isinstance(obj, dict) and obj else ""
     return ParseResult(
         "error",
@@ -384,38 +366,23 @@ def paren_call(text: str, start: int, line_end: int):
         return None
     name, open_at = m.group(1), m.end()
     obj = object_at(text, open_at)
-    if obj is not None:
-        j, end = obj
-        if end is None:
-            return (start, len(text), cut_off(name, "the JSON object in the call"))
-        close = _CLOSE_PAREN.match(text, end)
-        return (
-            start,
-            close.end() if close else end,
-            ParseResult(
-                "action", tool=name, input=unwrap(clean_input(text[j:end])), dialect="call"
-            ),
-        )
-    close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
-    close_at = None if close is None else close - 1
-    inner = text[open_at : line_end if close_at is None else close_at]
-    end = line_end if close_at is None else close_at + 1
-    value = _call_input(inner)
+    if obj is not None and obj[1] is None:
+        return (start, len(text), cut_off(name, "the JSON object in the call"))
+    if obj is not None:  # a JSON object inside: it may span lines
+        j, close = obj
+        after = _CLOSE_PAREN.match(text, close)
+        end, value = after.end() if after else close, unwrap(clean_input(text[j:close]))
+    else:
+        close = find_brackets(text, open_at - 1, limit=1, end=line_end, pair="()")[0][1]
+        end = line_end if close is None else close  # never closed: the rest of the line
+        value = _call_input(text[open_at : line_end if close is None else close - 1])
     if value is None:
         short = clip(name, 40)
-        return (
-            start,
-            end,
-            ParseResult(
-                "error",
-                tool=name,
-                dialect="call",
-                reason=(
-                    f"the call mixes positional and keyword arguments; write either "
-                    f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'"
-                ),
-            ),
+        reason = (
+            f"the call mixes positional and keyword arguments; write either "
+            f"'Action: {short}[a, b]' or 'Action: {short}({{\"name\": value}})'"
         )
+        return (start, end, ParseResult("error", tool=name, dialect="call", reason=reason))
     return (start, end, ParseResult("action", tool=name, input=value, dialect="call"))
 
 
@@ -432,13 +399,12 @@ def _call_input(inner: str) -> Any:
     try:
         call = quiet_parse(f"f({inner})").body
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        call = None
+    ours = isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"
+    value = call_arguments(call) if ours else None
+    if value is None:  # not the arguments of one call, or not literals: the text itself
         return clean_input(inner)
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "f"):
-        return clean_input(inner)
-    value = call_arguments(call)
-    if value is None or value == "mixed":
-        return None if value == "mixed" else clean_input(inner)
-    return value
+    return None if value == "mixed" else value
 
 
 #: Keys a model wraps a call's real arguments in, copying the schema's shape (``properties``)

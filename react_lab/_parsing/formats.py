@@ -251,10 +251,9 @@ def _section(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     seg_end = stop.start() if stop else len(text)
     end = stop.end() if stop and stop.group("end") else seg_end
     sep = _union("sep").search(text, m.end(), seg_end)
+    header = text[m.end() : sep.start() if sep else seg_end].strip()
     if sep is None:
-        header = text[m.end() : seg_end].strip()
         return [Call(m.start(), end, row.name, header or None, None, "ends before its arguments")]
-    header = text[m.end() : sep.start()].strip()
     row, head = next(
         (r, h)
         for r in FORMATS
@@ -464,15 +463,14 @@ def _elements(
     # the next call, if it comes before this one's closing tag
     after = _INVOKE.search(text, tag.end(), close.start() if close else limit)
     outer = _OUTER_CLOSE.search(text, tag.end(), limit) if close is None and after is None else None
+    closing = close or outer  # the call's own closing tag, else its wrapper's
     if after is not None:
         body_end = end = after.start()
-    elif close is not None:
-        body_end, end = close.start(), close.end()
-    elif outer is not None:
-        body_end, end = outer.start(), outer.end()
+    elif closing is not None:
+        body_end, end = closing.span()
     else:
         body_end = end = limit
-    complete = after is not None or close is not None or outer is not None or limit < len(text)
+    complete = after is not None or closing is not None or limit < len(text)
     fmt = fmt or row.name
     at = _skip(text, tag.end())
     if text.startswith("{", at):  # <function=NAME>{...}</function>: the row of a JSON object
@@ -571,16 +569,14 @@ def _pairs(
         at = tag.end()
         if state == "name":
             head = _PAIRS_HEAD.fullmatch(seg.strip())
-            if head is None and blank:
-                return call(None, "that names no tool")
-            if head is None:
-                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
+            # two words are a name and its first key only before a </arg_key> (its opener left out)
+            if head is None or head.group(2) and (opening, what) != (False, "key"):
+                problem = f"whose name {shown(seg.strip(), 40)} is not a name"
+                return call(None, "that names no tool" if blank else problem)
             name = head.group(1)
             if (opening, what) == (False, "key"):
                 # <arg_key> left out: NAME key</arg_key>, or NAMEkey</arg_key> (glued)
                 key, state, glued = head.group(2) or name, "after key", not head.group(2)
-            elif head.group(2):
-                return call(None, f"whose name {shown(seg.strip(), 40)} is not a name")
             elif (opening, what) == (True, "key"):
                 state = "key"
             elif (opening, what) == (False, "value"):
@@ -722,9 +718,8 @@ def _wrapped(text: str, m: re.Match, row: Format, tools=None) -> list[Call]:
     inner = tags.match(text, pos)
     if inner is not None:
         fmt = row.name if row.names_calls else None
-        calls = _elements(text, inner, _row(inner), fmt=fmt, limit=body_end)
-        more = tags.search(text, calls[-1].end, body_end)  # parallel calls inside one frame
-        while more is not None and len(calls) < MAX_FRAMES:
+        calls, more = [], inner
+        while more is not None and len(calls) < MAX_FRAMES:  # parallel calls inside one frame
             calls += _elements(text, more, _row(more), fmt=fmt, limit=body_end)
             more = tags.search(text, calls[-1].end, body_end)
         return [replace(c, start=m.start(), end=max(c.end, end)) for c in calls]
@@ -824,9 +819,8 @@ _GLUED_HEAD = r"\s*call:(?P<name>" + NAME + ")"
 _ANY_PREFIX = "<" + _PREFIX + "?"
 _ATTR = _anonymous(_NAME_ATTR)
 
-#: Every vendor's call markup the readers know, a row each; the first row that opens at a
-#: place reads there. Sources: the chat templates, llama.cpp's ``common/chat*`` parsers and
-#: vLLM's ``tool_parsers``.
+#: Every vendor's call markup the readers know, a row each (sources: the module's); the first
+#: row that opens at a place reads there.
 FORMATS = (
     Format(
         "Harmony",

@@ -175,9 +175,9 @@ def _open_bracket(text: str, at: int) -> tuple[str, int] | None:
     return stack[-1] if stack else None
 
 
-#: JSON's name for each kind of value a decoder returns: what the model wrote, in its words.
+#: JSON's name for each kind of value a decoder returns: what the model wrote, in its words
+#: (null, true and false are their own names).
 _JSON_KINDS = (
-    (type(None), "null"),
     (list, "an array"),
     (str, "a string"),
     ((int, float), "a number"),
@@ -194,16 +194,10 @@ def not_an_object(args: Any, example: str) -> str:
             f"arguments are a JSON string holding an object (encoded twice); send the "
             f"object itself, such as {example}"
         )
-    kind = (
-        json.dumps(args)
-        if isinstance(args, bool)
-        else next((name for types, name in _JSON_KINDS if isinstance(args, types)), None)
-    )
+    if args is None or isinstance(args, bool):
+        return f"arguments must be a JSON object like {example}, not {json.dumps(args)}"
+    kind = next((name for types, name in _JSON_KINDS if isinstance(args, types)), None)
     if kind is None:  # not a value JSON has (a Python object handed over directly)
         return f"arguments must be a JSON object like {example}, not {shown(args, 40)}"
-    value = (
-        ""
-        if kind in ("null", "true", "false")
-        else f" ({clip(json.dumps(args, ensure_ascii=False), 60)})"
-    )
-    return f"arguments must be a JSON object like {example}, not {kind}{value}"
+    value = clip(json.dumps(args, ensure_ascii=False), 60)
+    return f"arguments must be a JSON object like {example}, not {kind} ({value})"

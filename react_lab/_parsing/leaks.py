@@ -56,11 +56,9 @@ class Leak:
         said = f"a {self.format} tool call to {clip(name, 60)}"
         if self.problem is not None:
             return f"{said} that {self.problem}"
-        return (
-            f"{said}, a tool this agent does not have"
-            if tools is not None and name not in tools
-            else said
-        )
+        if tools is not None and name not in tools:
+            return f"{said}, a tool this agent does not have"
+        return said
 
 
 def leaked_calls(text: str | None, tools=None) -> list[dict]:

@@ -31,7 +31,7 @@ from .calls import (
     python_calls,
     unwrap,
 )
-from .formats import GLUED_NAME, find_calls, fitted, relaxed_object
+from .formats import GLUED_NAME, Call, find_calls, fitted, relaxed_object
 from .labels import ANY_LABEL, FENCE, INPUT_LINE, NAME, end_of_line
 
 #: ``(start, end, result, thought)``: the span of text read, what it is, and the reasoning the
@@ -108,15 +108,9 @@ def _after_action(text: str, start: int) -> Found | None:
     call = paren_call(text, start, line_end)
     if call is not None:  # "Action: search(...)": call syntax, read as a call
         return (*call, None)
-    listed = python_calls(rest) if rest.startswith("[") else None  # [search(query="x")]
-    if listed:
-        name, value = listed[0]
-        return (
-            start,
-            line_end,
-            ParseResult("action", tool=name, input=value, dialect="call"),
-            None,
-        )
+    listed = _first_listed(rest) if rest.startswith("[") else None  # [search(query="x")]
+    if listed is not None:
+        return (start, line_end, listed, None)
     glued = GLUED.match(text, start, line_end)
     if glued is not None:  # "Action: search{"query": "x"}": a name glued to its object
         return (*glued_call(text, glued), None)
@@ -128,6 +122,16 @@ def _after_action(text: str, start: int) -> Found | None:
     if bracket_call(text, start, line_end) is not None:
         return None  # the paper's tool[input]: the parser reads it
     return _action_input(text, line_end, rest.strip("`*\"' "))
+
+
+def _first_listed(source: str) -> ParseResult | None:
+    """The first of a list of Python-style calls (:func:`python_calls`), as an action; None
+    when ``source`` is not only calls."""
+    calls = python_calls(source)
+    if not calls:
+        return None
+    name, value = calls[0]
+    return ParseResult("action", tool=name, input=value, dialect="call")
 
 
 def _action_input(text: str, line_end: int, name: str) -> Found | None:
@@ -183,38 +187,31 @@ def markup_call(text: str, tools=None) -> Found | None:
     dialect = re.sub(r"\W+", "_", call.format.lower()).strip("_")
     if call.answer is not None:
         result = ParseResult("final", answer=call.answer.strip(), dialect=dialect)
-    elif call.name is None:
-        problem = call.problem or "that names no tool"
-        result = ParseResult(
-            "error",
-            dialect=dialect,
-            reason=(
-                f"found {call.format} tool-call markup {problem}, which this protocol does "
-                "not run; write 'Action: tool_name[arguments]'"
-            ),
-        )
-    elif call.problem is not None:
-        # a header may hold any text; a name run into its first key names no tool
-        name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"
-        name = "tool_name" if call.problem.startswith(GLUED_NAME) else name
-        result = ParseResult(
-            "error",
-            tool=call.name,
-            dialect=dialect,
-            reason=(
-                f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the "
-                f"whole call again as 'Action: {name}[arguments]'"
-            ),
-        )
+    elif call.name is None or call.problem is not None:
+        result = ParseResult("error", tool=call.name, dialect=dialect, reason=_refusal(call))
     else:
+        reason = f"a {call.format} tool call"
         result = ParseResult(
-            "action",
-            tool=call.name,
-            input=call.arguments,
-            dialect=dialect,
-            reason=f"a {call.format} tool call",
+            "action", tool=call.name, input=call.arguments, dialect=dialect, reason=reason
         )
     return call.start, call.end, result, call.thought
+
+
+def _refusal(call: Call) -> str:
+    """Why a call read from markup is not run: it names no tool, or its problem."""
+    if call.name is None:
+        problem = call.problem or "that names no tool"
+        return (
+            f"found {call.format} tool-call markup {problem}, which this protocol does "
+            "not run; write 'Action: tool_name[arguments]'"
+        )
+    # a header may hold any text; a name run into its first key names no tool
+    name = clip(call.name, 60) if is_tool_name(call.name) else "tool_name"
+    name = "tool_name" if call.problem.startswith(GLUED_NAME) else name
+    return (
+        f"a {call.format} tool call to {shown(call.name, 60)} {call.problem}; write the "
+        f"whole call again as 'Action: {name}[arguments]'"
+    )
 
 
 def glued_call(text: str, m: re.Match) -> tuple[int, int, ParseResult]:
@@ -248,14 +245,9 @@ def bare_call(text: str, tools=None) -> tuple[int, int, ParseResult] | None:
             break
         line_end = end_of_line(text, m.start())
         if m.group(1):  # [a(k=1), b()]
-            calls = python_calls(text[m.start(1) : line_end].strip(" \t>*"))
-            if calls:
-                name, value = calls[0]
-                return (
-                    m.start(),
-                    line_end,
-                    ParseResult("action", tool=name, input=value, dialect="call"),
-                )
+            listed = _first_listed(text[m.start(1) : line_end].strip(" \t>*"))
+            if listed is not None:
+                return (m.start(), line_end, listed)
             continue
         if m.group(3) == "(":
             spaced = m.start(3) > m.end(2)

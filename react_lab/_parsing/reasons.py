@@ -132,9 +132,12 @@ def name_problem(name: str, tools, markup: str | None = None) -> str | None:
             f"{shown(name, 40)} is {vendor}'s channel name, not a tool: the call's tool name was "
             f"lost; call {listed}, or write 'Answer: ...' when done"
         )
-    if tools is None and is_tool_name(name):
+    if not is_tool_name(name):
+        return not_a_name(name, tools)
+    if tools is None:
         return None
-    return name_reason(name, tools, markup)
+    reason = unknown_tool_message(name, tools) if " " not in name else not_a_name(name, tools)
+    return reason + (f" ({markup})" if markup else "")
 
 
 def call_name_problem(name: str, tools: Mapping) -> str | None:
@@ -156,17 +159,6 @@ def input_problem(value: Any) -> str | None:
     if not found:
         return None
     return f"{found[0].replace('arguments/', '', 1)}; nothing was run"
-
-
-def name_reason(name: str, tools: list[str] | None, markup: str | None = None) -> str:
-    """Why the tool name ``name`` cannot be run: not a name, or (with ``tools``) not one of them.
-
-    ``markup`` is the format the call was written in, added to an unknown tool's message.
-    """
-    if not is_tool_name(name) and not (tools is not None and name in tools):
-        return not_a_name(name, tools)
-    reason = unknown_tool_message(name, tools) if " " not in name else not_a_name(name, tools)
-    return reason + (f" ({markup})" if markup else "")
 
 
 def not_a_name(name: str, tools: list[str] | None) -> str:
