@@ -50,6 +50,7 @@ from typing import Any, Callable
 from ..protocol import shown
 from .brackets import object_at
 from .calls import find_json_call, load_object, python_calls, unwrap
+from .json_errors import finite_number
 from .labels import FENCE, NAME
 
 #: Frames tried per text: enough for any real completion, and a bound on the work.
@@ -357,8 +358,8 @@ def _relaxed(text: str, pos: int, delim: str | None, depth: int):
     if ch in "{[":
         return _relaxed_container(text, pos, delim, depth)
     m = _NUMBER.match(text, pos)
-    if m:
-        return json.loads(m.group()), m.end()
+    if m:  # a number too large for a float (1e400) is no value: JSON has no Infinity
+        return json.loads(m.group(), parse_float=finite_number), m.end()
     m = _WORD.match(text, pos)
     return (_WORDS[m.group()], m.end()) if m else None
 

@@ -46,7 +46,7 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     return obj
 
 
-def _finite(text: str) -> float:
+def finite_number(text: str) -> float:
     """Read a JSON number with a fraction or exponent; refuse one too large for a float.
 
     ``1e400`` is refused.
@@ -70,7 +70,7 @@ def decode_json(arguments: Any) -> tuple[Any, Exception | None]:
         decoded = json.loads(
             arguments,
             parse_constant=_no_constant,
-            parse_float=_finite,
+            parse_float=finite_number,
             object_pairs_hook=unique_keys,
         )
         return decoded, None

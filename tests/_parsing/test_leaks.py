@@ -225,3 +225,17 @@ def test_a_leaked_step_is_marked_in_the_log():
     result, _ = run_with_replies([{"content": SHAPES["tool_call block"]}, {"content": "No."}])
     events = [step_event(s, run_id="r") for s in result.steps]
     assert [e["leaked"] for e in events] == [True, False]
+
+
+def test_a_number_too_large_for_a_float_in_bare_key_markup_never_becomes_infinity():
+    """``{n:1e400}`` read as ``inf`` went on as ``{"n": Infinity}``, which is not JSON."""
+    import json
+
+    from react_lab._parsing.json_errors import decode_json
+    from react_lab._parsing.leaks import leaked_calls
+
+    [call] = leaked_calls("<|tool_call>call:search{n:1e400}<tool_call|>")
+    arguments = call["function"]["arguments"]
+    assert "Infinity" not in arguments and decode_json(arguments)[1] is not None
+    [call] = leaked_calls("<|tool_call>call:search{n:1e4}<tool_call|>")
+    assert json.loads(call["function"]["arguments"]) == {"n": 10000.0}
