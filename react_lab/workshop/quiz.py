@@ -32,30 +32,30 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     # the right choice is neither the longest nor the only hedged one (a test checks both).
     "01": (
         Question(
-            "The model writes `Action: search[refunds, late fees]`; `search` takes one "
-            "argument, a query. What does your `observe` pass to `call_tool`?",
+            "Why does your `observe` end its text with `\\nThought:`, a label with nothing "
+            "after it?",
             (
-                "One query, `refunds, late fees`, as search declares a single parameter",
-                "Two arguments, `refunds` and `late fees`: it refuses the count",
-                "Nothing: your `observe` refuses a space inside the brackets",
+                "`call_tool` refuses a result that does not end with a label",
+                "The model continues the text: the label asks for a thought next",
+                "The stop sequence needs it to find where the next completion ends",
             ),
             1,
-            "Rule 2 splits the bracket's text on every comma, whatever the tool declares: two "
-            "pieces reach `call_tool`, which counts them against `search`'s one parameter and "
-            "says so in the observation. The text protocol has no way to quote a comma.",
+            "A completion continues the prompt's text. Ending on `Thought:` makes the model's next "
+            "words a thought about the observation, in the exemplar's order; the stop sequence "
+            "is `Observation:`, which the label does not touch.",
         ),
         Question(
-            "You edit the exemplar so that its lookup finds an invoice issued 2026-06-30 (its "
-            "Observation, Thought and Answer say so). Which call do you now expect for INV-2041?",
+            "You send 01's prompt again with `stop=None`. What do you expect the completion to "
+            "hold?",
             (
-                "`list_invoices[cus_8812, 2026-06-30]`, which now lists INV-2041",
-                "`list_invoices[cus_8812, 2026-07-03]`, the day INV-2041 was issued",
-                "`list_invoices[cus_8812, 2026-07-01]`, the date the exemplar passed",
+                "Its action, then more: an Observation it writes itself",
+                "The same action and nothing after it: the model stops on its own",
+                "An error: a completion request must name a stop sequence",
             ),
             0,
-            "The model copies the date the exemplar's lookup found, which is written in its "
-            "Observation, Thought and Answer, not the one its call passed. Found early enough, the "
-            "copied date now lets INV-2041 in: the copying is the same, only the luck changed.",
+            "The model writes until a stop sequence or its token limit; it has seen an "
+            "Observation follow every Action in the exemplar, so it writes one, with whatever "
+            "rows it likes (notebook 03 counts how often).",
         ),
     ),
     "02": (
@@ -150,17 +150,17 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             "which is N·P + 50·(0 + 1 + 2 + 3). Your `prompt_tokens_at_step` gives each term.",
         ),
         Question(
-            "A run takes 10 steps. P = 600, of which its one exemplar is 250; each observation is "
-            "200 tokens. Which cut saves more prompt tokens per run?",
+            "A run takes 10 steps; its exemplar is 300 tokens and each observation 100. Which "
+            "saves more prompt tokens per run?",
             (
-                "Dropping the exemplar, 250 fewer in every one of the 10 requests",
-                "Neither more: each saves about 2,500 tokens in a run this long",
-                "Capping each observation at 100, a cut in every later request",
+                "Capping each observation at 50, as a long run is mostly observations",
+                "Both the same: each takes out about 2,500 tokens over the run",
+                "Dropping the exemplar, though the run is long",
             ),
             2,
-            "The exemplar saves 250 × 10 = 2,500. An observation is re-sent in every later "
-            "request: 9 + 8 + … + 1 = 45 times in all, so capping saves 100 × 45 = 4,500. Short "
-            "runs are mostly prefix; long ones mostly re-sent observations.",
+            "Dropping the exemplar saves 300 in each of 10 requests, 3,000. Capping saves 50 "
+            "each time an observation is re-sent, 9 + 8 + … + 1 = 45 times, 2,250. Which term "
+            "is larger depends on the sizes and the steps: compute it.",
         ),
     ),
     "06": (
@@ -208,7 +208,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
         ),
         Question(
             "A server returns `tool_calls` empty and the text `<tool_call>{...}</tool_call>`. "
-            "What does a `run_native` that answers whenever `tool_calls` is empty return?",
+            "What does a `run_native` that reads only `reply.tool_calls`, not `reply_calls`, "
+            "return?",
             (
                 "The markup itself as its answer, and the run ends there",
                 "None after its step limit, as it asks again at every step",
