@@ -295,11 +295,13 @@ def test_write_observe_in_01_then_the_loop_in_02_and_see_the_checks_and_the_answ
     assert "✓ run_loop: 6/6 cases pass — saved to my_agent.py" in checked, checked
     ran = cell_outputs(driver, 'agent = load_agent(["observe", "run_loop"])')
     assert "✓ observe, run_loop: yours (my_agent.py)" in ran, ran  # one line: one reason
-    answered = cell_outputs(driver, "exemplars=[paid_exemplar])")
+    answered = cell_outputs(driver, "exemplars=[paid_exemplar], max_steps=2)")
     assert re.search(r"model's answer: No\b", answered), answered
     assert re.search(r"scored\s*: right", answered), answered
     scroll_to(
-        driver, ".jp-NotebookPanel .jp-Cell", cell_index(driver, "exemplars=[paid_exemplar])")
+        driver,
+        ".jp-NotebookPanel .jp-Cell",
+        cell_index(driver, "exemplars=[paid_exemplar], max_steps=2)"),
     )
     driver.save_screenshot(str(screenshots / "4_02_the_loop_answers.png"))
     shut_down_kernels(lab)
