@@ -606,15 +606,17 @@ KINDS = ("proposed", "executed", "carried", "flipped", "canary", "benign")
 
 
 def format_table(rows: Sequence[dict]) -> str:
-    """The table as text: one line per agent and defence (counts, %, Wilson 95 %)."""
-    wide = {k: 34 if k in ("executed", "carried") else 26 for k in KINDS}
-    head = f"{'agent':<10}{'defence':<16}" + "".join(f"{k:<{wide[k]}}" for k in KINDS)
+    """The table as text: one line per agent and defence (counts, %, Wilson 95 %), each column
+    as wide as its widest cell and two spaces more."""
+    cells = [[_cell(row[k], bound=k in ("executed", "carried")) for k in KINDS] for row in rows]
+    wide = [max([len(k), *(len(line[i]) for line in cells)]) + 2 for i, k in enumerate(KINDS)]
+    head = f"{'agent':<10}{'defence':<16}" + "".join(f"{k:<{w}}" for k, w in zip(KINDS, wide))
     lines = [head + "benign vs none (points)"]
-    for row in rows:
+    for row, line in zip(rows, cells):
         vs = row.get("vs_none")
         shown = f"{vs['points']:+.1f} [{vs['low']:+.1f}, {vs['high']:+.1f}]" if vs else "-"
-        cells = "".join(f"{_cell(row[k], bound=wide[k] > 26):<{wide[k]}}" for k in KINDS)
-        lines.append(f"{row['agent']:<10}{row['defence']:<16}{cells}{shown}")
+        padded = "".join(f"{cell:<{w}}" for cell, w in zip(line, wide))
+        lines.append(f"{row['agent']:<10}{row['defence']:<16}{padded}{shown}")
     return "\n".join(lines)
 
 
