@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from ..lab import sandbox
 from ..lab.backends.load import load_model  # noqa: F401 -- the embedded model
+from ..lab.provenance import copied_values
 from ..lab.sandbox import AMOUNT_TEXT, as_text_protocol, db_checksum, working_copy  # noqa: F401 -- the gate's schema
 from ..protocol import ACTION_RE, ANSWER_RE, EXEMPLARS, STOP, build_prompt  # noqa: F401 -- what the loop uses
 from ..provenance import why_unsourced  # noqa: F401 -- the learner's guard uses it
@@ -368,17 +369,19 @@ def calls_and_answer(transcript: str, question: str, answer, exemplar=None) -> s
 
 
 def copied_ids(transcript: str, question: str, exemplar) -> list[str]:
-    """The ids of the run's calls found in ``exemplar`` and neither in the question nor in an
-    observation before the call (``cus_1021``, from an exemplar about it)."""
+    """The ids of the run's calls that ``exemplar`` shows and no source before the call does
+    (the question, an earlier observation's structured fields): ``cus_1021``, from an
+    exemplar about it. The lab's rule (:func:`react_lab.lab.provenance.copied_values`), as 08's
+    seed report reads it."""
     head = f"Question: {question}"
     run = transcript[transcript.find(head) + len(head) :] if head in transcript else transcript
-    shown, seen, copied = exemplar.render(), question, []
+    shown, sources, copied = exemplar.render(), [question], []
     for line in run.splitlines():
         if line.startswith("Action: "):
-            found = ID_RE.findall(line)
-            copied += [v for v in found if v in shown and v not in seen and v not in copied]
+            found = copied_values(line[len("Action: ") :], shown, sources)
+            copied += [v for v in found if ID_RE.fullmatch(v) and v not in copied]
         elif line.startswith("Observation: "):
-            seen += line
+            sources.append(line[len("Observation: ") :])
     return copied
 
 
